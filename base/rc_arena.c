@@ -1,0 +1,117 @@
+/*
+ * rc_arena.c - bump allocator in 64 KiB blocks (bigger requests get a block of their own).
+ */
+#include "rc_arena.h"
+#include "rc_mem.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK_SIZE (64 * 1024)
+#define ALIGN 16
+
+struct rc_arena_block {
+    struct rc_arena_block *next;
+    size_t size;
+    size_t used;
+    _Alignas(16) unsigned char data[];
+};
+
+static struct rc_arena_block *new_block(size_t size)
+{
+    struct rc_arena_block *b = rc_xmalloc(sizeof(*b) + size);
+
+    b->next = NULL;
+    b->size = size;
+    b->used = 0;
+    return b;
+}
+
+void *rc_arena_alloc(struct rc_arena *a, size_t n)
+{
+    struct rc_arena_block *b = a->head;
+    size_t need = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    void *p;
+
+    if (need < n)
+        rc_xmalloc(SIZE_MAX); /* overflow: abort through the OOM path */
+    if (!b || b->size - b->used < need) {
+        if (need > BLOCK_SIZE / 4) {
+            /* big: own block, linked behind the current head so the head keeps filling */
+            struct rc_arena_block *big = new_block(need);
+            if (b) {
+                big->next = b->next;
+                b->next = big;
+            } else {
+                a->head = big;
+            }
+            big->used = need;
+            a->used_total += need;
+            memset(big->data, 0, need);
+            return big->data;
+        }
+        b = new_block(BLOCK_SIZE);
+        b->next = a->head;
+        a->head = b;
+    }
+    p = b->data + b->used;
+    b->used += need;
+    a->used_total += need;
+    memset(p, 0, need);
+    return p;
+}
+
+void *rc_arena_calloc(struct rc_arena *a, size_t count, size_t n)
+{
+    if (n && count > SIZE_MAX / n)
+        rc_xmalloc(SIZE_MAX);
+    return rc_arena_alloc(a, count * n);
+}
+
+char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n)
+{
+    char *p = rc_arena_alloc(a, n + 1);
+
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *rc_arena_strdup(struct rc_arena *a, const char *s)
+{
+    return s ? rc_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    char *p;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return rc_arena_strdup(a, "");
+    p = rc_arena_alloc(a, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void rc_arena_release(struct rc_arena *a)
+{
+    struct rc_arena_block *b = a->head;
+
+    while (b) {
+        struct rc_arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    a->head = NULL;
+    a->used_total = 0;
+}

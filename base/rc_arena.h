@@ -1,0 +1,32 @@
+/*
+ * rc_arena.h - a bump allocator for data that lives exactly as long as one reconcile pass.
+ *
+ * Parsed objects, placement inputs and decisions are allocated here and all discarded at once
+ * with rc_arena_release, so loop mode cannot leak across passes and most structs need no _free.
+ * Allocation never fails (aborts on OOM, see rc_mem.h); memory is zeroed.
+ */
+#ifndef RC_ARENA_H
+#define RC_ARENA_H
+
+#include <stddef.h>
+
+struct rc_arena_block;
+
+struct rc_arena {
+    struct rc_arena_block *head;
+    size_t used_total; /* bytes handed out, for reporting */
+};
+
+#define RC_ARENA_INIT {NULL, 0}
+
+void *rc_arena_alloc(struct rc_arena *a, size_t n);
+/* count * n bytes, zeroed, aborting on overflow. */
+void *rc_arena_calloc(struct rc_arena *a, size_t count, size_t n);
+char *rc_arena_strdup(struct rc_arena *a, const char *s);
+char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n);
+char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Free every block; the arena is back to RC_ARENA_INIT. */
+void rc_arena_release(struct rc_arena *a);
+
+#endif

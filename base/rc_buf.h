@@ -1,0 +1,47 @@
+/*
+ * rc_buf.h - a growable, capped string buffer.
+ *
+ * Invariants: after RC_BUF_INIT or rc_buf_init, `ptr` is never NULL and always
+ * NUL-terminated; `len` excludes the NUL. `max` (0 = unlimited) caps `len`: an append past it
+ * fails with RC_ERROR and a message, and leaves the buffer as it was, so a response body or a
+ * file read can be bounded without a check at every call site.
+ */
+#ifndef RC_BUF_H
+#define RC_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "rc_err.h"
+
+struct rc_buf {
+    char *ptr;
+    size_t len;
+    size_t cap; /* 0 while ptr points at the shared empty string */
+    size_t max; /* 0 = no limit */
+};
+
+extern char rc_buf__empty[];
+#define RC_BUF_INIT {rc_buf__empty, 0, 0, 0}
+
+void rc_buf_init(struct rc_buf *b, size_t max);
+/* Free the contents; the buffer is back to RC_BUF_INIT (max kept). */
+void rc_buf_release(struct rc_buf *b);
+/* Hand the malloc'd string to the caller (never NULL); the buffer is reset. */
+char *rc_buf_detach(struct rc_buf *b, size_t *len);
+void rc_buf_reset(struct rc_buf *b);
+
+int rc_buf_add(struct rc_buf *b, const void *data, size_t n, struct rc_err *err);
+int rc_buf_puts(struct rc_buf *b, const char *s, struct rc_err *err);
+int rc_buf_putc(struct rc_buf *b, char c, struct rc_err *err);
+int rc_buf_printf(struct rc_buf *b, struct rc_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rc_buf_vprintf(struct rc_buf *b, struct rc_err *err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/* Read a whole file into b (appending), refusing files larger than b->max (if set). */
+int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
+/* Write data to path atomically (temp file in the same folder, fsync, rename). */
+int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);
+
+#endif

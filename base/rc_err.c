@@ -1,0 +1,70 @@
+/*
+ * rc_err.c - formatting of struct rc_err messages. Never allocates.
+ */
+#include "rc_err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void one_line(char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n' || *s == '\r' || *s == '\t')
+            *s = ' ';
+    }
+}
+
+int rc_err_setv(struct rc_err *err, int code, const char *fmt, va_list ap)
+{
+    if (!err)
+        return code;
+    err->code = code;
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    one_line(err->msg);
+    return code;
+}
+
+int rc_err_set(struct rc_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    rc_err_setv(err, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int rc_err_prefix(struct rc_err *err, const char *fmt, ...)
+{
+    char prefix[RC_ERR_MSG_MAX];
+    char old[RC_ERR_MSG_MAX];
+    size_t plen;
+    va_list ap;
+
+    if (!err)
+        return RC_ERROR;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof(old));
+    plen = strlen(prefix);
+    memcpy(err->msg, prefix, plen + 1);
+    if (plen < sizeof(err->msg) - 1) {
+        size_t room = sizeof(err->msg) - 1 - plen;
+        size_t olen = strnlen(old, sizeof(old) - 1);
+        if (olen > room)
+            olen = room;
+        memcpy(err->msg + plen, old, olen);
+        err->msg[plen + olen] = '\0';
+    }
+    one_line(err->msg);
+    return err->code;
+}
+
+void rc_err_clear(struct rc_err *err)
+{
+    if (!err)
+        return;
+    err->code = RC_OK;
+    err->msg[0] = '\0';
+}

@@ -1,0 +1,17 @@
+/*
+ * rc_hash.h - FNV-1a 64-bit, for stable short identifiers (not for security).
+ */
+#ifndef RC_HASH_H
+#define RC_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RC_FNV_INIT UINT64_C(0xcbf29ce484222325)
+
+uint64_t rc_fnv1a(uint64_t h, const void *data, size_t n);
+uint64_t rc_fnv1a_str(uint64_t h, const char *s);
+/* Write the hash as 16 lower-case hex digits plus NUL into out[17]. */
+void rc_hash_hex(uint64_t h, char out[17]);
+
+#endif
