@@ -1,0 +1,388 @@
+/*
+ * rc_apply.c - applies the deploy branch to live clusters (see rc_apply.h).
+ *
+ * The calling thread reads git (applied refs, the cluster directories) and makes one plan per
+ * cluster; worker threads, one per cluster with work, talk to the API servers with their own
+ * client and arena; the calling thread then moves the applied refs and writes the note.
+ * The plan (cJSON manifests, strings in the caller's arena) is only read by the workers.
+ *
+ * Failure policy per cluster: an object the server refuses (4xx other than 401/403/429) is a
+ * failure of that object and the others are still applied; no answer, 401/403, 429 or 5xx
+ * after the client's retries means the cluster is unreachable and its work stops there.
+ * Either way nothing is deleted on it and its applied ref stays, so the next pass retries.
+ */
+#include "rc_apply.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "rc_git.h"
+#include "rc_kube.h"
+#include "rc_mem.h"
+
+#include "rc_banned.h"
+
+#define CRD_WAIT_MS 60000
+
+struct job {
+    const struct rd_cluster_conn *conn;
+    const struct rc_kube_options *ko;
+    const struct rc_log *log;
+    const struct rc_apply_plan *plan;
+    struct rc_arena arena; /* the worker's own */
+    struct rc_apply_result res;
+    size_t cap_failures;
+    pthread_t thread;
+    int started;
+};
+
+static void add_failure(struct job *j, const char *verb, const char *key, const char *msg)
+{
+    struct rc_apply_result *r = &j->res;
+
+    if (r->nfailures == j->cap_failures) {
+        size_t cap = j->cap_failures ? j->cap_failures * 2 : 8;
+        struct rc_apply_failure *f = rc_arena_calloc(&j->arena, cap, sizeof(*f));
+        if (r->nfailures)
+            memcpy(f, r->failures, r->nfailures * sizeof(*f));
+        r->failures = f;
+        j->cap_failures = cap;
+    }
+    r->failures[r->nfailures].what = rc_arena_printf(&j->arena, "%s %s", verb, key);
+    r->failures[r->nfailures].msg = rc_arena_strdup(&j->arena, msg);
+    r->nfailures++;
+    if (j->log)
+        rc_log_warn(j->log, "cluster '%s': %s '%s': %s", j->conn->name, verb, key, msg);
+}
+
+/* Does this failure mean the cluster cannot be worked with right now? */
+static int cluster_down(const struct rc_kube *k, int code)
+{
+    long st = rc_kube_last_status(k);
+
+    return code == RC_ETRANSPORT || st == 0 || st == 401 || st == 403 || st == 429 || st >= 500;
+}
+
+static void unreachable(struct job *j, const char *msg)
+{
+    j->res.outcome = RC_APPLY_UNREACHABLE;
+    j->res.why = rc_arena_strdup(&j->arena, msg);
+    if (j->log)
+        rc_log_warn(j->log, "cluster '%s': unreachable: %s; retried next pass", j->conn->name, msg);
+}
+
+/* Wait for the CRDs applied so far (stage CRD) to be Established, then forget discovery. */
+static int wait_crds(struct job *j, struct rc_kube *k, size_t upto)
+{
+    struct rc_err err = RC_ERR_INIT;
+    int rc;
+
+    for (size_t i = 0; i < upto; i++) {
+        const struct rc_apply_op *op = &j->plan->apply[i];
+        if (op->stage != RC_APPLY_STAGE_CRD)
+            continue;
+        if ((rc = rc_kube_wait_crd(k, op->name, CRD_WAIT_MS, &err)) < 0) {
+            if (cluster_down(k, rc)) {
+                unreachable(j, err.msg);
+                return -1;
+            }
+            add_failure(j, "wait for", op->key, err.msg);
+        }
+    }
+    rc_kube_invalidate(k);
+    return 0;
+}
+
+static int is_ours(const cJSON *live)
+{
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(live, "metadata"), "labels");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, PL_LABEL_MANAGED);
+
+    return cJSON_IsString(v) && !strcmp(v->valuestring, PL_LABEL_MANAGED_VALUE);
+}
+
+static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op *op)
+{
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *live = NULL;
+    const cJSON *uid;
+    int rc;
+
+    rc = rc_kube_get(k, op->api_version, op->kind, op->ns, op->name, &live, &err);
+    if (rc == RC_ENOTFOUND)
+        return 0; /* already gone (or its kind is no longer served) */
+    if (rc < 0) {
+        if (cluster_down(k, rc)) {
+            unreachable(j, err.msg);
+            return -1;
+        }
+        add_failure(j, "delete", op->key, err.msg);
+        return 0;
+    }
+    uid =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(live, "metadata"), "uid");
+    if (!is_ours(live) || !cJSON_IsString(uid)) {
+        j->res.kept++;
+        if (j->log)
+            rc_log_info(j->log, "cluster '%s': not deleting '%s': it does not carry %s=%s",
+                        j->conn->name, op->key, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
+        cJSON_Delete(live);
+        return 0;
+    }
+    rc = rc_kube_delete(k, op->api_version, op->kind, op->ns, op->name, uid->valuestring, &err);
+    cJSON_Delete(live);
+    if (rc == RC_OK) {
+        j->res.deleted++;
+        if (j->log)
+            rc_log_info(j->log, "cluster '%s': deleted '%s'", j->conn->name, op->key);
+    } else if (rc == RC_ENOTFOUND) {
+        /* gone meanwhile */
+    } else if (rc == RC_ECONFLICT && rc_kube_last_status(k) == 409) {
+        j->res.kept++; /* re-created by someone else since our GET: not ours to delete */
+        if (j->log)
+            rc_log_info(j->log, "cluster '%s': not deleting '%s': %s", j->conn->name, op->key,
+                        err.msg);
+    } else if (cluster_down(k, rc)) {
+        unreachable(j, err.msg);
+        return -1;
+    } else {
+        add_failure(j, "delete", op->key, err.msg);
+    }
+    return 0;
+}
+
+static void *run_job(void *arg)
+{
+    struct job *j = arg;
+    struct rc_kube_options ko = *j->ko;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    size_t i;
+    int rc, crds_waited = 0;
+
+    ko.kubeconfig = j->conn->kubeconfig;
+    ko.context = j->conn->context;
+    ko.log = j->log;
+    if ((rc = rc_kube_open_opts(&k, &ko, &err)) < 0) {
+        unreachable(j, err.msg);
+        return NULL;
+    }
+    if ((rc = rc_kube_discover(k, &err)) < 0) {
+        unreachable(j, err.msg);
+        goto done;
+    }
+    for (i = 0; i < j->plan->napply; i++) {
+        const struct rc_apply_op *op = &j->plan->apply[i];
+
+        if (op->stage == RC_APPLY_STAGE_REST && !crds_waited) {
+            crds_waited = 1;
+            if (wait_crds(j, k, i) < 0)
+                goto done;
+        }
+        rc = rc_kube_apply(k, op->obj, RC_APPLY_FIELD_MANAGER, 1, NULL, &err);
+        if (rc == RC_OK) {
+            j->res.applied++;
+            if (j->log)
+                rc_log_debug(j->log, "cluster '%s': applied '%s'", j->conn->name, op->key);
+            continue;
+        }
+        if (cluster_down(k, rc)) {
+            unreachable(j, err.msg);
+            goto done;
+        }
+        add_failure(j, "apply", op->key, err.msg);
+    }
+    if (!crds_waited && wait_crds(j, k, j->plan->napply) < 0)
+        goto done;
+    if (j->res.nfailures) {
+        j->res.outcome = RC_APPLY_FAILED;
+        goto done;
+    }
+    for (i = 0; i < j->plan->ndelete; i++) {
+        if (delete_one(j, k, &j->plan->del[i]) < 0)
+            goto done;
+    }
+    j->res.outcome = j->res.nfailures ? RC_APPLY_FAILED : RC_APPLY_DONE;
+done:
+    rc_kube_free(k);
+    return NULL;
+}
+
+/* ==== The calling thread: git, plans, refs, note ==== */
+
+static struct rc_apply_file *to_files(const struct rc_git_blob *b, size_t n, struct rc_arena *a)
+{
+    struct rc_apply_file *f = rc_arena_calloc(a, n + 1, sizeof(*f));
+
+    for (size_t i = 0; i < n; i++) {
+        f[i].path = b[i].path;
+        f[i].data = b[i].data;
+        f[i].len = b[i].len;
+    }
+    return f;
+}
+
+struct cluster {
+    struct job job;
+    struct rc_apply_plan plan;
+    char ref[300];
+    char old[41]; /* "" when the ref does not exist */
+    int has_work; /* a worker runs */
+    int move_ref; /* move the ref when done */
+};
+
+static int prepare(struct cluster *c, struct rc_git *g, const char *deploy, int resync,
+                   struct rc_arena *a, struct rc_err *err)
+{
+    struct rc_git_blob *nb = NULL, *ob = NULL;
+    size_t nn = 0, no = 0;
+    char prefix[300];
+    int rc;
+
+    snprintf(c->ref, sizeof(c->ref), "%s%s", RC_APPLY_REF_PREFIX, c->job.conn->name);
+    snprintf(prefix, sizeof(prefix), "clusters/%s/", c->job.conn->name);
+    rc = rc_git_resolve(c->old, g, c->ref, err);
+    if (rc == RC_ENOTFOUND) {
+        c->old[0] = 0;
+        rc_err_clear(err);
+    } else if (rc < 0) {
+        return rc;
+    }
+    if (!strcmp(c->old, deploy) && !resync) {
+        c->job.res.outcome = RC_APPLY_UP_TO_DATE;
+        return RC_OK;
+    }
+    if ((rc = rc_git_read_tree(&nb, &nn, g, deploy, prefix, a, err)) < 0)
+        return rc;
+    if (c->old[0] && (rc = rc_git_read_tree(&ob, &no, g, c->old, prefix, a, err)) < 0)
+        return rc;
+    rc = rc_apply_plan_make(&c->plan, to_files(ob, no, a), no, to_files(nb, nn, a), nn, resync, a,
+                            err);
+    if (rc < 0) {
+        struct job *j = &c->job;
+        /* a deploy branch rightplace cannot read: report it, apply nothing there */
+        j->res.outcome = RC_APPLY_FAILED;
+        add_failure(j, "read", prefix, err->msg);
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    c->move_ref = 1;
+    if (c->plan.napply == 0 && c->plan.ndelete == 0) {
+        c->job.res.outcome = RC_APPLY_UP_TO_DATE;
+        return RC_OK;
+    }
+    c->has_work = 1;
+    return RC_OK;
+}
+
+static void run_all(struct cluster *cl, size_t n)
+{
+    size_t start = 0;
+
+    while (start < n) {
+        size_t running = 0, i;
+        for (i = start; i < n && running < RC_APPLY_MAX_THREADS; i++) {
+            if (!cl[i].has_work)
+                continue;
+            if (pthread_create(&cl[i].job.thread, NULL, run_job, &cl[i].job) == 0) {
+                cl[i].job.started = 1;
+            } else {
+                run_job(&cl[i].job); /* no thread: do it here */
+            }
+            running++;
+        }
+        for (size_t w = start; w < i; w++) {
+            if (cl[w].job.started)
+                pthread_join(cl[w].job.thread, NULL);
+            cl[w].job.started = 0;
+        }
+        start = i;
+    }
+}
+
+int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
+                         const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                         const struct rc_kube_options *ko, const struct rc_log *log,
+                         struct rc_arena *a, struct rc_err *err)
+{
+    struct rc_kube_options defaults = RC_KUBE_OPTIONS_INIT;
+    struct cluster *cl = rc_xcalloc(nconns + 1, sizeof(*cl));
+    struct rc_apply_result *results = rc_arena_calloc(a, nconns + 1, sizeof(*results));
+    struct rc_buf note = RC_BUF_INIT;
+    size_t nlive = 0;
+    int rc = RC_OK, reported = 0;
+
+    *incomplete = 0;
+    for (size_t i = 0; i < nconns; i++) {
+        struct cluster *c;
+        if (!conns[i].kubeconfig)
+            continue;
+        c = &cl[nlive++];
+        c->job.conn = &conns[i];
+        c->job.ko = ko ? ko : &defaults;
+        c->job.log = log;
+        c->job.plan = &c->plan;
+        c->job.res.cluster = conns[i].name;
+        if ((rc = prepare(c, g, deploy, resync, a, err)) < 0)
+            goto done;
+    }
+
+    run_all(cl, nlive);
+
+    for (size_t i = 0; i < nlive; i++) {
+        struct cluster *c = &cl[i];
+        struct rc_apply_result *r = &c->job.res;
+
+        if (r->outcome == RC_APPLY_FAILED || r->outcome == RC_APPLY_UNREACHABLE) {
+            *incomplete = 1;
+        } else if (c->move_ref && strcmp(c->old, deploy)) {
+            struct rc_err rerr = RC_ERR_INIT;
+            int urc = rc_git_update_ref(g, c->ref, deploy, c->old[0] ? c->old : NULL,
+                                        "rightplace: applied", &rerr);
+            if (urc < 0) {
+                *incomplete = 1;
+                r->why = rc_arena_printf(a, "applied ref not moved: %s", rerr.msg);
+                if (r->outcome == RC_APPLY_UP_TO_DATE)
+                    r->outcome = RC_APPLY_DONE;
+                if (log)
+                    rc_log_warn(log, "cluster '%s': %s", r->cluster, r->why);
+            }
+        }
+        if (r->outcome != RC_APPLY_UP_TO_DATE)
+            reported = 1;
+        if (log && r->outcome == RC_APPLY_DONE)
+            rc_log_info(log, "cluster '%s': applied %zu, deleted %zu", r->cluster, r->applied,
+                        r->deleted);
+        else if (log && r->outcome == RC_APPLY_FAILED)
+            rc_log_warn(log,
+                        "cluster '%s': %zu of %zu objects failed; nothing deleted; retried "
+                        "next pass",
+                        r->cluster, r->nfailures, r->nfailures + r->applied);
+        results[i] = *r;
+    }
+
+    if (reported) {
+        if ((rc = rc_apply_note_format(&note, deploy, results, nlive, err)) < 0 ||
+            (rc = rc_git_note_write(g, deploy, note.ptr, err)) < 0)
+            goto done;
+    }
+    rc = RC_OK;
+done:
+    rc_buf_release(&note);
+    for (size_t i = 0; i < nlive; i++) {
+        rc_apply_plan_release(&cl[i].plan);
+        rc_arena_release(&cl[i].job.arena);
+    }
+    free(cl);
+    return rc;
+}
+
+int rc_apply_deploy(int *incomplete, struct rc_git *g, const char *deploy,
+                    const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                    const struct rc_log *log, struct rc_arena *a, struct rc_err *err)
+{
+    return rc_apply_deploy_opts(incomplete, g, deploy, conns, nconns, resync, NULL, log, a, err);
+}

@@ -1,0 +1,128 @@
+/*
+ * rc_apply.h - applies the deploy branch to live clusters.
+ *
+ * For each cluster with a connection whose directory clusters/<name>/ at the deploy commit
+ * differs from its tree at refs/rightplace/applied/<name> (absent, or resync: everything),
+ * the objects of added and changed files are server-side applied (field manager
+ * "rightplace", force): Namespaces first, then CustomResourceDefinitions (waiting until they
+ * are Established), then everything else in path order. Then the objects whose files left the
+ * directory are deleted, each only when the live object carries
+ * app.kubernetes.io/managed-by=rightplace, with a uid precondition; never on a cluster that
+ * was unreachable or had any failure in this call. A cluster applied completely gets its
+ * applied ref moved to the deploy commit (compare-and-swap; pushed when the repo is remote).
+ * The results go into a git note (refs/notes/rightplace) on the deploy commit.
+ *
+ * An unchanged file is never applied again (unless resync): a finished RayJob that KubeRay
+ * deleted is not re-created by the next pass. kustomization.yaml is not applied.
+ *
+ * Threads: one per cluster with work (at most RC_APPLY_MAX_THREADS at once), each with its
+ * own API connection and arena; git is read and written only by the calling thread.
+ * Credentials never reach the note, the log or an error message (the client never reports
+ * them).
+ */
+#ifndef RC_APPLY_H
+#define RC_APPLY_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "rc_arena.h"
+#include "rc_buf.h"
+#include "rc_err.h"
+#include "rc_log.h"
+#include "rd_source.h"
+
+struct rc_git;
+struct rc_kube_options;
+
+#define RC_APPLY_FIELD_MANAGER "rightplace"
+#define RC_APPLY_REF_PREFIX "refs/rightplace/applied/"
+#define RC_APPLY_MAX_THREADS 8
+
+/* Apply deploy commit `deploy` to every live cluster among conns (those with a kubeconfig).
+ * *incomplete is set when a cluster was unreachable or an object failed; that is not an
+ * error of the call. Errors: git could not be read or written (RC_ERROR & co). */
+int rc_apply_deploy(int *incomplete, struct rc_git *g, const char *deploy,
+                    const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                    const struct rc_log *log, struct rc_arena *a, struct rc_err *err);
+
+/* The same with client options (timeouts, retries, page size; kubeconfig and context are
+ * taken from each conn). ko NULL: RC_KUBE_OPTIONS_INIT. */
+int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
+                         const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                         const struct rc_kube_options *ko, const struct rc_log *log,
+                         struct rc_arena *a, struct rc_err *err);
+
+/* ==== The parts below are exposed for tests ==== */
+
+/* A file of a cluster directory as read from git. */
+struct rc_apply_file {
+    const char *path;
+    const char *data;
+    size_t len;
+};
+
+enum rc_apply_stage {
+    RC_APPLY_STAGE_NAMESPACE = 0,
+    RC_APPLY_STAGE_CRD = 1,
+    RC_APPLY_STAGE_REST = 2
+};
+
+/* One object to apply or delete. */
+struct rc_apply_op {
+    const char *path;
+    enum rc_apply_stage stage;
+    cJSON *obj;                                 /* apply: the manifest (owned by the plan) */
+    const char *api_version, *kind, *ns, *name; /* ns NULL: cluster-scoped */
+    const char *key;                            /* "<ns>/<Kind>/<name>" | "<Kind>/<name>" */
+};
+
+struct rc_apply_plan {
+    size_t napply; /* Namespaces, then CRDs, then the rest; path order within a stage */
+    struct rc_apply_op *apply;
+    size_t ndelete; /* the rest first, then CRDs, then Namespaces; path order within */
+    struct rc_apply_op *del;
+};
+
+/* Compare the old and new files of one cluster directory (each sorted by path; old may be
+ * NULL/0: nothing applied yet). Added and changed files are applied (every file when
+ * resync), removed files deleted; kustomization.yaml and files that are not .yaml/.yml are
+ * ignored. A file must hold exactly one object with apiVersion, kind and metadata.name
+ * (RC_EINVALID "path: ..." otherwise: the deploy branch is rendered by rightplace, so this is
+ * a broken deploy branch). A removed file that cannot be read is skipped. The cJSON trees are
+ * freed by rc_apply_plan_release; everything else is in `a`. */
+int rc_apply_plan_make(struct rc_apply_plan *out, const struct rc_apply_file *old, size_t nold,
+                       const struct rc_apply_file *new_files, size_t nnew, int resync,
+                       struct rc_arena *a, struct rc_err *err);
+void rc_apply_plan_release(struct rc_apply_plan *p);
+
+/* What happened on one cluster. */
+enum rc_apply_outcome {
+    RC_APPLY_UP_TO_DATE = 0, /* nothing changed since the applied commit */
+    RC_APPLY_DONE = 1,       /* every change applied; applied ref moved */
+    RC_APPLY_FAILED = 2,     /* some objects failed; nothing deleted; ref not moved */
+    RC_APPLY_UNREACHABLE = 3 /* could not talk to the cluster; nothing deleted; ref not moved */
+};
+
+struct rc_apply_failure {
+    const char *what; /* "apply rayjob3/RayJob/x" | "delete ..." */
+    const char *msg;  /* the server's message, or the transport error */
+};
+
+struct rc_apply_result {
+    const char *cluster;
+    enum rc_apply_outcome outcome;
+    size_t applied, deleted;
+    size_t kept;     /* removed files whose live object is not ours: left alone */
+    const char *why; /* unreachable: the reason; ref: why the ref did not move */
+    size_t nfailures;
+    struct rc_apply_failure *failures;
+};
+
+/* The note text: one "rightplace apply <deploy>" line, then per cluster (in the given
+ * order) a line "cluster <name>: ..." and one indented line per failure. Deterministic. */
+int rc_apply_note_format(struct rc_buf *out, const char *deploy,
+                         const struct rc_apply_result *results, size_t n, struct rc_err *err);
+
+#endif

@@ -1,0 +1,441 @@
+/*
+ * rc_observe.c - builds the fleet for a pass (see rc_observe.h).
+ *
+ * Live clusters are fetched in threads (one rc_kube connection each, no arena, no libgit2);
+ * the cJSON items they bring back are turned into pl_cluster on the calling thread, so the
+ * arena and the resource-name table are only touched by one thread.
+ */
+#include "rc_observe.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "pl_quantity.h"
+#include "rc_kube.h"
+#include "rc_mem.h"
+#include "rd_demand.h"
+
+#include "rc_banned.h"
+
+int rc_observe_any_live(const struct rd_source *src)
+{
+    for (size_t i = 0; i < src->nclusters; i++) {
+        if (src->conns[i].kubeconfig)
+            return 1;
+    }
+    return 0;
+}
+
+/* ==== Reading items ==== */
+
+static const cJSON *field(const cJSON *o, const char *name)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static const char *field_str(const cJSON *o, const char *name)
+{
+    const cJSON *v = field(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *item_name(const cJSON *item)
+{
+    return field_str(field(item, "metadata"), "name");
+}
+
+/* metadata.labels into a sorted label set (strings copied into a). */
+static void read_labels(struct pl_labels *out, const cJSON *item, struct rc_arena *a)
+{
+    const cJSON *labels = field(field(item, "metadata"), "labels"), *l;
+    size_t n = 0;
+
+    out->n = 0;
+    out->v = NULL;
+    if (!cJSON_IsObject(labels))
+        return;
+    cJSON_ArrayForEach(l, labels) n++;
+    out->v = rc_arena_calloc(a, n + 1, sizeof(*out->v));
+    cJSON_ArrayForEach(l, labels)
+    {
+        if (!l->string || !cJSON_IsString(l))
+            continue;
+        out->v[out->n].key = rc_arena_strdup(a, l->string);
+        out->v[out->n].value = rc_arena_strdup(a, l->valuestring);
+        out->n++;
+    }
+    pl_labels_sort(out);
+}
+
+static int read_taints(struct pl_node *node, const cJSON *item, struct rc_arena *a,
+                       struct rc_err *err)
+{
+    const cJSON *taints = field(field(item, "spec"), "taints"), *t;
+    size_t n;
+
+    if (!cJSON_IsArray(taints))
+        return RC_OK;
+    n = (size_t)cJSON_GetArraySize(taints);
+    node->taints = rc_arena_calloc(a, n + 1, sizeof(*node->taints));
+    cJSON_ArrayForEach(t, taints)
+    {
+        const char *key = field_str(t, "key"), *value = field_str(t, "value");
+        const char *effect = field_str(t, "effect");
+        struct pl_taint *out = &node->taints[node->ntaints];
+
+        if (!key || !effect)
+            return rc_err_set(err, RC_EINVALID, "node '%s' has a taint without key or effect",
+                              node->name);
+        out->key = rc_arena_strdup(a, key);
+        out->value = rc_arena_strdup(a, value ? value : "");
+        out->effect = rc_arena_strdup(a, effect);
+        node->ntaints++;
+    }
+    return RC_OK;
+}
+
+static int node_not_ready(const cJSON *item)
+{
+    const cJSON *conds = field(field(item, "status"), "conditions"), *c;
+
+    cJSON_ArrayForEach(c, conds)
+    {
+        const char *type = field_str(c, "type"), *status = field_str(c, "status");
+        if (type && !strcmp(type, "Ready"))
+            return !(status && !strcmp(status, "True"));
+    }
+    return 1; /* no Ready condition: the node controller has not seen it ready */
+}
+
+static int read_node(struct pl_node *node, const cJSON *item, const struct pl_cluster *c,
+                     const struct pl_resnames *res, struct rc_arena *a, struct rc_err *err)
+{
+    const char *name = item_name(item);
+    const cJSON *alloc = field(field(item, "status"), "allocatable"), *q;
+    const cJSON *unsched = field(field(item, "spec"), "unschedulable");
+    const char *itype;
+
+    if (!name || !*name)
+        return rc_err_set(err, RC_EINVALID, "node without metadata.name");
+    node->name = rc_arena_strdup(a, name);
+    read_labels(&node->labels, item, a);
+    cJSON_ArrayForEach(q, alloc)
+    {
+        int idx = q->string ? pl_resnames_find(res, q->string) : -1;
+        int64_t milli;
+        int rc;
+
+        if (idx < 0)
+            continue;
+        if (!cJSON_IsString(q))
+            return rc_err_set(err, RC_EINVALID, "node '%s': allocatable '%s' is not a quantity",
+                              name, q->string);
+        if ((rc = pl_quantity_parse(&milli, q->valuestring, err)) < 0)
+            return rc_err_prefix(err, "node '%s': allocatable '%s': ", name, q->string);
+        node->allocatable.v[idx] = milli;
+    }
+    if (read_taints(node, item, a, err) < 0)
+        return err->code;
+    node->unschedulable = cJSON_IsTrue(unsched);
+    node->not_ready = node_not_ready(item);
+    itype = pl_labels_get(&node->labels, "node.kubernetes.io/instance-type");
+    for (size_t i = 0; itype && i < c->nshapes; i++) {
+        if (!strcmp(c->shapes[i].name, itype))
+            node->shape = c->shapes[i].name;
+    }
+    return RC_OK;
+}
+
+static int cmp_node(const void *x, const void *y)
+{
+    return strcmp(((const struct pl_node *)x)->name, ((const struct pl_node *)y)->name);
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static struct pl_node *find_node(struct pl_cluster *c, const char *name)
+{
+    struct pl_node key = {0};
+
+    key.name = name;
+    return c->nnodes ? bsearch(&key, c->nodes, c->nnodes, sizeof(*c->nodes), cmp_node) : NULL;
+}
+
+/* The effective request of one pod, as rd_demand computes it for a Pod manifest. Resource
+ * names nobody asks for are dropped; pods whose spec rd_demand refuses add nothing. */
+static int pod_request(struct pl_res *out, const cJSON *item, const struct pl_resnames *res,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    struct pl_resnames scratch = *res;
+    struct pl_object obj;
+    cJSON *root = cJSON_CreateObject();
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    memset(&obj, 0, sizeof(obj));
+    cJSON_AddStringToObject(root, "apiVersion", "v1");
+    cJSON_AddStringToObject(root, "kind", "Pod");
+    if (field(item, "metadata"))
+        cJSON_AddItemToObject(root, "metadata",
+                              cJSON_CreateObjectReference(field(item, "metadata")->child));
+    if (field(item, "spec"))
+        cJSON_AddItemToObject(root, "spec",
+                              cJSON_CreateObjectReference(field(item, "spec")->child));
+    rc = rd_demand_extract(&obj, root, NULL, &scratch, a, err);
+    cJSON_Delete(root);
+    if (rc < 0)
+        return rc;
+    for (size_t p = 0; p < obj.npods; p++) {
+        for (int i = 0; i < scratch.n; i++) {
+            int idx = pl_resnames_find(res, scratch.name[i]);
+            if (idx >= 0 && idx != PL_RES_PODS)
+                out->v[idx] += obj.pods[p].req.v[i] * (int64_t)obj.pods[p].count;
+        }
+    }
+    return RC_OK;
+}
+
+static int pod_counts(const cJSON *item)
+{
+    const char *phase = field_str(field(item, "status"), "phase");
+    return phase && (!strcmp(phase, "Pending") || !strcmp(phase, "Running"));
+}
+
+static int deployment_replicas(const cJSON *d)
+{
+    const cJSON *r = field(field(d, "spec"), "replicas");
+    return !cJSON_IsNumber(r) || r->valuedouble > 0;
+}
+
+static enum pl_autoscaler detect_autoscaler(const cJSON *deployments)
+{
+    const cJSON *d;
+    int ca = 0;
+
+    cJSON_ArrayForEach(d, deployments)
+    {
+        const cJSON *md = field(d, "metadata");
+        const char *name = field_str(md, "name"), *ns = field_str(md, "namespace");
+        const char *app = field_str(field(md, "labels"), "app.kubernetes.io/name");
+
+        if (!name || !deployment_replicas(d))
+            continue;
+        if ((ns && !strcmp(ns, "elotl") && strstr(name, "luna")) ||
+            (app && (!strcmp(app, "luna-manager") || !strcmp(app, "elotl-luna"))))
+            return PL_AUTOSCALER_LUNA;
+        if (!strcmp(name, "cluster-autoscaler") || (app && !strcmp(app, "cluster-autoscaler")))
+            ca = 1;
+    }
+    return ca ? PL_AUTOSCALER_CLUSTER_AUTOSCALER : PL_AUTOSCALER_NONE;
+}
+
+int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods,
+                     const cJSON *deployments, struct pl_resnames *res, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    const cJSON *item;
+    size_t n = 0, np = 0;
+    int rc;
+
+    c->live = 1;
+    c->reachable = 1;
+    c->nnodes = 0;
+    c->nodes = NULL;
+    c->npresent = 0;
+    c->present = NULL;
+
+    if (nodes && !cJSON_IsArray(nodes))
+        return rc_err_set(err, RC_EINVALID, "cluster '%s': node list is not an array", c->name);
+    if (pods && !cJSON_IsArray(pods))
+        return rc_err_set(err, RC_EINVALID, "cluster '%s': pod list is not an array", c->name);
+    n = nodes ? (size_t)cJSON_GetArraySize(nodes) : 0;
+    c->nodes = rc_arena_calloc(a, n + 1, sizeof(*c->nodes));
+    cJSON_ArrayForEach(item, nodes)
+    {
+        if ((rc = read_node(&c->nodes[c->nnodes], item, c, res, a, err)) < 0)
+            return rc_err_prefix(err, "cluster '%s': ", c->name);
+        c->nnodes++;
+    }
+    qsort(c->nodes, c->nnodes, sizeof(*c->nodes), cmp_node);
+    for (size_t i = 1; i < c->nnodes; i++) {
+        if (!strcmp(c->nodes[i - 1].name, c->nodes[i].name))
+            return rc_err_set(err, RC_EINVALID, "cluster '%s': node '%s' listed twice", c->name,
+                              c->nodes[i].name);
+    }
+
+    np = pods ? (size_t)cJSON_GetArraySize(pods) : 0;
+    c->present = rc_arena_calloc(a, np + 1, sizeof(*c->present));
+    cJSON_ArrayForEach(item, pods)
+    {
+        const char *node_name = field_str(field(item, "spec"), "nodeName");
+        const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
+        struct pl_node *node;
+        struct pl_res req;
+
+        if (!pod_counts(item))
+            continue;
+        if (unit && *unit)
+            c->present[c->npresent++] = rc_arena_strdup(a, unit);
+        if (!node_name || !*node_name || !(node = find_node(c, node_name)))
+            continue;
+        if ((rc = pod_request(&req, item, res, a, err)) < 0) {
+            const char *pname = item_name(item),
+                       *pns = field_str(field(item, "metadata"), "namespace");
+            return rc_err_prefix(err, "cluster '%s': pod '%s/%s': ", c->name, pns ? pns : "",
+                                 pname ? pname : "");
+        }
+        for (int i = 0; i < res->n; i++)
+            node->requested.v[i] += req.v[i];
+        node->requested.v[PL_RES_PODS] += 1000;
+    }
+    qsort(c->present, c->npresent, sizeof(*c->present), cmp_str);
+    if (c->npresent) {
+        size_t w = 1;
+        for (size_t i = 1; i < c->npresent; i++) {
+            if (strcmp(c->present[i], c->present[w - 1]))
+                c->present[w++] = c->present[i];
+        }
+        c->npresent = w;
+    }
+
+    if (deployments) {
+        c->autoscaler = detect_autoscaler(deployments);
+        c->any_shape = c->autoscaler != PL_AUTOSCALER_NONE && c->nshapes == 0;
+    }
+    return RC_OK;
+}
+
+/* ==== Fetching (worker threads) ==== */
+
+struct fetch {
+    const struct rd_cluster_conn *conn;
+    const struct rc_kube_options *ko;
+    const struct rc_log *log;
+    cJSON *nodes, *pods, *deployments; /* arrays; NULL until fetched */
+    int ok;
+    struct rc_err err; /* why it could not be read */
+    pthread_t thread;
+    int started;
+};
+
+static int collect(void *payload, const cJSON *item, struct rc_err *err)
+{
+    (void)err;
+    cJSON_AddItemToArray(payload, cJSON_Duplicate(item, 1));
+    return RC_OK;
+}
+
+static int list_into(cJSON **out, struct rc_kube *k, const char *path, struct rc_err *err)
+{
+    *out = cJSON_CreateArray();
+    return rc_kube_list(k, path, NULL, collect, *out, err);
+}
+
+static void *run_fetch(void *arg)
+{
+    struct fetch *f = arg;
+    struct rc_kube_options ko = *f->ko;
+    struct rc_kube *k = NULL;
+
+    ko.kubeconfig = f->conn->kubeconfig;
+    ko.context = f->conn->context;
+    ko.log = f->log;
+    if (rc_kube_open_opts(&k, &ko, &f->err) < 0)
+        return NULL;
+    if (list_into(&f->nodes, k, "/api/v1/nodes", &f->err) < 0 ||
+        list_into(&f->pods, k, "/api/v1/pods", &f->err) < 0 ||
+        (f->conn->detect_autoscaler &&
+         list_into(&f->deployments, k, "/apis/apps/v1/deployments", &f->err) < 0))
+        goto done;
+    f->ok = 1;
+done:
+    rc_kube_free(k);
+    return NULL;
+}
+
+static void fetch_all(struct fetch *fs, size_t n)
+{
+    size_t start = 0;
+
+    while (start < n) {
+        size_t i;
+        for (i = start; i < n && i - start < RC_OBSERVE_MAX_THREADS; i++) {
+            if (pthread_create(&fs[i].thread, NULL, run_fetch, &fs[i]) == 0)
+                fs[i].started = 1;
+            else
+                run_fetch(&fs[i]);
+        }
+        for (size_t w = start; w < i; w++) {
+            if (fs[w].started)
+                pthread_join(fs[w].thread, NULL);
+            fs[w].started = 0;
+        }
+        start = i;
+    }
+}
+
+int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                          const struct rc_kube_options *ko, const struct rc_log *log,
+                          struct rc_arena *a, struct rc_err *err)
+{
+    struct rc_kube_options defaults = RC_KUBE_OPTIONS_INIT;
+    struct pl_cluster *fleet = rc_arena_calloc(a, src->nclusters + 1, sizeof(*fleet));
+    struct fetch *fs = rc_xcalloc(src->nclusters + 1, sizeof(*fs));
+    size_t nlive = 0;
+
+    (void)err;
+    for (size_t i = 0; i < src->nclusters; i++) {
+        fleet[i] = src->clusters[i];
+        if (!src->conns[i].kubeconfig)
+            continue;
+        fs[nlive].conn = &src->conns[i];
+        fs[nlive].ko = ko ? ko : &defaults;
+        fs[nlive].log = log;
+        nlive++;
+    }
+    fetch_all(fs, nlive);
+    for (size_t i = 0, f = 0; i < src->nclusters; i++) {
+        struct pl_cluster *c = &fleet[i];
+        struct fetch *fe;
+        struct rc_err berr = RC_ERR_INIT;
+
+        if (!src->conns[i].kubeconfig)
+            continue;
+        fe = &fs[f++];
+        if (fe->ok && rc_observe_build(c, fe->nodes, fe->pods,
+                                       src->conns[i].detect_autoscaler ? fe->deployments : NULL,
+                                       &src->res, a, &berr) < 0) {
+            fe->ok = 0;
+            fe->err = berr;
+        }
+        if (!fe->ok) {
+            *c = src->clusters[i];
+            c->live = 1;
+            c->reachable = 0;
+            if (log)
+                rc_log_warn(log, "cluster '%s': unreachable: %s; it takes no new work", c->name,
+                            fe->err.msg);
+        } else if (log) {
+            rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,
+                         c->npresent);
+        }
+        cJSON_Delete(fe->nodes);
+        cJSON_Delete(fe->pods);
+        cJSON_Delete(fe->deployments);
+    }
+    free(fs);
+    *out = fleet;
+    *n = src->nclusters;
+    return RC_OK;
+}
+
+int rc_observe_fleet(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                     const struct rc_log *log, struct rc_arena *a, struct rc_err *err)
+{
+    return rc_observe_fleet_opts(out, n, src, NULL, log, a, err);
+}

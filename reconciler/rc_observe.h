@@ -1,0 +1,75 @@
+/*
+ * rc_observe.h - the fleet as placement sees it: declared capacity for simulated clusters,
+ * observed capacity (nodes, pods, autoscaler) for clusters with a kubeconfig.
+ *
+ * A live cluster is read through the Kubernetes API (rc_kube): every node, every pod, and,
+ * when its Cluster object says `autoscaler.type: auto`, every Deployment (to find a
+ * cluster-autoscaler or Elotl Luna). Live clusters are read in parallel, one thread each (at
+ * most RC_OBSERVE_MAX_THREADS at once); the threads only fetch, the model is built afterwards
+ * on the calling thread. A cluster that cannot be read (no kubeconfig file, connect, TLS,
+ * authentication, 5xx after retries) is marked unreachable and reported as a warning: that is
+ * not an error of the pass.
+ *
+ * What it does not do: watch, cache between passes, or read anything but nodes, pods and
+ * deployments.
+ */
+#ifndef RC_OBSERVE_H
+#define RC_OBSERVE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "pl_types.h"
+#include "rc_arena.h"
+#include "rc_err.h"
+#include "rc_log.h"
+#include "rd_source.h"
+
+#define RC_OBSERVE_MAX_THREADS 8
+
+struct rc_kube_options;
+
+/* Does the source declare any cluster with a connection (a kubeconfig)? */
+int rc_observe_any_live(const struct rd_source *src);
+
+/* Build the fleet: one pl_cluster per Cluster object of src, in the same order. Simulated
+ * clusters are copied as declared. Live clusters are observed (see rc_observe_build); one
+ * that cannot be read gets reachable = 0 (reported through log with the reason), which is not
+ * an error of the call. Resource names are looked up in src->res (a resource no workload asks
+ * for does not matter to placement and is left out). Everything is allocated in `a`. */
+int rc_observe_fleet(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                     const struct rc_log *log, struct rc_arena *a, struct rc_err *err);
+
+/* The same with client options (timeouts, retries, page size; kubeconfig and context come
+ * from each conn). ko NULL: RC_KUBE_OPTIONS_INIT. */
+int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                          const struct rc_kube_options *ko, const struct rc_log *log,
+                          struct rc_arena *a, struct rc_err *err);
+
+/*
+ * The pure part of observing one cluster: turn the API server's items into the cluster
+ * model. *c comes in with the declared data (name, labels, cost, shapes, autoscaler) and
+ * keeps it; this sets live = 1, reachable = 1, and fills:
+ * - nodes[] from `nodes` (an array of Node objects), sorted by name: status.allocatable
+ *   (names known in res only), metadata.labels, spec.taints, spec.unschedulable, not_ready
+ *   when the Ready condition is not "True"; shape = the node's
+ *   node.kubernetes.io/instance-type label when a declared shape has that name;
+ * - nodes[].requested from `pods` (an array of Pod objects): pods in phase Pending or Running
+ *   bound to a node (spec.nodeName) add their effective requests (the scheduler's rule, as
+ *   rd_demand computes it) plus one "pods";
+ * - present[]: the sorted, unique values of the rightplace.dev/unit label of those pods
+ *   (bound or not);
+ * - when `deployments` is not NULL (autoscaler detection asked for): autoscaler =
+ *   PL_AUTOSCALER_LUNA for a Deployment named "*luna*" in namespace elotl or labelled
+ *   app.kubernetes.io/name=luna-manager|elotl-luna, else PL_AUTOSCALER_CLUSTER_AUTOSCALER for
+ *   one named cluster-autoscaler or labelled app.kubernetes.io/name=cluster-autoscaler, else
+ *   PL_AUTOSCALER_NONE; deployments scaled to 0 replicas do not count. A detected autoscaler
+ *   without declared shapes can add any shape (any_shape = 1).
+ * Malformed items (no name, a bad quantity) are RC_EINVALID naming the item.
+ */
+int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods,
+                     const cJSON *deployments, struct pl_resnames *res, struct rc_arena *a,
+                     struct rc_err *err);
+
+#endif

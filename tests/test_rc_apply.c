@@ -1,0 +1,552 @@
+/*
+ * test_rc_apply.c - rc_apply_deploy against fake API servers (tests/fakekube) and a real git
+ * repository: what is applied and how, what is deleted and what is not, applied refs, the
+ * note, and the fault matrix over three clusters.
+ */
+#include "th.h"
+#include "th_kube.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_apply.h"
+#include "rc_git.h"
+#include "rc_http.h"
+#include "rc_kube.h"
+
+#define TOKEN "s3cr3t-Tok3n-7f1e9a"
+#define NCL 3
+
+static struct th_certs certs;
+
+static void no_sleep(void *payload, long ms)
+{
+    (void)payload;
+    (void)ms;
+}
+
+struct fixture {
+    struct th_kube kube[NCL];
+    char kubeconfig[NCL][TH_PATH];
+    char names[NCL][8];
+    struct rd_cluster_conn conns[NCL];
+    char repo[TH_DIR];
+    struct rc_git *g;
+    struct rc_kube_options ko;
+    char *logbuf;
+    size_t loglen;
+    FILE *logf;
+    struct rc_log log;
+    char parent[41];
+};
+
+static void write_kubeconfig(struct fixture *f, int i, const char *ca_name)
+{
+    char ca[TH_PATH], extra[TH_PATH + 64];
+
+    th_certs_path(ca, &certs, ca_name);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+    th_kube_kubeconfig(f->kubeconfig[i], &f->kube[i], extra, "    token: " TOKEN "\n");
+}
+
+/* The three servers live for the whole program (starting one costs seconds on a loaded
+ * machine); each case gets a fresh repository, so nothing has been applied from its view, and
+ * faults, kubeconfigs and request logs are reset. */
+static struct th_kube servers[NCL];
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    if (th_mkdtemp(f->repo) < 0)
+        return -1;
+    {
+        const char *argv[] = {"git", "init", "-q", "--bare", f->repo, NULL};
+        if (th_run(argv) != 0)
+            return -1;
+    }
+    if (rc_git_open(&f->g, f->repo, NULL, &err) < 0)
+        return -1;
+    for (int i = 0; i < NCL; i++) {
+        f->kube[i] = servers[i];
+        snprintf(f->names[i], sizeof(f->names[i]), "c%d", i + 1);
+        th_kube_path(f->kubeconfig[i], &f->kube[i], "kubeconfig");
+        write_kubeconfig(f, i, "ca.crt");
+        th_kube_faults(&f->kube[i], "[]");
+        th_kube_clear_requests(&f->kube[i]);
+        f->conns[i].name = f->names[i];
+        f->conns[i].kubeconfig = f->kubeconfig[i];
+    }
+    ko.http.max_attempts = 3;
+    ko.http.timeout_ms = 1500;
+    ko.http.connect_timeout_ms = 1500;
+    ko.http.sleep_ms = no_sleep;
+    ko.poll_interval_ms = 10;
+    f->ko = ko;
+    f->logf = open_memstream(&f->logbuf, &f->loglen);
+    f->log.level = RC_LOG_DEBUG;
+    f->log.out = f->logf;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    for (int i = 0; i < NCL; i++)
+        th_kube_faults(&f->kube[i], "[]");
+    rc_git_free(f->g);
+    th_rmtree(f->repo);
+    fclose(f->logf);
+    free(f->logbuf);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+
+    (void)state;
+    if (rc_http_global_init(NULL) < 0 || rc_git_global_init(NULL) < 0)
+        return -1;
+    if (th_certs_make(&certs) != 0)
+        return -1;
+    for (int i = 0; i < NCL; i++) {
+        if (th_kube_start(&servers[i], &certs, &o) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NCL; i++)
+        th_kube_stop(&servers[i]);
+    th_rmtree(certs.dir);
+    rc_git_global_shutdown();
+    rc_http_global_cleanup();
+    return 0;
+}
+
+/* ==== Deploy trees ==== */
+
+#define NS_TEAM                                                                                    \
+    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n  labels:\n"                        \
+    "    app.kubernetes.io/managed-by: rightplace\n"
+#define CM(name, value, labels)                                                                    \
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " name "\n  namespace: team\n"            \
+    "  labels:\n" labels "data:\n  k: " value "\n"
+#define MANAGED "    app.kubernetes.io/managed-by: rightplace\n"
+#define UNMANAGED "    app: other\n"
+#define RAYJOB                                                                                     \
+    "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n  name: train\n  namespace: team\n"           \
+    "  labels:\n" MANAGED "spec:\n  entrypoint: python train.py\n  shutdownAfterJobFinishes: "     \
+    "true\n"
+#define KUST "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+
+struct tf {
+    const char *rel; /* under clusters/<c>/ */
+    const char *data;
+};
+
+/* Commit a deploy tree holding the same files for every cluster; returns the id in out. */
+static void commit(struct fixture *f, char out[41], const struct tf *files, size_t n)
+{
+    struct rc_git_file *gf = calloc(NCL * n + 1, sizeof(*gf));
+    char(*paths)[128] = calloc(NCL * n + 1, sizeof(*paths));
+    struct rc_err err = RC_ERR_INIT;
+    char tree[41];
+    size_t k = 0;
+
+    for (int c = 0; c < NCL; c++) {
+        for (size_t i = 0; i < n; i++, k++) {
+            snprintf(paths[k], sizeof(paths[k]), "clusters/%s/%s", f->names[c], files[i].rel);
+            gf[k].path = paths[k];
+            gf[k].data = files[i].data;
+            gf[k].len = strlen(files[i].data);
+        }
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, f->parent[0] ? f->parent : NULL, gf, k, &err),
+                     RC_OK);
+    assert_int_equal(
+        rc_git_commit(out, f->g, tree, f->parent[0] ? f->parent : NULL, "deploy", 1700000000, &err),
+        RC_OK);
+    memcpy(f->parent, out, 41);
+    free(gf);
+    free(paths);
+}
+
+static const struct tf TREE1[] = {
+    {"_cluster/namespace.team.yaml", NS_TEAM},
+    {"kustomization.yaml", KUST},
+    {"team/configmap.cfg.yaml", CM("cfg", "one", MANAGED)},
+    {"team/configmap.theirs.yaml", CM("theirs", "x", UNMANAGED)},
+    {"team/configmap.old.yaml", CM("old", "x", MANAGED)},
+    {"team/rayjob.train.yaml", RAYJOB},
+};
+/* cfg changed; old and theirs removed; the RayJob unchanged */
+static const struct tf TREE2[] = {
+    {"_cluster/namespace.team.yaml", NS_TEAM},
+    {"kustomization.yaml", "resources: [changed]\n"},
+    {"team/configmap.cfg.yaml", CM("cfg", "two", MANAGED)},
+    {"team/rayjob.train.yaml", RAYJOB},
+};
+
+static int apply(struct fixture *f, const char *deploy, size_t nconns, int resync)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    int incomplete = -1;
+
+    assert_int_equal(rc_apply_deploy_opts(&incomplete, f->g, deploy, f->conns, nconns, resync,
+                                          &f->ko, &f->log, &a, &err),
+                     RC_OK);
+    rc_arena_release(&a);
+    return incomplete;
+}
+
+static void applied_ref(struct fixture *f, int c, char out[41])
+{
+    struct rc_err err = RC_ERR_INIT;
+    char ref[64];
+
+    snprintf(ref, sizeof(ref), "refs/rightplace/applied/%s", f->names[c]);
+    if (rc_git_resolve(out, f->g, ref, &err) < 0)
+        out[0] = 0;
+}
+
+static char *note(struct fixture *f, const char *commit, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char *text = NULL;
+
+    if (rc_git_note_read(&text, f->g, commit, a, &err) < 0)
+        return NULL;
+    return text;
+}
+
+static const char *qv(const cJSON *req, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(req, "query"), name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *sv(const cJSON *req, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, name);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A live object on cluster c, or NULL. */
+static cJSON *live(struct fixture *f, int c, const char *av, const char *kind, const char *ns,
+                   const char *name)
+{
+    struct rc_kube *k = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *out = NULL;
+
+    assert_int_equal(rc_kube_open(&k, f->kubeconfig[c], NULL, NULL, &err), RC_OK);
+    if (rc_kube_get(k, av, kind, ns, name, &out, &err) < 0)
+        out = NULL;
+    rc_kube_free(k);
+    return out;
+}
+
+static int exists(struct fixture *f, int c, const char *av, const char *kind, const char *name)
+{
+    cJSON *o = live(f, c, av, kind, "team", name);
+    cJSON_Delete(o);
+    return o != NULL;
+}
+
+static void assert_no_token(struct fixture *f, const char *text)
+{
+    fflush(f->logf);
+    assert_null(strstr(f->logbuf ? f->logbuf : "", TOKEN));
+    if (text)
+        assert_null(strstr(text, TOKEN));
+}
+
+/* ==== Cases ==== */
+
+static void test_rc_apply__creates_objects_with_ssa_namespaces_first(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    char c1[41], ref[41];
+    cJSON *reqs, *item;
+    const cJSON *first = NULL;
+    size_t npatch = 0;
+    char *text;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+
+    reqs = th_kube_requests(&f->kube[0]);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        if (strcmp(sv(item, "method"), "PATCH"))
+            continue;
+        if (!first)
+            first = item;
+        npatch++;
+        assert_string_equal(sv(item, "content_type"), "application/apply-patch+yaml");
+        assert_string_equal(qv(item, "fieldManager"), "rightplace");
+        assert_string_equal(qv(item, "force"), "true");
+        assert_string_equal(sv(item, "auth"), "bearer");
+        assert_null(strstr(sv(item, "path"), "kustomization"));
+    }
+    assert_int_equal(npatch, 5);
+    assert_string_equal(sv(first, "path"), "/api/v1/namespaces/team");
+    assert_non_null(th_kube_find(reqs, "PATCH", "/apis/ray.io/v1/namespaces/team/rayjobs/train"));
+    assert_non_null(th_kube_find(reqs, "PATCH", "/api/v1/namespaces/team/configmaps/cfg"));
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), 0);
+    cJSON_Delete(reqs);
+    assert_true(exists(f, 0, "ray.io/v1", "RayJob", "train"));
+
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c1, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: applied 5, deleted 0"));
+    assert_no_token(f, text);
+
+    /* the same commit again: not a single request, the note stays */
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(cJSON_GetArraySize(reqs), 0);
+    cJSON_Delete(reqs);
+    assert_non_null(strstr(note(f, c1, &a), "applied 5"));
+
+    /* resync: everything again */
+    assert_int_equal(apply(f, c1, 1, 1), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(th_kube_count(reqs, "PATCH", ""), 5);
+    cJSON_Delete(reqs);
+    rc_arena_release(&a);
+}
+
+static void test_rc_apply__changes_only_and_guarded_deletes(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_kube *k = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char c1[41], c2[41], ref[41];
+    cJSON *reqs, *cm;
+    const cJSON *del;
+    char *text;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+
+    /* KubeRay deletes the finished RayJob (shutdownAfterJobFinishes / DeleteSelf) */
+    assert_int_equal(rc_kube_open(&k, f->kubeconfig[0], NULL, NULL, &err), RC_OK);
+    assert_int_equal(rc_kube_delete(k, "ray.io/v1", "RayJob", "team", "train", NULL, &err), RC_OK);
+    rc_kube_free(k);
+
+    th_kube_clear_requests(&f->kube[0]);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    assert_int_equal(apply(f, c2, 1, 0), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    /* one changed object, one PATCH */
+    assert_int_equal(th_kube_count(reqs, "PATCH", ""), 1);
+    assert_non_null(th_kube_find(reqs, "PATCH", "/api/v1/namespaces/team/configmaps/cfg"));
+    /* the finished RayJob is not re-created */
+    assert_int_equal(th_kube_count(reqs, "PATCH", "rayjobs"), 0);
+    assert_false(exists(f, 0, "ray.io/v1", "RayJob", "train"));
+    /* the labelled object is deleted with a uid precondition; the unlabelled one is not */
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), 1);
+    del = th_kube_find(reqs, "DELETE", "/api/v1/namespaces/team/configmaps/old");
+    assert_non_null(del);
+    assert_non_null(strstr(sv(del, "body"), "\"uid\""));
+    assert_non_null(strstr(sv(del, "body"), "preconditions"));
+    assert_string_equal(sv(del, "content_type"), "application/json");
+    assert_false(exists(f, 0, "v1", "ConfigMap", "old"));
+    assert_true(exists(f, 0, "v1", "ConfigMap", "theirs"));
+    cm = live(f, 0, "v1", "ConfigMap", "team", "cfg");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "data"), "k")->valuestring,
+                        "two");
+    cJSON_Delete(cm);
+    cJSON_Delete(reqs);
+
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c2);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    assert_non_null(
+        strstr(text, "cluster c1: applied 1, deleted 1, kept 1 not managed by rightplace"));
+    assert_no_token(f, text);
+    rc_arena_release(&a);
+}
+
+static void test_rc_apply__object_refused_is_reported_nothing_deleted(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    char c1[41], c2[41], ref[41];
+    cJSON *reqs;
+    char *text;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps/cfg$\", \"method\": \"PATCH\", \"status\": 422}]");
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), 0);
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 0, failed 1, deleted 0\n"
+                                 "  failed: apply team/ConfigMap/cfg: "));
+    assert_non_null(strstr(text, "injected fault"));
+
+    /* fixed: the next call applies it and deletes */
+    th_kube_faults(&f->kube[0], "[]");
+    assert_int_equal(apply(f, c2, 1, 0), 0);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c2);
+    assert_false(exists(f, 0, "v1", "ConfigMap", "old"));
+    assert_no_token(f, note(f, c2, &a));
+    rc_arena_release(&a);
+}
+
+/* One fault on cluster `bad` (0-based) of three. */
+static void fault_case(struct fixture *f, int bad, const char *faults, int wrong_ca)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    char c1[41], c2[41], ref[41];
+    char *text;
+
+    memset(f->parent, 0, sizeof(f->parent));
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, NCL, 0), 0);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    for (int i = 0; i < NCL; i++)
+        th_kube_clear_requests(&f->kube[i]);
+    if (faults)
+        th_kube_faults(&f->kube[bad], faults);
+    if (wrong_ca)
+        write_kubeconfig(f, bad, "ca2.crt");
+
+    assert_int_equal(apply(f, c2, NCL, 0), 1);
+    for (int i = 0; i < NCL; i++) {
+        cJSON *reqs = th_kube_requests(&f->kube[i]);
+        applied_ref(f, i, ref);
+        if (i == bad) {
+            assert_string_equal(ref, c1);
+            assert_int_equal(th_kube_count(reqs, "DELETE", ""), 0);
+        } else {
+            assert_string_equal(ref, c2);
+            assert_int_equal(th_kube_count(reqs, "DELETE", ""), 1);
+            assert_int_equal(th_kube_count(reqs, "PATCH", ""), 1);
+        }
+        cJSON_Delete(reqs);
+    }
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "--- note\n%s--- log\n%.*s", text, (int)f->loglen, f->logbuf);
+    {
+        char line[64];
+        snprintf(line, sizeof(line), "cluster %s: unreachable: ", f->names[bad]);
+        assert_non_null(strstr(text, line));
+    }
+    assert_no_token(f, text);
+
+    /* the fault goes away: the next call retries and completes */
+    th_kube_faults(&f->kube[bad], "[]");
+    if (wrong_ca)
+        write_kubeconfig(f, bad, "ca.crt");
+    for (int i = 0; i < NCL; i++)
+        th_kube_clear_requests(&f->kube[i]);
+    assert_int_equal(apply(f, c2, NCL, 0), 0);
+    for (int i = 0; i < NCL; i++) {
+        cJSON *reqs = th_kube_requests(&f->kube[i]);
+        applied_ref(f, i, ref);
+        assert_string_equal(ref, c2);
+        /* only the faulty cluster had anything left to do */
+        assert_int_equal(th_kube_count(reqs, "DELETE", ""), i == bad ? 1 : 0);
+        cJSON_Delete(reqs);
+    }
+    assert_false(exists(f, bad, "v1", "ConfigMap", "old"));
+    text = note(f, c2, &a);
+    assert_non_null(strstr(text, "deleted 1"));
+    assert_no_token(f, text);
+    rc_arena_release(&a);
+}
+
+static void test_rc_apply__fault_500(void **state)
+{
+    fault_case(*state, 0, "[{\"path\": \".*\", \"method\": \"PATCH\", \"status\": 500}]", 0);
+}
+
+static void test_rc_apply__fault_429_retry_after(void **state)
+{
+    fault_case(*state, 1, "[{\"path\": \".*\", \"status\": 429, \"retry_after\": 1}]", 0);
+}
+
+static void test_rc_apply__fault_slow(void **state)
+{
+    fault_case(*state, 2, "[{\"path\": \".*\", \"delay\": 3}]", 0);
+}
+
+static void test_rc_apply__fault_dropped_connection(void **state)
+{
+    fault_case(*state, 0, "[{\"path\": \"configmaps\", \"method\": \"PATCH\", \"drop\": true}]", 0);
+}
+
+static void test_rc_apply__fault_wrong_certificate(void **state)
+{
+    fault_case(*state, 1, NULL, 1);
+}
+
+static void test_rc_apply__simulated_clusters_ignored(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_cluster_conn sim = {"c1", NULL, NULL, 0};
+    char c1[41], ref[41];
+    int incomplete = -1;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(
+        rc_apply_deploy_opts(&incomplete, f->g, c1, &sim, 1, 0, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(incomplete, 0);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, "");
+    assert_null(note(f, c1, &a));
+    rc_arena_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rc_apply__creates_objects_with_ssa_namespaces_first,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__changes_only_and_guarded_deletes, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__object_refused_is_reported_nothing_deleted,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__fault_500, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__fault_429_retry_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__fault_slow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__fault_dropped_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__fault_wrong_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__simulated_clusters_ignored, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
