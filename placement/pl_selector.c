@@ -9,7 +9,6 @@
  */
 #include "pl_selector.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
