@@ -73,11 +73,13 @@ int rd_field_int(int64_t *out, const cJSON *obj, const char *key, int64_t def, i
         return rd_err_at(err, RC_EINVALID, docs, n, "field '%s' must be an integer, not %s", key,
                          type_name(n));
     d = n->valuedouble;
-    if (!isfinite(d) || floor(d) != d)
+    if (!isfinite(d))
         return rd_err_at(err, RC_EINVALID, docs, n, "field '%s' must be an integer", key);
     if (d < (double)min || d > (double)max)
         return rd_err_at(err, RC_EINVALID, docs, n, "field '%s' is %.0f, out of range [%lld, %lld]",
                          key, d, (long long)min, (long long)max);
+    if ((double)(int64_t)d != d)
+        return rd_err_at(err, RC_EINVALID, docs, n, "field '%s' must be an integer", key);
     *out = (int64_t)d;
     return RC_OK;
 }

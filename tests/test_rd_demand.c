@@ -14,6 +14,8 @@
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rd_demand.h"
+#include "rd_yaml.h"
+#include "th_inputs.h"
 
 #define MI INT64_C(1048576000)   /* 1Mi in milli-units */
 #define G INT64_C(1000000000000) /* 1G in milli-units */
@@ -24,6 +26,7 @@ struct fx {
     struct pl_object obj;
     struct rc_err err;
     cJSON *root;
+    struct rd_docs *docs;
 };
 
 static int setup(void **state)
@@ -38,6 +41,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
     cJSON_Delete(f->root);
+    rd_docs_free(f->docs);
     rc_arena_release(&f->a);
     free(f);
     return 0;
@@ -58,6 +62,38 @@ static int extract(struct fx *f, const char *sq_json)
     memset(&f->obj, 0, sizeof(f->obj));
     rc_err_clear(&f->err);
     return rd_demand_extract(&f->obj, f->root, NULL, &f->res, &f->a, &f->err);
+}
+
+/* Load YAML text (named `file`) and extract the demand of the document of kind `kind`. */
+static int extract_yaml(struct fx *f, const char *file, const char *text, const char *kind)
+{
+    const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    cJSON *root = NULL;
+
+    rd_docs_free(f->docs);
+    f->docs = NULL;
+    assert_int_equal(rd_yaml_load(&f->docs, file, text, strlen(text), &lim, NULL, &f->err), RC_OK);
+    for (size_t i = 0; i < rd_docs_count(f->docs); i++) {
+        cJSON *d = rd_docs_get(f->docs, i);
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(d, "kind")), kind))
+            root = d;
+    }
+    assert_non_null(root);
+    memset(&f->obj, 0, sizeof(f->obj));
+    rc_err_clear(&f->err);
+    return rd_demand_extract(&f->obj, root, f->docs, &f->res, &f->a, &f->err);
+}
+
+static int extract_file(struct fx *f, const char *relpath, const char *const *vars,
+                        const char *kind)
+{
+    char *raw = th_inputs_read(relpath, NULL);
+    char *text = th_inputs_subst(raw, vars);
+    int rc = extract_yaml(f, relpath, text, kind);
+
+    free(raw);
+    free(text);
+    return rc;
 }
 
 static int64_t req(struct fx *f, size_t pod, const char *name)
@@ -581,6 +617,152 @@ static void test_rd_demand__pod_templates(void **state)
     assert_int_equal(rd_pod_templates(f->root, t, 8), 0);
 }
 
+static const struct pl_pod *role(struct fx *f, const char *r)
+{
+    for (size_t i = 0; i < f->obj.npods; i++) {
+        if (!strcmp(f->obj.pods[i].role, r))
+            return &f->obj.pods[i];
+    }
+    fail_msg("no pod with role '%s'", r);
+    return NULL;
+}
+
+static int64_t rreq(struct fx *f, const struct pl_pod *p, const char *name)
+{
+    int i = pl_resnames_find(&f->res, name);
+    return i < 0 ? 0 : p->req.v[i];
+}
+
+static void test_rd_demand__skyray_rayjob_train(void **state)
+{
+    struct fx *f = *state;
+    static const char *const vars[] = {"AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=y", NULL};
+    const struct pl_pod *head, *worker, *sub;
+
+    assert_int_equal(
+        extract_file(f, "tests/data/skyray/deploy-scripts/ray-job.train.yaml", vars, "RayJob"),
+        RC_OK);
+    assert_int_equal(f->obj.npods, 3);
+    assert_int_equal(f->obj.replicas, -1);
+    head = role(f, "head");
+    assert_int_equal(head->count, 1);
+    assert_int_equal(rreq(f, head, "cpu"), 4000);
+    assert_int_equal(rreq(f, head, "memory"), 12 * G);
+    assert_int_equal(rreq(f, head, "nvidia.com/gpu"), 0);
+    assert_int_equal(head->ntolerations, 0);
+    worker = role(f, "worker small-group");
+    assert_int_equal(worker->count, 2); /* clamp(2, 1, 300) */
+    assert_int_equal(rreq(f, worker, "cpu"), 4000);
+    assert_int_equal(rreq(f, worker, "memory"), 12 * G);
+    assert_int_equal(rreq(f, worker, "nvidia.com/gpu"), 1000);
+    assert_int_equal(worker->ntolerations, 1);
+    assert_string_equal(worker->tolerations[0].key, "nvidia.com/gpu");
+    assert_true(worker->tolerations[0].exists);
+    assert_string_equal(worker->tolerations[0].effect, "NoSchedule");
+    sub = role(f, "submitter");
+    assert_int_equal(sub->count, 1);
+    assert_int_equal(rreq(f, sub, "cpu"), 500);
+    assert_int_equal(rreq(f, sub, "memory"), 200 * MI);
+    /* the ConfigMap riding along asks for nothing */
+    assert_int_equal(
+        extract_file(f, "tests/data/skyray/deploy-scripts/ray-job.train.yaml", vars, "ConfigMap"),
+        RC_OK);
+    assert_int_equal(f->obj.npods, 0);
+}
+
+static void test_rd_demand__skyray_text_summarizer(void **state)
+{
+    struct fx *f = *state;
+    const struct pl_pod *head, *worker;
+
+    assert_int_equal(
+        extract_file(f, "tests/data/skyray/deploy-scripts/ray-service.text-summarizer.yaml", NULL,
+                     "RayService"),
+        RC_OK);
+    assert_int_equal(f->obj.npods, 2);
+    head = role(f, "head");
+    assert_int_equal(head->count, 1);
+    assert_int_equal(rreq(f, head, "cpu"), 2000);
+    assert_int_equal(rreq(f, head, "memory"), 8 * G);
+    worker = role(f, "worker gpu-group");
+    assert_int_equal(worker->count, 1);
+    assert_int_equal(rreq(f, worker, "cpu"), 3000); /* YAML integer 3, request below limit 4 */
+    assert_int_equal(rreq(f, worker, "memory"), 12 * G);
+    assert_int_equal(rreq(f, worker, "nvidia.com/gpu"), 1000);
+    assert_int_equal(worker->ntolerations, 1);
+}
+
+static void test_rd_demand__supernova_autoscaler_sidecar(void **state)
+{
+    struct fx *f = *state;
+    static const char *const vars[] = {"RAY_HEAD_CPU_COUNT=2",
+                                       "RAY_HEAD_MEMORY_SIZE=8Gi",
+                                       "NUM_REPLICAS=3",
+                                       "MIN_REPLICAS=1",
+                                       "MAX_REPLICAS=2",
+                                       "RAY_WORKER_CPU_COUNT=1500m",
+                                       "RAY_WORKER_MEMORY_SIZE=4Gi",
+                                       NULL};
+    const struct pl_pod *head, *worker;
+
+    assert_int_equal(extract_file(f,
+                                  "tests/data/skyray/supernova-examples/"
+                                  "ray-cluster.text-summarizer.cpu.snova.1.3.2.yaml",
+                                  vars, "RayCluster"),
+                     RC_OK);
+    head = role(f, "head");
+    /* 2 cpu + the autoscaler sidecar from autoscalerOptions.resources (500m / 512Mi) */
+    assert_int_equal(rreq(f, head, "cpu"), 2500);
+    assert_int_equal(rreq(f, head, "memory"), 8192 * MI + 512 * MI);
+    worker = role(f, "worker cpu-group");
+    assert_int_equal(worker->count, 2); /* replicas 3 clamped to maxReplicas 2 */
+    assert_int_equal(rreq(f, worker, "cpu"), 1500);
+    assert_int_equal(rreq(f, worker, "memory"), 4096 * MI);
+}
+
+static void test_rd_demand__errors_name_file_line_col(void **state)
+{
+    struct fx *f = *state;
+
+    assert_int_equal(extract_yaml(f, "apps/web.yaml",
+                                  "apiVersion: apps/v1\n"
+                                  "kind: Deployment\n"
+                                  "metadata: {name: web}\n"
+                                  "spec:\n"
+                                  "  template:\n"
+                                  "    spec:\n"
+                                  "      containers:\n"
+                                  "      - name: c\n"
+                                  "        resources:\n"
+                                  "          requests: {cpu: 1.5.5Gi}\n",
+                                  "Deployment"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "apps/web.yaml:10:"));
+    assert_non_null(strstr(f->err.msg, "1.5.5Gi"));
+    assert_int_equal(extract_yaml(f, "apps/web.yaml",
+                                  "apiVersion: apps/v1\n"
+                                  "kind: Deployment\n"
+                                  "metadata: {name: web}\n"
+                                  "spec:\n"
+                                  "  replicas: two\n"
+                                  "  template: {spec: {containers: [{name: c}]}}\n",
+                                  "Deployment"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "apps/web.yaml:5:13: "));
+    assert_int_equal(extract_yaml(f, "ray.yaml",
+                                  "apiVersion: ray.io/v1\n"
+                                  "kind: RayCluster\n"
+                                  "metadata: {name: r}\n"
+                                  "spec:\n"
+                                  "  headGroupSpec:\n"
+                                  "    template: {spec: {containers: [{name: c, resources: "
+                                  "{limits: {memory: 10Qi}}}]}}\n",
+                                  "RayCluster"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "ray.yaml:6:"));
+    assert_non_null(strstr(f->err.msg, "10Qi"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +785,10 @@ int main(void)
         T(rayjob_submission_modes),
         T(rayjob_cluster_selector),
         T(pod_templates),
+        T(skyray_rayjob_train),
+        T(skyray_text_summarizer),
+        T(supernova_autoscaler_sidecar),
+        T(errors_name_file_line_col),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
