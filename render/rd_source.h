@@ -45,7 +45,7 @@ struct rd_source {
     size_t nerrors;
     struct rd_file_error *errors; /* one per broken file, sorted by path */
     size_t nwarnings;
-    const char **warnings; /* "path:line:col: ...", in path then document order */
+    const char **warnings; /* "path:line:col: ...", of files that loaded, in path order */
     /* private: the loaded documents of accepted files (they own every cJSON tree) */
     size_t ndocs;
     struct rd_docs **docs;
