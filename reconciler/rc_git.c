@@ -585,6 +585,9 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
         }
         git_buf_dispose(&have);
         git_config_free(cfg);
+        /* a mirror whose first fetch failed has no refs yet: fetch now */
+        if (error == RC_OK && git_repository_is_empty(g->repo) == 1)
+            error = do_fetch(g, err);
         return error;
     }
     if ((error = mkdir_p(state_dir, err)) < 0)

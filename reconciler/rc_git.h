@@ -55,13 +55,17 @@ int rc_git_is_url(const char *repo);
 /* Open a repository.
  * - A local path (bare, non-bare, or a .git folder) is opened in place and never searched
  *   upwards. Its work tree and index are never read or written.
- * - A URL (file://, https://, ssh://, scp-like) is mirrored into the bare repository
- *   <o->state_dir>/repo.git: created (and fetched) on first use, only opened afterwards; call
- *   rc_git_fetch each pass. Fetched with force and prune: every branch to refs/heads/<b>, and
- *   refs/tags/..., refs/notes/... and refs/rightplace/... to the same names, so local refs
- *   mirror the remote's. A state directory holding a mirror of another URL is RC_EINVALID.
- * The options' strings are copied; o->log is borrowed and must outlive the handle. *out is
- * set only on success; free it with rc_git_free. RC_ENOTFOUND: no repository at the path. */
+ * - A URL (file://, https://, ssh://, scp-like, git://) is mirrored into the bare repository
+ *   <o->state_dir>/repo.git: created and fetched on first use (also while it holds no refs,
+ *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
+ *   The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not applied.
+ *   Note: over file:// libgit2 writes the remote's refs in process, so the remote's hooks
+ *   do not run; over ssh://, https:// and git:// the server's receive-pack runs them. Fetched with
+ * force and prune: every branch to refs/heads/<b>, and refs/tags/..., refs/notes/... and
+ * refs/rightplace/... to the same names, so local refs mirror the remote's. A state directory
+ * holding a mirror of another URL is RC_EINVALID. The options' strings are copied; o->log is
+ * borrowed and must outlive the handle. *out is set only on success; free it with rc_git_free.
+ * RC_ENOTFOUND: no repository at the path. */
 int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,
                 struct rc_err *err);
 /* Close the repository; accepts NULL. */
@@ -75,7 +79,8 @@ int rc_git_is_remote(const struct rc_git *g);
 int rc_git_set_identity(struct rc_git *g, const char *name, const char *email, struct rc_err *err);
 
 /* Fetch every mirrored ref from the remote (force-updating and pruning local copies). No-op
- * (RC_OK) for a local repository. */
+ * (RC_OK) for a local repository. libgit2 1.5 has no network timeout: a remote that accepts
+ * the connection and then stalls blocks the call. */
 int rc_git_fetch(struct rc_git *g, struct rc_err *err);
 
 /* Resolve a branch name or any rev ("main", "refs/heads/x", "v1^{commit}", "HEAD~2", an id) to
@@ -94,7 +99,8 @@ struct rc_git_blob {
 
 /* Every blob under `paths` (npaths entries; NULL or npaths 0, or a path "" / ".": the whole
  * tree) whose name ends in ".yaml" or ".yml", sorted by path (strcmp), each file once even if
- * the paths overlap. A path may name a directory or a file. Symlinks, submodules and other
+ * the paths overlap. A path may name a directory or a file (a file not named *.yaml or
+ * *.yml contributes nothing). Symlinks, submodules and other
  * non-regular entries are skipped silently. Sizes are not limited here (the loader does).
  * *out is an array of *n blobs allocated in `a` (NULL when *n is 0). RC_ENOTFOUND when a path
  * is not in the tree (so a mistyped source path is not read as "no objects"). */

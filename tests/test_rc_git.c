@@ -663,6 +663,30 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     free(other);
 }
 
+static void test_rc_git__mirror_refetches_after_failed_first_fetch(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    char *dir = th_tmpdir("later"), remote[2048], url[4096], id[41], *head;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", dir);
+    snprintf(url, sizeof(url), "file://%s", remote);
+    o.state_dir = f->state;
+    assert_int_equal(rc_git_open(&f->g, url, &o, &err), RC_ERROR);
+    assert_null(f->g);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "a.yaml", "a: 1\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    head = th_git_ok(remote, "rev-parse", "main", NULL);
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, head);
+    free(head);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 static void test_rc_git__notes_push_retries_when_notes_moved(void **state)
 {
     struct fx *f = *state;
@@ -885,6 +909,36 @@ static void test_rc_git__credentials_tried_once_and_never_shown(void **state)
     assert_non_null(strstr(err.msg, "***@127.0.0.1"));
     unsetenv("RP_TEST_TOKEN");
 
+    /* a token file (first line): tried once, after an empty environment variable */
+    th_rm_rf(f->state);
+    mkdir(f->state, 0700);
+    {
+        char tokfile[4096];
+
+        snprintf(tokfile, sizeof(tokfile), "%s/token", f->state);
+        th_write_file(f->state, "token", "file-t0ken\nsecond line\n", (size_t)-1);
+        o.token_file = tokfile;
+        s.requests = 0;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/r.git", s.port);
+        rc = rc_git_open(&f->g, url, &o, &err);
+        assert_int_equal(rc, RC_ERROR);
+        assert_non_null(strstr(err.msg, "token file"));
+        assert_null(strstr(err.msg, "file-t0ken"));
+        /* base64("x-access-token:file-t0ken") */
+        assert_string_equal(s.auth, "Authorization: Basic eC1hY2Nlc3MtdG9rZW46ZmlsZS10MGtlbg==");
+        assert_true(s.requests <= 4);
+    }
+
+    /* nothing configured: one request, then a clear message */
+    th_rm_rf(f->state);
+    mkdir(f->state, 0700);
+    o.token_file = NULL;
+    s.requests = 0;
+    rc = rc_git_open(&f->g, url, &o, &err);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "no credentials configured"));
+    assert_true(s.requests <= 2);
+
     shutdown(s.fd, SHUT_RDWR);
     close(s.fd);
     pthread_join(t, NULL);
@@ -906,6 +960,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__update_ref_compare_and_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
