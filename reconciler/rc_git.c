@@ -1024,8 +1024,10 @@ static int str_cmp(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* Paths valid, no duplicates, no path that is both a file and a directory. */
-static int check_files(const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
+/* Paths valid, no duplicates, no path that is both a file and a directory. On success
+ * *sorted_out gets the paths sorted (malloc'd array of borrowed strings). */
+static int check_files(const char ***sorted_out, const struct rc_git_file *files, size_t nfiles,
+                       struct rc_err *err)
 {
     const char **sorted = rc_xcalloc(nfiles ? nfiles : 1, sizeof(char *));
     int error = RC_OK;
@@ -1055,6 +1057,10 @@ static int check_files(const struct rc_git_file *files, size_t nfiles, struct rc
         }
         free(dir);
     }
+    if (error == RC_OK) {
+        *sorted_out = sorted;
+        sorted = NULL;
+    }
     free(sorted);
     return error;
 }
@@ -1064,13 +1070,16 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
 {
     git_index *idx = NULL;
     git_tree *base = NULL;
+    const char **sorted = NULL;
     git_oid tree_id;
     int ge, error;
 
-    if ((error = check_files(files, nfiles, err)) < 0)
+    if ((error = check_files(&sorted, files, nfiles, err)) < 0)
         return error;
-    if ((ge = git_index_new(&idx)) < 0)
-        return fail(err, RC_ERROR, "cannot create an in-memory index");
+    if ((ge = git_index_new(&idx)) < 0) {
+        error = fail(err, RC_ERROR, "cannot create an in-memory index");
+        goto done;
+    }
     if (base_commit) {
         if ((error = lookup_tree(&base, g, base_commit, err)) < 0)
             goto done;
@@ -1079,21 +1088,21 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
-    for (size_t i = git_index_entrycount(idx); i-- > 0;) {
-        const git_index_entry *ie = git_index_get_byindex(idx, i);
-
-        if (ie && is_deploy_path(ie->path) &&
-            (ge = git_index_remove(idx, ie->path, git_index_entry_stage(ie))) < 0) {
-            error = fail(err, RC_ERROR, "cannot remove '%s'", ie->path);
-            goto done;
-        }
-    }
+    /* Write what differs from the base; a file whose content the base already has at that
+     * path is left alone (hashing in memory is much cheaper than asking the object store). */
     for (size_t i = 0; i < nfiles; i++) {
+        const char *data = files[i].data ? files[i].data : "";
+        const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
         git_index_entry ie;
 
         memset(&ie, 0, sizeof(ie));
-        if ((ge = git_blob_create_from_buffer(&ie.id, g->repo, files[i].data ? files[i].data : "",
-                                              files[i].len)) < 0) {
+        if ((ge = git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+            error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
+            goto done;
+        }
+        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &ie.id))
+            continue;
+        if ((ge = git_blob_create_from_buffer(&ie.id, g->repo, data, files[i].len)) < 0) {
             error = fail(err, RC_ERROR, "cannot write '%s'", files[i].path);
             goto done;
         }
@@ -1104,12 +1113,27 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
+    /* Then drop every deploy path that is not in files. */
+    for (size_t i = git_index_entrycount(idx); i-- > 0;) {
+        const git_index_entry *ie = git_index_get_byindex(idx, i);
+        const char *key = ie ? ie->path : NULL;
+
+        if (!ie || !is_deploy_path(ie->path) ||
+            (git_index_entry_stage(ie) == 0 &&
+             bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp)))
+            continue;
+        if ((ge = git_index_remove(idx, ie->path, git_index_entry_stage(ie))) < 0) {
+            error = fail(err, RC_ERROR, "cannot remove '%s'", key);
+            goto done;
+        }
+    }
     if ((ge = git_index_write_tree_to(&tree_id, idx, g->repo)) < 0) {
         error = fail(err, RC_ERROR, "cannot write tree");
         goto done;
     }
     oid_hex(out_tree, &tree_id);
 done:
+    free(sorted);
     git_tree_free(base);
     git_index_free(idx);
     return error;
