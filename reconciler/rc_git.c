@@ -222,6 +222,7 @@ enum {
     TRIED_KEY = 4,
     TRIED_TOKEN_ENV = 8,
     TRIED_TOKEN_FILE = 16,
+    TOKEN_FILE_UNREADABLE = 32,
 };
 
 struct remote_state {
@@ -317,6 +318,8 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
         } else if (!(st->tried & TRIED_TOKEN_FILE) && g->token_file) {
             st->tried |= TRIED_TOKEN_FILE;
             tok = read_token_file(g->token_file);
+            if (!tok)
+                st->tried |= TOKEN_FILE_UNREADABLE;
         }
         if (tok) {
             e = git_credential_userpass_plaintext_new(out, user ? user : "x-access-token", tok);
@@ -332,7 +335,8 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token from $%s",
                  g->token_env);
     if (st->tried & TRIED_TOKEN_FILE)
-        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token file");
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token file%s",
+                 (st->tried & TOKEN_FILE_UNREADABLE) ? " (unreadable or empty)" : "");
     if (tried[0]) {
         char msg[256];
 

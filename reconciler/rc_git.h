@@ -14,8 +14,12 @@
  * name, rev or argument), RC_ECONFLICT (someone else moved a ref first), RC_ERROR (anything
  * else: I/O, network, authentication, a push refused by the remote).
  *
- * Credentials: never logged, never in an error message. URLs are shown with any user:password
- * part replaced by "***".
+ * Credentials (for remotes): each method is offered once per operation, in this order: ssh
+ * agent ($SSH_AUTH_SOCK), ssh key file, HTTPS token from the environment variable, HTTPS token
+ * file; the HTTPS user is the URL's user or "x-access-token". When all were refused the
+ * operation fails (no retry loop). SSH host keys are checked by libgit2 1.5.1 against
+ * ~/.ssh/known_hosts. Credentials are never logged and never in an error message; URLs are
+ * shown with any user:password part replaced by "***".
  *
  * Threads: a struct rc_git is used by one thread at a time (libgit2's rule).
  */
