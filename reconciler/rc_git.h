@@ -124,6 +124,12 @@ int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *com
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
 
+/* The id (40 hex) of the tree or blob at `path` in a commit ("" or ".": the root tree), so
+ * that "did clusters/a change between these commits?" is one comparison. RC_ENOTFOUND when
+ * the path is absent. */
+int rc_git_path_id(char out[41], struct rc_git *g, const char *commit, const char *path,
+                   struct rc_err *err);
+
 /* Build a deploy tree without a work tree.
  * The result is the base commit's tree (base_commit NULL: the empty tree) with everything
  * under the deploy paths removed ("clusters/", "placements.yaml", ".rightplace/"), plus

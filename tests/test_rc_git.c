@@ -290,6 +290,28 @@ static void test_rc_git__read_file_and_tree(void **state)
     assert_null(b);
     assert_int_equal(rc_git_read_tree(&b, &n, f->g, c1, "", &f->a, &err), RC_OK);
     assert_int_equal(n, 4);
+
+    /* ids of subtrees: the same when unchanged, different when a file below changed */
+    {
+        char a1[41], a2[41], ab1[41], ab2[41], root[41], *c2, *want;
+
+        c2 = th_git_commit_files(f->work, "two", "clusters/ab/y.yaml", "y2\n", NULL);
+        assert_int_equal(rc_git_path_id(a1, f->g, c1, "clusters/a", &err), RC_OK);
+        assert_int_equal(rc_git_path_id(a2, f->g, c2, "clusters/a/", &err), RC_OK);
+        assert_string_equal(a1, a2);
+        assert_int_equal(rc_git_path_id(ab1, f->g, c1, "clusters/ab", &err), RC_OK);
+        assert_int_equal(rc_git_path_id(ab2, f->g, c2, "clusters/ab", &err), RC_OK);
+        assert_string_not_equal(ab1, ab2);
+        want = th_git_ok(f->work, "rev-parse", "HEAD:clusters/ab", NULL);
+        assert_string_equal(ab2, want);
+        free(want);
+        assert_int_equal(rc_git_path_id(root, f->g, c2, "", &err), RC_OK);
+        want = th_git_ok(f->work, "rev-parse", "HEAD^{tree}", NULL);
+        assert_string_equal(root, want);
+        free(want);
+        assert_int_equal(rc_git_path_id(root, f->g, c2, "clusters/zz", &err), RC_ENOTFOUND);
+        free(c2);
+    }
     free(c1);
 }
 

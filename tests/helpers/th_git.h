@@ -12,7 +12,8 @@
 
 /* Isolate git from the user's setup for the whole test process: GIT_CONFIG_NOSYSTEM=1, HOME
  * set to a fresh temporary folder (returned; remove it with th_rm_rf at the end), no askpass,
- * no terminal prompts, fixed author/committer names. Call once at the start of main. */
+ * no terminal prompts, fixed author/committer names. Call once at the start of main, before
+ * rc_git_global_init (libgit2 reads HOME when it is initialised). */
 char *th_git_env_setup(void);
 
 /* mkdtemp "<$TMPDIR or /tmp>/rp-<tag>-XXXXXX"; aborts the test on failure. */
