@@ -253,6 +253,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # ---- plumbing ----
     def send_json(self, code, obj, extra=None):
         data = json.dumps(obj, sort_keys=True).encode()
+        self.rec["status"] = code
+        self.record()  # before the answer: a client that got it finds the request logged
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -260,7 +262,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        self.rec["status"] = code
 
     def auth_kind(self):
         srv = self.server
@@ -284,6 +285,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def record(self):
         rec = self.rec
+        if rec.get("_logged"):
+            return
+        rec["_logged"] = True
+        rec = {k: v for k, v in rec.items() if k != "_logged"}
         with self.server.log_lock:
             with open(self.server.args.log, "a") as f:
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -308,6 +313,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     time.sleep(float(fault["delay"]))
                 if fault.get("drop"):
                     self.rec["status"] = "dropped"
+                    self.record()
                     self.close_connection = True
                     try:
                         self.connection.shutdown(socket.SHUT_RDWR)

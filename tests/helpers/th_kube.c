@@ -224,6 +224,19 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* $RP_PYTHON, else the system interpreter (a version-manager shim can take seconds to
+ * start), else python3 from PATH. The server needs only the standard library. */
+static const char *python(void)
+{
+    const char *env = getenv("RP_PYTHON");
+
+    if (env && *env)
+        return env;
+    if (access("/usr/bin/python3", X_OK) == 0)
+        return "/usr/bin/python3";
+    return "python3";
+}
+
 int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct th_kube_opts *o)
 {
     static const struct th_kube_opts none = {NULL, NULL, 0, 0, 0};
@@ -250,7 +263,7 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
     th_write_file(faults, "[]");
     th_write_file(log, "");
     snprintf(after, sizeof(after), "%d", o->crd_establish_after);
-    argv[n++] = "python3";
+    argv[n++] = python();
     argv[n++] = script;
     argv[n++] = "--cert";
     argv[n++] = crt;
