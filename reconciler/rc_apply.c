@@ -234,6 +234,21 @@ struct cluster {
     int move_ref; /* move the ref when done */
 };
 
+/* Is clusters/<name> the same tree (or absent) in both commits? 0 when unsure. */
+static int same_dir(struct rc_git *g, const char *x, const char *y, const char *name)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char path[300], ix[41], iy[41];
+    int rx, ry;
+
+    snprintf(path, sizeof(path), "clusters/%s", name);
+    rx = rc_git_path_id(ix, g, x, path, &err);
+    ry = rc_git_path_id(iy, g, y, path, &err);
+    if (rx == RC_ENOTFOUND && ry == RC_ENOTFOUND)
+        return 1;
+    return rx == RC_OK && ry == RC_OK && !strcmp(ix, iy);
+}
+
 static int prepare(struct cluster *c, struct rc_git *g, const char *deploy, int resync,
                    struct rc_arena *a, struct rc_err *err)
 {
@@ -252,6 +267,11 @@ static int prepare(struct cluster *c, struct rc_git *g, const char *deploy, int 
         return rc;
     }
     if (!strcmp(c->old, deploy) && !resync) {
+        c->job.res.outcome = RC_APPLY_UP_TO_DATE;
+        return RC_OK;
+    }
+    if (c->old[0] && !resync && same_dir(g, deploy, c->old, c->job.conn->name)) {
+        c->move_ref = 1; /* the directory did not change: nothing to send */
         c->job.res.outcome = RC_APPLY_UP_TO_DATE;
         return RC_OK;
     }

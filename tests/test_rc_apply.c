@@ -6,9 +6,12 @@
 #include "th.h"
 #include "th_kube.h"
 
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rc_apply.h"
 #include "rc_git.h"
@@ -26,6 +29,21 @@ static void no_sleep(void *payload, long ms)
     (void)ms;
 }
 
+/* `git init --bare dir` (th_run is defined by both th_git and th_kube, so neither is used). */
+static int git_init_bare(const char *dir)
+{
+    char a0[] = "git", a1[] = "init", a2[] = "-q", a3[] = "--bare";
+    char *const argv[] = {a0, a1, a2, a3, (char *)dir, NULL};
+    int status;
+    pid_t pid;
+
+    if (posix_spawnp(&pid, "git", NULL, NULL, argv, environ) != 0)
+        return -1;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 struct fixture {
     struct th_kube kube[NCL];
     char kubeconfig[NCL][TH_PATH];
@@ -39,6 +57,7 @@ struct fixture {
     FILE *logf;
     struct rc_log log;
     char parent[41];
+    struct th_kube extra; /* a server of one case's own, stopped by teardown */
 };
 
 static void write_kubeconfig(struct fixture *f, int i, const char *ca_name)
@@ -63,11 +82,8 @@ static int setup(void **state)
 
     if (th_mkdtemp(f->repo) < 0)
         return -1;
-    {
-        const char *argv[] = {"git", "init", "-q", "--bare", f->repo, NULL};
-        if (th_run(argv) != 0)
-            return -1;
-    }
+    if (git_init_bare(f->repo) != 0)
+        return -1;
     if (rc_git_open(&f->g, f->repo, NULL, &err) < 0)
         return -1;
     for (int i = 0; i < NCL; i++) {
@@ -99,6 +115,8 @@ static int teardown(void **state)
 
     for (int i = 0; i < NCL; i++)
         th_kube_faults(&f->kube[i], "[]");
+    if (f->extra.pid > 0)
+        th_kube_stop(&f->extra);
     rc_git_free(f->g);
     th_rmtree(f->repo);
     fclose(f->logf);
@@ -155,8 +173,10 @@ struct tf {
     const char *data;
 };
 
-/* Commit a deploy tree holding the same files for every cluster; returns the id in out. */
-static void commit(struct fixture *f, char out[41], const struct tf *files, size_t n)
+/* Commit a deploy tree holding the same files for every cluster (plus placements.yaml with
+ * `record` when not NULL); returns the id in out. */
+static void commit_record(struct fixture *f, char out[41], const struct tf *files, size_t n,
+                          const char *record)
 {
     struct rc_git_file *gf = calloc(NCL * n + 1, sizeof(*gf));
     char(*paths)[128] = calloc(NCL * n + 1, sizeof(*paths));
@@ -172,6 +192,12 @@ static void commit(struct fixture *f, char out[41], const struct tf *files, size
             gf[k].len = strlen(files[i].data);
         }
     }
+    if (record) {
+        gf[k].path = "placements.yaml";
+        gf[k].data = record;
+        gf[k].len = strlen(record);
+        k++;
+    }
     assert_int_equal(rc_git_build_tree(tree, f->g, f->parent[0] ? f->parent : NULL, gf, k, &err),
                      RC_OK);
     assert_int_equal(
@@ -180,6 +206,11 @@ static void commit(struct fixture *f, char out[41], const struct tf *files, size
     memcpy(f->parent, out, 41);
     free(gf);
     free(paths);
+}
+
+static void commit(struct fixture *f, char out[41], const struct tf *files, size_t n)
+{
+    commit_record(f, out, files, n, NULL);
 }
 
 static const struct tf TREE1[] = {
@@ -279,7 +310,7 @@ static void test_rc_apply__creates_objects_with_ssa_namespaces_first(void **stat
 {
     struct fixture *f = *state;
     struct rc_arena a = RC_ARENA_INIT;
-    char c1[41], ref[41];
+    char c1[41], c1b[41], ref[41];
     cJSON *reqs, *item;
     const cJSON *first = NULL;
     size_t npatch = 0;
@@ -324,6 +355,17 @@ static void test_rc_apply__creates_objects_with_ssa_namespaces_first(void **stat
     assert_int_equal(cJSON_GetArraySize(reqs), 0);
     cJSON_Delete(reqs);
     assert_non_null(strstr(note(f, c1, &a), "applied 5"));
+
+    /* a new deploy commit that leaves the cluster's directory alone: the ref moves, nothing
+     * is sent, no note */
+    commit_record(f, c1b, TREE1, sizeof(TREE1) / sizeof(TREE1[0]), "units: []\n");
+    assert_int_equal(apply(f, c1b, 1, 0), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(cJSON_GetArraySize(reqs), 0);
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1b);
+    assert_null(note(f, c1b, &a));
 
     /* resync: everything again */
     assert_int_equal(apply(f, c1, 1, 1), 0);
@@ -513,6 +555,54 @@ static void test_rc_apply__fault_wrong_certificate(void **state)
     fault_case(*state, 1, NULL, 1);
 }
 
+#define CRD_RAYJOB                                                                                 \
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"             \
+    "  name: rayjobs.ray.io\nspec:\n  group: ray.io\n  scope: Namespaced\n  names:\n"              \
+    "    kind: RayJob\n    plural: rayjobs\n    singular: rayjob\n    listKind: RayJobList\n"      \
+    "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
+
+/* A RayJob and its CRD in one pass, on a server where ray.io exists only once the CRD is
+ * established (after a few GETs): the CRD is applied first and waited for. */
+static void test_rc_apply__crd_first_and_established(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube *gated = &f->extra;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 1, 3};
+    static const struct tf tree[] = {
+        {"_cluster/customresourcedefinition.rayjobs.ray.io.yaml", CRD_RAYJOB},
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/rayjob.train.yaml", RAYJOB},
+    };
+    char c1[41], ref[41];
+    cJSON *reqs, *item;
+    int seen_crd_patch = 0, crd_gets_before_job = 0, order_ok = 0;
+
+    assert_int_equal(th_kube_start(gated, &certs, &o), 0);
+    f->kube[0] = *gated;
+    write_kubeconfig(f, 0, "ca.crt");
+    commit(f, c1, tree, sizeof(tree) / sizeof(tree[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    reqs = th_kube_requests(gated);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        const char *m = sv(item, "method"), *p = sv(item, "path");
+        if (!strcmp(m, "PATCH") && strstr(p, "customresourcedefinitions/rayjobs.ray.io"))
+            seen_crd_patch = 1;
+        else if (!strcmp(m, "GET") && seen_crd_patch &&
+                 strstr(p, "customresourcedefinitions/rayjobs.ray.io"))
+            crd_gets_before_job++;
+        else if (!strcmp(m, "PATCH") && strstr(p, "rayjobs/train"))
+            order_ok = seen_crd_patch && crd_gets_before_job >= 3;
+    }
+    assert_true(order_ok);
+    assert_int_equal(
+        cJSON_GetObjectItem(th_kube_find(reqs, "PATCH", "rayjobs/train"), "status")->valueint,
+        201); /* created */
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+}
+
 static void test_rc_apply__simulated_clusters_ignored(void **state)
 {
     struct fixture *f = *state;
@@ -546,6 +636,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_slow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_wrong_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__simulated_clusters_ignored, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,321 @@
+/*
+ * test_rc_observe.c - rc_observe_fleet against fake API servers: capacity from node and pod
+ * lists read page by page, autoscaler detection, simulated clusters untouched, unreachable
+ * clusters (stopped server, wrong CA) marked and reported without an error, no token in logs.
+ */
+#include "th.h"
+#include "th_kube.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "rc_http.h"
+#include "rc_kube.h"
+#include "rc_observe.h"
+
+#define TOKEN "0bs3rve-t0ken-42aa"
+
+static struct th_certs certs;
+
+static void no_sleep(void *payload, long ms)
+{
+    (void)payload;
+    (void)ms;
+}
+
+#define NODE(name, cpu, extra)                                                                     \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" name "\"},"               \
+    "\"spec\":{" extra "},\"status\":{\"allocatable\":{\"cpu\":\"" cpu "\",\"memory\":\"8Gi\","    \
+    "\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+#define POD(name, node, phase, unit)                                                               \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\","                 \
+    "\"namespace\":\"w\",\"labels\":{\"rightplace.dev/unit\":\"" unit "\"}},"                      \
+    "\"spec\":{\"nodeName\":\"" node "\",\"containers\":[{\"name\":\"c\",\"resources\":"           \
+    "{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]},\"status\":{\"phase\":\"" phase "\"}}"
+
+static const char
+    STATE[] =
+        "{\"objects\":["
+        "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"w\"}},"
+        "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"kube-system\"}}"
+        "," NODE("a", "4", "") "," NODE("b", "4", "\"unschedulable\":true") "," NODE(
+            "c", "8",
+            "") "," POD("p1", "a", "Running",
+                        "u1") "," POD("p2", "a", "Running",
+                                      "u2") "," POD("p3", "c", "Pending",
+                                                    "u1") "," POD("p4", "c", "Succeeded",
+                                                                  "u3") "," POD("p5", "c",
+                                                                                "Running",
+                                                                                "u4") ","
+                                                                                      "{\"apiVersio"
+                                                                                      "n\":\"apps/"
+                                                                                      "v1\","
+                                                                                      "\"kind\":"
+                                                                                      "\"Deployment"
+                                                                                      "\","
+                                                                                      "\"metadata\""
+                                                                                      ":{\"name\":"
+                                                                                      "\"cluster-"
+                                                                                      "autoscaler\""
+                                                                                      ",\"namespace"
+                                                                                      "\":\"kube-"
+                                                                                      "system\"},"
+                                                                                      "\"spec\":{"
+                                                                                      "\"replicas\""
+                                                                                      ":1}}"
+                                                                                      "]}";
+
+struct fixture {
+    struct th_kube live, wrong;
+    char kc_live[TH_PATH], kc_wrong[TH_PATH], kc_down[TH_PATH];
+    struct rc_kube_options ko;
+    char *logbuf;
+    size_t loglen;
+    FILE *logf;
+    struct rc_log log;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
+    struct th_kube_opts o = {STATE, TOKEN "\n", 0, 0, 0};
+    struct th_kube_opts ow = {NULL, TOKEN "\n", 1, 0, 0};
+    char ca[TH_PATH], extra[TH_PATH + 64];
+
+    if (th_kube_start(&f->live, &certs, &o) != 0 || th_kube_start(&f->wrong, &certs, &ow) != 0)
+        return -1;
+    th_certs_path(ca, &certs, "ca.crt");
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+    th_kube_path(f->kc_live, &f->live, "kubeconfig");
+    th_kube_kubeconfig(f->kc_live, &f->live, extra, "    token: " TOKEN "\n");
+    th_kube_path(f->kc_wrong, &f->wrong, "kubeconfig");
+    th_kube_kubeconfig(f->kc_wrong, &f->wrong, extra, "    token: " TOKEN "\n");
+    snprintf(f->kc_down, sizeof(f->kc_down), "%s/kubeconfig-down", f->live.dir);
+    {
+        /* a server that is not there: a port the live server's folder reserves nothing on */
+        struct th_kube gone = f->live;
+        snprintf(gone.url, sizeof(gone.url), "https://127.0.0.1:1");
+        th_kube_kubeconfig(f->kc_down, &gone, extra, "    token: " TOKEN "\n");
+    }
+    ko.http.max_attempts = 2;
+    ko.http.timeout_ms = 5000;
+    ko.http.connect_timeout_ms = 2000;
+    ko.http.sleep_ms = no_sleep;
+    ko.page_size = 2;
+    f->ko = ko;
+    f->logf = open_memstream(&f->logbuf, &f->loglen);
+    f->log.level = RC_LOG_DEBUG;
+    f->log.out = f->logf;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    th_kube_stop(&f->live);
+    th_kube_stop(&f->wrong);
+    fclose(f->logf);
+    free(f->logbuf);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (rc_http_global_init(NULL) < 0)
+        return -1;
+    return th_certs_make(&certs);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    th_rmtree(certs.dir);
+    rc_http_global_cleanup();
+    return 0;
+}
+
+/* A source with a simulated cluster "sim" and the live ones given. */
+static void make_source(struct rd_source *src, struct rc_arena *a, const char *const *names,
+                        const char *const *kubeconfigs, size_t n)
+{
+    struct pl_shape *shape = rc_arena_calloc(a, 1, sizeof(*shape));
+    struct pl_node *node = rc_arena_calloc(a, 1, sizeof(*node));
+
+    memset(src, 0, sizeof(*src));
+    pl_resnames_init(&src->res);
+    src->nclusters = n + 1;
+    src->clusters = rc_arena_calloc(a, n + 1, sizeof(*src->clusters));
+    src->conns = rc_arena_calloc(a, n + 1, sizeof(*src->conns));
+    node->name = "declared";
+    node->allocatable.v[PL_RES_CPU] = 16000;
+    src->clusters[0].name = "sim";
+    src->clusters[0].nnodes = 1;
+    src->clusters[0].nodes = node;
+    src->clusters[0].reachable = 1;
+    src->conns[0].name = "sim";
+    shape->name = "m5.large";
+    for (size_t i = 0; i < n; i++) {
+        src->clusters[i + 1].name = names[i];
+        src->clusters[i + 1].cost_micro = 526000;
+        src->clusters[i + 1].nshapes = 1;
+        src->clusters[i + 1].shapes = shape;
+        src->conns[i + 1].name = names[i];
+        src->conns[i + 1].kubeconfig = kubeconfigs[i];
+        src->conns[i + 1].detect_autoscaler = 1;
+    }
+}
+
+static void test_rc_observe__live_capacity_paged(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+    cJSON *reqs;
+    const struct pl_cluster *c;
+
+    (void)state;
+    make_source(&src, &a, names, kcs, 1);
+    assert_int_equal(rc_observe_any_live(&src), 1);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(n, 2);
+    /* simulated: as declared */
+    assert_string_equal(fleet[0].name, "sim");
+    assert_int_equal(fleet[0].live, 0);
+    assert_int_equal(fleet[0].nnodes, 1);
+    assert_string_equal(fleet[0].nodes[0].name, "declared");
+
+    c = &fleet[1];
+    assert_string_equal(c->name, "live");
+    assert_int_equal(c->live, 1);
+    assert_int_equal(c->reachable, 1);
+    assert_int_equal(c->cost_micro, 526000); /* declared data kept */
+    assert_int_equal(c->nshapes, 1);
+    assert_int_equal(c->autoscaler, PL_AUTOSCALER_CLUSTER_AUTOSCALER);
+    assert_int_equal(c->any_shape, 0);
+    assert_int_equal(c->nnodes, 3);
+    assert_string_equal(c->nodes[0].name, "a");
+    assert_int_equal(c->nodes[0].allocatable.v[PL_RES_CPU], 4000);
+    assert_int_equal(c->nodes[0].requested.v[PL_RES_CPU], 2000);
+    assert_int_equal(c->nodes[0].requested.v[PL_RES_PODS], 2000);
+    assert_int_equal(c->nodes[1].unschedulable, 1);
+    assert_int_equal(c->nodes[1].requested.v[PL_RES_CPU], 0);
+    assert_int_equal(c->nodes[2].requested.v[PL_RES_CPU], 2000); /* p3 pending + p5 */
+    assert_int_equal(c->npresent, 3);
+    assert_string_equal(c->present[0], "u1");
+    assert_string_equal(c->present[1], "u2");
+    assert_string_equal(c->present[2], "u4");
+
+    /* lists were read in pages of 2 */
+    reqs = th_kube_requests(&f->live);
+    assert_true(th_kube_count(reqs, "GET", "/api/v1/pods") >= 3);
+    assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 2);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1/deployments"), 1);
+    cJSON_Delete(reqs);
+    fflush(f->logf);
+    assert_null(strstr(f->logbuf, TOKEN));
+    rc_arena_release(&a);
+}
+
+static void test_rc_observe__no_detection_keeps_declared_autoscaler(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+    cJSON *reqs;
+
+    make_source(&src, &a, names, kcs, 1);
+    src.conns[1].detect_autoscaler = 0;
+    src.clusters[1].autoscaler = PL_AUTOSCALER_LUNA;
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(fleet[1].autoscaler, PL_AUTOSCALER_LUNA);
+    reqs = th_kube_requests(&f->live);
+    assert_int_equal(th_kube_count(reqs, "GET", "deployments"), 0);
+    cJSON_Delete(reqs);
+    rc_arena_release(&a);
+}
+
+static void test_rc_observe__unreachable_clusters(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"down", "live", "wrongca", "nofile"};
+    const char *kcs[] = {f->kc_down, f->kc_live, f->kc_wrong, "/nonexistent/kubeconfig"};
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+
+    make_source(&src, &a, names, kcs, 4);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(n, 5);
+    assert_string_equal(fleet[1].name, "down");
+    assert_int_equal(fleet[1].live, 1);
+    assert_int_equal(fleet[1].reachable, 0);
+    assert_int_equal(fleet[1].nnodes, 0);
+    assert_string_equal(fleet[2].name, "live");
+    assert_int_equal(fleet[2].reachable, 1);
+    assert_int_equal(fleet[2].nnodes, 3);
+    assert_string_equal(fleet[3].name, "wrongca");
+    assert_int_equal(fleet[3].reachable, 0);
+    assert_string_equal(fleet[4].name, "nofile");
+    assert_int_equal(fleet[4].reachable, 0);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'down': unreachable: "));
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'wrongca': unreachable: "));
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'nofile': unreachable: "));
+    assert_null(strstr(f->logbuf, "cluster 'live': unreachable"));
+    assert_null(strstr(f->logbuf, TOKEN));
+
+    /* the server goes away: the next observation marks it */
+    th_kube_stop(&f->live);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(fleet[2].reachable, 0);
+    rc_arena_release(&a);
+}
+
+static void test_rc_observe__simulated_only(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+
+    (void)state;
+    make_source(&src, &a, NULL, NULL, 0);
+    assert_int_equal(rc_observe_any_live(&src), 0);
+    assert_int_equal(rc_observe_fleet(&fleet, &n, &src, NULL, &a, &err), RC_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(fleet[0].reachable, 1);
+    assert_int_equal(fleet[0].nodes[0].allocatable.v[PL_RES_CPU], 16000);
+    rc_arena_release(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rc_observe__live_capacity_paged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__no_detection_keeps_declared_autoscaler,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__unreachable_clusters, setup, teardown),
+        cmocka_unit_test(test_rc_observe__simulated_only),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
