@@ -398,12 +398,19 @@ static const char *object_path(const char *cluster, const char *ns, const char *
                            kind_lower(kind, a), name);
 }
 
+/* Namespaces every cluster has and nobody may delete: never written as followers. */
+static int is_system_namespace(const char *ns)
+{
+    return !strcmp(ns, "default") || !strcmp(ns, "kube-system") || !strcmp(ns, "kube-public") ||
+           !strcmp(ns, "kube-node-lease");
+}
+
 static int is_namespace_object(const struct pl_object *o)
 {
     return !o->ns && !strcmp(o->kind, "Namespace") && !strcmp(o->api_version, "v1");
 }
 
-#define RD_MAX_TEMPLATES 64
+#define RD_MAX_TEMPLATES 32
 
 static int render_object(struct files *f, const struct pl_object *o, const char *cluster,
                          const char *unit_label, int64_t percent,
@@ -411,7 +418,7 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
                          struct rc_err *err)
 {
     const struct rd_object *ro = o->payload;
-    cJSON *copy = NULL, *tmpl[RD_MAX_TEMPLATES];
+    cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
     const char *data = NULL;
     size_t len = 0, nt;
     int error;
@@ -426,8 +433,14 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
         set_namespace(copy, o->ns);
     set_labels(copy, unit_label, NULL, NULL);
     nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
-    for (size_t i = 0; i < nt && i < RD_MAX_TEMPLATES; i++)
+    if (nt > RD_MAX_TEMPLATES) {
+        tmpl = rc_xcalloc(nt, sizeof(*tmpl));
+        nt = rd_pod_templates(copy, tmpl, nt);
+    }
+    for (size_t i = 0; i < nt; i++)
         set_labels(tmpl[i], unit_label, opts->luna_key, opts->luna_value);
+    if (tmpl != small)
+        free(tmpl);
     if (o->replicas >= 0 && percent != 100)
         set_replicas(copy, pl_divide_replicas(o->replicas, percent));
     error = rd_out_emit(&data, &len, copy, a, err);
@@ -550,7 +563,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                                       d->targets[t].percent, opts, a, err);
                 if (error < 0)
                     goto done;
-                if (o->ns)
+                if (o->ns && !is_system_namespace(o->ns))
                     nsset_add(&need, cluster, o->ns);
                 else if (is_namespace_object(o))
                     nsset_add(&have, cluster, o->name);

@@ -64,7 +64,8 @@ struct rd_tree {
  * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
  * object and on every pod template (plus the Luna label there), and spec.replicas set to the
  * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
- * N too (the repo's Namespace object when there is one, else a minimal one), once. Every
+ * N too (the repo's Namespace object when there is one, else a minimal one), once, except
+ * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
  * cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
  * source_commit: the source commit id written to placements.yaml and capacity.yaml.

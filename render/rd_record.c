@@ -26,6 +26,7 @@
  */
 #include "rd_output.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "pl_engine.h"
@@ -156,6 +157,25 @@ static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_do
     return error;
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int check_unique(const struct rd_record *r, struct rc_arena *a, struct rc_err *err)
+{
+    const char **ids = rc_arena_calloc(a, r->nunits + 1, sizeof(*ids));
+
+    for (size_t i = 0; i < r->nunits; i++)
+        ids[i] = r->units[i].unit;
+    qsort(ids, r->nunits, sizeof(*ids), cmp_str);
+    for (size_t i = 1; i < r->nunits; i++) {
+        if (!strcmp(ids[i - 1], ids[i]))
+            return rc_err_set(err, RC_EINVALID, "%s: unit '%s' listed twice", RECORD_FILE, ids[i]);
+    }
+    return 0;
+}
+
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err)
 {
@@ -215,16 +235,12 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
         error = parse_unit(&r.units[k], it, docs, a, err);
         if (error < 0)
             goto done;
-        for (size_t i = 0; i < k; i++) {
-            if (!strcmp(r.units[i].unit, r.units[k].unit)) {
-                error = rd_out_err_at(err, docs, RECORD_FILE, it, "unit '%s' listed twice",
-                                      r.units[k].unit);
-                goto done;
-            }
-        }
         k++;
     }
     r.nunits = k;
+    error = check_unique(&r, a, err);
+    if (error < 0)
+        goto done;
     *out = r;
 done:
     rd_docs_free(docs);

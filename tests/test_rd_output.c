@@ -746,6 +746,25 @@ static void test_rd_output__namespaces_follow(void **state)
     cJSON_Delete(n);
 }
 
+static void test_rd_output__system_namespaces_not_followed(void **state)
+{
+    struct fx *f = *state;
+    struct rd_tree t;
+
+    for (size_t i = 0; i < f->nobjects; i++) {
+        if (!strcmp(f->objects[i].name, "frontend")) {
+            f->objects[i].ns = "default";
+            f->objects[i].key = "default/Deployment/frontend";
+        }
+    }
+    render(f, &t);
+    find(&t, "clusters/alpha/default/deployment.frontend.yaml");
+    for (size_t i = 0; i < t.nfiles; i++) {
+        assert_null(strstr(t.files[i].path, "namespace.default"));
+        assert_null(strstr(t.files[i].path, "namespace.web"));
+    }
+}
+
 static void test_rd_output__kustomize_builds(void **state)
 {
     struct fx *f = *state;
@@ -1193,6 +1212,7 @@ int main(void)
         T(test_rd_output__luna_label_configurable),
         T(test_rd_output__divide_replicas),
         T(test_rd_output__namespaces_follow),
+        T(test_rd_output__system_namespaces_not_followed),
         T(test_rd_output__kustomize_builds),
         T(test_rd_output__record_round_trip),
         T(test_rd_output__record_removed_units_dropped),
