@@ -286,6 +286,22 @@ static int cmp_file(const void *x, const void *y)
     return strcmp(a->path, b->path);
 }
 
+/* Add item as the first member of obj (metadata reads best before spec). */
+static cJSON *add_first(cJSON *obj, const char *key, cJSON *item)
+{
+    cJSON *rest = obj->child, *last;
+
+    obj->child = NULL;
+    rd_out_add(obj, key, item);
+    if (rest) {
+        last = rest->prev;
+        item->next = rest;
+        rest->prev = item;
+        item->prev = last;
+    }
+    return item;
+}
+
 static cJSON *ensure_object(cJSON *parent, const char *key)
 {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
@@ -294,6 +310,8 @@ static cJSON *ensure_object(cJSON *parent, const char *key)
         return v;
     if (v)
         cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    if (!strcmp(key, "metadata"))
+        return add_first(parent, key, oom(cJSON_CreateObject()));
     return rd_out_add(parent, key, cJSON_CreateObject());
 }
 
