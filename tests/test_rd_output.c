@@ -29,6 +29,7 @@
 #include "rd_object.h"
 #include "rd_output.h"
 #include "rd_source.h"
+#include "rd_demand.h"
 #include "rd_yaml.h"
 
 #define GOLDEN_DIR RP_SOURCE_DIR "/tests/data/output"
@@ -804,6 +805,98 @@ static void test_rd_output__kustomize_builds(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Real manifests through rd_source_load: each object its own unit on cluster c1. */
+static void test_rd_output__renders_loaded_source(void **state)
+{
+    static const char *const paths[] = {"tests/data/skyray/deploy-scripts/ray-job.train.yaml",
+                                        "tests/data/skyray/deploy-scripts/ray-service.sample.yaml"};
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file files[2];
+    char *data[2];
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_cluster c1;
+    struct pl_input in;
+    struct pl_result res;
+    struct rd_tree t;
+    char path[4096], dir[] = "/tmp/rd_output_src_XXXXXX", cmd[8192], *out;
+    size_t templates = 0, labelled = 0;
+    int status;
+
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", RP_SOURCE_DIR, paths[i]);
+        data[i] = read_file(path, &files[i].len);
+        assert_non_null(data[i]);
+        files[i].path = paths[i];
+        files[i].data = data[i];
+    }
+    if (rd_source_load(&src, files, 2, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(src.nerrors, 0);
+    assert_true(src.nobjects >= 3);
+
+    memset(&c1, 0, sizeof(c1));
+    c1.name = "c1";
+    c1.reachable = 1;
+    memset(&in, 0, sizeof(in));
+    in.res = &src.res;
+    in.nobjects = src.nobjects;
+    in.objects = src.objects;
+    in.nclusters = 1;
+    in.clusters = &c1;
+    memset(&res, 0, sizeof(res));
+    res.ndecisions = src.nobjects;
+    res.decisions = rc_arena_calloc(&f->a, src.nobjects, sizeof(*res.decisions));
+    for (size_t i = 0; i < src.nobjects; i++) {
+        struct pl_decision *d = &res.decisions[i];
+        const struct rd_object *ro = src.objects[i].payload;
+        cJSON *tmpl[32];
+        d->unit = src.objects[i].key;
+        d->policy = "p";
+        d->nobjects = 1;
+        d->objects = rc_arena_calloc(&f->a, 1, sizeof(*d->objects));
+        d->objects[0] = &src.objects[i];
+        d->object_keys = &src.objects[i].key;
+        d->state = PL_STATE_PLACED;
+        d->targets = targets(&f->a, "c1", 100, NULL, 0, &d->ntargets);
+        d->change = PL_CHANGE_NEW;
+        templates += rd_pod_templates(ro->root, tmpl, 32);
+    }
+    if (rd_render_tree(&t, &res, &in, SOURCE, NULL, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    for (size_t i = 0; i < t.nfiles; i++) {
+        const char *p = t.files[i].data;
+        assert_null(strstr(t.files[i].path, "namespace.default")); /* never followed */
+        if (!strncmp(t.files[i].path, "clusters/c1/default/", 20)) {
+            assert_non_null(strstr(p, "namespace: default"));
+            while ((p = strstr(p, "elotl-luna: \"true\"")) != NULL) {
+                labelled++;
+                p++;
+            }
+        }
+    }
+    assert_true(templates >= 4); /* RayJob head + worker(s), RayService head + worker(s) */
+    assert_int_equal(labelled, templates);
+
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < t.nfiles; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, t.files[i].path);
+        write_file(path, t.files[i].data, t.files[i].len);
+    }
+    snprintf(cmd, sizeof(cmd), "kubectl kustomize %s/clusters/c1 2>&1", dir);
+    out = run(cmd, NULL, &status);
+    if (status != 0)
+        fail_msg("kubectl kustomize: %s", out);
+    assert_non_null(strstr(out, "kind: RayService"));
+    assert_non_null(strstr(out, "kind: RayJob"));
+    free(out);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    rd_source_release(&src);
+    free(data[0]);
+    free(data[1]);
+}
+
 /* ==== Tests: placements.yaml ==== */
 
 static void test_rd_output__record_round_trip(void **state)
@@ -1214,6 +1307,7 @@ int main(void)
         T(test_rd_output__namespaces_follow),
         T(test_rd_output__system_namespaces_not_followed),
         T(test_rd_output__kustomize_builds),
+        T(test_rd_output__renders_loaded_source),
         T(test_rd_output__record_round_trip),
         T(test_rd_output__record_removed_units_dropped),
         T(test_rd_output__record_parse_errors),
