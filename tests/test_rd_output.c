@@ -1208,6 +1208,32 @@ static void test_rd_output__message_summary(void **state)
     free(m);
 }
 
+static void test_rd_output__message_subject_fits(void **state)
+{
+    struct fx *f = *state;
+    struct pl_target *t;
+    char *m;
+
+    /* a single change whose sentence would be too long falls back to counts */
+    only_change(f, 1);
+    t = rc_arena_calloc(&f->a, 2, sizeof(*t));
+    t[0].cluster = "a-cluster-with-a-really-long-name-in-region-one";
+    t[0].percent = 100;
+    t[1].cluster = "another-cluster-with-a-really-long-name-in-region-two";
+    t[1].percent = 100;
+    f->result.decisions[1].targets = t;
+    m = message(f, NULL, 0, 0);
+    assert_true(!strncmp(m, "place 1 unit\n\nplace web/frontend on a-cluster", 45));
+    free(m);
+
+    /* nothing changed: the record is refreshed, and says why when files failed */
+    for (size_t i = 0; i < f->result.ndecisions; i++)
+        f->result.decisions[i].change = PL_CHANGE_NONE;
+    m = message(f, NULL, 0, 1);
+    assert_true(!strncmp(m, "update placement record (1 source file not loaded)\n\n", 52));
+    free(m);
+}
+
 static void test_rd_output__message_wraps_at_72(void **state)
 {
     struct fx *f = *state;
@@ -1317,6 +1343,7 @@ int main(void)
         T(test_rd_output__message_single_place),
         T(test_rd_output__message_move_pending_remove),
         T(test_rd_output__message_summary),
+        T(test_rd_output__message_subject_fits),
         T(test_rd_output__message_wraps_at_72),
         T(test_rd_output__message_trailers_parse),
         T(test_rd_output__deterministic),
