@@ -166,6 +166,8 @@ static void fill_node(struct fx *f, struct pl_node *n, const char *name, const c
         n->taints[0].value = "true";
         n->taints[0].effect = "NoSchedule";
         n->labels = labels(&f->a, "node.kubernetes.io/instance-type", "g4dn", NULL, NULL);
+    } else {
+        n->labels = labels(&f->a, "kubernetes.io/hostname", name, "kubernetes.io/os", "linux");
     }
 }
 
@@ -1091,6 +1093,80 @@ static void test_rd_output__capacity_groups_alike_nodes(void **state)
     rc_buf_release(&b);
 }
 
+/* A fleet declared in Cluster objects, loaded by rd_source_load, round trips exactly. */
+static void test_rd_output__capacity_of_loaded_clusters(void **state)
+{
+    static const char yaml[] =
+        "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: static\n"
+        "  labels: {cluster.class: production}\nspec:\n  autoscaler: {type: none}\n"
+        "  costPerHour: 2.25\n  nodes:\n"
+        "  - {name: cpu, count: 3, allocatable: {cpu: \"16\", memory: 64Gi}}\n"
+        "  - {name: gpu, count: 4, allocatable: {cpu: \"8\", memory: 32Gi, nvidia.com/gpu: "
+        "\"1\"},\n     labels: {gpu: t4}, taints: [{key: nvidia.com/gpu, value: \"true\", "
+        "effect: NoSchedule}]}\n"
+        "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dyn\n"
+        "spec:\n  autoscaler:\n    type: luna\n    nodeShapes:\n"
+        "    - {name: g4dn.xlarge, max: 10, costPerHour: 0.526, allocatable: {cpu: \"4\", "
+        "memory: 16Gi, nvidia.com/gpu: \"1\"},\n       taints: [{key: nvidia.com/gpu, effect: "
+        "NoSchedule}]}\n";
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file file = {"fleet.yaml", yaml, sizeof(yaml) - 1};
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_resnames res;
+    struct pl_cluster *c = NULL;
+    size_t n = 0;
+
+    if (rd_source_load(&src, &file, 1, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    if (src.nerrors)
+        fail_msg("%s", src.errors[0].msg);
+    assert_int_equal(src.nclusters, 2);
+    assert_int_equal(rd_capacity_emit(&one, src.clusters, 2, &src.res, NULL, 0, SOURCE, &err), 0);
+    /* 3 cpu nodes share an entry, and so do 4 gpu nodes */
+    assert_non_null(strstr(one.ptr, "names:"));
+    assert_non_null(strstr(one.ptr, "hostnameLabel: true"));
+    pl_resnames_init(&res);
+    if (rd_capacity_parse(&c, &n, &res, one.ptr, one.len, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, 2);
+    assert_int_equal(rd_capacity_emit(&two, c, n, &res, NULL, 0, SOURCE, &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    for (size_t i = 0; i < n; i++) {
+        const struct pl_cluster *a = &src.clusters[i], *b = &c[i];
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->cost_micro, b->cost_micro);
+        assert_int_equal(a->autoscaler, b->autoscaler);
+        assert_int_equal(a->nnodes, b->nnodes);
+        assert_int_equal(a->labels.n, b->labels.n);
+        for (size_t k = 0; k < a->nnodes; k++) {
+            assert_string_equal(a->nodes[k].name, b->nodes[k].name);
+            assert_int_equal(a->nodes[k].labels.n, b->nodes[k].labels.n);
+            for (size_t l = 0; l < a->nodes[k].labels.n; l++) {
+                assert_string_equal(a->nodes[k].labels.v[l].key, b->nodes[k].labels.v[l].key);
+                assert_string_equal(a->nodes[k].labels.v[l].value, b->nodes[k].labels.v[l].value);
+            }
+            assert_int_equal(a->nodes[k].ntaints, b->nodes[k].ntaints);
+            for (int r = 0; r < src.res.n; r++) {
+                int br = pl_resnames_find(&res, src.res.name[r]);
+                assert_int_equal(a->nodes[k].allocatable.v[r],
+                                 br < 0 ? 0 : b->nodes[k].allocatable.v[br]);
+            }
+        }
+        for (size_t k = 0; k < a->nshapes; k++) {
+            assert_string_equal(a->shapes[k].name, b->shapes[k].name);
+            assert_int_equal(a->shapes[k].cost_micro, b->shapes[k].cost_micro);
+            assert_int_equal(a->shapes[k].max, b->shapes[k].max);
+            assert_int_equal(a->shapes[k].ntaints, b->shapes[k].ntaints);
+        }
+    }
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rd_source_release(&src);
+}
+
 static void test_rd_output__capacity_parse_errors(void **state)
 {
     struct fx *f = *state;
@@ -1339,6 +1415,7 @@ int main(void)
         T(test_rd_output__record_parse_errors),
         T(test_rd_output__capacity_round_trip),
         T(test_rd_output__capacity_groups_alike_nodes),
+        T(test_rd_output__capacity_of_loaded_clusters),
         T(test_rd_output__capacity_parse_errors),
         T(test_rd_output__message_single_place),
         T(test_rd_output__message_move_pending_remove),
