@@ -1,9 +1,8 @@
 /*
- * pl_shim_vocab.c - TEMPORARY minimal implementations of vocab's selector and quantity
+ * pl_shim_vocab.c - TEMPORARY minimal implementations of vocab's selector
  * functions so that the engine links before vocab's modules land on main. Deleted on merge.
  */
 #include "pl_basics.h"
-#include "pl_quantity.h"
 #include "pl_selector.h"
 
 #include <inttypes.h>
@@ -93,13 +92,4 @@ int pl_pod_node_labels_ok(const struct pl_pod *pod, const struct pl_labels *node
             return 1;
     }
     return 0;
-}
-
-void pl_quantity_format(char out[PL_QUANTITY_STR], int64_t milli, int is_memory)
-{
-    (void)is_memory;
-    if (milli % 1000 == 0)
-        snprintf(out, PL_QUANTITY_STR, "%" PRId64, milli / 1000);
-    else
-        snprintf(out, PL_QUANTITY_STR, "%" PRId64 "m", milli);
 }

@@ -29,7 +29,10 @@ struct rd_yaml_limits {
 };
 
 /* 8 MiB, depth 64, 1,000,000 nodes, 10,000 documents */
-#define RD_YAML_LIMITS_INIT {8u << 20, 64, 1000000, 10000}
+#define RD_YAML_LIMITS_INIT                                                                        \
+    {                                                                                              \
+        8u << 20, 64, 1000000, 10000                                                               \
+    }
 
 /* Where a node came from. */
 struct rd_pos {
@@ -65,6 +68,11 @@ cJSON *rd_docs_take(struct rd_docs *docs, size_t i);
  * {0, 0} when unknown. */
 struct rd_pos rd_docs_pos(const struct rd_docs *docs, const cJSON *node);
 const char *rd_docs_file(const struct rd_docs *docs);
+
+/* Are two trees the same: same types, same keys in the same order, numbers equal as
+ * doubles (NaN equals NaN), strings byte for byte? Stricter than cJSON_Compare, which ignores
+ * key order and compares numbers approximately. */
+int rd_yaml_equal(const cJSON *a, const cJSON *b);
 
 /* Append canonical YAML for `root` (one document, no "---") to out. */
 int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err);

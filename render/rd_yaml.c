@@ -1,0 +1,1562 @@
+/*
+ * rd_yaml.c - YAML text <-> cJSON trees; the only file that calls libyaml.
+ *
+ * Loading walks libyaml's event stream (yaml_parser_parse) and builds one cJSON tree per
+ * document, recording the source position of every node in a pointer -> position table.
+ * It does not use libyaml's document API, so anchors, aliases and merge keys are expanded
+ * here, against the node, depth and byte budgets, before anything is copied: a "billion
+ * laughs" document is refused at the first alias that would cross a limit.
+ *
+ * Plain scalars are typed as go-yaml v2 does (the library behind sigs.k8s.io/yaml and so
+ * kubectl):
+ *   - null:  "" (empty), ~, null, Null, NULL
+ *   - bool:  true/True/TRUE, false/False/FALSE, and the YAML 1.1 words y/Y/yes/Yes/YES,
+ *            n/N/no/No/NO, on/On/ON, off/Off/OFF (kubectl reads `enabled: yes` as true)
+ *   - int:   after removing '_': [+-] decimal, 0x hex, 0o or leading-0 octal, 0b binary,
+ *            within int64 (or uint64); stored as a double, so integers beyond 2^53 are
+ *            rounded to the nearest double (cJSON keeps only doubles)
+ *   - float: [+-](.d+|d+(.d*)?)([eE][+-]?d+)? that fits a double; .inf/.Inf/.INF with an
+ *            optional sign, .nan/.NaN/.NAN
+ *   - everything else, timestamps included, is a string.
+ * Quoted and block scalars are always strings. Tags: !!str makes a string of anything;
+ * !!int, !!float, !!bool, !!null demand a value of that type; other tags are ignored.
+ * Mapping keys are the scalar's text ("1: a" has the key "1"); a mapping or sequence used as
+ * a key is an error. Merge keys (<<) follow the YAML merge spec: keys written in the mapping
+ * win over merged ones wherever they appear; among merged mappings the first wins.
+ * Scalars containing a NUL character are refused (cJSON strings end at NUL).
+ *
+ * Emitting is a small hand-written printer (not libyaml's emitter) for exact control of
+ * the canonical form: block style, 2-space indentation, sequences inside mappings at the
+ * mapping's indentation (as kubectl prints them), double-quoted strings where a plain one
+ * would read back as something else, literal block scalars for multi-line text.
+ */
+#include "rd_yaml.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "rc_hash.h"
+#include "rc_mem.h"
+#include "rc_banned.h"
+
+/* ==== Pointer -> position table (open addressing) ==== */
+
+struct pos_ent {
+    const void *key;
+    struct rd_pos pos;
+};
+
+struct pos_map {
+    struct pos_ent *v;
+    size_t n, cap; /* cap: 0 or a power of two */
+};
+
+static size_t ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static void pos_map_put(struct pos_map *m, const void *key, struct rd_pos pos);
+
+static void pos_map_grow(struct pos_map *m)
+{
+    struct pos_ent *old = m->v;
+    size_t oldcap = m->cap;
+
+    m->cap = oldcap ? oldcap * 2 : 64;
+    m->v = rc_xcalloc(m->cap, sizeof(*m->v));
+    m->n = 0;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].key)
+            pos_map_put(m, old[i].key, old[i].pos);
+    free(old);
+}
+
+static void pos_map_put(struct pos_map *m, const void *key, struct rd_pos pos)
+{
+    size_t i;
+
+    if ((m->n + 1) * 4 > m->cap * 3)
+        pos_map_grow(m);
+    for (i = ptr_hash(key) & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1)) {
+        if (m->v[i].key == key) {
+            m->v[i].pos = pos;
+            return;
+        }
+    }
+    m->v[i].key = key;
+    m->v[i].pos = pos;
+    m->n++;
+}
+
+static struct rd_pos pos_map_get(const struct pos_map *m, const void *key)
+{
+    struct rd_pos none = {0, 0};
+
+    if (!m->cap || !key)
+        return none;
+    for (size_t i = ptr_hash(key) & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1))
+        if (m->v[i].key == key)
+            return m->v[i].pos;
+    return none;
+}
+
+/* ==== String -> pointer table, for anchors and the keys of one mapping ==== */
+
+struct str_ent {
+    const char *key; /* borrowed */
+    void *val;
+};
+
+struct str_map {
+    struct str_ent *v;
+    size_t n, cap;
+};
+
+static size_t str_hash(const char *s)
+{
+    return (size_t)rc_fnv1a(RC_FNV_INIT, s, strlen(s));
+}
+
+static void str_map_put(struct str_map *m, const char *key, void *val);
+
+static void str_map_grow(struct str_map *m)
+{
+    struct str_ent *old = m->v;
+    size_t oldcap = m->cap;
+
+    m->cap = oldcap ? oldcap * 2 : 16;
+    m->v = rc_xcalloc(m->cap, sizeof(*m->v));
+    m->n = 0;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].key)
+            str_map_put(m, old[i].key, old[i].val);
+    free(old);
+}
+
+/* Insert or overwrite. */
+static void str_map_put(struct str_map *m, const char *key, void *val)
+{
+    size_t i;
+
+    if ((m->n + 1) * 4 > m->cap * 3)
+        str_map_grow(m);
+    for (i = str_hash(key) & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1)) {
+        if (strcmp(m->v[i].key, key) == 0) {
+            m->v[i].key = key;
+            m->v[i].val = val;
+            return;
+        }
+    }
+    m->v[i].key = key;
+    m->v[i].val = val;
+    m->n++;
+}
+
+static void *str_map_get(const struct str_map *m, const char *key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = str_hash(key) & (m->cap - 1); m->v[i].key; i = (i + 1) & (m->cap - 1))
+        if (strcmp(m->v[i].key, key) == 0)
+            return m->v[i].val;
+    return NULL;
+}
+
+static void str_map_release(struct str_map *m)
+{
+    free(m->v);
+    m->v = NULL;
+    m->n = m->cap = 0;
+}
+
+/* ==== The document set ==== */
+
+struct rd_docs {
+    char *file;
+    cJSON **docs;
+    size_t n, cap;
+    struct pos_map pos;
+    cJSON *graveyard; /* nodes dropped while loading (overridden keys, merge sources): kept
+                         alive so that no address in the position table is ever reused */
+};
+
+void rd_docs_free(struct rd_docs *docs)
+{
+    if (!docs)
+        return;
+    for (size_t i = 0; i < docs->n; i++)
+        cJSON_Delete(docs->docs[i]);
+    free(docs->docs);
+    cJSON_Delete(docs->graveyard);
+    free(docs->pos.v);
+    free(docs->file);
+    free(docs);
+}
+
+size_t rd_docs_count(const struct rd_docs *docs)
+{
+    return docs ? docs->n : 0;
+}
+
+cJSON *rd_docs_get(const struct rd_docs *docs, size_t i)
+{
+    return docs && i < docs->n ? docs->docs[i] : NULL;
+}
+
+cJSON *rd_docs_take(struct rd_docs *docs, size_t i)
+{
+    cJSON *d;
+
+    if (!docs || i >= docs->n)
+        return NULL;
+    d = docs->docs[i];
+    docs->docs[i] = NULL;
+    return d;
+}
+
+struct rd_pos rd_docs_pos(const struct rd_docs *docs, const cJSON *node)
+{
+    struct rd_pos none = {0, 0};
+
+    return docs ? pos_map_get(&docs->pos, node) : none;
+}
+
+const char *rd_docs_file(const struct rd_docs *docs)
+{
+    return docs ? docs->file : NULL;
+}
+
+/* ==== Scalar typing ==== */
+
+enum scalar_kind { SK_STR, SK_NULL, SK_TRUE, SK_FALSE, SK_NUM, SK_MERGE };
+
+static int in_list(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? : go-yaml v2's yamlStyleFloat */
+static int float_syntax(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    if (*s == '.') {
+        s++;
+        if (!is_digit(*s))
+            return 0;
+        while (is_digit(*s))
+            s++;
+    } else {
+        if (!is_digit(*s))
+            return 0;
+        while (is_digit(*s))
+            s++;
+        if (*s == '.') {
+            s++;
+            while (is_digit(*s))
+                s++;
+        }
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!is_digit(*s))
+            return 0;
+        while (is_digit(*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+/* Go's strconv.ParseInt(s, 0, 64) / ParseUint: prefixes 0x 0o 0b, leading 0 = octal.
+ * Returns 1 and sets *out when s is such an integer within int64 or uint64. */
+static int parse_go_int(const char *s, double *out)
+{
+    int neg = 0, base = 10;
+    const char *p = s;
+    uint64_t v = 0, lim;
+
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    } else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O')) {
+        base = 8;
+        p += 2;
+    } else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
+        base = 2;
+        p += 2;
+    } else if (p[0] == '0' && p[1]) {
+        base = 8;
+        p += 1;
+    }
+    if (!*p)
+        return 0;
+    lim = neg ? (uint64_t)INT64_MAX + 1 : (*s == '+' ? (uint64_t)INT64_MAX : UINT64_MAX);
+    for (; *p; p++) {
+        int d;
+        if (is_digit(*p))
+            d = *p - '0';
+        else if (*p >= 'a' && *p <= 'f')
+            d = *p - 'a' + 10;
+        else if (*p >= 'A' && *p <= 'F')
+            d = *p - 'A' + 10;
+        else
+            return 0;
+        if (d >= base)
+            return 0;
+        if (v > (lim - (uint64_t)d) / (uint64_t)base)
+            return 0;
+        v = v * (uint64_t)base + (uint64_t)d;
+    }
+    if (neg)
+        *out = v == (uint64_t)INT64_MAX + 1 ? (double)INT64_MIN : -(double)(int64_t)v;
+    else
+        *out = (double)v;
+    return 1;
+}
+
+/* A whole number (without libm's floor) */
+static int is_integral(double d)
+{
+    if (!isfinite(d))
+        return 0;
+    if (d >= 9007199254740992.0 || d <= -9007199254740992.0)
+        return 1; /* doubles this large have no fraction bits */
+    return d == (double)(int64_t)d;
+}
+
+/* How go-yaml v2 reads a plain scalar (see the top comment). */
+static enum scalar_kind resolve_plain(const char *s, double *num)
+{
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+    static const char *const trues[] = {"true", "True", "TRUE", "y",  "Y",  "yes",
+                                        "Yes",  "YES",  "on",   "On", "ON", NULL};
+    static const char *const falses[] = {"false", "False", "FALSE", "n",   "N",   "no",
+                                         "No",    "NO",    "off",   "Off", "OFF", NULL};
+    static const char *const nans[] = {".nan", ".NaN", ".NAN", NULL};
+    static const char *const pinfs[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL};
+    static const char *const ninfs[] = {"-.inf", "-.Inf", "-.INF", NULL};
+    char tmp[128];
+    size_t len = strlen(s), j = 0;
+
+    if (in_list(s, nulls))
+        return SK_NULL;
+    if (in_list(s, trues))
+        return SK_TRUE;
+    if (in_list(s, falses))
+        return SK_FALSE;
+    if (in_list(s, nans)) {
+        *num = NAN;
+        return SK_NUM;
+    }
+    if (in_list(s, pinfs)) {
+        *num = INFINITY;
+        return SK_NUM;
+    }
+    if (in_list(s, ninfs)) {
+        *num = -INFINITY;
+        return SK_NUM;
+    }
+    if (strcmp(s, "<<") == 0)
+        return SK_MERGE;
+    if (s[0] == '.') {
+        if (float_syntax(s)) {
+            double d = strtod(s, NULL);
+            if (isfinite(d)) {
+                *num = d;
+                return SK_NUM;
+            }
+        }
+        return SK_STR;
+    }
+    if (!is_digit(s[0]) && s[0] != '+' && s[0] != '-')
+        return SK_STR;
+    if (len >= sizeof(tmp)) /* no number is this long; go-yaml would read 1e-100000 as 0 */
+        return SK_STR;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != '_')
+            tmp[j++] = s[i];
+    tmp[j] = '\0';
+    if (parse_go_int(tmp, num))
+        return SK_NUM;
+    if (float_syntax(tmp)) {
+        double d = strtod(tmp, NULL);
+        if (isfinite(d)) {
+            *num = d;
+            return SK_NUM;
+        }
+    }
+    return SK_STR;
+}
+
+/* ==== Loading ==== */
+
+struct anchor {
+    char *name;
+    cJSON *node;  /* in a document or the graveyard */
+    size_t count; /* nodes in the subtree */
+    size_t bytes; /* string bytes in the subtree */
+    int height;   /* nesting levels of collections in the subtree */
+    struct anchor *next;
+};
+
+struct built {
+    cJSON *node;
+    size_t count, bytes;
+    int height;
+};
+
+struct ld {
+    yaml_parser_t parser;
+    const char *file;
+    const char *text;
+    size_t len;
+    struct rd_yaml_limits lim;
+    const struct rd_diag *diag;
+    struct rc_err *err;
+    struct rd_docs *docs;
+    size_t nodes;     /* materialized so far, all documents */
+    size_t bytes;     /* string bytes materialized so far */
+    size_t bytes_max; /* budget for bytes: 4 x max_bytes + 1 MiB */
+    struct str_map anchors;
+    struct anchor *anchor_list;
+};
+
+static struct rd_pos mark_pos(yaml_mark_t m)
+{
+    struct rd_pos p;
+
+    p.line = m.line >= (size_t)INT_MAX ? INT_MAX : (int)m.line + 1;
+    p.col = m.column >= (size_t)INT_MAX ? INT_MAX : (int)m.column + 1;
+    return p;
+}
+
+static int ld_fail(struct ld *l, struct rd_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int ld_fail(struct ld *l, struct rd_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    rc_err_setv(l->err, RC_EINVALID, fmt, ap);
+    va_end(ap);
+    rc_err_prefix(l->err, "%s:%d:%d: ", l->file, pos.line, pos.col);
+    return RC_EINVALID;
+}
+
+static void ld_warn(struct ld *l, struct rd_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void ld_warn(struct ld *l, struct rd_pos pos, const char *fmt, ...)
+{
+    char msg[RC_ERR_MSG_MAX];
+    va_list ap;
+
+    if (!l->diag || !l->diag->warn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    l->diag->warn(l->diag->payload, l->file, pos, msg);
+}
+
+/* Is the character at (line, col) of the input (1-based) a tab? Used to explain libyaml's
+ * "cannot start any token", which is what a tab used for indentation produces. */
+static int tab_at(const struct ld *l, struct rd_pos pos)
+{
+    size_t i = 0;
+    int line = 1, col = 1;
+
+    while (i < l->len && line < pos.line) {
+        if (l->text[i++] == '\n')
+            line++;
+    }
+    while (i < l->len && col < pos.col && l->text[i] != '\n') {
+        i++;
+        while (i < l->len && ((unsigned char)l->text[i] & 0xC0) == 0x80)
+            i++;
+        col++;
+    }
+    return i < l->len && l->text[i] == '\t';
+}
+
+static int ld_parser_error(struct ld *l)
+{
+    yaml_parser_t *p = &l->parser;
+    const char *problem = p->problem ? p->problem : "invalid YAML";
+    struct rd_pos pos = mark_pos(p->problem_mark);
+
+    if (p->error == YAML_READER_ERROR) {
+        /* reader errors carry a byte offset, not a mark */
+        size_t off = p->problem_offset < l->len ? p->problem_offset : l->len;
+        pos.line = 1;
+        pos.col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (l->text[i] == '\n') {
+                pos.line++;
+                pos.col = 1;
+            } else if (((unsigned char)l->text[i] & 0xC0) != 0x80) {
+                pos.col++;
+            }
+        }
+        return ld_fail(l, pos, "%s", problem);
+    }
+    if (p->error == YAML_MEMORY_ERROR)
+        abort(); /* out of memory: see rc_mem.h */
+    if (strstr(problem, "cannot start any token") && tab_at(l, pos))
+        return ld_fail(l, pos,
+                       "found a tab character where indentation is expected "
+                       "(YAML allows only spaces there)");
+    if (p->context) {
+        struct rd_pos c = mark_pos(p->context_mark);
+        return ld_fail(l, pos, "%s %s at line %d column %d", problem, p->context, c.line, c.col);
+    }
+    return ld_fail(l, pos, "%s", problem);
+}
+
+static int ld_next(struct ld *l, yaml_event_t *ev)
+{
+    if (!yaml_parser_parse(&l->parser, ev))
+        return ld_parser_error(l);
+    return RC_OK;
+}
+
+static cJSON *must(cJSON *node)
+{
+    if (!node)
+        abort(); /* cJSON allocation failed: out of memory */
+    return node;
+}
+
+static cJSON *new_number(double d)
+{
+    cJSON *n = must(cJSON_CreateNumber(0));
+
+    /* set by hand: cJSON converts to int without checking for NaN */
+    n->valuedouble = d;
+    n->valueint = isnan(d) ? 0 : d >= INT_MAX ? INT_MAX : d <= INT_MIN ? INT_MIN : (int)d;
+    return n;
+}
+
+static void note_pos(struct ld *l, const cJSON *node, struct rd_pos pos)
+{
+    pos_map_put(&l->docs->pos, node, pos);
+}
+
+static void bury(struct ld *l, cJSON *node)
+{
+    if (!l->docs->graveyard)
+        l->docs->graveyard = must(cJSON_CreateArray());
+    cJSON_AddItemToArray(l->docs->graveyard, node);
+}
+
+static int count_node(struct ld *l, struct rd_pos pos, size_t n)
+{
+    if (n > l->lim.max_nodes || l->nodes > l->lim.max_nodes - n)
+        return ld_fail(l, pos, "document has more than %zu nodes (aliases expanded)",
+                       l->lim.max_nodes);
+    l->nodes += n;
+    return RC_OK;
+}
+
+static int count_bytes(struct ld *l, struct rd_pos pos, size_t n)
+{
+    if (n > l->bytes_max || l->bytes > l->bytes_max - n)
+        return ld_fail(l, pos, "aliases expand to more than %zu bytes of text", l->bytes_max);
+    l->bytes += n;
+    return RC_OK;
+}
+
+static void anchor_add(struct ld *l, const char *name, const struct built *b)
+{
+    struct anchor *a = rc_xcalloc(1, sizeof(*a));
+
+    a->name = rc_xstrdup(name);
+    a->node = b->node;
+    a->count = b->count;
+    a->bytes = b->bytes;
+    a->height = b->height;
+    a->next = l->anchor_list;
+    l->anchor_list = a;
+    str_map_put(&l->anchors, a->name, a);
+}
+
+static void anchors_clear(struct ld *l)
+{
+    struct anchor *a = l->anchor_list;
+
+    while (a) {
+        struct anchor *next = a->next;
+        free(a->name);
+        free(a);
+        a = next;
+    }
+    l->anchor_list = NULL;
+    str_map_release(&l->anchors);
+}
+
+/* Copy a subtree (an alias's target), giving each copy its original's position. The root
+ * gets `root_pos` (where the alias is). Budgets were checked by the caller. */
+static cJSON *dup_tree(struct ld *l, const cJSON *src, struct rd_pos pos)
+{
+    cJSON *out;
+
+    if (cJSON_IsObject(src) || cJSON_IsArray(src)) {
+        out = must(cJSON_IsObject(src) ? cJSON_CreateObject() : cJSON_CreateArray());
+        for (const cJSON *c = src->child; c; c = c->next) {
+            cJSON *d = dup_tree(l, c, rd_docs_pos(l->docs, c));
+            if (cJSON_IsObject(src))
+                cJSON_AddItemToObject(out, c->string, d);
+            else
+                cJSON_AddItemToArray(out, d);
+        }
+    } else if (cJSON_IsString(src)) {
+        out = must(cJSON_CreateString(src->valuestring));
+    } else if (cJSON_IsNumber(src)) {
+        out = new_number(src->valuedouble);
+    } else if (cJSON_IsBool(src)) {
+        out = must(cJSON_CreateBool(cJSON_IsTrue(src)));
+    } else {
+        out = must(cJSON_CreateNull());
+    }
+    note_pos(l, out, pos);
+    return out;
+}
+
+static int ld_node(struct ld *l, yaml_event_t *ev, int depth, struct built *out);
+
+/* The text of a scalar node, for use as a mapping key (aliased keys). */
+static const char *key_text_of(const cJSON *n, char *buf, size_t size)
+{
+    if (cJSON_IsString(n))
+        return n->valuestring;
+    if (cJSON_IsBool(n))
+        return cJSON_IsTrue(n) ? "true" : "false";
+    if (cJSON_IsNull(n))
+        return "null";
+    snprintf(buf, size, "%.17g", n->valuedouble);
+    return buf;
+}
+
+static int is_tag(const yaml_char_t *tag, const char *suffix)
+{
+    static const char prefix[] = "tag:yaml.org,2002:";
+
+    return tag && strncmp((const char *)tag, prefix, sizeof(prefix) - 1) == 0 &&
+           strcmp((const char *)tag + sizeof(prefix) - 1, suffix) == 0;
+}
+
+/* Build the node of a scalar event. */
+static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct built *out)
+{
+    const char *v = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const yaml_char_t *tag = ev->data.scalar.tag;
+    int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    enum scalar_kind k = SK_STR;
+    double num = 0;
+    int error;
+
+    if (strlen(v) != len)
+        return ld_fail(l, pos, "string contains a NUL character");
+    if (is_tag(tag, "str") || is_tag(tag, "binary") || is_tag(tag, "timestamp") ||
+        (tag && strcmp((const char *)tag, "!") == 0)) {
+        k = SK_STR;
+    } else if (is_tag(tag, "int") || is_tag(tag, "float") || is_tag(tag, "bool") ||
+               is_tag(tag, "null")) {
+        const char *want = (const char *)tag + strlen("tag:yaml.org,2002:");
+        k = resolve_plain(v, &num);
+        if ((strcmp(want, "int") == 0 && (k != SK_NUM || !is_integral(num))) ||
+            (strcmp(want, "float") == 0 && k != SK_NUM) ||
+            (strcmp(want, "bool") == 0 && k != SK_TRUE && k != SK_FALSE) ||
+            (strcmp(want, "null") == 0 && k != SK_NULL))
+            return ld_fail(l, pos, "cannot read '%.64s' as !!%s", v, want);
+    } else if (plain) {
+        k = resolve_plain(v, &num);
+        if (k == SK_MERGE)
+            k = SK_STR;
+    }
+    error = count_node(l, pos, 1);
+    if (error < 0)
+        return error;
+    error = count_bytes(l, pos, len);
+    if (error < 0)
+        return error;
+    switch (k) {
+    case SK_NULL:
+        out->node = must(cJSON_CreateNull());
+        break;
+    case SK_TRUE:
+    case SK_FALSE:
+        out->node = must(cJSON_CreateBool(k == SK_TRUE));
+        break;
+    case SK_NUM:
+        out->node = new_number(num);
+        break;
+    default:
+        out->node = must(cJSON_CreateString(v));
+        break;
+    }
+    out->count = 1;
+    out->bytes = len;
+    out->height = 0;
+    note_pos(l, out->node, pos);
+    return RC_OK;
+}
+
+static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos, struct built *out)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    struct anchor *a = str_map_get(&l->anchors, name);
+    int error;
+
+    if (!a)
+        return ld_fail(l, pos, "unknown anchor '%.64s'", name);
+    if (a->height > 0 && depth + a->height > l->lim.max_depth)
+        return ld_fail(l, pos, "nesting deeper than %d levels (through alias '%.64s')",
+                       l->lim.max_depth, name);
+    error = count_node(l, pos, a->count);
+    if (error < 0)
+        return error;
+    error = count_bytes(l, pos, a->bytes);
+    if (error < 0)
+        return error;
+    out->node = dup_tree(l, a->node, pos);
+    out->count = a->count;
+    out->bytes = a->bytes;
+    out->height = a->height;
+    return RC_OK;
+}
+
+/* One key of a mapping being built. */
+struct mkey {
+    cJSON *item;
+    int merged; /* came from a << merge: a written key replaces it silently */
+};
+
+struct mbuild {
+    cJSON *obj;
+    struct str_map keys; /* key -> struct mkey * */
+    struct mkey **all;
+    size_t nall, capall;
+};
+
+static void mb_release(struct mbuild *mb)
+{
+    for (size_t i = 0; i < mb->nall; i++)
+        free(mb->all[i]);
+    free(mb->all);
+    str_map_release(&mb->keys);
+}
+
+/* Add key: value to the mapping. `merged`: from a merge key (never replaces). */
+static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *value, int merged,
+                   struct rd_pos keypos)
+{
+    struct mkey *k = str_map_get(&mb->keys, key);
+
+    if (k) {
+        if (merged) {
+            bury(l, value);
+            return;
+        }
+        if (!k->merged)
+            ld_warn(l, keypos, "duplicate key '%.64s': the last value wins", key);
+        bury(l, cJSON_DetachItemViaPointer(mb->obj, k->item));
+    } else {
+        k = rc_xcalloc(1, sizeof(*k));
+        mb->all = rc_xgrow(mb->all, &mb->capall, mb->nall + 1, sizeof(*mb->all));
+        mb->all[mb->nall++] = k;
+    }
+    cJSON_AddItemToObject(mb->obj, key, value);
+    if (!value->string)
+        abort();
+    k->item = value;
+    k->merged = merged;
+    str_map_put(&mb->keys, value->string, k);
+}
+
+/* Merge one mapping's keys into the mapping being built; written keys and earlier merges
+ * win. */
+static int mb_merge_one(struct ld *l, struct mbuild *mb, const cJSON *m, struct rd_pos pos)
+{
+    for (const cJSON *c = m->child; c; c = c->next) {
+        size_t n = 1;
+        int error;
+        if (str_map_get(&mb->keys, c->string))
+            continue;
+        for (const cJSON *g = c->child; g; g = g->next)
+            n++; /* a rough count: enough to bound repeated merges */
+        error = count_node(l, pos, n);
+        if (error < 0)
+            return error;
+        mb_set(l, mb, c->string, dup_tree(l, c, rd_docs_pos(l->docs, c)), 1, pos);
+    }
+    return RC_OK;
+}
+
+/* Apply `<<: src` to the mapping. src is a mapping or a sequence of mappings. */
+static int mb_merge(struct ld *l, struct mbuild *mb, const cJSON *src, struct rd_pos pos)
+{
+    if (cJSON_IsObject(src))
+        return mb_merge_one(l, mb, src, pos);
+    if (cJSON_IsArray(src)) {
+        for (const cJSON *m = src->child; m; m = m->next)
+            if (!cJSON_IsObject(m))
+                return ld_fail(l, pos, "merge key '<<' needs a mapping or a list of mappings");
+        for (const cJSON *m = src->child; m; m = m->next) {
+            int error = mb_merge_one(l, mb, m, pos);
+            if (error < 0)
+                return error;
+        }
+        return RC_OK;
+    }
+    return ld_fail(l, pos, "merge key '<<' needs a mapping or a list of mappings");
+}
+
+static int ld_mapping(struct ld *l, int depth, struct rd_pos pos, struct built *out)
+{
+    struct mbuild mb = {0};
+    yaml_event_t ev;
+    char *keytext = NULL;
+    int error = RC_OK;
+
+    mb.obj = must(cJSON_CreateObject());
+    note_pos(l, mb.obj, pos);
+    out->node = mb.obj;
+    out->count = 1;
+    out->bytes = 0;
+    out->height = 1;
+    for (;;) {
+        struct built kb = {0}, vb = {0};
+        struct rd_pos kpos;
+        char numbuf[64];
+        const char *key;
+        int is_merge = 0;
+
+        error = ld_next(l, &ev);
+        if (error < 0)
+            goto done;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        kpos = mark_pos(ev.start_mark);
+        if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT) {
+            const char *what = ev.type == YAML_MAPPING_START_EVENT ? "mapping" : "sequence";
+            yaml_event_delete(&ev);
+            error = ld_fail(l, kpos, "mapping key is a %s; only scalar keys are supported", what);
+            goto done;
+        }
+        if (ev.type == YAML_SCALAR_EVENT && ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+            strcmp((const char *)ev.data.scalar.value, "<<") == 0 &&
+            (!ev.data.scalar.tag || is_tag(ev.data.scalar.tag, "merge")))
+            is_merge = 1;
+        if (ev.type == YAML_SCALAR_EVENT) {
+            /* the key is the scalar's text; build the node anyway for anchors and counts */
+            keytext = rc_xstrdup((const char *)ev.data.scalar.value);
+            error = ld_node(l, &ev, depth, &kb);
+            if (error < 0)
+                goto done;
+            bury(l, kb.node);
+            key = keytext;
+        } else {
+            error = ld_node(l, &ev, depth, &kb);
+            if (error < 0)
+                goto done;
+            bury(l, kb.node);
+            if (cJSON_IsObject(kb.node) || cJSON_IsArray(kb.node)) {
+                error = ld_fail(l, kpos,
+                                "mapping key is a collection; only scalar keys are "
+                                "supported");
+                goto done;
+            }
+            key = key_text_of(kb.node, numbuf, sizeof(numbuf));
+        }
+        error = ld_next(l, &ev);
+        if (error < 0)
+            goto done;
+        error = ld_node(l, &ev, depth, &vb);
+        if (error < 0)
+            goto done;
+        if (vb.height + 1 > out->height)
+            out->height = vb.height + 1;
+        out->count += kb.count + vb.count;
+        out->bytes += kb.bytes + vb.bytes;
+        if (is_merge) {
+            struct rd_pos vpos = rd_docs_pos(l->docs, vb.node);
+            bury(l, vb.node);
+            error = mb_merge(l, &mb, vb.node, vpos);
+            if (error < 0)
+                goto done;
+        } else {
+            mb_set(l, &mb, key, vb.node, 0, kpos);
+        }
+        free(keytext);
+        keytext = NULL;
+    }
+done:
+    free(keytext);
+    mb_release(&mb);
+    if (error < 0) {
+        cJSON_Delete(mb.obj);
+        out->node = NULL;
+    }
+    return error;
+}
+
+static int ld_sequence(struct ld *l, int depth, struct rd_pos pos, struct built *out)
+{
+    cJSON *arr = must(cJSON_CreateArray());
+    yaml_event_t ev;
+    int error = RC_OK;
+
+    note_pos(l, arr, pos);
+    out->node = arr;
+    out->count = 1;
+    out->bytes = 0;
+    out->height = 1;
+    for (;;) {
+        struct built b = {0};
+
+        error = ld_next(l, &ev);
+        if (error < 0)
+            break;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        error = ld_node(l, &ev, depth, &b);
+        if (error < 0)
+            break;
+        cJSON_AddItemToArray(arr, b.node);
+        out->count += b.count;
+        out->bytes += b.bytes;
+        if (b.height + 1 > out->height)
+            out->height = b.height + 1;
+    }
+    if (error < 0) {
+        cJSON_Delete(arr);
+        out->node = NULL;
+    }
+    return error;
+}
+
+/* Build the node that starts with event *ev (consumed). `depth`: collections around it. */
+static int ld_node(struct ld *l, yaml_event_t *ev, int depth, struct built *out)
+{
+    struct rd_pos pos = mark_pos(ev->start_mark);
+    char *anchor = NULL;
+    int error;
+
+    switch (ev->type) {
+    case YAML_ALIAS_EVENT:
+        error = ld_alias(l, ev, depth, pos, out);
+        yaml_event_delete(ev);
+        return error;
+    case YAML_SCALAR_EVENT:
+        if (ev->data.scalar.anchor)
+            anchor = rc_xstrdup((const char *)ev->data.scalar.anchor);
+        error = ld_scalar(l, ev, pos, out);
+        yaml_event_delete(ev);
+        break;
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT: {
+        int is_map = ev->type == YAML_MAPPING_START_EVENT;
+        const yaml_char_t *a =
+            is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+        if (a)
+            anchor = rc_xstrdup((const char *)a);
+        yaml_event_delete(ev);
+        if (depth + 1 > l->lim.max_depth) {
+            free(anchor);
+            return ld_fail(l, pos, "nesting deeper than %d levels", l->lim.max_depth);
+        }
+        error = count_node(l, pos, 1);
+        if (error < 0)
+            break;
+        error = is_map ? ld_mapping(l, depth + 1, pos, out) : ld_sequence(l, depth + 1, pos, out);
+        break;
+    }
+    default:
+        yaml_event_delete(ev);
+        return ld_fail(l, pos, "unexpected YAML event");
+    }
+    if (error == RC_OK && anchor)
+        anchor_add(l, anchor, out);
+    free(anchor);
+    return error;
+}
+
+static void docs_push(struct rd_docs *d, cJSON *root)
+{
+    d->docs = rc_xgrow(d->docs, &d->cap, d->n + 1, sizeof(*d->docs));
+    d->docs[d->n++] = root;
+}
+
+static int ld_stream(struct ld *l)
+{
+    yaml_event_t ev;
+    size_t ndocs = 0;
+    int error;
+
+    for (;;) {
+        struct built b = {0};
+        struct rd_pos pos;
+
+        error = ld_next(l, &ev);
+        if (error < 0)
+            return error;
+        pos = mark_pos(ev.start_mark);
+        if (ev.type == YAML_STREAM_END_EVENT) {
+            yaml_event_delete(&ev);
+            return RC_OK;
+        }
+        if (ev.type == YAML_STREAM_START_EVENT) {
+            yaml_event_delete(&ev);
+            continue;
+        }
+        if (ev.type != YAML_DOCUMENT_START_EVENT) {
+            yaml_event_delete(&ev);
+            return ld_fail(l, pos, "unexpected YAML event");
+        }
+        yaml_event_delete(&ev);
+        if (++ndocs > l->lim.max_documents)
+            return ld_fail(l, pos, "more than %zu documents in one file", l->lim.max_documents);
+        anchors_clear(l);
+        error = ld_next(l, &ev);
+        if (error < 0)
+            return error;
+        error = ld_node(l, &ev, 0, &b);
+        if (error < 0)
+            return error;
+        error = ld_next(l, &ev);
+        if (error < 0) {
+            cJSON_Delete(b.node);
+            return error;
+        }
+        yaml_event_delete(&ev); /* DOCUMENT-END */
+        if (cJSON_IsNull(b.node))
+            bury(l, b.node); /* empty document (or a bare null): skipped, as kubectl does */
+        else
+            docs_push(l->docs, b.node);
+    }
+}
+
+int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_t len,
+                 const struct rd_yaml_limits *limits, const struct rd_diag *diag,
+                 struct rc_err *err)
+{
+    static const struct rd_yaml_limits defaults = RD_YAML_LIMITS_INIT;
+    struct ld l;
+    struct rd_pos start = {1, 1};
+    int error;
+
+    assert(out && (text || !len));
+    *out = NULL;
+    memset(&l, 0, sizeof(l));
+    l.file = file ? file : "<input>";
+    l.text = text;
+    l.len = len;
+    l.lim = limits ? *limits : defaults;
+    l.diag = diag;
+    l.err = err;
+    l.bytes_max =
+        l.lim.max_bytes > (SIZE_MAX - (1u << 20)) / 4 ? SIZE_MAX : l.lim.max_bytes * 4 + (1u << 20);
+    if (len > l.lim.max_bytes)
+        return ld_fail(&l, start, "input of %zu bytes is larger than the limit of %zu bytes", len,
+                       l.lim.max_bytes);
+    l.docs = rc_xcalloc(1, sizeof(*l.docs));
+    l.docs->file = rc_xstrdup(l.file);
+    if (!yaml_parser_initialize(&l.parser))
+        abort();
+    yaml_parser_set_input_string(&l.parser, (const unsigned char *)(text ? text : ""), len);
+    error = ld_stream(&l);
+    yaml_parser_delete(&l.parser);
+    anchors_clear(&l);
+    if (error < 0) {
+        rd_docs_free(l.docs);
+        return error;
+    }
+    *out = l.docs;
+    return RC_OK;
+}
+
+/* ==== Comparing ==== */
+
+int rd_yaml_equal(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b)
+        return a == b;
+    if ((a->type & 0xFF) != (b->type & 0xFF))
+        return 0;
+    if (cJSON_IsNumber(a))
+        return a->valuedouble == b->valuedouble || (isnan(a->valuedouble) && isnan(b->valuedouble));
+    if (cJSON_IsString(a))
+        return strcmp(a->valuestring, b->valuestring) == 0;
+    if (cJSON_IsArray(a) || cJSON_IsObject(a)) {
+        const cJSON *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next) {
+            if (cJSON_IsObject(a) && strcmp(x->string, y->string) != 0)
+                return 0;
+            if (!rd_yaml_equal(x, y))
+                return 0;
+        }
+        return !x && !y;
+    }
+    return 1; /* null, true, false */
+}
+
+/* ==== Emitting ==== */
+
+/* Decode one UTF-8 code point at s[i..len); returns its length or 0 if invalid. */
+static size_t utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp)
+{
+    unsigned char c = s[i];
+    size_t n, k;
+    uint32_t v, min;
+
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if ((c & 0xE0) == 0xC0) {
+        n = 2;
+        v = c & 0x1F;
+        min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3;
+        v = c & 0x0F;
+        min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        n = 4;
+        v = c & 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (i + n > len)
+        return 0;
+    for (k = 1; k < n; k++) {
+        if ((s[i + k] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i + k] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+/* Printable in YAML and not a line break, tab or BOM: may appear as is in a scalar. */
+static int cp_plain_ok(uint32_t c)
+{
+    return (c >= 0x20 && c <= 0x7E) || (c >= 0xA0 && c <= 0xD7FF && c != 0x2028 && c != 0x2029) ||
+           (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF) || (c >= 0x10000 && c <= 0x10FFFF);
+}
+
+struct str_info {
+    int valid;      /* valid UTF-8 */
+    int all_plain;  /* every code point cp_plain_ok */
+    int literal_ok; /* may be a literal block scalar */
+    int has_newline;
+};
+
+static void str_scan(const char *s, struct str_info *info)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0;
+    int line_start = 1;
+
+    info->valid = 1;
+    info->all_plain = 1;
+    info->literal_ok = 1;
+    info->has_newline = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_next(u, len, i, &cp);
+        if (!n) {
+            info->valid = 0;
+            return;
+        }
+        if (cp == '\n') {
+            info->has_newline = 1;
+            info->all_plain = 0;
+            line_start = 1;
+            i += n;
+            continue;
+        }
+        if (!cp_plain_ok(cp)) {
+            info->all_plain = 0;
+            if (cp != '\t' || line_start)
+                info->literal_ok = 0;
+        }
+        line_start = 0;
+        i += n;
+    }
+    /* a string of only line breaks reads back as "" under clip chomping: quote it */
+    if (strspn(s, "\n") == len)
+        info->literal_ok = 0;
+}
+
+/* May s be written as a plain scalar (block context)? */
+static int plain_ok(const char *s, const struct str_info *info)
+{
+    double num;
+    size_t len = strlen(s);
+
+    if (!len || !info->all_plain)
+        return 0;
+    if (resolve_plain(s, &num) != SK_STR)
+        return 0; /* would read back as null, bool, number or merge */
+    if (strchr("-?:,[]{}#&*!|>'\"%@` <=~", s[0]))
+        return 0;
+    if (s[len - 1] == ' ' || s[len - 1] == ':')
+        return 0;
+    if (strstr(s, ": ") || strstr(s, " #"))
+        return 0;
+    if (strncmp(s, "...", 3) == 0)
+        return 0;
+    return 1;
+}
+
+static int put_quoted(struct rc_buf *b, const char *s, struct rc_err *err)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len = strlen(s), i = 0;
+    int error = rc_buf_putc(b, '"', err);
+
+    while (error == RC_OK && i < len) {
+        uint32_t cp;
+        size_t n = utf8_next(u, len, i, &cp);
+        const char *esc = NULL;
+
+        switch (cp) {
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case 0x07:
+            esc = "\\a";
+            break;
+        case 0x08:
+            esc = "\\b";
+            break;
+        case 0x0B:
+            esc = "\\v";
+            break;
+        case 0x0C:
+            esc = "\\f";
+            break;
+        case 0x1B:
+            esc = "\\e";
+            break;
+        case 0x85:
+            esc = "\\N";
+            break;
+        case 0x2028:
+            esc = "\\L";
+            break;
+        case 0x2029:
+            esc = "\\P";
+            break;
+        default:
+            break;
+        }
+        if (esc)
+            error = rc_buf_puts(b, esc, err);
+        else if (cp_plain_ok(cp))
+            error = rc_buf_add(b, s + i, n, err);
+        else if (cp <= 0xFF)
+            error = rc_buf_printf(b, err, "\\x%02X", (unsigned)cp);
+        else if (cp <= 0xFFFF)
+            error = rc_buf_printf(b, err, "\\u%04X", (unsigned)cp);
+        else
+            error = rc_buf_printf(b, err, "\\U%08X", (unsigned)cp);
+        i += n;
+    }
+    if (error == RC_OK)
+        error = rc_buf_putc(b, '"', err);
+    return error;
+}
+
+static int put_indent(struct rc_buf *b, int indent, struct rc_err *err)
+{
+    int error = RC_OK;
+
+    for (int i = 0; i < indent && error == RC_OK; i++)
+        error = rc_buf_putc(b, ' ', err);
+    return error;
+}
+
+/* A literal block scalar: header ("|", "|-", "|+", with an indentation indicator when the
+ * text starts with a space or a line break), then each line at `indent` spaces. */
+static int put_literal(struct rc_buf *b, const char *s, int indent, struct rc_err *err)
+{
+    size_t len = strlen(s), trailing = 0;
+    const char *p = s, *end;
+    int error;
+
+    while (trailing < len && s[len - 1 - trailing] == '\n')
+        trailing++;
+    error = rc_buf_putc(b, '|', err);
+    if (error == RC_OK && (s[0] == ' ' || s[0] == '\n'))
+        error = rc_buf_putc(b, '2', err);
+    if (error == RC_OK && trailing != 1)
+        error = rc_buf_putc(b, trailing == 0 ? '-' : '+', err);
+    if (error == RC_OK)
+        error = rc_buf_putc(b, '\n', err);
+    end = s + len - (trailing ? 1 : 0); /* the final break is written by the last line */
+    while (error == RC_OK) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n)
+            error = put_indent(b, indent, err);
+        if (error == RC_OK)
+            error = rc_buf_add(b, p, n, err);
+        if (error == RC_OK)
+            error = rc_buf_putc(b, '\n', err);
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return error;
+}
+
+static int put_number(struct rc_buf *b, double d, struct rc_err *err)
+{
+    char tmp[40];
+
+    if (isnan(d))
+        return rc_buf_puts(b, ".nan", err);
+    if (isinf(d))
+        return rc_buf_puts(b, d > 0 ? ".inf" : "-.inf", err);
+    if (d == 0 && signbit(d))
+        return rc_buf_puts(b, "-0.0", err);
+    if (is_integral(d) && d >= -9007199254740992.0 && d <= 9007199254740992.0)
+        return rc_buf_printf(b, err, "%.0f", d);
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    return rc_buf_puts(b, tmp, err);
+}
+
+/* Scalars that fit on the line after "key: " or "- ". */
+static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
+{
+    if (cJSON_IsNull(n))
+        return rc_buf_puts(b, "null", err);
+    if (cJSON_IsTrue(n))
+        return rc_buf_puts(b, "true", err);
+    if (cJSON_IsFalse(n))
+        return rc_buf_puts(b, "false", err);
+    if (cJSON_IsNumber(n))
+        return put_number(b, n->valuedouble, err);
+    if (cJSON_IsRaw(n))
+        return rc_buf_puts(b, n->valuestring ? n->valuestring : "null", err);
+    if (cJSON_IsString(n)) {
+        struct str_info info;
+        const char *s = n->valuestring ? n->valuestring : "";
+        str_scan(s, &info);
+        if (!info.valid)
+            return rc_err_set(err, RC_EINVALID, "string is not valid UTF-8");
+        if (plain_ok(s, &info))
+            return rc_buf_puts(b, s, err);
+        return put_quoted(b, s, err);
+    }
+    return rc_err_set(err, RC_ERROR, "cannot emit a cJSON node of type %d", n->type & 0xFF);
+}
+
+static int is_block_string(const cJSON *n)
+{
+    struct str_info info;
+
+    if (!cJSON_IsString(n) || !n->valuestring)
+        return 0;
+    str_scan(n->valuestring, &info);
+    return info.valid && info.has_newline && info.literal_ok;
+}
+
+static int is_nonempty_coll(const cJSON *n)
+{
+    return (cJSON_IsObject(n) || cJSON_IsArray(n)) && n->child;
+}
+
+static int emit_node(struct rc_buf *b, const cJSON *n, int indent, int inline_first, int depth,
+                     struct rc_err *err);
+
+/* A value after "key:" or "- " (the cursor is right after the ':' or '-'). */
+static int emit_after(struct rc_buf *b, const cJSON *v, int indent, int seq_indent, int depth,
+                      int after_dash, struct rc_err *err)
+{
+    int error;
+
+    if (is_block_string(v)) {
+        error = rc_buf_putc(b, ' ', err);
+        if (error == RC_OK)
+            error = put_literal(b, v->valuestring, indent + 2, err);
+        return error;
+    }
+    if (!is_nonempty_coll(v)) {
+        error = rc_buf_putc(b, ' ', err);
+        if (error == RC_OK) {
+            if (cJSON_IsObject(v))
+                error = rc_buf_puts(b, "{}", err);
+            else if (cJSON_IsArray(v))
+                error = rc_buf_puts(b, "[]", err);
+            else
+                error = put_scalar(b, v, err);
+        }
+        if (error == RC_OK)
+            error = rc_buf_putc(b, '\n', err);
+        return error;
+    }
+    if (after_dash) {
+        /* "- key: v" / "- - x": the first line shares the dash's line */
+        error = rc_buf_putc(b, ' ', err);
+        if (error == RC_OK)
+            error = emit_node(b, v, indent + 2, 1, depth + 1, err);
+        return error;
+    }
+    error = rc_buf_putc(b, '\n', err);
+    if (error == RC_OK)
+        error = emit_node(b, v, cJSON_IsArray(v) ? seq_indent : indent + 2, 0, depth + 1, err);
+    return error;
+}
+
+static int emit_key(struct rc_buf *b, const char *key, int *explicit_key, struct rc_err *err)
+{
+    struct str_info info;
+    size_t start = b->len;
+    int error;
+
+    str_scan(key, &info);
+    if (!info.valid)
+        return rc_err_set(err, RC_EINVALID, "mapping key is not valid UTF-8");
+    if (plain_ok(key, &info))
+        error = rc_buf_puts(b, key, err);
+    else
+        error = put_quoted(b, key, err);
+    /* YAML limits implicit keys to 1024 characters: longer ones use "? key" */
+    *explicit_key = error == RC_OK && b->len - start > 1000;
+    return error;
+}
+
+/* Emit a non-empty collection (or anything, at the root) at `indent`. inline_first: the
+ * cursor is already at the indentation for the first line. */
+static int emit_node(struct rc_buf *b, const cJSON *n, int indent, int inline_first, int depth,
+                     struct rc_err *err)
+{
+    int error = RC_OK;
+    int first = 1;
+
+    if (depth > 10000)
+        return rc_err_set(err, RC_ERROR, "tree nested too deeply to emit");
+    if (cJSON_IsObject(n)) {
+        for (const cJSON *c = n->child; c && error == RC_OK; c = c->next, first = 0) {
+            int explicit_key = 0;
+            size_t keystart;
+            if (!(first && inline_first))
+                error = put_indent(b, indent, err);
+            if (error == RC_OK && !c->string)
+                error = rc_err_set(err, RC_ERROR, "object member without a key");
+            keystart = b->len;
+            if (error == RC_OK)
+                error = emit_key(b, c->string, &explicit_key, err);
+            if (error == RC_OK && explicit_key) {
+                /* rewrite as "? <key>\n<indent>:" */
+                char *k = rc_xstrndup(b->ptr + keystart, b->len - keystart);
+                b->len = keystart;
+                b->ptr[b->len] = '\0';
+                error = rc_buf_printf(b, err, "? %s\n", k);
+                free(k);
+                if (error == RC_OK)
+                    error = put_indent(b, indent, err);
+            }
+            if (error == RC_OK)
+                error = rc_buf_putc(b, ':', err);
+            if (error == RC_OK)
+                error = emit_after(b, c, indent, explicit_key ? indent + 2 : indent, depth, 0, err);
+        }
+        return error;
+    }
+    if (cJSON_IsArray(n)) {
+        for (const cJSON *c = n->child; c && error == RC_OK; c = c->next, first = 0) {
+            if (!(first && inline_first))
+                error = put_indent(b, indent, err);
+            if (error == RC_OK)
+                error = rc_buf_putc(b, '-', err);
+            if (error == RC_OK)
+                error = emit_after(b, c, indent, indent + 2, depth, 1, err);
+        }
+        return error;
+    }
+    return RC_ERROR;
+}
+
+int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err)
+{
+    size_t start = out->len;
+    int error;
+
+    assert(out);
+    if (!root)
+        return rc_err_set(err, RC_ERROR, "no document to emit");
+    if (is_nonempty_coll(root)) {
+        error = emit_node(out, root, 0, 0, 0, err);
+    } else if (is_block_string(root)) {
+        error = put_literal(out, root->valuestring, 2, err);
+    } else {
+        if (cJSON_IsObject(root))
+            error = rc_buf_puts(out, "{}", err);
+        else if (cJSON_IsArray(root))
+            error = rc_buf_puts(out, "[]", err);
+        else
+            error = put_scalar(out, root, err);
+        if (error == RC_OK)
+            error = rc_buf_putc(out, '\n', err);
+    }
+    if (error < 0) {
+        out->len = start;
+        out->ptr[start] = '\0';
+    }
+    return error;
+}

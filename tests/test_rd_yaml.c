@@ -1,0 +1,959 @@
+/*
+ * test_rd_yaml.c - YAML loading (typing, positions, anchors, limits, errors) and the
+ * canonical emitter (quoting, block scalars, round trips over the skyray files and over
+ * generated trees).
+ */
+#include "th.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_buf.h"
+#include "rc_mem.h"
+#include "rd_yaml.h"
+
+/* ==== helpers ==== */
+
+struct warns {
+    int n;
+    char last[512];
+    struct rd_pos pos;
+};
+
+static void collect_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
+{
+    struct warns *w = payload;
+
+    w->n++;
+    w->pos = pos;
+    snprintf(w->last, sizeof(w->last), "%s:%d:%d: %s", file, pos.line, pos.col, msg);
+}
+
+static struct rd_docs *load_ok(const char *text)
+{
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    int rc = rd_yaml_load(&d, "t.yaml", text, strlen(text), NULL, NULL, &err);
+
+    if (rc != RC_OK)
+        print_error("unexpected error: %s\n", err.msg);
+    assert_int_equal(rc, RC_OK);
+    return d;
+}
+
+/* Load text expecting an error that contains `want`; returns nothing, checks code. */
+static void load_fails(const char *text, size_t len, const struct rd_yaml_limits *lim,
+                       const char *want)
+{
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    int rc = rd_yaml_load(&d, "t.yaml", text, len, lim, NULL, &err);
+
+    assert_int_equal(rc, RC_EINVALID);
+    assert_null(d);
+    if (!strstr(err.msg, want))
+        print_error("message '%s' lacks '%s'\n", err.msg, want);
+    assert_non_null(strstr(err.msg, want));
+}
+
+static char *emit(const cJSON *root)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    if (rd_yaml_emit(&b, root, &err) != RC_OK)
+        print_error("emit: %s\n", err.msg);
+    assert_int_equal(err.code, RC_OK);
+    return rc_buf_detach(&b, NULL);
+}
+
+/* load -> emit -> load gives the same tree, and emit is a fixed point. */
+static void check_round_trip(const char *name, const cJSON *tree)
+{
+    char *y1 = emit(tree), *y2;
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    int rc = rd_yaml_load(&d, name, y1, strlen(y1), NULL, NULL, &err);
+
+    if (rc != RC_OK)
+        print_error("%s: reload: %s\n--- emitted:\n%s\n", name, err.msg, y1);
+    assert_int_equal(rc, RC_OK);
+    if (cJSON_IsNull(tree)) {
+        assert_int_equal(rd_docs_count(d), 0);
+    } else {
+        assert_int_equal(rd_docs_count(d), 1);
+        if (!rd_yaml_equal(tree, rd_docs_get(d, 0)))
+            print_error("%s: tree changed\n--- emitted:\n%s\n", name, y1);
+        assert_true(rd_yaml_equal(tree, rd_docs_get(d, 0)));
+        assert_true(cJSON_Compare(tree, rd_docs_get(d, 0), 1) || isnan(tree->valuedouble) ||
+                    strstr(y1, "nan"));
+        y2 = emit(rd_docs_get(d, 0));
+        if (strcmp(y1, y2) != 0)
+            print_error("%s: not a fixed point\n--- first:\n%s\n--- second:\n%s\n", name, y1, y2);
+        assert_string_equal(y1, y2);
+        free(y2);
+    }
+    rd_docs_free(d);
+    free(y1);
+}
+
+static char *read_text(const char *path, size_t *len)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    if (rc_buf_read_file(&b, path, &err) != RC_OK)
+        print_error("%s\n", err.msg);
+    assert_int_equal(err.code, RC_OK);
+    return rc_buf_detach(&b, len);
+}
+
+/* ${VAR} -> "x" (the skyray files are templates) */
+static char *substitute(const char *s)
+{
+    struct rc_buf b = RC_BUF_INIT;
+
+    while (*s) {
+        const char *end;
+        if (s[0] == '$' && s[1] == '{' && (end = strchr(s, '}'))) {
+            rc_buf_puts(&b, "x", NULL);
+            s = end + 1;
+        } else {
+            rc_buf_putc(&b, *s++, NULL);
+        }
+    }
+    return rc_buf_detach(&b, NULL);
+}
+
+/* ==== loading: scalars ==== */
+
+static void test_rd_yaml__scalar_types(void **state)
+{
+    static const struct {
+        const char *text;
+        int type; /* cJSON type */
+        double num;
+        const char *str;
+    } cases[] = {
+        {"true", cJSON_True, 0, NULL},
+        {"True", cJSON_True, 0, NULL},
+        {"TRUE", cJSON_True, 0, NULL},
+        {"false", cJSON_False, 0, NULL},
+        {"yes", cJSON_True, 0, NULL},
+        {"No", cJSON_False, 0, NULL},
+        {"on", cJSON_True, 0, NULL},
+        {"OFF", cJSON_False, 0, NULL},
+        {"y", cJSON_True, 0, NULL},
+        {"n", cJSON_False, 0, NULL},
+        {"tRue", cJSON_String, 0, "tRue"},
+        {"\"true\"", cJSON_String, 0, "true"},
+        {"'yes'", cJSON_String, 0, "yes"},
+        {"!!str true", cJSON_String, 0, "true"},
+        {"!!str 12", cJSON_String, 0, "12"},
+        {"null", cJSON_NULL, 0, NULL},
+        {"Null", cJSON_NULL, 0, NULL},
+        {"~", cJSON_NULL, 0, NULL},
+        {"", cJSON_NULL, 0, NULL},
+        {"'null'", cJSON_String, 0, "null"},
+        {"12", cJSON_Number, 12, NULL},
+        {"-12", cJSON_Number, -12, NULL},
+        {"+12", cJSON_Number, 12, NULL},
+        {"0x1F", cJSON_Number, 31, NULL},
+        {"0o17", cJSON_Number, 15, NULL},
+        {"0644", cJSON_Number, 420, NULL},
+        {"0b101", cJSON_Number, 5, NULL},
+        {"1_000", cJSON_Number, 1000, NULL},
+        {"1.5", cJSON_Number, 1.5, NULL},
+        {"1e3", cJSON_Number, 1000, NULL},
+        {"-.5", cJSON_Number, -0.5, NULL},
+        {".5", cJSON_Number, 0.5, NULL},
+        {"6.", cJSON_Number, 6, NULL},
+        {"9223372036854775807", cJSON_Number, 9223372036854775807.0, NULL},
+        {"18446744073709551615", cJSON_Number, 18446744073709551615.0, NULL},
+        {"1e400", cJSON_String, 0, "1e400"},
+        {"0x", cJSON_String, 0, "0x"},
+        {"08", cJSON_Number, 8, NULL},
+        {"1.5.5Gi", cJSON_String, 0, "1.5.5Gi"},
+        {"12G", cJSON_String, 0, "12G"},
+        {"500m", cJSON_String, 0, "500m"},
+        {"2001-12-14", cJSON_String, 0, "2001-12-14"},
+        {"\"12\"", cJSON_String, 0, "12"},
+        {"'3'", cJSON_String, 0, "3"},
+        {"!!int '3'", cJSON_Number, 3, NULL},
+        {"!!float 3", cJSON_Number, 3, NULL},
+        {"-x", cJSON_String, 0, "-x"},
+        {"+", cJSON_String, 0, "+"},
+        {"v1", cJSON_String, 0, "v1"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[128];
+        struct rd_docs *d;
+        const cJSON *v;
+
+        snprintf(text, sizeof(text), "k: %s\n", cases[i].text);
+        d = load_ok(text);
+        assert_int_equal(rd_docs_count(d), 1);
+        v = cJSON_GetObjectItemCaseSensitive(rd_docs_get(d, 0), "k");
+        assert_non_null(v);
+        if ((v->type & 0xFF) != cases[i].type)
+            print_error("'%s': type %d, want %d\n", cases[i].text, v->type & 0xFF, cases[i].type);
+        assert_int_equal(v->type & 0xFF, cases[i].type);
+        if (cases[i].type == cJSON_Number)
+            assert_true(v->valuedouble == cases[i].num);
+        if (cases[i].str)
+            assert_string_equal(v->valuestring, cases[i].str);
+        rd_docs_free(d);
+    }
+}
+
+static void test_rd_yaml__special_floats(void **state)
+{
+    struct rd_docs *d = load_ok("a: .inf\nb: -.Inf\nc: .NaN\nd: +.INF\n");
+    const cJSON *r = rd_docs_get(d, 0);
+
+    (void)state;
+    assert_true(isinf(cJSON_GetObjectItem(r, "a")->valuedouble));
+    assert_true(cJSON_GetObjectItem(r, "b")->valuedouble < 0);
+    assert_true(isnan(cJSON_GetObjectItem(r, "c")->valuedouble));
+    assert_true(isinf(cJSON_GetObjectItem(r, "d")->valuedouble));
+    check_round_trip("special floats", r);
+    rd_docs_free(d);
+}
+
+static void test_rd_yaml__bad_tagged_scalar(void **state)
+{
+    (void)state;
+    load_fails("a: 1\nb: !!int abc\n", 18, NULL, "t.yaml:2:4: cannot read 'abc' as !!int");
+    load_fails("a: !!bool 1\n", 12, NULL, "t.yaml:1:4: cannot read '1' as !!bool");
+}
+
+static void test_rd_yaml__nul_in_string_refused(void **state)
+{
+    (void)state;
+    load_fails("a: \"x\\0y\"\n", 10, NULL, "t.yaml:1:4: string contains a NUL character");
+}
+
+/* ==== loading: documents, positions, keys ==== */
+
+static void test_rd_yaml__documents_and_positions(void **state)
+{
+    const char *text = "# only a comment\n"
+                       "---\n"
+                       "---\n"
+                       "apiVersion: v1\n"
+                       "kind: ConfigMap\n"
+                       "data:\n"
+                       "  list:\n"
+                       "  - a\n"
+                       "  -   b\n"
+                       "---\n"
+                       "- 1\n"
+                       "...\n";
+    struct rd_docs *d = load_ok(text);
+    const cJSON *cm, *list;
+    struct rd_pos p;
+
+    (void)state;
+    assert_int_equal(rd_docs_count(d), 2); /* the empty document is skipped */
+    assert_string_equal(rd_docs_file(d), "t.yaml");
+    cm = rd_docs_get(d, 0);
+    p = rd_docs_pos(d, cm);
+    assert_int_equal(p.line, 4);
+    assert_int_equal(p.col, 1);
+    p = rd_docs_pos(d, cJSON_GetObjectItem(cm, "kind"));
+    assert_int_equal(p.line, 5);
+    assert_int_equal(p.col, 7);
+    list = cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "data"), "list");
+    p = rd_docs_pos(d, cJSON_GetArrayItem(list, 1));
+    assert_int_equal(p.line, 9);
+    assert_int_equal(p.col, 7);
+    assert_true(cJSON_IsArray(rd_docs_get(d, 1)));
+    p = rd_docs_pos(d, NULL);
+    assert_int_equal(p.line, 0);
+    rd_docs_free(d);
+}
+
+static void test_rd_yaml__take_keeps_positions(void **state)
+{
+    struct rd_docs *d = load_ok("a: 1\n---\nb:\n  c: 2\n");
+    cJSON *t = rd_docs_take(d, 1);
+    struct rd_pos p;
+
+    (void)state;
+    assert_non_null(t);
+    assert_null(rd_docs_get(d, 1));
+    assert_null(rd_docs_take(d, 1));
+    assert_null(rd_docs_take(d, 7));
+    p = rd_docs_pos(d, cJSON_GetObjectItem(cJSON_GetObjectItem(t, "b"), "c"));
+    assert_int_equal(p.line, 4);
+    assert_int_equal(p.col, 6);
+    rd_docs_free(d);
+    cJSON_Delete(t);
+}
+
+static void test_rd_yaml__duplicate_key_last_wins_with_warning(void **state)
+{
+    struct warns w = {0};
+    struct rd_diag diag = {collect_warn, &w};
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    const char *text = "a: 1\nb: 2\na: 3\n";
+    cJSON *r;
+
+    (void)state;
+    assert_int_equal(rd_yaml_load(&d, "t.yaml", text, strlen(text), NULL, &diag, &err), RC_OK);
+    r = rd_docs_get(d, 0);
+    assert_int_equal(cJSON_GetArraySize(r), 2);
+    assert_int_equal(cJSON_GetObjectItem(r, "a")->valuedouble, 3);
+    assert_int_equal(w.n, 1);
+    assert_string_equal(w.last, "t.yaml:3:1: duplicate key 'a': the last value wins");
+    rd_docs_free(d);
+}
+
+static void test_rd_yaml__skyray_rayjob_duplicate_key(void **state)
+{
+    struct warns w = {0};
+    struct rd_diag diag = {collect_warn, &w};
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    size_t len;
+    char *raw =
+        read_text(RP_SOURCE_DIR "/tests/data/skyray/deploy-scripts/ray-job.train.yaml", &len);
+    char *text = substitute(raw);
+
+    (void)state;
+    assert_int_equal(rd_yaml_load(&d, "ray-job.train.yaml", text, strlen(text), NULL, &diag, &err),
+                     RC_OK);
+    assert_int_equal(w.n, 1);
+    assert_non_null(strstr(w.last, "ray-job.train.yaml:93:9: duplicate key 'rayStartParams'"));
+    rd_docs_free(d);
+    free(text);
+    free(raw);
+}
+
+static void test_rd_yaml__keys_are_scalar_text(void **state)
+{
+    struct rd_docs *d = load_ok("1: a\ntrue: b\n\"x y\": c\n");
+    const cJSON *r = rd_docs_get(d, 0);
+
+    (void)state;
+    assert_string_equal(cJSON_GetObjectItem(r, "1")->valuestring, "a");
+    assert_string_equal(cJSON_GetObjectItem(r, "true")->valuestring, "b");
+    assert_string_equal(cJSON_GetObjectItem(r, "x y")->valuestring, "c");
+    rd_docs_free(d);
+    load_fails("? [a]\n: b\n", 10, NULL, "t.yaml:1:3: mapping key is a sequence");
+}
+
+/* ==== anchors, aliases, merge keys ==== */
+
+static void test_rd_yaml__anchors_and_merge(void **state)
+{
+    const char *text = "base: &b\n"
+                       "  cpu: 1\n"
+                       "  mem: 2Gi\n"
+                       "other: &o {gpu: 1}\n"
+                       "x:\n"
+                       "  <<: *b\n"
+                       "  cpu: 4\n"
+                       "y:\n"
+                       "  cpu: 8\n"
+                       "  <<: [*o, *b]\n"
+                       "z: *b\n"
+                       "k: &name hello\n"
+                       "*name : world\n";
+    struct rd_docs *d = load_ok(text);
+    const cJSON *r = rd_docs_get(d, 0), *x, *y, *z;
+    char *y1;
+
+    (void)state;
+    x = cJSON_GetObjectItem(r, "x");
+    assert_int_equal(cJSON_GetObjectItem(x, "cpu")->valuedouble, 4);
+    assert_string_equal(cJSON_GetObjectItem(x, "mem")->valuestring, "2Gi");
+    assert_int_equal(cJSON_GetArraySize(x), 2);
+    y = cJSON_GetObjectItem(r, "y");
+    assert_int_equal(cJSON_GetObjectItem(y, "cpu")->valuedouble, 8);
+    assert_int_equal(cJSON_GetObjectItem(y, "gpu")->valuedouble, 1);
+    assert_string_equal(cJSON_GetObjectItem(y, "mem")->valuestring, "2Gi");
+    z = cJSON_GetObjectItem(r, "z");
+    assert_true(cJSON_Compare(z, cJSON_GetObjectItem(r, "base"), 1));
+    assert_ptr_not_equal(z, cJSON_GetObjectItem(r, "base"));
+    /* the copy's children keep the anchored node's positions; the root gets the alias's */
+    assert_int_equal(rd_docs_pos(d, cJSON_GetObjectItem(z, "mem")).line, 3);
+    assert_int_equal(rd_docs_pos(d, z).line, 11);
+    assert_string_equal(cJSON_GetObjectItem(r, "hello")->valuestring, "world");
+    y1 = emit(r);
+    assert_null(strstr(y1, "<<"));
+    assert_null(strstr(y1, "*"));
+    free(y1);
+    rd_docs_free(d);
+}
+
+static void test_rd_yaml__bad_merge_and_alias(void **state)
+{
+    (void)state;
+    load_fails("a: 1\nb:\n  <<: 3\n", 16, NULL, "t.yaml:3:7: merge key '<<' needs a mapping");
+    load_fails("a: *nope\n", 9, NULL, "t.yaml:1:4: unknown anchor 'nope'");
+    /* anchors do not cross documents */
+    load_fails("a: &x 1\n---\nb: *x\n", 18, NULL, "t.yaml:3:4: unknown anchor 'x'");
+}
+
+static char *billion_laughs(void)
+{
+    struct rc_buf b = RC_BUF_INIT;
+
+    rc_buf_puts(&b,
+                "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+                NULL);
+    for (char c = 'b'; c <= 'j'; c++)
+        rc_buf_printf(&b, NULL, "%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n", c, c, c - 1,
+                      c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1);
+    return rc_buf_detach(&b, NULL);
+}
+
+static void test_rd_yaml__billion_laughs_refused(void **state)
+{
+    char *text = billion_laughs();
+
+    (void)state;
+    load_fails(text, strlen(text), NULL, "has more than 1000000 nodes (aliases expanded)");
+    free(text);
+}
+
+static void test_rd_yaml__alias_text_amplification_refused(void **state)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+
+    (void)state;
+    lim.max_bytes = 1 << 20;
+    rc_buf_puts(&b, "a: &a \"", NULL);
+    for (int i = 0; i < 500000; i++)
+        rc_buf_putc(&b, 'x', NULL);
+    rc_buf_puts(&b, "\"\nb: [", NULL);
+    for (int i = 0; i < 20; i++)
+        rc_buf_puts(&b, "*a,", NULL);
+    rc_buf_puts(&b, "*a]\n", NULL);
+    load_fails(b.ptr, b.len, &lim, "aliases expand to more than");
+    rc_buf_release(&b);
+}
+
+/* ==== limits and errors ==== */
+
+static void test_rd_yaml__depth_limit(void **state)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    char want[64];
+
+    (void)state;
+    for (int i = 0; i < 100; i++)
+        rc_buf_putc(&b, '[', NULL);
+    for (int i = 0; i < 100; i++)
+        rc_buf_putc(&b, ']', NULL);
+    load_fails(b.ptr, b.len, NULL, "t.yaml:1:65: nesting deeper than 64 levels");
+    rc_buf_reset(&b);
+    /* block style: 70 levels of mappings */
+    for (int i = 0; i < 70; i++) {
+        for (int j = 0; j < i; j++)
+            rc_buf_putc(&b, ' ', NULL);
+        rc_buf_puts(&b, "k:\n", NULL);
+    }
+    snprintf(want, sizeof(want), "t.yaml:%d:%d: nesting deeper than 64 levels", 65, 65);
+    load_fails(b.ptr, b.len, NULL, want);
+    rc_buf_release(&b);
+}
+
+static void test_rd_yaml__depth_through_aliases(void **state)
+{
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    const char *text = "a: &a [[[1]]]\nb: [[[*a]]]\n";
+
+    (void)state;
+    lim.max_depth = 6;
+    load_fails(text, strlen(text), &lim,
+               "t.yaml:2:7: nesting deeper than 6 levels (through "
+               "alias 'a')");
+}
+
+static void test_rd_yaml__size_and_document_limits(void **state)
+{
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    size_t big = 50u << 20;
+    char *text = rc_xmalloc(big + 16);
+
+    (void)state;
+    memcpy(text, "a: \"", 4);
+    memset(text + 4, 'x', big);
+    memcpy(text + 4 + big, "\"\n", 2);
+    load_fails(text, big + 6, NULL,
+               "t.yaml:1:1: input of 52428806 bytes is larger than the limit of 8388608 bytes");
+    free(text);
+    lim.max_documents = 3;
+    load_fails("a: 1\n---\nb: 2\n---\nc: 3\n---\nd: 4\n", 32, &lim,
+               "t.yaml:6:1: more than 3 documents in one file");
+    lim = (struct rd_yaml_limits)RD_YAML_LIMITS_INIT;
+    lim.max_nodes = 10;
+    load_fails("[1,2,3,4,5,6,7,8,9,10,11,12]", 28, &lim, "t.yaml:1:20: document has more than 10");
+}
+
+static void test_rd_yaml__syntax_errors_name_the_place(void **state)
+{
+    (void)state;
+    load_fails("a:\n\tb: 1\n", 9, NULL, "t.yaml:2:1: found a tab character where indentation");
+    load_fails("a: \"open\nb: 2\n", 14, NULL,
+               "t.yaml:3:1: found unexpected end of stream while scanning a quoted scalar at line "
+               "1 column 4");
+    load_fails("a:\n  b: 1\n c: 2\n", 16, NULL, "t.yaml:3:2: did not find expected key");
+    load_fails("a: [1, 2\n", 9, NULL, "t.yaml:2:1: did not find expected ',' or ']'");
+    load_fails("a: b: c\n", 8, NULL, "t.yaml:1:5: mapping values are not allowed");
+    load_fails("a: \xff\n", 5, NULL, "t.yaml:1:4: invalid leading UTF-8 octet");
+}
+
+/* ==== emitting ==== */
+
+static void test_rd_yaml__emit_canonical_form(void **state)
+{
+    const char *in = "apiVersion: v1\n"
+                     "kind: Pod\n"
+                     "metadata: {name: p, labels: {app: x}, annotations: {}}\n"
+                     "spec:\n"
+                     "  containers:\n"
+                     "    - name: c\n"
+                     "      args: [\"a\", 1, true, null, 2.5, [x, z], []]\n"
+                     "      env: [{name: A, value: \"1\"}]\n";
+    const char *want = "apiVersion: v1\n"
+                       "kind: Pod\n"
+                       "metadata:\n"
+                       "  name: p\n"
+                       "  labels:\n"
+                       "    app: x\n"
+                       "  annotations: {}\n"
+                       "spec:\n"
+                       "  containers:\n"
+                       "  - name: c\n"
+                       "    args:\n"
+                       "    - a\n"
+                       "    - 1\n"
+                       "    - true\n"
+                       "    - null\n"
+                       "    - 2.5\n"
+                       "    - - x\n"
+                       "      - z\n"
+                       "    - []\n"
+                       "    env:\n"
+                       "    - name: A\n"
+                       "      value: \"1\"\n";
+    struct rd_docs *d = load_ok(in);
+    char *out = emit(rd_docs_get(d, 0));
+
+    (void)state;
+    assert_string_equal(out, want);
+    free(out);
+    rd_docs_free(d);
+}
+
+static void test_rd_yaml__emit_quotes_what_would_change_type(void **state)
+{
+    static const struct {
+        const char *s;
+        const char *want;
+    } cases[] = {
+        {"true", "\"true\""},
+        {"yes", "\"yes\""},
+        {"Off", "\"Off\""},
+        {"1", "\"1\""},
+        {"1.0", "\"1.0\""},
+        {"0x10", "\"0x10\""},
+        {"1_000", "\"1_000\""},
+        {"1e3", "\"1e3\""},
+        {".inf", "\".inf\""},
+        {"null", "\"null\""},
+        {"~", "\"~\""},
+        {"", "\"\""},
+        {" lead", "\" lead\""},
+        {"trail ", "\"trail \""},
+        {"a: b", "\"a: b\""},
+        {"a #b", "\"a #b\""},
+        {"#x", "\"#x\""},
+        {"-x", "\"-x\""},
+        {"?x", "\"?x\""},
+        {"[x", "\"[x\""},
+        {"{x", "\"{x\""},
+        {"*x", "\"*x\""},
+        {"&x", "\"&x\""},
+        {"!x", "\"!x\""},
+        {"|x", "\"|x\""},
+        {">x", "\">x\""},
+        {"'x", "\"'x\""},
+        {"\"x", "\"\\\"x\""},
+        {"%x", "\"%x\""},
+        {"@x", "\"@x\""},
+        {"`x", "\"`x\""},
+        {"<<", "\"<<\""},
+        {"a:", "\"a:\""},
+        {"tab\there", "\"tab\\there\""},
+        {"bell\a", "\"bell\\a\""},
+        {"\x01", "\"\\x01\""},
+        {"...", "\"...\""},
+        {"back\\slash", "back\\slash"},
+        {"12G", "12G"},
+        {"500m", "500m"},
+        {"a:b", "a:b"},
+        {"a#b", "a#b"},
+        {"http://x/y?z=1", "http://x/y?z=1"},
+        {"héllo wörld", "héllo wörld"},
+        {"2001-12-14", "2001-12-14"},
+        {"\xe2\x80\xa8", "\"\\L\""},
+        {"\xef\xbb\xbf"
+         "x",
+         "\"\\uFEFFx\""},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *o = cJSON_CreateObject();
+        char want[128];
+        char *out;
+        cJSON_AddStringToObject(o, "k", cases[i].s);
+        out = emit(o);
+        snprintf(want, sizeof(want), "k: %s\n", cases[i].want);
+        assert_string_equal(out, want);
+        free(out);
+        check_round_trip(cases[i].s, o);
+        cJSON_Delete(o);
+    }
+}
+
+static void test_rd_yaml__emit_block_scalars(void **state)
+{
+    static const struct {
+        const char *s;
+        const char *want;
+    } cases[] = {
+        {"a\nb\n", "k: |\n  a\n  b\n"},
+        {"a\nb", "k: |-\n  a\n  b\n"},
+        {"a\n\n", "k: |+\n  a\n\n"},
+        {"a\n\nb\n", "k: |\n  a\n\n  b\n"},
+        {"  indented\nx\n", "k: |2\n    indented\n  x\n"},
+        {"\nfirst empty", "k: |2-\n\n  first empty\n"},
+        {"\n", "k: \"\\n\"\n"},
+        {"a\r\nb", "k: \"a\\r\\nb\"\n"},
+        {"\tx\ny", "k: \"\\tx\\ny\"\n"},
+        {"x\ty\nz", "k: |-\n  x\ty\n  z\n"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *o = cJSON_CreateObject();
+        char *out;
+        cJSON_AddStringToObject(o, "k", cases[i].s);
+        out = emit(o);
+        assert_string_equal(out, cases[i].want);
+        free(out);
+        check_round_trip(cases[i].s, o);
+        cJSON_Delete(o);
+    }
+}
+
+static void test_rd_yaml__emit_numbers(void **state)
+{
+    static const struct {
+        double d;
+        const char *want;
+    } cases[] = {
+        {0, "0"},
+        {-0.0, "-0.0"},
+        {42, "42"},
+        {-7, "-7"},
+        {1.5, "1.5"},
+        {0.1, "0.1"},
+        {1e300, "1e+300"},
+        {9007199254740992.0, "9007199254740992"},
+        {18446744073709551616.0, "1.8446744073709552e+19"},
+        {1.0 / 3, "0.3333333333333333"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *n = cJSON_CreateNumber(cases[i].d);
+        char want[64];
+        char *out = emit(n);
+        snprintf(want, sizeof(want), "%s\n", cases[i].want);
+        assert_string_equal(out, want);
+        free(out);
+        check_round_trip(cases[i].want, n);
+        cJSON_Delete(n);
+    }
+}
+
+static void test_rd_yaml__emit_roots_and_empties(void **state)
+{
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *s = cJSON_CreateString("x\ny\n");
+    char *out;
+
+    (void)state;
+    out = emit(o);
+    assert_string_equal(out, "{}\n");
+    free(out);
+    out = emit(a);
+    assert_string_equal(out, "[]\n");
+    free(out);
+    out = emit(s);
+    assert_string_equal(out, "|\n  x\n  y\n");
+    free(out);
+    check_round_trip("root string", s);
+    check_round_trip("root array", a);
+    cJSON_Delete(o);
+    cJSON_Delete(a);
+    cJSON_Delete(s);
+}
+
+static void test_rd_yaml__emit_refuses_invalid_utf8(void **state)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    rc_buf_puts(&b, "keep", NULL);
+    cJSON_AddStringToObject(o, "k", "bad \xc3");
+    assert_int_equal(rd_yaml_emit(&b, o, &err), RC_EINVALID);
+    assert_string_equal(err.msg, "string is not valid UTF-8");
+    assert_string_equal(b.ptr, "keep"); /* nothing appended on error */
+    rc_buf_release(&b);
+    cJSON_Delete(o);
+}
+
+static void test_rd_yaml__emit_long_key(void **state)
+{
+    char key[1500];
+    cJSON *o = cJSON_CreateObject(), *inner = cJSON_CreateObject();
+    char *out;
+
+    (void)state;
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    cJSON_AddNumberToObject(inner, "x", 1);
+    cJSON_AddItemToObject(o, key, inner);
+    cJSON_AddItemToObject(o, "list", cJSON_CreateStringArray((const char *[]){"a", "b"}, 2));
+    out = emit(o);
+    assert_memory_equal(out, "? kkk", 5);
+    free(out);
+    check_round_trip("long key", o);
+    cJSON_Delete(o);
+}
+
+/* ==== round trips ==== */
+
+static void round_trip_dir(const char *dir, int *nfiles)
+{
+    DIR *dh = opendir(dir);
+    struct dirent *de;
+
+    assert_non_null(dh);
+    while ((de = readdir(dh))) {
+        char path[1024];
+        size_t n = strlen(de->d_name);
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (n > 5 && strcmp(de->d_name + n - 5, ".yaml") == 0) {
+            size_t len;
+            char *raw = read_text(path, &len);
+            char *text = substitute(raw);
+            struct rd_docs *d = NULL;
+            struct rc_err err = RC_ERR_INIT;
+            int rc = rd_yaml_load(&d, path, text, strlen(text), NULL, NULL, &err);
+            if (rc != RC_OK)
+                print_error("%s\n", err.msg);
+            assert_int_equal(rc, RC_OK);
+            assert_true(rd_docs_count(d) >= 1);
+            for (size_t i = 0; i < rd_docs_count(d); i++)
+                check_round_trip(path, rd_docs_get(d, i));
+            rd_docs_free(d);
+            free(text);
+            free(raw);
+            (*nfiles)++;
+        } else if (!strchr(de->d_name, '.')) {
+            round_trip_dir(path, nfiles);
+        }
+    }
+    closedir(dh);
+}
+
+static void test_rd_yaml__skyray_round_trip(void **state)
+{
+    int n = 0;
+
+    (void)state;
+    round_trip_dir(RP_SOURCE_DIR "/tests/data/skyray", &n);
+    assert_true(n >= 26);
+}
+
+/* A deterministic PRNG (xorshift64*), so that failures reproduce. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+static void random_string(uint64_t *rng, char *out, size_t max)
+{
+    static const char *const pieces[] = {
+        "a",
+        "Z",
+        "0",
+        "1",
+        " ",
+        "  ",
+        ":",
+        ": ",
+        "#",
+        " #",
+        "-",
+        "- ",
+        "?",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "*",
+        "&",
+        "!",
+        "|",
+        ">",
+        "'",
+        "\"",
+        "%",
+        "@",
+        "`",
+        "\n",
+        "\n\n",
+        "\t",
+        "\\",
+        "~",
+        "true",
+        "no",
+        "null",
+        "0x1F",
+        "1e3",
+        ".inf",
+        "1_0",
+        "<<",
+        "---",
+        "...",
+        "é",
+        "\xe2\x80\xa8",
+        "\xc2\x85",
+        "\x01",
+        "\x7f",
+        "\r",
+        "\xef\xbb\xbf",
+        "\xf0\x9f\x98\x80",
+        "\xc2\xa0",
+        "=",
+    };
+    size_t n = rng_next(rng) % 8, len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const char *p = pieces[rng_next(rng) % (sizeof(pieces) / sizeof(pieces[0]))];
+        size_t pl = strlen(p);
+        if (len + pl + 1 > max)
+            break;
+        memcpy(out + len, p, pl + 1);
+        len += pl;
+    }
+}
+
+static cJSON *random_tree(uint64_t *rng, int depth)
+{
+    uint64_t r = rng_next(rng) % (depth > 4 ? 6 : 9);
+    char s[96];
+
+    switch (r) {
+    case 0:
+        return cJSON_CreateNull();
+    case 1:
+        return cJSON_CreateBool(rng_next(rng) & 1);
+    case 2: {
+        static const double nums[] = {
+            0, 1, -1, 0.5, 1e21, -2.25e-7, 9007199254740993.0, 123456789, -0.0, 3.14159};
+        return cJSON_CreateNumber(nums[rng_next(rng) % 10]);
+    }
+    case 3:
+    case 4:
+    case 5:
+        random_string(rng, s, sizeof(s));
+        return cJSON_CreateString(s);
+    case 6:
+    case 7: {
+        cJSON *o = cJSON_CreateObject();
+        size_t n = rng_next(rng) % 5;
+        for (size_t i = 0; i < n; i++) {
+            random_string(rng, s, sizeof(s));
+            if (cJSON_GetObjectItemCaseSensitive(o, s))
+                continue;
+            cJSON_AddItemToObject(o, s, random_tree(rng, depth + 1));
+        }
+        return o;
+    }
+    default: {
+        cJSON *a = cJSON_CreateArray();
+        size_t n = rng_next(rng) % 5;
+        for (size_t i = 0; i < n; i++)
+            cJSON_AddItemToArray(a, random_tree(rng, depth + 1));
+        return a;
+    }
+    }
+}
+
+static void test_rd_yaml__generated_trees_round_trip(void **state)
+{
+    uint64_t rng = 0x9E3779B97F4A7C15ULL;
+
+    (void)state;
+    for (int i = 0; i < 3000; i++) {
+        cJSON *t = random_tree(&rng, 0);
+        char name[32];
+        snprintf(name, sizeof(name), "generated tree %d", i);
+        check_round_trip(name, t);
+        cJSON_Delete(t);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rd_yaml__scalar_types),
+        cmocka_unit_test(test_rd_yaml__special_floats),
+        cmocka_unit_test(test_rd_yaml__bad_tagged_scalar),
+        cmocka_unit_test(test_rd_yaml__nul_in_string_refused),
+        cmocka_unit_test(test_rd_yaml__documents_and_positions),
+        cmocka_unit_test(test_rd_yaml__take_keeps_positions),
+        cmocka_unit_test(test_rd_yaml__duplicate_key_last_wins_with_warning),
+        cmocka_unit_test(test_rd_yaml__skyray_rayjob_duplicate_key),
+        cmocka_unit_test(test_rd_yaml__keys_are_scalar_text),
+        cmocka_unit_test(test_rd_yaml__anchors_and_merge),
+        cmocka_unit_test(test_rd_yaml__bad_merge_and_alias),
+        cmocka_unit_test(test_rd_yaml__billion_laughs_refused),
+        cmocka_unit_test(test_rd_yaml__alias_text_amplification_refused),
+        cmocka_unit_test(test_rd_yaml__depth_limit),
+        cmocka_unit_test(test_rd_yaml__depth_through_aliases),
+        cmocka_unit_test(test_rd_yaml__size_and_document_limits),
+        cmocka_unit_test(test_rd_yaml__syntax_errors_name_the_place),
+        cmocka_unit_test(test_rd_yaml__emit_canonical_form),
+        cmocka_unit_test(test_rd_yaml__emit_quotes_what_would_change_type),
+        cmocka_unit_test(test_rd_yaml__emit_block_scalars),
+        cmocka_unit_test(test_rd_yaml__emit_numbers),
+        cmocka_unit_test(test_rd_yaml__emit_roots_and_empties),
+        cmocka_unit_test(test_rd_yaml__emit_refuses_invalid_utf8),
+        cmocka_unit_test(test_rd_yaml__emit_long_key),
+        cmocka_unit_test(test_rd_yaml__skyray_round_trip),
+        cmocka_unit_test(test_rd_yaml__generated_trees_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
