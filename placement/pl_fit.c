@@ -45,9 +45,15 @@ struct cstate {
     size_t nnodes, cap;
     struct nstate *nodes;
     const struct pl_node **real;
-    uint32_t *node_class; /* per real node; UINT32_MAX: not schedulable */
+    /* Node classes: schedulable nodes with the same labels and taints (node_class), or the
+     * same taints only (taint_class, for pods without node selector or affinity: real
+     * nodes carry unique hostname labels). UINT32_MAX: not schedulable. */
+    uint32_t *node_class;
     size_t nclass;
     uint32_t *class_rep; /* a node of each class */
+    uint32_t *taint_class;
+    size_t ntclass;
+    uint32_t *tclass_rep;
     size_t nshapes;
     const struct pl_shape **shapes; /* in preference order */
     int64_t *shape_used;            /* nodes of each shape: existing + virtual */
@@ -287,11 +293,11 @@ static int shape_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static uint64_t node_class_hash(const struct pl_node *n)
+static uint64_t node_class_hash(const struct pl_node *n, int with_labels)
 {
     uint64_t h = RC_FNV_INIT;
 
-    for (size_t i = 0; i < n->labels.n; i++) {
+    for (size_t i = 0; with_labels && i < n->labels.n; i++) {
         h = hash_str(h, n->labels.v[i].key);
         h = hash_str(h, n->labels.v[i].value);
     }
@@ -304,11 +310,11 @@ static uint64_t node_class_hash(const struct pl_node *n)
     return h;
 }
 
-static int node_class_eq(const struct pl_node *a, const struct pl_node *b)
+static int node_class_eq(const struct pl_node *a, const struct pl_node *b, int with_labels)
 {
-    if (a->labels.n != b->labels.n || a->ntaints != b->ntaints)
+    if ((with_labels && a->labels.n != b->labels.n) || a->ntaints != b->ntaints)
         return 0;
-    for (size_t i = 0; i < a->labels.n; i++) {
+    for (size_t i = 0; with_labels && i < a->labels.n; i++) {
         if (!str_eq(a->labels.v[i].key, b->labels.v[i].key) ||
             !str_eq(a->labels.v[i].value, b->labels.v[i].value))
             return 0;
@@ -320,6 +326,23 @@ static int node_class_eq(const struct pl_node *a, const struct pl_node *b)
             return 0;
     }
     return 1;
+}
+
+/* The class of node i among classes[0..*n) (by hash, then content), adding one when new.
+ * Classes are few; a linear scan over them is fine. */
+static uint32_t classify(const struct pl_node *const *nodes, size_t i, uint64_t h, int with_labels,
+                         uint64_t *hashes, uint32_t *rep, size_t *n)
+{
+    size_t k;
+
+    for (k = 0; k < *n; k++) {
+        if (hashes[k] == h && node_class_eq(nodes[rep[k]], nodes[i], with_labels))
+            return (uint32_t)k;
+    }
+    hashes[k] = h;
+    rep[k] = (uint32_t)i;
+    (*n)++;
+    return (uint32_t)k;
 }
 
 static void node_free_init(struct nstate *ns, const struct pl_res *alloc,
@@ -334,7 +357,7 @@ static void node_free_init(struct nstate *ns, const struct pl_res *alloc,
 static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_cluster *c)
 {
     struct rc_arena *sa = &f->scratch;
-    uint64_t *chash;
+    uint64_t *chash, *thash;
 
     cs->c = c;
     cs->version = 1;
@@ -350,29 +373,22 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
     cs->node_class = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*cs->node_class));
     cs->class_rep = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*cs->class_rep));
     chash = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*chash));
+    cs->taint_class = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*cs->taint_class));
+    cs->tclass_rep = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*cs->tclass_rep));
+    thash = rc_arena_calloc(sa, c->nnodes ? c->nnodes : 1, sizeof(*thash));
     for (size_t i = 0; i < c->nnodes; i++) {
         const struct pl_node *n = cs->real[i];
-        uint64_t h;
-        size_t k;
 
         node_free_init(&cs->nodes[i], &n->allocatable, &n->requested, f->nres);
         cs->nodes[i].vshape = -1;
         if (n->unschedulable || n->not_ready) {
-            cs->node_class[i] = UINT32_MAX;
+            cs->node_class[i] = cs->taint_class[i] = UINT32_MAX;
             continue;
         }
-        /* classes are few; a linear scan over them is fine */
-        h = node_class_hash(n);
-        for (k = 0; k < cs->nclass; k++) {
-            if (chash[k] == h && node_class_eq(cs->real[cs->class_rep[k]], n))
-                break;
-        }
-        if (k == cs->nclass) {
-            chash[k] = h;
-            cs->class_rep[k] = (uint32_t)i;
-            cs->nclass++;
-        }
-        cs->node_class[i] = (uint32_t)k;
+        cs->node_class[i] =
+            classify(cs->real, i, node_class_hash(n, 1), 1, chash, cs->class_rep, &cs->nclass);
+        cs->taint_class[i] =
+            classify(cs->real, i, node_class_hash(n, 0), 0, thash, cs->tclass_rep, &cs->ntclass);
     }
     cs->nshapes = c->nshapes;
     cs->shapes = rc_arena_calloc(sa, c->nshapes ? c->nshapes : 1, sizeof(*cs->shapes));
@@ -641,21 +657,32 @@ static struct elig *get_elig(struct pl_fit *f, struct podshape *s, size_t ci)
     const struct pl_pod *p = s->pod;
     struct elig *e;
     unsigned char *ok;
+    const uint32_t *cls, *rep;
+    size_t ncls;
 
     if (!s->elig)
         s->elig = rc_arena_calloc(&f->scratch, f->nclusters ? f->nclusters : 1, sizeof(*s->elig));
     if (s->elig[ci])
         return s->elig[ci];
     e = rc_arena_calloc(&f->scratch, 1, sizeof(*e));
-    ok = rc_arena_calloc(&f->scratch, cs->nclass ? cs->nclass : 1, 1);
-    for (size_t k = 0; k < cs->nclass; k++) {
-        const struct pl_node *n = cs->real[cs->class_rep[k]];
+    if (p->node_selector.n == 0 && p->naffinity == 0) {
+        cls = cs->taint_class; /* node labels do not matter to this pod */
+        rep = cs->tclass_rep;
+        ncls = cs->ntclass;
+    } else {
+        cls = cs->node_class;
+        rep = cs->class_rep;
+        ncls = cs->nclass;
+    }
+    ok = rc_arena_calloc(&f->scratch, ncls ? ncls : 1, 1);
+    for (size_t k = 0; k < ncls; k++) {
+        const struct pl_node *n = cs->real[rep[k]];
         ok[k] = pl_pod_node_labels_ok(p, &n->labels) &&
                 pl_tolerates_all(p->tolerations, p->ntolerations, n->taints, n->ntaints);
     }
     e->nodes = rc_arena_calloc(&f->scratch, cs->nreal ? cs->nreal : 1, sizeof(*e->nodes));
     for (size_t i = 0; i < cs->nreal; i++) {
-        if (cs->node_class[i] != UINT32_MAX && ok[cs->node_class[i]])
+        if (cls[i] != UINT32_MAX && ok[cls[i]])
             e->nodes[e->n++] = (uint32_t)i;
     }
     e->shape_ok = rc_arena_calloc(&f->scratch, cs->nshapes ? cs->nshapes : 1, 1);

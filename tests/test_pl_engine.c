@@ -408,6 +408,29 @@ static void test_pl_engine__gpu_taint_fits(void **state)
     assert_string_equal(d->reason, "fits now on mixed");
 }
 
+static void test_pl_engine__node_selector_by_hostname(void **state)
+{
+    struct fx *f = *state;
+    struct pl_cluster *a = cluster(f, "a");
+    struct pl_pod *p;
+    const struct pl_decision *d;
+
+    nodes(f, a, "n", 3, 4, 16, 0);
+    for (size_t i = 0; i < a->nnodes; i++)
+        pl_labels_set(&a->nodes[i].labels, &f->a, "kubernetes.io/hostname", a->nodes[i].name);
+    a->nodes[1].requested.v[0] = CPU(3);
+    policy(f, "p", "job");
+    /* pinned to n-1, which has 1 cpu left: does not fit although n-0 and n-2 are empty */
+    p = pod(f, object(f, "ns", "Pod", "pinned", "job"), "pod", 1, 2000, 1, 0);
+    pl_labels_set(&p->node_selector, &f->a, "kubernetes.io/hostname", "n-1");
+    pod(f, object(f, "ns", "Pod", "free", "job"), "pod", 1, 2000, 1, 0);
+    run(f);
+    d = dec(f, "ns/Pod/pinned");
+    assert_int_equal(verdict(d, "a")->kind, PL_VERDICT_DOES_NOT_FIT);
+    assert_contains(verdict(d, "a")->detail, "pod needs cpu 2; best node has 1");
+    assert_on(dec(f, "ns/Pod/free"), "a");
+}
+
 static void test_pl_engine__ordered_selector_spill(void **state)
 {
     struct fx *f = *state;
@@ -1019,6 +1042,7 @@ int main(void)
         T(partial_gang_counts),
         T(gpu_taint),
         T(gpu_taint_fits),
+        T(node_selector_by_hostname),
         T(ordered_selector_spill),
         T(scale_up),
         T(shape_too_small),
