@@ -158,15 +158,50 @@ static int cmp_object(const void *a, const void *b)
                   (*(const struct pl_object *const *)b)->key);
 }
 
-static int cmp_prev(const void *a, const void *b)
+static int cmp_opt_str(const char *a, const char *b)
 {
-    return strcmp((*(const struct pl_prev_unit *const *)a)->unit,
-                  (*(const struct pl_prev_unit *const *)b)->unit);
+    return strcmp(a ? a : "", b ? b : "");
 }
 
+/* By unit; a record listing a unit twice (not ours) still sorts the same whatever its order. */
+static int cmp_prev(const void *a, const void *b)
+{
+    const struct pl_prev_unit *x = *(const struct pl_prev_unit *const *)a;
+    const struct pl_prev_unit *y = *(const struct pl_prev_unit *const *)b;
+    int c = strcmp(x->unit, y->unit);
+
+    if (c)
+        return c;
+    if ((c = cmp_opt_str(x->policy, y->policy)) ||
+        (c = cmp_opt_str(x->policy_digest, y->policy_digest)))
+        return c;
+    if (x->state != y->state)
+        return x->state < y->state ? -1 : 1;
+    if (x->nclusters != y->nclusters)
+        return x->nclusters < y->nclusters ? -1 : 1;
+    for (size_t i = 0; i < x->nclusters; i++) {
+        if ((c = strcmp(x->clusters[i], y->clusters[i])))
+            return c;
+    }
+    return 0;
+}
+
+/* By name; a namespace declared twice: the one with fewer, then smaller, labels first. */
 static int cmp_ns(const void *a, const void *b)
 {
-    return strcmp(((const struct ens *)a)->name, ((const struct ens *)b)->name);
+    const struct ens *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    if (c)
+        return c;
+    if (x->labels->n != y->labels->n)
+        return x->labels->n < y->labels->n ? -1 : 1;
+    for (size_t i = 0; i < x->labels->n; i++) {
+        if ((c = strcmp(x->labels->v[i].key, y->labels->v[i].key)) ||
+            (c = strcmp(x->labels->v[i].value, y->labels->v[i].value)))
+            return c;
+    }
+    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
