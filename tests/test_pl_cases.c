@@ -493,8 +493,17 @@ static void test_pl_cases__all(void **state)
     (void)state;
     assert_non_null(d);
     while ((e = readdir(d))) {
+        struct rc_buf p = RC_BUF_INIT;
+        struct stat st;
+        int is_dir;
+
         if (e->d_name[0] == '.')
             continue;
+        rc_buf_printf(&p, NULL, "%s/%s", CASES_DIR, e->d_name);
+        is_dir = stat(p.ptr, &st) == 0 && S_ISDIR(st.st_mode);
+        rc_buf_release(&p);
+        if (!is_dir)
+            continue; /* README.md */
         if (n == cap) {
             cap = cap ? cap * 2 : 64;
             names = rc_xrealloc(names, cap * sizeof(*names));
