@@ -650,7 +650,9 @@ static void verdict_at(struct engine *e, const struct eunit *u, uint32_t sig, si
         v->detail = "cluster could not be observed";
         return;
     }
-    if (u->keep && is_present(cl, u->label) && prev_has(u->prev, cl->name)) {
+    /* Its pods run there already (in the nodes' requests): it fits as it is. Also when the
+     * unit is being placed afresh, so that its own pods do not count against it. */
+    if (prev_has(u->prev, cl->name) && is_present(cl, u->label)) {
         v->kind = PL_VERDICT_FITS_NOW;
         v->detail = "pods observed on the cluster";
         return;

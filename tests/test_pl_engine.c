@@ -708,6 +708,111 @@ static void test_pl_engine__move_when_cluster_removed_or_policy_changed(void **s
     assert_string_equal(f->out.decisions[0].unit, "ns/Pod/old");
 }
 
+static void test_pl_engine__replaced_unit_not_counted_twice(void **state)
+{
+    struct fx *f = *state;
+    struct pl_cluster *a = cluster(f, "a"), *b = cluster(f, "b");
+    char label[17];
+    const struct pl_decision *d;
+
+    /* b is full with x's own pods; x's policy changed: x is placed afresh and must not see
+     * its own pods as someone else's (a has no room) */
+    nodes(f, a, "n", 1, 2, 32, 0);
+    nodes(f, b, "n", 1, 4, 32, 0);
+    b->nodes[0].requested.v[0] = CPU(4);
+    pl_unit_label("ns/Pod/x", label);
+    b->npresent = 1;
+    b->present = rc_arena_calloc(&f->a, 1, sizeof(char *));
+    b->present[0] = rc_arena_strdup(&f->a, label);
+    policy(f, "p", "job")->digest = "d2";
+    pod(f, object(f, "ns", "Pod", "x", "job"), "pod", 1, 4000, 1, 0);
+    prev(f, "ns/Pod/x", "p", "b");
+    run(f);
+    d = dec(f, "ns/Pod/x");
+    assert_on(d, "b");
+    assert_string_equal(verdict(d, "b")->detail, "pods observed on the cluster");
+    assert_int_equal(d->change, PL_CHANGE_NONE);
+    assert_int_equal(f->out.usage[1].committed.v[0], 0);
+}
+
+static void test_pl_engine__duplicate_sticky_and_cluster_removed(void **state)
+{
+    struct fx *f = *state;
+    struct pl_cluster *a = cluster(f, "a"), *b = cluster(f, "b");
+    struct pl_prev_unit *pv;
+    const struct pl_decision *d;
+
+    nodes(f, a, "n", 1, 4, 32, 0);
+    nodes(f, b, "n", 1, 4, 32, 0);
+    b->reachable = 0;
+    policy(f, "kr", "op")->spread = PL_SPREAD_DUPLICATE;
+    object(f, NULL, "ClusterRole", "op", "op");
+    pv = prev(f, "ClusterRole/op", "kr", "b");
+    pv->nclusters = 2;
+    pv->clusters = rc_arena_calloc(&f->a, 2, sizeof(char *));
+    pv->clusters[0] = "gone";
+    pv->clusters[1] = "b";
+    run(f);
+    d = dec(f, "ClusterRole/op");
+    /* b is unreachable but keeps its copy; gone is dropped; a is new */
+    assert_int_equal(d->ntargets, 2);
+    assert_string_equal(d->targets[0].cluster, "a");
+    assert_string_equal(d->targets[1].cluster, "b");
+    assert_int_equal(d->change, PL_CHANGE_MOVED);
+    assert_string_equal(d->cause, "cluster 'gone' was removed");
+}
+
+static void test_pl_engine__divide_keeps_previous_cluster_in_domain(void **state)
+{
+    struct fx *f = *state;
+    struct pl_policy *p;
+    struct pl_object *o;
+    const struct pl_decision *d;
+    const char *names[] = {"eu-1", "eu-2", "us-1"};
+
+    for (int i = 0; i < 3; i++) {
+        struct pl_cluster *c = cluster(f, names[i]);
+        clabel(f, c, "region", i < 2 ? "eu" : "us");
+        nodes(f, c, "n", 2, 8, 32, 0);
+    }
+    p = policy(f, "split", "web");
+    p->spread = PL_SPREAD_DIVIDE;
+    p->topology_key = "region";
+    o = object(f, "ns", "Deployment", "web", "web");
+    o->replicas = 4;
+    pod(f, o, "pod", 4, 1000, 1, 0);
+    prev(f, "ns/Deployment/web", "split", "eu-2"); /* eu-1 is preferred but eu-2 had it */
+    run(f);
+    d = dec(f, "ns/Deployment/web");
+    assert_int_equal(d->ntargets, 2);
+    assert_string_equal(d->targets[0].cluster, "eu-2");
+    assert_int_equal(d->targets[0].percent, 50);
+    assert_string_equal(d->targets[1].cluster, "us-1");
+    assert_int_equal(d->change, PL_CHANGE_MOVED);
+    assert_string_equal(d->cause, "cluster 'us-1' is newly selected by the policy");
+    /* 2 replicas of 1 cpu per region */
+    assert_int_equal(f->out.usage[1].committed.v[0], CPU(2));
+    assert_int_equal(f->out.usage[2].committed.v[0], CPU(2));
+}
+
+static void test_pl_engine__now_governed_by_other_policy(void **state)
+{
+    struct fx *f = *state;
+    struct pl_cluster *a = cluster(f, "a");
+    const struct pl_decision *d;
+
+    nodes(f, a, "n", 1, 4, 32, 0);
+    nodes(f, cluster(f, "b"), "n", 1, 4, 32, 0);
+    policy(f, "new", "job");
+    pod(f, object(f, "ns", "Pod", "x", "job"), "pod", 1, 1000, 1, 0);
+    prev(f, "ns/Pod/x", "old", "b");
+    run(f);
+    d = dec(f, "ns/Pod/x");
+    assert_on(d, "a");
+    assert_int_equal(d->change, PL_CHANGE_MOVED);
+    assert_string_equal(d->cause, "now governed by policy 'new' instead of 'old'");
+}
+
 static void test_pl_engine__pending_to_placed_is_state_change(void **state)
 {
     struct fx *f = *state;
@@ -1058,6 +1163,10 @@ int main(void)
         T(committed_first),
         T(move_after_label_change),
         T(move_when_cluster_removed_or_policy_changed),
+        T(replaced_unit_not_counted_twice),
+        T(duplicate_sticky_and_cluster_removed),
+        T(divide_keeps_previous_cluster_in_domain),
+        T(now_governed_by_other_policy),
         T(pending_to_placed_is_state_change),
         T(fill_no_spill),
         T(groupby_gang),
