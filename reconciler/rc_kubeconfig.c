@@ -422,6 +422,21 @@ static int fill(struct rc_kubeconfig *kc, const struct kfiles *fs, const char *c
     return RC_OK;
 }
 
+/* Files named by the config must be readable now: a clear message beats a TLS error later. */
+static int check_files(const struct rc_kubeconfig *kc, struct rc_err *err)
+{
+    const char *const files[][2] = {{kc->ca_file, "certificate-authority"},
+                                    {kc->cert_file, "client-certificate"},
+                                    {kc->key_file, "client-key"}};
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        if (files[i][0] && access(files[i][0], R_OK) != 0)
+            return rc_err_set(err, RC_ENOTFOUND, "%s file '%s' of context '%s' is not readable",
+                              files[i][1], files[i][0], kc->context);
+    }
+    return RC_OK;
+}
+
 int rc_kubeconfig_load(struct rc_kubeconfig **out, const char *path, const char *context,
                        const struct rc_log *log, struct rc_err *err)
 {
@@ -462,6 +477,8 @@ int rc_kubeconfig_load(struct rc_kubeconfig **out, const char *path, const char 
     kc->exec_timeout_ms = 30000;
     kc->exec_expiry = -1;
     error = fill(kc, &fs, context, log, err);
+    if (error == RC_OK)
+        error = check_files(kc, err);
     if (error < 0)
         goto done;
     *out = kc;
@@ -522,9 +539,9 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
         rc_buf_release(&ns);
     }
     rc_buf_release(&b);
-    if (access(kc->token_file, R_OK) != 0) {
-        int error = rc_err_set(err, RC_ENOTFOUND, "service account token '%s' is not readable",
-                               kc->token_file);
+    if (access(kc->token_file, R_OK) != 0 || access(kc->ca_file, R_OK) != 0) {
+        int error =
+            rc_err_set(err, RC_ENOTFOUND, "service account files in '%s' are not readable", sa_dir);
         rc_kubeconfig_free(kc);
         return error;
     }

@@ -62,7 +62,7 @@ static const char state_json[] =
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p3\",\"namespace\":\"team-"
     "a\",\"labels\":{\"rightplace.dev/unit\":\"u2\"}}},"
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p4\",\"namespace\":"
-    "\"default\"}},"
+    "\"default\"},\"status\":{\"phase\":\"Succeeded\"}},"
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p5\",\"namespace\":"
     "\"default\",\"labels\":{\"rightplace.dev/unit\":\"u3\"}}}"
     "]}";
@@ -304,6 +304,33 @@ static void test_rc_kube__apply_create_then_update(void **state)
     cJSON_Delete(obj);
 }
 
+static void test_rc_kube__apply_dry_run_stores_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("dry", "team-a", "x");
+    cJSON *res = NULL, *reqs;
+
+    assert_int_equal(rc_kube_apply_ex(f->k, obj, "rightplace",
+                                      RC_KUBE_APPLY_FORCE | RC_KUBE_APPLY_DRY_RUN, &res, &err),
+                     RC_OK);
+    assert_string_equal(sget(cJSON_GetObjectItem(res, "spec"), "entrypoint"), "x");
+    cJSON_Delete(res);
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "dry", &res, &err),
+                     RC_ENOTFOUND);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"), "All");
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "true");
+    cJSON_Delete(reqs);
+    /* without force */
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 0, NULL, &err), RC_OK);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "false");
+    assert_null(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"));
+    cJSON_Delete(reqs);
+    cJSON_Delete(obj);
+}
+
 static void test_rc_kube__apply_errors_are_the_servers(void **state)
 {
     struct fixture *f = *state;
@@ -474,6 +501,29 @@ static void test_rc_kube__list_paging_and_selectors(void **state)
     assert_non_null(th_kube_find(reqs, "GET", "/api/v1/namespaces/team-a/pods"));
     cJSON_Delete(reqs);
 
+    /* a field selector in the path (non-terminal pods), together with a label selector */
+    {
+        struct rc_buf path = RC_BUF_INIT;
+
+        rc_buf_puts(&path, "/api/v1/pods?fieldSelector=", NULL);
+        rc_kube_escape(&path, "status.phase!=Succeeded,status.phase!=Failed", NULL);
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, NULL, collect, &n, &err), RC_OK);
+        assert_int_equal(n.n, 4); /* p4 finished */
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, "rightplace.dev/unit", collect, &n, &err),
+                         RC_OK);
+        assert_int_equal(n.n, 4);
+        reqs = th_kube_requests(&f->kube);
+        r = th_kube_find(reqs, "GET", "/api/v1/pods");
+        assert_string_equal(qget(r, "fieldSelector"),
+                            "status.phase!=Succeeded,status.phase!=Failed");
+        assert_string_equal(qget(r, "labelSelector"), "rightplace.dev/unit");
+        assert_string_equal(qget(r, "limit"), "3");
+        cJSON_Delete(reqs);
+        rc_buf_release(&path);
+    }
+
     /* the callback stops the list */
     memset(&n, 0, sizeof(n));
     n.stop_after = 4;
@@ -611,6 +661,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__discovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__apply_create_then_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__apply_dry_run_stores_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__apply_errors_are_the_servers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__get_not_found, setup, teardown),

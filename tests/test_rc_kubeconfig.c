@@ -350,6 +350,10 @@ static void test_rc_kubeconfig__bad_files(void **state)
     assert_non_null(strstr(err.msg, "invalid base64 in 'certificate-authority-data'"));
     assert_int_equal(rc_kubeconfig_load(&cfg, "/nonexistent/kubeconfig", NULL, NULL, &err),
                      RC_ENOTFOUND);
+    th_kube_kubeconfig(kc, &f->kube, "    certificate-authority: no-such-ca.pem\n", NULL);
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "certificate-authority file '"));
+    assert_non_null(strstr(err.msg, "/no-such-ca.pem' of context 'test' is not readable"));
     assert_null(cfg);
 }
 
@@ -496,6 +500,44 @@ static void test_rc_kubeconfig__exec_plugin_wrong_api_version(void **state)
     assert_non_null(strstr(err.msg, "answered apiVersion 'client.authentication.k8s.io/v1'"));
 }
 
+static void test_rc_kubeconfig__exec_plugin_client_cert(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char kc[TH_PATH], p[TH_PATH], script[TH_PATH], ca[TH_PATH + 64], user[1024], auth[16];
+    char *crt = th_read_file(th_certs_path(p, &certs, "client.crt"));
+    char *key = th_read_file(th_certs_path(p, &certs, "client.key"));
+    cJSON *cred = cJSON_CreateObject();
+    cJSON *st;
+    char *text;
+
+    /* the plugin prints a prepared ExecCredential with a client certificate and key */
+    cJSON_AddStringToObject(cred, "apiVersion", "client.authentication.k8s.io/v1beta1");
+    cJSON_AddStringToObject(cred, "kind", "ExecCredential");
+    st = cJSON_AddObjectToObject(cred, "status");
+    cJSON_AddStringToObject(st, "clientCertificateData", crt);
+    cJSON_AddStringToObject(st, "clientKeyData", key);
+    text = cJSON_PrintUnformatted(cred);
+    th_write_file(fpath(p, f, "cred.json"), text);
+    free(text);
+    cJSON_Delete(cred);
+    snprintf(script, sizeof(script), "%s/cert-plugin.sh", f->dir);
+    th_write_file(script, "#!/bin/sh\ncat \"$(dirname \"$0\")/cred.json\"\n");
+    assert_int_equal(chmod(script, 0755), 0);
+    snprintf(user, sizeof(user),
+             "    exec:\n"
+             "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+             "      command: %s\n",
+             script);
+    th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube, ca_line(ca, sizeof(ca)), user);
+    assert_int_equal(probe(f, kc, NULL, &err), RC_OK);
+    assert_string_equal(last_auth(f, auth, sizeof(auth)), "cert");
+    fflush(f->log.out);
+    assert_null(strstr(f->logtext ? f->logtext : "", "PRIVATE KEY"));
+    free(crt);
+    free(key);
+}
+
 static void test_rc_kubeconfig__in_cluster(void **state)
 {
     struct fixture *f = *state;
@@ -566,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_rc_kubeconfig__base64),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_wrong_api_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_client_cert, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__in_cluster, setup, teardown),
     };
