@@ -100,6 +100,22 @@ int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *conte
     return rc_kube_open_opts(out, &o, err);
 }
 
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err)
+{
+    struct rc_kube_options def = RC_KUBE_OPTIONS_INIT;
+    struct rc_kube_options use = o ? *o : def;
+
+    *out = NULL;
+    if (!conn->kubeconfig)
+        return rc_err_set(err, RC_EINVALID, "cluster '%s' is simulated: it has no kubeconfig",
+                          conn->name ? conn->name : "");
+    use.kubeconfig = conn->kubeconfig;
+    use.context = conn->context;
+    use.in_cluster = 0;
+    return rc_kube_open_opts(out, &use, err);
+}
+
 static void gv_clear(struct kgv *g)
 {
     for (size_t i = 0; i < g->nres; i++) {

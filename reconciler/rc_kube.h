@@ -35,6 +35,7 @@
 #include "rc_http.h"
 #include "rc_kubeconfig.h"
 #include "rc_log.h"
+#include "rd_cluster.h"
 
 struct rc_kube;
 
@@ -61,6 +62,11 @@ struct rc_kube_options {
 int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
                  const struct rc_log *log, struct rc_err *err);
 int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err);
+/* Open the client for a Cluster object's connection (conn->kubeconfig and conn->context;
+ * RC_EINVALID for a simulated cluster, which has none). o: NULL for RC_KUBE_OPTIONS_INIT;
+ * its kubeconfig/context are replaced by conn's. */
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err);
 void rc_kube_free(struct rc_kube *k);
 
 /* Server URL and default namespace of the context (borrowed, live as long as k). */

@@ -74,7 +74,7 @@ static int start(void **state, const struct th_kube_opts *opts)
     struct rc_err err = RC_ERR_INIT;
     char ca[TH_PATH + 64], p[TH_PATH];
 
-    if (th_kube_start(&f->kube, &certs, opts) != 0 || th_mkdtemp(f->dir) != 0)
+    if (th_kube_start(&f->kube, &certs, opts) != 0 || th_kube_mkdtemp(f->dir) != 0)
         return -1;
     snprintf(f->kubeconfig, sizeof(f->kubeconfig), "%s/config", f->dir);
     snprintf(ca, sizeof(ca), "    certificate-authority: %s\n", th_certs_path(p, &certs, "ca.crt"));
@@ -115,7 +115,7 @@ static int teardown(void **state)
 
     rc_kube_free(f->k);
     th_kube_stop(&f->kube);
-    th_rmtree(f->dir);
+    th_kube_rmtree(f->dir);
     fclose(f->log.out);
     /* the bearer token never reaches the log */
     assert_null(strstr(f->logtext ? f->logtext : "", "test-token-1"));
@@ -135,7 +135,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    th_rmtree(certs.dir);
+    th_kube_rmtree(certs.dir);
     rc_http_global_cleanup();
     return 0;
 }
@@ -636,6 +636,26 @@ static void test_rc_kube__slow_response_times_out(void **state)
     rc_kube_free(k);
 }
 
+static void test_rc_kube__open_from_cluster_conn(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    struct rd_cluster_conn conn = {"static-cluster", NULL, NULL, 0};
+
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "cluster 'static-cluster' is simulated"));
+    conn.kubeconfig = f->kubeconfig;
+    conn.context = "test";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_OK);
+    rc_kube_free(k);
+    conn.context = "other";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "context 'other' not found"));
+    assert_null(k);
+}
+
 static void test_rc_kube__unreachable(void **state)
 {
     struct fixture *f = *state;
@@ -674,6 +694,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__500_retried_then_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__dropped_connection_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__slow_response_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__open_from_cluster_conn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
