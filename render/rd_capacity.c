@@ -20,7 +20,8 @@
  *       shape: g4dn.xlarge         # absent: none
  *       allocatable: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110"}
  *       requested: {...}           # absent: nothing
- *       labels: {...}
+ *       labels: {...}              # without kubernetes.io/hostname when it is the name:
+ *       hostnameLabel: true        #   each node has kubernetes.io/hostname = its name
  *       taints: [{key, value, effect}]
  *       unschedulable: true        # absent: false
  *       notReady: true             # absent: false
@@ -148,17 +149,6 @@ static int str_eq(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-static int labels_eq(const struct pl_labels *a, const struct pl_labels *b)
-{
-    if (a->n != b->n)
-        return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        if (strcmp(a->v[i].key, b->v[i].key) || strcmp(a->v[i].value, b->v[i].value))
-            return 0;
-    }
-    return 1;
-}
-
 static int taints_eq(const struct pl_taint *a, size_t na, const struct pl_taint *b, size_t nb)
 {
     if (na != nb)
@@ -171,15 +161,60 @@ static int taints_eq(const struct pl_taint *a, size_t na, const struct pl_taint 
     return 1;
 }
 
+#define LABEL_HOSTNAME "kubernetes.io/hostname"
+
+/* Does the node carry kubernetes.io/hostname = its name (as nodes usually do)? Such nodes
+ * are written with `hostnameLabel: true` instead of the label, so that they can share an
+ * entry. */
+static int host_is_name(const struct pl_node *n)
+{
+    const char *h = pl_labels_get(&n->labels, LABEL_HOSTNAME);
+    return h && !strcmp(h, n->name);
+}
+
+/* Labels equal, leaving out the hostname label where skip_* says so. */
+static int labels_eq_skip(const struct pl_labels *a, int skip_a, const struct pl_labels *b,
+                          int skip_b)
+{
+    size_t i = 0, j = 0;
+
+    for (;;) {
+        if (skip_a && i < a->n && !strcmp(a->v[i].key, LABEL_HOSTNAME))
+            i++;
+        if (skip_b && j < b->n && !strcmp(b->v[j].key, LABEL_HOSTNAME))
+            j++;
+        if (i == a->n || j == b->n)
+            return i == a->n && j == b->n;
+        if (strcmp(a->v[i].key, b->v[j].key) || strcmp(a->v[i].value, b->v[j].value))
+            return 0;
+        i++;
+        j++;
+    }
+}
+
 /* Alike but for the name. */
 static int nodes_alike(const struct pl_node *a, const struct pl_node *b)
 {
-    return str_eq(a->shape, b->shape) &&
+    int ha = host_is_name(a), hb = host_is_name(b);
+
+    return ha == hb && str_eq(a->shape, b->shape) &&
            !memcmp(&a->allocatable, &b->allocatable, sizeof(a->allocatable)) &&
            !memcmp(&a->requested, &b->requested, sizeof(a->requested)) &&
-           labels_eq(&a->labels, &b->labels) &&
+           labels_eq_skip(&a->labels, ha, &b->labels, hb) &&
            taints_eq(a->taints, a->ntaints, b->taints, b->ntaints) &&
            !a->unschedulable == !b->unschedulable && !a->not_ready == !b->not_ready;
+}
+
+static cJSON *node_labels_json(const struct pl_node *n, int skip_host)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    for (size_t i = 0; i < n->labels.n; i++) {
+        if (skip_host && !strcmp(n->labels.v[i].key, LABEL_HOSTNAME))
+            continue;
+        rd_out_add_str(o, n->labels.v[i].key, n->labels.v[i].value);
+    }
+    return o;
 }
 
 static cJSON *nodes_json(const struct pl_node *nodes, size_t n, const struct pl_resnames *res)
@@ -205,8 +240,10 @@ static cJSON *nodes_json(const struct pl_node *nodes, size_t n, const struct pl_
         rd_out_add(o, "allocatable", res_json(&nd->allocatable, res));
         if (!res_is_zero(&nd->requested))
             rd_out_add(o, "requested", res_json(&nd->requested, res));
-        if (nd->labels.n)
-            rd_out_add(o, "labels", labels_json(&nd->labels));
+        if (nd->labels.n > (size_t)host_is_name(nd))
+            rd_out_add(o, "labels", node_labels_json(nd, host_is_name(nd)));
+        if (host_is_name(nd))
+            rd_out_add_bool(o, "hostnameLabel", 1);
         if (nd->ntaints)
             rd_out_add(o, "taints", taints_json(nd->taints, nd->ntaints));
         if (nd->unschedulable)
@@ -484,7 +521,7 @@ static int parse_node_entry(struct pl_node **v, size_t *n, size_t *cap, const cJ
     const char **names = NULL;
     size_t nnames = 0;
     const char *name = NULL;
-    int error, b;
+    int error, b, host;
 
     memset(&nd, 0, sizeof(nd));
     if (!cJSON_IsObject(j))
@@ -501,7 +538,8 @@ static int parse_node_entry(struct pl_node **v, size_t *n, size_t *cap, const cJ
         (error = parse_labels(&nd.labels, j, "labels", c)) < 0 ||
         (error = parse_taints(&nd.taints, &nd.ntaints, j, c)) < 0 ||
         (error = get_bool(&nd.unschedulable, j, "unschedulable", 0, c)) < 0 ||
-        (error = get_bool(&b, j, "notReady", 0, c)) < 0)
+        (error = get_bool(&b, j, "notReady", 0, c)) < 0 ||
+        (error = get_bool(&host, j, "hostnameLabel", 0, c)) < 0)
         return error;
     nd.not_ready = b;
     if (name) {
@@ -519,6 +557,15 @@ static int parse_node_entry(struct pl_node **v, size_t *n, size_t *cap, const cJ
         }
         (*v)[*n] = nd;
         (*v)[*n].name = names[i];
+        if (host) {
+            /* own copy: the entry's label array is shared by its nodes */
+            struct pl_labels *l = &(*v)[*n].labels;
+            struct pl_label *copy = rc_arena_calloc(c->a, l->n + 1, sizeof(*copy));
+            if (l->n)
+                memcpy(copy, l->v, l->n * sizeof(*copy));
+            l->v = copy;
+            pl_labels_set(l, c->a, LABEL_HOSTNAME, names[i]);
+        }
         (*n)++;
     }
     return 0;

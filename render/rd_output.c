@@ -286,6 +286,22 @@ static int cmp_file(const void *x, const void *y)
     return strcmp(a->path, b->path);
 }
 
+/* Add item as the first member of obj (metadata reads best before spec). */
+static cJSON *add_first(cJSON *obj, const char *key, cJSON *item)
+{
+    cJSON *rest = obj->child, *last;
+
+    obj->child = NULL;
+    rd_out_add(obj, key, item);
+    if (rest) {
+        last = rest->prev;
+        item->next = rest;
+        rest->prev = item;
+        item->prev = last;
+    }
+    return item;
+}
+
 static cJSON *ensure_object(cJSON *parent, const char *key)
 {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
@@ -294,6 +310,8 @@ static cJSON *ensure_object(cJSON *parent, const char *key)
         return v;
     if (v)
         cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    if (!strcmp(key, "metadata"))
+        return add_first(parent, key, oom(cJSON_CreateObject()));
     return rd_out_add(parent, key, cJSON_CreateObject());
 }
 
@@ -451,22 +469,52 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
     return 0;
 }
 
-/* The repo's Namespace object named ns, if any. */
-static const struct pl_object *find_namespace_object(const struct pl_input *in, const char *ns)
+/* The repo's Namespace objects, sorted by name, for following. */
+struct nsobjs {
+    size_t n;
+    const struct pl_object **v;
+};
+
+static int cmp_obj_name(const void *x, const void *y)
 {
+    const struct pl_object *const *a = x;
+    const struct pl_object *const *b = y;
+    return strcmp((*a)->name, (*b)->name);
+}
+
+static void nsobjs_init(struct nsobjs *s, const struct pl_input *in, struct rc_arena *a)
+{
+    s->n = 0;
+    s->v = rc_arena_calloc(a, in->nobjects + 1, sizeof(*s->v));
     for (size_t i = 0; i < in->nobjects; i++) {
         const struct pl_object *o = &in->objects[i];
-        if (is_namespace_object(o) && !strcmp(o->name, ns) && o->payload &&
-            ((const struct rd_object *)o->payload)->root)
-            return o;
+        if (is_namespace_object(o) && o->payload && ((const struct rd_object *)o->payload)->root)
+            s->v[s->n++] = o;
+    }
+    qsort(s->v, s->n, sizeof(*s->v), cmp_obj_name);
+}
+
+static const struct pl_object *find_namespace_object(const struct nsobjs *s, const char *ns)
+{
+    size_t lo = 0, hi = s->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->v[mid]->name, ns);
+        if (c == 0)
+            return s->v[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return NULL;
 }
 
-static int render_namespace(struct files *f, const struct pl_input *in, const char *cluster,
+static int render_namespace(struct files *f, const struct nsobjs *nso, const char *cluster,
                             const char *ns, struct rc_arena *a, struct rc_err *err)
 {
-    const struct pl_object *o = find_namespace_object(in, ns);
+    const struct pl_object *o = find_namespace_object(nso, ns);
     cJSON *root;
     const char *data = NULL;
     size_t len = 0;
@@ -530,6 +578,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
     struct files f = {0, 0, NULL}, kust = {0, 0, NULL};
     struct nsset need = {0, 0, NULL}, have = {0, 0, NULL};
+    struct nsobjs nso;
     const struct pl_decision **dec;
     const char **clusters = NULL;
     size_t ndec, nclusters = 0, ccap = 0;
@@ -572,6 +621,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     }
 
     /* namespaces follow their objects, once per cluster */
+    nsobjs_init(&nso, in, a);
     if (need.n)
         qsort(need.v, need.n, sizeof(*need.v), cmp_nsneed);
     if (have.n)
@@ -581,7 +631,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             continue;
         if (have.n && bsearch(&need.v[i], have.v, have.n, sizeof(*have.v), cmp_nsneed))
             continue;
-        error = render_namespace(&f, in, need.v[i].cluster, need.v[i].ns, a, err);
+        error = render_namespace(&f, &nso, need.v[i].cluster, need.v[i].ns, a, err);
         if (error < 0)
             goto done;
     }

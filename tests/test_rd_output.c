@@ -29,6 +29,7 @@
 #include "rd_object.h"
 #include "rd_output.h"
 #include "rd_source.h"
+#include "rd_demand.h"
 #include "rd_yaml.h"
 
 #define GOLDEN_DIR RP_SOURCE_DIR "/tests/data/output"
@@ -165,6 +166,8 @@ static void fill_node(struct fx *f, struct pl_node *n, const char *name, const c
         n->taints[0].value = "true";
         n->taints[0].effect = "NoSchedule";
         n->labels = labels(&f->a, "node.kubernetes.io/instance-type", "g4dn", NULL, NULL);
+    } else {
+        n->labels = labels(&f->a, "kubernetes.io/hostname", name, "kubernetes.io/os", "linux");
     }
 }
 
@@ -804,6 +807,98 @@ static void test_rd_output__kustomize_builds(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Real manifests through rd_source_load: each object its own unit on cluster c1. */
+static void test_rd_output__renders_loaded_source(void **state)
+{
+    static const char *const paths[] = {"tests/data/skyray/deploy-scripts/ray-job.train.yaml",
+                                        "tests/data/skyray/deploy-scripts/ray-service.sample.yaml"};
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file files[2];
+    char *data[2];
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_cluster c1;
+    struct pl_input in;
+    struct pl_result res;
+    struct rd_tree t;
+    char path[4096], dir[] = "/tmp/rd_output_src_XXXXXX", cmd[8192], *out;
+    size_t templates = 0, labelled = 0;
+    int status;
+
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", RP_SOURCE_DIR, paths[i]);
+        data[i] = read_file(path, &files[i].len);
+        assert_non_null(data[i]);
+        files[i].path = paths[i];
+        files[i].data = data[i];
+    }
+    if (rd_source_load(&src, files, 2, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(src.nerrors, 0);
+    assert_true(src.nobjects >= 3);
+
+    memset(&c1, 0, sizeof(c1));
+    c1.name = "c1";
+    c1.reachable = 1;
+    memset(&in, 0, sizeof(in));
+    in.res = &src.res;
+    in.nobjects = src.nobjects;
+    in.objects = src.objects;
+    in.nclusters = 1;
+    in.clusters = &c1;
+    memset(&res, 0, sizeof(res));
+    res.ndecisions = src.nobjects;
+    res.decisions = rc_arena_calloc(&f->a, src.nobjects, sizeof(*res.decisions));
+    for (size_t i = 0; i < src.nobjects; i++) {
+        struct pl_decision *d = &res.decisions[i];
+        const struct rd_object *ro = src.objects[i].payload;
+        cJSON *tmpl[32];
+        d->unit = src.objects[i].key;
+        d->policy = "p";
+        d->nobjects = 1;
+        d->objects = rc_arena_calloc(&f->a, 1, sizeof(*d->objects));
+        d->objects[0] = &src.objects[i];
+        d->object_keys = &src.objects[i].key;
+        d->state = PL_STATE_PLACED;
+        d->targets = targets(&f->a, "c1", 100, NULL, 0, &d->ntargets);
+        d->change = PL_CHANGE_NEW;
+        templates += rd_pod_templates(ro->root, tmpl, 32);
+    }
+    if (rd_render_tree(&t, &res, &in, SOURCE, NULL, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    for (size_t i = 0; i < t.nfiles; i++) {
+        const char *p = t.files[i].data;
+        assert_null(strstr(t.files[i].path, "namespace.default")); /* never followed */
+        if (!strncmp(t.files[i].path, "clusters/c1/default/", 20)) {
+            assert_non_null(strstr(p, "namespace: default"));
+            while ((p = strstr(p, "elotl-luna: \"true\"")) != NULL) {
+                labelled++;
+                p++;
+            }
+        }
+    }
+    assert_true(templates >= 4); /* RayJob head + worker(s), RayService head + worker(s) */
+    assert_int_equal(labelled, templates);
+
+    assert_non_null(mkdtemp(dir));
+    for (size_t i = 0; i < t.nfiles; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, t.files[i].path);
+        write_file(path, t.files[i].data, t.files[i].len);
+    }
+    snprintf(cmd, sizeof(cmd), "kubectl kustomize %s/clusters/c1 2>&1", dir);
+    out = run(cmd, NULL, &status);
+    if (status != 0)
+        fail_msg("kubectl kustomize: %s", out);
+    assert_non_null(strstr(out, "kind: RayService"));
+    assert_non_null(strstr(out, "kind: RayJob"));
+    free(out);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    rd_source_release(&src);
+    free(data[0]);
+    free(data[1]);
+}
+
 /* ==== Tests: placements.yaml ==== */
 
 static void test_rd_output__record_round_trip(void **state)
@@ -998,6 +1093,80 @@ static void test_rd_output__capacity_groups_alike_nodes(void **state)
     rc_buf_release(&b);
 }
 
+/* A fleet declared in Cluster objects, loaded by rd_source_load, round trips exactly. */
+static void test_rd_output__capacity_of_loaded_clusters(void **state)
+{
+    static const char yaml[] =
+        "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: static\n"
+        "  labels: {cluster.class: production}\nspec:\n  autoscaler: {type: none}\n"
+        "  costPerHour: 2.25\n  nodes:\n"
+        "  - {name: cpu, count: 3, allocatable: {cpu: \"16\", memory: 64Gi}}\n"
+        "  - {name: gpu, count: 4, allocatable: {cpu: \"8\", memory: 32Gi, nvidia.com/gpu: "
+        "\"1\"},\n     labels: {gpu: t4}, taints: [{key: nvidia.com/gpu, value: \"true\", "
+        "effect: NoSchedule}]}\n"
+        "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: dyn\n"
+        "spec:\n  autoscaler:\n    type: luna\n    nodeShapes:\n"
+        "    - {name: g4dn.xlarge, max: 10, costPerHour: 0.526, allocatable: {cpu: \"4\", "
+        "memory: 16Gi, nvidia.com/gpu: \"1\"},\n       taints: [{key: nvidia.com/gpu, effect: "
+        "NoSchedule}]}\n";
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file file = {"fleet.yaml", yaml, sizeof(yaml) - 1};
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_resnames res;
+    struct pl_cluster *c = NULL;
+    size_t n = 0;
+
+    if (rd_source_load(&src, &file, 1, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    if (src.nerrors)
+        fail_msg("%s", src.errors[0].msg);
+    assert_int_equal(src.nclusters, 2);
+    assert_int_equal(rd_capacity_emit(&one, src.clusters, 2, &src.res, NULL, 0, SOURCE, &err), 0);
+    /* 3 cpu nodes share an entry, and so do 4 gpu nodes */
+    assert_non_null(strstr(one.ptr, "names:"));
+    assert_non_null(strstr(one.ptr, "hostnameLabel: true"));
+    pl_resnames_init(&res);
+    if (rd_capacity_parse(&c, &n, &res, one.ptr, one.len, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(n, 2);
+    assert_int_equal(rd_capacity_emit(&two, c, n, &res, NULL, 0, SOURCE, &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    for (size_t i = 0; i < n; i++) {
+        const struct pl_cluster *a = &src.clusters[i], *b = &c[i];
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->cost_micro, b->cost_micro);
+        assert_int_equal(a->autoscaler, b->autoscaler);
+        assert_int_equal(a->nnodes, b->nnodes);
+        assert_int_equal(a->labels.n, b->labels.n);
+        for (size_t k = 0; k < a->nnodes; k++) {
+            assert_string_equal(a->nodes[k].name, b->nodes[k].name);
+            assert_int_equal(a->nodes[k].labels.n, b->nodes[k].labels.n);
+            for (size_t l = 0; l < a->nodes[k].labels.n; l++) {
+                assert_string_equal(a->nodes[k].labels.v[l].key, b->nodes[k].labels.v[l].key);
+                assert_string_equal(a->nodes[k].labels.v[l].value, b->nodes[k].labels.v[l].value);
+            }
+            assert_int_equal(a->nodes[k].ntaints, b->nodes[k].ntaints);
+            for (int r = 0; r < src.res.n; r++) {
+                int br = pl_resnames_find(&res, src.res.name[r]);
+                assert_int_equal(a->nodes[k].allocatable.v[r],
+                                 br < 0 ? 0 : b->nodes[k].allocatable.v[br]);
+            }
+        }
+        for (size_t k = 0; k < a->nshapes; k++) {
+            assert_string_equal(a->shapes[k].name, b->shapes[k].name);
+            assert_int_equal(a->shapes[k].cost_micro, b->shapes[k].cost_micro);
+            assert_int_equal(a->shapes[k].max, b->shapes[k].max);
+            assert_int_equal(a->shapes[k].ntaints, b->shapes[k].ntaints);
+        }
+    }
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rd_source_release(&src);
+}
+
 static void test_rd_output__capacity_parse_errors(void **state)
 {
     struct fx *f = *state;
@@ -1115,6 +1284,32 @@ static void test_rd_output__message_summary(void **state)
     free(m);
 }
 
+static void test_rd_output__message_subject_fits(void **state)
+{
+    struct fx *f = *state;
+    struct pl_target *t;
+    char *m;
+
+    /* a single change whose sentence would be too long falls back to counts */
+    only_change(f, 1);
+    t = rc_arena_calloc(&f->a, 2, sizeof(*t));
+    t[0].cluster = "a-cluster-with-a-really-long-name-in-region-one";
+    t[0].percent = 100;
+    t[1].cluster = "another-cluster-with-a-really-long-name-in-region-two";
+    t[1].percent = 100;
+    f->result.decisions[1].targets = t;
+    m = message(f, NULL, 0, 0);
+    assert_true(!strncmp(m, "place 1 unit\n\nplace web/frontend on a-cluster", 45));
+    free(m);
+
+    /* nothing changed: the record is refreshed, and says why when files failed */
+    for (size_t i = 0; i < f->result.ndecisions; i++)
+        f->result.decisions[i].change = PL_CHANGE_NONE;
+    m = message(f, NULL, 0, 1);
+    assert_true(!strncmp(m, "update placement record (1 source file not loaded)\n\n", 52));
+    free(m);
+}
+
 static void test_rd_output__message_wraps_at_72(void **state)
 {
     struct fx *f = *state;
@@ -1214,15 +1409,18 @@ int main(void)
         T(test_rd_output__namespaces_follow),
         T(test_rd_output__system_namespaces_not_followed),
         T(test_rd_output__kustomize_builds),
+        T(test_rd_output__renders_loaded_source),
         T(test_rd_output__record_round_trip),
         T(test_rd_output__record_removed_units_dropped),
         T(test_rd_output__record_parse_errors),
         T(test_rd_output__capacity_round_trip),
         T(test_rd_output__capacity_groups_alike_nodes),
+        T(test_rd_output__capacity_of_loaded_clusters),
         T(test_rd_output__capacity_parse_errors),
         T(test_rd_output__message_single_place),
         T(test_rd_output__message_move_pending_remove),
         T(test_rd_output__message_summary),
+        T(test_rd_output__message_subject_fits),
         T(test_rd_output__message_wraps_at_72),
         T(test_rd_output__message_trailers_parse),
         T(test_rd_output__deterministic),
