@@ -282,17 +282,6 @@ static int parse_args(struct cli *c, int argc, char **argv)
 
 /* ==== State directory and lock ==== */
 
-static int is_url(const char *repo)
-{
-    /* scheme://... or scp-like user@host:path (a colon before any slash) */
-    const char *colon = strchr(repo, ':');
-    const char *slash = strchr(repo, '/');
-
-    if (strstr(repo, "://"))
-        return 1;
-    return colon && (!slash || colon < slash) && colon != repo;
-}
-
 static int mkdir_p(const char *path)
 {
     char tmp[PATH_MAX];
@@ -320,7 +309,7 @@ static int default_state_dir(char *out, size_t n, const char *repo)
     char hex[17];
     const char *base;
 
-    if (!is_url(repo)) {
+    if (!rc_git_is_url(repo)) {
         char dotgit[PATH_MAX];
         snprintf(dotgit, sizeof(dotgit), "%s/.git", repo);
         if (stat(dotgit, &st) == 0 && S_ISDIR(st.st_mode))
@@ -941,8 +930,10 @@ int main(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
     }
 
-    rc_git_global_init();
-    rc_http_global_init();
+    if (rc_git_global_init(&err) < 0 || rc_http_global_init(&err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        return RC_EXIT_SYSTEM;
+    }
     memset(&r, 0, sizeof(r));
     r.cli = &c;
     r.state_dir = state_dir;
