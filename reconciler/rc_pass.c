@@ -268,6 +268,42 @@ static void drop_bare_namespaces(struct pl_result *res)
     res->ndecisions = w;
 }
 
+static int cmp_prev(const void *x, const void *y)
+{
+    const struct pl_prev_unit *a = x, *b = y;
+
+    return strcmp(a->unit, b->unit);
+}
+
+/* A unit whose decision did not change keeps its record entry as written when the decision
+ * was made (reason and verdicts), so that an unchanged fleet makes no new commit and the
+ * record keeps saying why the unit went where it is. */
+static void keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev,
+                                  struct rc_arena *a)
+{
+    struct pl_prev_unit *sorted;
+
+    if (!prev->nunits)
+        return;
+    sorted = rc_arena_calloc(a, prev->nunits, sizeof(*sorted));
+    memcpy(sorted, prev->units, prev->nunits * sizeof(*sorted));
+    qsort(sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        struct pl_decision *d = &res->decisions[i];
+        struct pl_prev_unit key, *p;
+        if (d->change != PL_CHANGE_NONE)
+            continue;
+        key.unit = d->unit;
+        p = bsearch(&key, sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+        if (!p || !p->reason)
+            continue;
+        d->reason = p->reason;
+        d->cause = p->cause;
+        d->nverdicts = p->nverdicts;
+        d->verdicts = p->verdicts;
+    }
+}
+
 /* Load the source at S (step 1 of a computation). */
 static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
@@ -300,6 +336,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (error < 0)
         return error;
     drop_bare_namespaces(&c->res);
+    keep_recorded_reasons(&c->res, prev, a);
     return rd_render_tree(&c->tree, &c->res, &c->in, source, &o->render, a, err);
 }
 

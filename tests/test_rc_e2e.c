@@ -99,7 +99,7 @@ static void kustomize_all(const char *repo)
     free(th_git_ok(repo, "worktree", "add", "--detach", path, "deploy", NULL));
     wt = path;
     for (size_t i = 0; i < 2; i++) {
-        char cdir[4096];
+        char cdir[8192];
         char *out = NULL, *err = NULL;
         const char *argv[] = {"kubectl", "kustomize", cdir, NULL};
         snprintf(cdir, sizeof(cdir), "%s/clusters/%s", wt, clusters[i]);
@@ -329,10 +329,10 @@ static void test_rc_e2e__broken_file_keeps_placements(void **state)
 
 static const char *small_fleet =
     "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: a\nspec:\n"
-    "  autoscaler: {type: none}\n  nodes:\n  - {name: n, count: 1, allocatable: {cpu: \"2\", "
+    "  autoscaler: {type: none}\n  nodes:\n  - {name: node, count: 1, allocatable: {cpu: \"2\", "
     "memory: 4Gi, pods: \"110\"}}\n"
     "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: b\nspec:\n"
-    "  autoscaler: {type: none}\n  nodes:\n  - {name: n, count: 1, allocatable: {cpu: \"2\", "
+    "  autoscaler: {type: none}\n  nodes:\n  - {name: node, count: 1, allocatable: {cpu: \"2\", "
     "memory: 4Gi, pods: \"110\"}}\n";
 
 static const char *any_policy =
@@ -511,9 +511,9 @@ static void test_rc_e2e__two_reconcilers_race(void **state)
     free(th_git_commit_files(
         work, "fleet", "fleet.yaml",
         "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: a\nspec:\n"
-        "  nodes:\n  - {name: n, count: 6, allocatable: {cpu: \"1\", memory: 4Gi}}\n"
+        "  nodes:\n  - {name: node, count: 6, allocatable: {cpu: \"1\", memory: 4Gi}}\n"
         "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: b\nspec:\n"
-        "  nodes:\n  - {name: n, count: 6, allocatable: {cpu: \"1\", memory: 4Gi}}\n",
+        "  nodes:\n  - {name: node, count: 6, allocatable: {cpu: \"1\", memory: 4Gi}}\n",
         "policy.yaml", any_policy, NULL));
     free(th_git_ok(work, "push", "-q", url, "main", NULL));
     for (int r = 0; r < rounds; r++) {
