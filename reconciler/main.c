@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,6 +721,32 @@ done:
     return status;
 }
 
+/* An amount for people at a glance: cpu "34.5", memory "97.4Gi", others exact. Status only:
+ * records and messages use exact quantities. */
+static void human_amount(char *out, size_t n, int k, int64_t milli)
+{
+    const char *sign = milli < 0 ? "-" : "";
+    uint64_t m = milli < 0 ? (uint64_t)0 - (uint64_t)milli : (uint64_t)milli;
+
+    if (k == PL_RES_MEMORY) {
+        static const char *const units[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi"};
+        double v = (double)m / 1000.0;
+        int u = 0;
+        while (v >= 1024.0 && u < 5) {
+            v /= 1024.0;
+            u++;
+        }
+        if (u == 0 || v >= 100.0 || v == (double)(int64_t)v)
+            snprintf(out, n, "%s%.0f%s", sign, v, units[u]);
+        else
+            snprintf(out, n, "%s%.1f%s", sign, v, units[u]);
+    } else if (m % 1000 == 0) {
+        snprintf(out, n, "%s%llu", sign, (unsigned long long)(m / 1000));
+    } else {
+        snprintf(out, n, "%s%.2f", sign, (double)m / 1000.0);
+    }
+}
+
 static void format_res(char *out, size_t n, const struct pl_resnames *names,
                        const struct pl_res *v)
 {
@@ -727,10 +754,10 @@ static void format_res(char *out, size_t n, const struct pl_resnames *names,
 
     out[0] = '\0';
     for (int k = 0; k < names->n && used < n; k++) {
-        char q[PL_QUANTITY_STR];
+        char q[64];
         if (k == PL_RES_PODS || (!v->v[k] && k >= PL_RES_FIRST_EXTENDED))
             continue;
-        pl_quantity_format(q, v->v[k], k == PL_RES_MEMORY);
+        human_amount(q, sizeof(q), k, v->v[k]);
         used += (size_t)snprintf(out + used, n - used, "%s%s %s", used ? ", " : "",
                                  names->name[k], q);
     }
@@ -760,8 +787,12 @@ static int cmd_status(struct run *r)
         char alloc[512], used[512], committed[512], freeb[512];
         cJSON *cj = NULL, *units = NULL;
 
-        for (int k = 0; k < PL_RES_MAX; k++)
+        /* free on the nodes that exist now; what exceeds them waits for a scale-up */
+        for (int k = 0; k < PL_RES_MAX; k++) {
             freev.v[k] = u->allocatable.v[k] - u->requested.v[k] - u->committed.v[k];
+            if (freev.v[k] < 0)
+                freev.v[k] = 0;
+        }
         format_res(alloc, sizeof(alloc), res.input->res, &u->allocatable);
         format_res(used, sizeof(used), res.input->res, &u->requested);
         format_res(committed, sizeof(committed), res.input->res, &u->committed);
@@ -777,9 +808,10 @@ static int cmd_status(struct run *r)
         } else {
             printf("\n%s\n", u->cluster);
             printf("  allocatable  %s\n", alloc);
-            printf("  in use       %s\n", used[0] ? used : "-");
-            printf("  placed       %s\n", committed[0] ? committed : "-");
-            printf("  free         %s\n", freeb);
+            printf("  in use       %s   (observed on the cluster)\n", used[0] ? used : "-");
+            printf("  placed       %s   (by rightplace, not observed yet)\n",
+                   committed[0] ? committed : "-");
+            printf("  free now     %s\n", freeb);
             if (u->nodes_to_add)
                 printf("  scale-up     %lld node(s) expected from its autoscaler\n",
                        (long long)u->nodes_to_add);
