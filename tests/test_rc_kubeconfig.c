@@ -345,6 +345,16 @@ static void test_rc_kubeconfig__bad_files(void **state)
     th_kube_kubeconfig(kc, &f->kube, NULL, "    auth-provider: {name: gcp}\n");
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "'auth-provider' of user 'u' is not supported"));
+    th_kube_kubeconfig(kc, &f->kube, NULL,
+                       "    exec: {apiVersion: client.authentication.k8s.io/v1, command: login, "
+                       "interactiveMode: Always}\n");
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "exec plugin 'login' needs a terminal"));
+    th_kube_kubeconfig(kc, &f->kube, NULL,
+                       "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, "
+                       "command: x}\n");
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "v1alpha1' is not supported"));
     th_kube_kubeconfig(kc, &f->kube, "    certificate-authority-data: '!!notbase64'\n", NULL);
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "invalid base64 in 'certificate-authority-data'"));
