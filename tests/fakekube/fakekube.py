@@ -19,6 +19,7 @@ real API server where rightplace depends on it:
 - faults from --faults-file (JSON, re-read when it changes): a list of
   {"path": regex, "method": "GET", "status": 500, "retry_after": 1, "delay": 2.5,
    "drop": true, "count": 2}; count (default: unlimited) is the number of requests hit.
+  {"wrong_cert": true, "count": n} serves --wrong-cert (another CA) to new connections.
 - every request is appended to --log as one JSON line: method, path, query, content_type,
   accept, body, auth ("bearer" | "cert" | "none"), status. Token values are never written.
 - --state: JSON {"objects": [...]} preloaded (nodes, pods, namespaces, ...).
@@ -154,6 +155,44 @@ def selector_matches(reqs, labels):
     return True
 
 
+FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase",
+          "spec.unschedulable")
+
+
+def parse_field_selector(text):
+    """field selector: a=b, a==b, a!=b, comma-separated, on the fields the real server
+    supports for pods and nodes (others: 400 like the real one)."""
+    reqs = []
+    for p in [x.strip() for x in text.split(",") if x.strip()]:
+        if "!=" in p:
+            k, v = p.split("!=", 1)
+            op = "!="
+        elif "==" in p:
+            k, v = p.split("==", 1)
+            op = "="
+        elif "=" in p:
+            k, v = p.split("=", 1)
+            op = "="
+        else:
+            raise ValueError("invalid selector: '%s'; can't understand '%s'" % (text, p))
+        if k.strip() not in FIELDS:
+            raise ValueError('"%s" is not a known field selector: only "%s"'
+                             % (k.strip(), '", "'.join(FIELDS)))
+        reqs.append((k.strip(), op, v.strip()))
+    return reqs
+
+
+def field_matches(reqs, obj):
+    for k, op, v in reqs:
+        cur = obj
+        for part in k.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        cur = "" if cur is None else (str(cur).lower() if isinstance(cur, bool) else str(cur))
+        if (op == "=") != (cur == v):
+            return False
+    return True
+
+
 class Store:
     def __init__(self, args):
         self.lock = threading.RLock()
@@ -231,6 +270,8 @@ class Faults:
                         text = f.read()
                     self.rules = json.loads(text) if text.strip() else []
             for r in self.rules:
+                if bool(r.get("wrong_cert")) != (method == "TLS"):
+                    continue
                 if r.get("method") and r["method"] != method:
                     continue
                 if not re.search(r.get("path", ""), path):
@@ -458,6 +499,10 @@ class API:
             reqs = parse_selector(query.get("labelSelector", [""])[0])
         except Exception:  # noqa
             return status(400, "BadRequest", "unable to parse requirement")
+        try:
+            fsel = parse_field_selector(query.get("fieldSelector", [""])[0])
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
         items = []
         for (g, r, ns, name), obj in sorted(self.s.objects.items(),
                                             key=lambda kv: (kv[0][2] or "", kv[0][3])):
@@ -466,6 +511,8 @@ class API:
             if c["ns"] is not None and ns != c["ns"]:
                 continue
             if not selector_matches(reqs, obj.get("metadata", {}).get("labels") or {}):
+                continue
+            if not field_matches(fsel, obj):
                 continue
             items.append(copy.deepcopy(obj))
         start = 0
@@ -498,6 +545,9 @@ class API:
             return status(400, "BadRequest",
                           'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
                           'value: is required for apply patch')
+        dry = query.get("dryRun", [""])[0]
+        if dry not in ("", "All"):
+            return status(400, "BadRequest", "Invalid dry run value: %s" % dry)
         force = query.get("force", ["false"])[0]
         if force not in ("true", "false"):
             return status(400, "BadRequest", "invalid value for force: %s" % force)
@@ -549,7 +599,8 @@ class API:
                     establish(new)
             if c["resource"] == "namespaces":
                 new["status"] = {"phase": "Active"}
-            self.s.objects[k] = new
+            if not dry:
+                self.s.objects[k] = new
             return 201, self.present(c, new)
         before = json.dumps(cur, sort_keys=True)
         new = copy.deepcopy(cur)
@@ -566,7 +617,8 @@ class API:
                 nmd["generation"] = cur["metadata"].get("generation", 1) + 1
         else:
             new = cur  # no-op apply: nothing changes, not even resourceVersion
-        self.s.objects[k] = new
+        if not dry:
+            self.s.objects[k] = new
         return 200, self.present(c, new)
 
     def delete(self, c, ctype, body):
@@ -632,9 +684,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def finish_request(self, request, client_address):
         # TLS handshake in the connection's own thread, so a client that stalls or aborts
         # cannot block the listener.
+        ctx = self.ssl_ctx
+        if self.wrong_ctx is not None and self.faults.match("TLS", ""):
+            ctx = self.wrong_ctx  # a certificate from another CA for this connection
         try:
             request.settimeout(30)
-            conn = self.ssl_ctx.wrap_socket(request, server_side=True)
+            conn = ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError):
             return
         try:
@@ -675,6 +730,8 @@ def main():
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--client-ca", required=True)
+    ap.add_argument("--wrong-cert")
+    ap.add_argument("--wrong-key")
     ap.add_argument("--tokens-file", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
@@ -694,6 +751,10 @@ def main():
 
     srv = Server(("127.0.0.1", 0), Handler)
     srv.ssl_ctx = ctx
+    srv.wrong_ctx = None
+    if args.wrong_cert:
+        srv.wrong_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        srv.wrong_ctx.load_cert_chain(args.wrong_cert, args.wrong_key)
     srv.args = args
     srv.api = API(store)
     srv.faults = Faults(args.faults_file)
