@@ -6,12 +6,9 @@
 #include "th.h"
 #include "th_kube.h"
 
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "rc_apply.h"
 #include "rc_git.h"
@@ -27,21 +24,6 @@ static void no_sleep(void *payload, long ms)
 {
     (void)payload;
     (void)ms;
-}
-
-/* `git init --bare dir` (th_run is defined by both th_git and th_kube, so neither is used). */
-static int git_init_bare(const char *dir)
-{
-    char a0[] = "git", a1[] = "init", a2[] = "-q", a3[] = "--bare";
-    char *const argv[] = {a0, a1, a2, a3, (char *)dir, NULL};
-    int status;
-    pid_t pid;
-
-    if (posix_spawnp(&pid, "git", NULL, NULL, argv, environ) != 0)
-        return -1;
-    if (waitpid(pid, &status, 0) != pid)
-        return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 struct fixture {
@@ -80,10 +62,13 @@ static int setup(void **state)
     struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
     struct rc_err err = RC_ERR_INIT;
 
-    if (th_mkdtemp(f->repo) < 0)
+    if (th_kube_mkdtemp(f->repo) < 0)
         return -1;
-    if (git_init_bare(f->repo) != 0)
-        return -1;
+    {
+        const char *argv[] = {"git", "init", "-q", "--bare", f->repo, NULL};
+        if (th_kube_run(argv) != 0)
+            return -1;
+    }
     if (rc_git_open(&f->g, f->repo, NULL, &err) < 0)
         return -1;
     for (int i = 0; i < NCL; i++) {
@@ -118,7 +103,7 @@ static int teardown(void **state)
     if (f->extra.pid > 0)
         th_kube_stop(&f->extra);
     rc_git_free(f->g);
-    th_rmtree(f->repo);
+    th_kube_rmtree(f->repo);
     fclose(f->logf);
     free(f->logbuf);
     free(f);
@@ -146,7 +131,7 @@ static int group_teardown(void **state)
     (void)state;
     for (int i = 0; i < NCL; i++)
         th_kube_stop(&servers[i]);
-    th_rmtree(certs.dir);
+    th_kube_rmtree(certs.dir);
     rc_git_global_shutdown();
     rc_http_global_cleanup();
     return 0;
