@@ -14,6 +14,8 @@
 #include "rc_git.h"
 #include "rc_http.h"
 #include "rc_kube.h"
+#include "rc_pass.h"
+#include "th_git.h"
 
 #define TOKEN "s3cr3t-Tok3n-7f1e9a"
 #define NCL 3
@@ -39,7 +41,8 @@ struct fixture {
     FILE *logf;
     struct rc_log log;
     char parent[41];
-    struct th_kube extra; /* a server of one case's own, stopped by teardown */
+    struct th_kube extra; /* servers of one case's own, stopped by teardown */
+    struct th_kube extra2;
 };
 
 static void write_kubeconfig(struct fixture *f, int i, const char *ca_name)
@@ -102,6 +105,8 @@ static int teardown(void **state)
         th_kube_faults(&f->kube[i], "[]");
     if (f->extra.pid > 0)
         th_kube_stop(&f->extra);
+    if (f->extra2.pid > 0)
+        th_kube_stop(&f->extra2);
     rc_git_free(f->g);
     th_kube_rmtree(f->repo);
     fclose(f->logf);
@@ -588,6 +593,126 @@ static void test_rc_apply__crd_first_and_established(void **state)
     assert_string_equal(ref, c1);
 }
 
+/* ==== The whole pass, on two live fake clusters ==== */
+
+#define E2E_NODE(name, cpu)                                                                        \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"" name "\"},"               \
+    "\"status\":{\"allocatable\":{\"cpu\":\"" cpu "\",\"memory\":\"16Gi\",\"pods\":\"110\"},"      \
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+/* cluster a: one 4-cpu node, 3.5 cpu of it used by a running pod */
+static const char E2E_STATE_A[] =
+    "{\"objects\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
+    "\"other\"}}," E2E_NODE(
+        "a1",
+        "4") ","
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big\",\"namespace\":"
+             "\"other\"},\"spec\":{\"nodeName\":\"a1\",\"containers\":[{\"name\":\"c\","
+             "\"resources\":"
+             "{\"requests\":{\"cpu\":\"3500m\"}}}]},\"status\":{\"phase\":\"Running\"}}]}";
+/* cluster b: one free 8-cpu node */
+static const char E2E_STATE_B[] = "{\"objects\":[" E2E_NODE("b1", "8") "]}";
+
+static const char E2E_POLICY[] =
+    "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata:\n  name: web\n"
+    "spec:\n  namespaceSelector:\n    matchLabels:\n      kubernetes.io/metadata.name: team\n"
+    "  resourceSelectors:\n    labelSelectors:\n    - matchLabels:\n        app: web\n";
+static const char E2E_DEPLOY[] =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: team\n"
+    "  labels:\n    app: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n"
+    "      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n"
+    "    spec:\n      containers:\n      - name: web\n        image: nginx\n"
+    "        resources:\n          requests:\n            cpu: \"2\"\n";
+
+static char *e2e_cluster(const char *name, const char *kubeconfig)
+{
+    char *out = malloc(1024);
+    snprintf(out, 1024,
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n"
+             "spec:\n  kubeconfig:\n    path: %s\n  autoscaler:\n    type: none\n",
+             name, kubeconfig);
+    return out;
+}
+
+static void test_rc_apply__pass_end_to_end_two_clusters(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube_opts oa = {E2E_STATE_A, TOKEN "\n", 0, 0, 0};
+    struct th_kube_opts ob = {E2E_STATE_B, TOKEN "\n", 0, 0, 0};
+    struct rc_pass_options po = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_result res;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *src = NULL;
+    char kca[TH_PATH], kcb[TH_PATH], ref[41], first[41];
+    char *dir, *ca_yaml, *cb_yaml, *text, *commit;
+    cJSON *reqs;
+
+    assert_int_equal(th_kube_start(&f->extra, &certs, &oa), 0);
+    assert_int_equal(th_kube_start(&f->extra2, &certs, &ob), 0);
+    f->kube[0] = f->extra;
+    f->kube[1] = f->extra2;
+    write_kubeconfig(f, 0, "ca.crt");
+    write_kubeconfig(f, 1, "ca.crt");
+    memcpy(kca, f->kubeconfig[0], sizeof(kca));
+    memcpy(kcb, f->kubeconfig[1], sizeof(kcb));
+    ca_yaml = e2e_cluster("a", kca);
+    cb_yaml = e2e_cluster("b", kcb);
+
+    dir = th_git_init("e2e", 0);
+    commit = th_git_commit_files(dir, "fleet and a web deployment", "fleet/a.yaml", ca_yaml,
+                                 "fleet/b.yaml", cb_yaml, "team/policy.yaml", E2E_POLICY,
+                                 "team/web.yaml", E2E_DEPLOY, NULL);
+    free(commit);
+    assert_int_equal(rc_git_open(&src, dir, NULL, &err), RC_OK);
+    po.apply = 1;
+    po.log = &f->log;
+
+    /* pass 1: a is full (observed), b has room: web goes to b and is applied there */
+    assert_int_equal(rc_pass_run(&res, src, &po, &a, &err), RC_OK);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.placed, 1);
+    assert_int_equal(res.apply_incomplete, 0);
+    memcpy(first, res.deploy_new, 41);
+    reqs = th_kube_requests(&f->extra2);
+    assert_non_null(th_kube_find(reqs, "PATCH", "/api/v1/namespaces/team"));
+    assert_non_null(th_kube_find(reqs, "PATCH", "/apis/apps/v1/namespaces/team/deployments/web"));
+    cJSON_Delete(reqs);
+    reqs = th_kube_requests(&f->extra);
+    assert_int_equal(th_kube_count(reqs, "PATCH", ""), 0);
+    cJSON_Delete(reqs);
+    {
+        struct rc_err e = RC_ERR_INIT;
+        assert_int_equal(rc_git_resolve(ref, src, "refs/rightplace/applied/b", &e), RC_OK);
+        assert_string_equal(ref, first);
+    }
+    text = NULL;
+    assert_int_equal(rc_git_note_read(&text, src, first, &a, &err), RC_OK);
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "--- note\n%s--- log\n%.*s", text, (int)f->loglen, f->logbuf);
+    assert_non_null(strstr(text, "cluster b: applied "));
+
+    /* pass 2: the workload leaves the source: it is pruned from b */
+    th_kube_clear_requests(&f->extra2);
+    free(th_git_ok(dir, "rm", "-q", "team/web.yaml", NULL));
+    free(th_git_ok(dir, "commit", "-q", "-m", "remove web", NULL));
+    assert_int_equal(rc_pass_run(&res, src, &po, &a, &err), RC_OK);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.apply_incomplete, 0);
+    reqs = th_kube_requests(&f->extra2);
+    assert_non_null(th_kube_find(reqs, "DELETE", "/apis/apps/v1/namespaces/team/deployments/web"));
+    cJSON_Delete(reqs);
+    assert_int_equal(rc_git_resolve(ref, src, "refs/rightplace/applied/b", &err), RC_OK);
+    assert_string_equal(ref, res.deploy_new);
+    assert_no_token(f, NULL);
+
+    rc_git_free(src);
+    th_rm_rf(dir);
+    free(dir);
+    free(ca_yaml);
+    free(cb_yaml);
+    rc_arena_release(&a);
+}
+
 static void test_rc_apply__simulated_clusters_ignored(void **state)
 {
     struct fixture *f = *state;
@@ -622,7 +747,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_wrong_certificate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__simulated_clusters_ignored, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    char *home = th_git_env_setup();
+    int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+
+    th_rm_rf(home);
+    free(home);
+    return failed;
 }
