@@ -34,6 +34,7 @@ void rc_log_vmsg(const struct rc_log *log, enum rc_log_level level, const char *
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     }
+    flockfile(out); /* one whole line at a time: observe and apply log from several threads */
     if (log && log->json) {
         fputs("{\"level\":", out);
         json_string(out, names[level]);
@@ -45,6 +46,7 @@ void rc_log_vmsg(const struct rc_log *log, enum rc_log_level level, const char *
                 level == RC_LOG_INFO ? "" : ": ", msg);
     }
     fflush(out);
+    funlockfile(out);
 }
 
 void rc_log_msg(const struct rc_log *log, enum rc_log_level level, const char *fmt, ...)
