@@ -104,6 +104,50 @@ static int is_ours(const cJSON *live)
     return cJSON_IsString(v) && !strcmp(v->valuestring, PL_LABEL_MANAGED_VALUE);
 }
 
+static int count_foreign_pod(void *payload, const cJSON *item, struct rc_err *err)
+{
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(item, "metadata"), "labels");
+
+    (void)err;
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(labels, PL_LABEL_UNIT)))
+        (*(size_t *)payload)++;
+    return RC_OK;
+}
+
+/* Deleting a Namespace deletes everything in it: refuse while pods that rightplace did not
+ * place run there. 1: it may go; 0: kept (counted and logged); -1: the cluster is down. */
+static int namespace_may_go(struct job *j, struct rc_kube *k, const struct rc_apply_op *op)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf path = RC_BUF_INIT;
+    size_t foreign = 0;
+    int rc;
+
+    if (rc_buf_printf(&path, &err, "/api/v1/namespaces/%s/pods", op->name) < 0) {
+        add_failure(j, "delete", op->key, err.msg);
+        return 0;
+    }
+    rc = rc_kube_list(k, path.ptr, NULL, count_foreign_pod, &foreign, &err);
+    rc_buf_release(&path);
+    if (rc < 0) {
+        if (cluster_down(k, rc)) {
+            unreachable(j, err.msg);
+            return -1;
+        }
+        add_failure(j, "delete", op->key, err.msg);
+        return 0;
+    }
+    if (foreign == 0)
+        return 1;
+    j->res.kept++;
+    if (j->log)
+        rc_log_info(j->log,
+                    "cluster '%s': not deleting '%s': %zu pods there were not placed by rightplace",
+                    j->conn->name, op->key, foreign);
+    return 0;
+}
+
 static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op *op)
 {
     struct rc_err err = RC_ERR_INIT;
@@ -131,6 +175,10 @@ static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op
                         j->conn->name, op->key, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
         cJSON_Delete(live);
         return 0;
+    }
+    if (op->stage == RC_APPLY_STAGE_NAMESPACE && (rc = namespace_may_go(j, k, op)) <= 0) {
+        cJSON_Delete(live);
+        return rc;
     }
     rc = rc_kube_delete(k, op->api_version, op->kind, op->ns, op->name, uid->valuestring, &err);
     cJSON_Delete(live);

@@ -455,6 +455,52 @@ static void test_rc_apply__object_refused_is_reported_nothing_deleted(void **sta
     rc_arena_release(&a);
 }
 
+/* Removing a Namespace's file deletes it only while no pod rightplace did not place runs
+ * there: deleting a Namespace deletes everything in it. */
+static void test_rc_apply__namespace_with_foreign_pods_is_kept(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    static const struct tf tree_a[] = {
+        {"_cluster/namespace.busy.yaml",
+         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: busy\n"
+         "  labels:\n" MANAGED},
+        {"_cluster/namespace.quiet.yaml",
+         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: quiet\n"
+         "  labels:\n" MANAGED},
+    };
+    static const struct tf tree_b[] = {{"kustomization.yaml", KUST}};
+    const char *pod_json = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+                           "\"theirs\",\"namespace\":\"busy\"},\"spec\":{\"containers\":"
+                           "[{\"name\":\"c\",\"image\":\"x\"}]}}";
+    cJSON *pod = cJSON_Parse(pod_json), *reqs;
+    char c1[41], c2[41], ref[41];
+    char *text;
+
+    commit(f, c1, tree_a, 2);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    assert_int_equal(rc_kube_open(&k, f->kubeconfig[0], NULL, NULL, &err), RC_OK);
+    assert_int_equal(rc_kube_apply(k, pod, "someone-else", 1, NULL, &err), RC_OK);
+    rc_kube_free(k);
+    cJSON_Delete(pod);
+
+    commit(f, c2, tree_b, 1);
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c2, 1, 0), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_non_null(th_kube_find(reqs, "DELETE", "/api/v1/namespaces/quiet"));
+    assert_null(th_kube_find(reqs, "DELETE", "/api/v1/namespaces/busy"));
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c2);
+    text = note(f, c2, &a);
+    assert_non_null(
+        strstr(text, "cluster c1: applied 0, deleted 1, kept 1 not managed by rightplace"));
+    rc_arena_release(&a);
+}
+
 /* One fault on cluster `bad` (0-based) of three. */
 static void fault_case(struct fixture *f, int bad, const char *faults, int wrong_ca)
 {
@@ -741,6 +787,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__object_refused_is_reported_nothing_deleted,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__namespace_with_foreign_pods_is_kept, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_429_retry_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_slow, setup, teardown),
