@@ -276,6 +276,7 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
         const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
         struct pl_node *node;
         struct pl_res req;
+        struct rc_err perr = RC_ERR_INIT;
 
         if (!pod_counts(item))
             continue;
@@ -283,11 +284,10 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
             c->present[c->npresent++] = rc_arena_strdup(a, unit);
         if (!node_name || !*node_name || !(node = find_node(c, node_name)))
             continue;
-        if ((rc = pod_request(&req, item, res, a, err)) < 0) {
-            const char *pname = item_name(item),
-                       *pns = field_str(field(item, "metadata"), "namespace");
-            return rc_err_prefix(err, "cluster '%s': pod '%s/%s': ", c->name, pns ? pns : "",
-                                 pname ? pname : "");
+        if (pod_request(&req, item, res, a, &perr) < 0) {
+            /* the API server validated it; what rd_demand cannot read counts as a pod only,
+             * rather than taking the whole cluster out of placement */
+            memset(&req, 0, sizeof(req));
         }
         for (int i = 0; i < res->n; i++)
             node->requested.v[i] += req.v[i];

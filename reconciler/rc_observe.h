@@ -57,7 +57,8 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
  *   node.kubernetes.io/instance-type label when a declared shape has that name;
  * - nodes[].requested from `pods` (an array of Pod objects): pods in phase Pending or Running
  *   bound to a node (spec.nodeName) add their effective requests (the scheduler's rule, as
- *   rd_demand computes it) plus one "pods";
+ *   rd_demand computes it) plus one "pods" (a pod rd_demand cannot read adds only the one
+ *   "pods": the server accepted it, and one odd pod must not take the cluster out);
  * - present[]: the sorted, unique values of the rightplace.dev/unit label of those pods
  *   (bound or not);
  * - when `deployments` is not NULL (autoscaler detection asked for): autoscaler =
@@ -66,7 +67,7 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
  *   one named cluster-autoscaler or labelled app.kubernetes.io/name=cluster-autoscaler, else
  *   PL_AUTOSCALER_NONE; deployments scaled to 0 replicas do not count. A detected autoscaler
  *   without declared shapes can add any shape (any_shape = 1).
- * Malformed items (no name, a bad quantity) are RC_EINVALID naming the item.
+ * Malformed nodes (no name, a bad allocatable quantity) are RC_EINVALID naming the node.
  */
 int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods,
                      const cJSON *deployments, struct pl_resnames *res, struct rc_arena *a,

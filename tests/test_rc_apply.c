@@ -646,15 +646,15 @@ static void test_rc_apply__crd_first_and_established(void **state)
     "\"status\":{\"allocatable\":{\"cpu\":\"" cpu "\",\"memory\":\"16Gi\",\"pods\":\"110\"},"      \
     "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
 /* cluster a: one 4-cpu node, 3.5 cpu of it used by a running pod */
-static const char E2E_STATE_A[] =
-    "{\"objects\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
-    "\"other\"}}," E2E_NODE(
-        "a1",
-        "4") ","
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big\",\"namespace\":"
-             "\"other\"},\"spec\":{\"nodeName\":\"a1\",\"containers\":[{\"name\":\"c\","
-             "\"resources\":"
-             "{\"requests\":{\"cpu\":\"3500m\"}}}]},\"status\":{\"phase\":\"Running\"}}]}";
+/* clang-format off */
+static const char E2E_STATE_A[] = "{\"objects\":["
+    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"other\"}},"
+    E2E_NODE("a1", "4") ","
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big\","
+    "\"namespace\":\"other\"},\"spec\":{\"nodeName\":\"a1\",\"containers\":[{\"name\":\"c\","
+    "\"resources\":{\"requests\":{\"cpu\":\"3500m\"}}}]},\"status\":{\"phase\":\"Running\"}}"
+    "]}";
+/* clang-format on */
 /* cluster b: one free 8-cpu node */
 static const char E2E_STATE_B[] = "{\"objects\":[" E2E_NODE("b1", "8") "]}";
 

@@ -35,35 +35,22 @@ static void no_sleep(void *payload, long ms)
     "\"spec\":{\"nodeName\":\"" node "\",\"containers\":[{\"name\":\"c\",\"resources\":"           \
     "{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]},\"status\":{\"phase\":\"" phase "\"}}"
 
-static const char STATE[] =
-    "{\"objects\":["
+/* clang-format off */
+static const char STATE[] = "{\"objects\":["
     "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"w\"}},"
-    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"kube-system\"}}"
-    "," NODE("a", "4", "") "," NODE("b", "4", "\"unschedulable\":true") "," NODE(
-        "c", "8",
-        "") "," POD("p1", "a", "Running",
-                    "u1") "," POD("p2", "a", "Running",
-                                  "u2") "," POD("p3", "c", "Pending",
-                                                "u1") "," POD("p4", "c", "Succeeded",
-                                                              "u3") "," POD("p5", "c", "Running",
-                                                                            "u4") ","
-                                                                                  "{\"apiVersio"
-                                                                                  "n\":\"apps/"
-                                                                                  "v1\","
-                                                                                  "\"kind\":"
-                                                                                  "\"Deployment"
-                                                                                  "\","
-                                                                                  "\"metadata\""
-                                                                                  ":{\"name\":"
-                                                                                  "\"cluster-"
-                                                                                  "autoscaler\""
-                                                                                  ",\"namespace"
-                                                                                  "\":\"kube-"
-                                                                                  "system\"},"
-                                                                                  "\"spec\":{"
-                                                                                  "\"replicas\""
-                                                                                  ":1}}"
-                                                                                  "]}";
+    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"kube-system\"}},"
+    NODE("a", "4", "") ","
+    NODE("b", "4", "\"unschedulable\":true") ","
+    NODE("c", "8", "") ","
+    POD("p1", "a", "Running", "u1") ","
+    POD("p2", "a", "Running", "u2") ","
+    POD("p3", "c", "Pending", "u1") ","
+    POD("p4", "c", "Succeeded", "u3") ","
+    POD("p5", "c", "Running", "u4") ","
+    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
+    "\"cluster-autoscaler\",\"namespace\":\"kube-system\"},\"spec\":{\"replicas\":1}}"
+    "]}";
+/* clang-format on */
 
 struct fixture {
     struct th_kube live, wrong;

@@ -33,45 +33,25 @@ static const char NODES[] =
     "{\"requests\":{\"cpu\":\"" cpu "\",\"memory\":\"" mem "\"}}}]},"                              \
     "\"status\":{\"phase\":\"" phase "\"}}"
 
-static const char PODS[] =
-    "[" POD("p1", "n2", "Running", "\"rightplace.dev/unit\":\"bbbb\"", "1", "1Gi") "," POD(
-        "p2", "n2", "Running", "\"rightplace.dev/unit\":\"aaaa\"", "500m",
-        "512Mi") "," POD("p3", "n2", "Succeeded", "\"rightplace.dev/unit\":\"cccc\"", "2",
-                         "2Gi") "," POD("p4", "n2", "Failed", "", "2",
-                                        "2Gi") "," POD("p5", "", "Pending",
-                                                       "\"rightplace.dev/unit\":\"aaaa\"", "1",
-                                                       "1Gi") "," POD("p6", "n3", "Pending",
-                                                                      "\"app\":\"x\"", "250m",
-                                                                      "1Gi") ","
-                                                                             /* a GPU pod: limits
-                                                                              * only (requests
-                                                                              * default to limits),
-                                                                              * and an init
-                                                                              * container bigger
-                                                                              * than the app
-                                                                              * container */
-                                                                             "{\"metadata\":{"
-                                                                             "\"name\":\"g\","
-                                                                             "\"namespace\":\"ns\"}"
-                                                                             ",\"spec\":{"
-                                                                             "\"nodeName\":\"n2\","
-                                                                             "\"initContainers\":[{"
-                                                                             "\"name\":\"i\","
-                                                                             "\"resources\":{"
-                                                                             "\"requests\":{"
-                                                                             "\"cpu\":\"2\"}}}],"
-                                                                             "\"containers\":[{"
-                                                                             "\"name\":\"c\","
-                                                                             "\"resources\":{"
-                                                                             "\"limits\":{\"nvidia."
-                                                                             "com/gpu\":\"1\","
-                                                                             "\"cpu\":\"1\"}}}]},"
-                                                                             "\"status\":{"
-                                                                             "\"phase\":"
-                                                                             "\"Running\"}}," POD(
-                                                                                 "gone", "n9",
-                                                                                 "Running", "", "1",
-                                                                                 "1Gi") "]";
+/* clang-format off */
+static const char PODS[] = "["
+    POD("p1", "n2", "Running", "\"rightplace.dev/unit\":\"bbbb\"", "1", "1Gi") ","
+    POD("p2", "n2", "Running", "\"rightplace.dev/unit\":\"aaaa\"", "500m", "512Mi") ","
+    POD("p3", "n2", "Succeeded", "\"rightplace.dev/unit\":\"cccc\"", "2", "2Gi") ","
+    POD("p4", "n2", "Failed", "", "2", "2Gi") ","
+    POD("p5", "", "Pending", "\"rightplace.dev/unit\":\"aaaa\"", "1", "1Gi") ","
+    POD("p6", "n3", "Pending", "\"app\":\"x\"", "250m", "1Gi") ","
+    /* a GPU pod: limits only (requests default to limits), and an init container bigger
+     * than the app container */
+    "{\"metadata\":{\"name\":\"g\",\"namespace\":\"ns\"},\"spec\":{\"nodeName\":\"n2\","
+    "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}}],"
+    "\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\","
+    "\"cpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\"}},"
+    POD("gone", "n9", "Running", "", "1", "1Gi") ","
+    /* rd_demand cannot read this one: it counts as a pod, with no requests */
+    POD("odd", "n3", "Running", "", "lots", "1Gi")
+    "]";
+/* clang-format on */
 
 static void setup_res(struct pl_resnames *res, struct rc_arena *a)
 {
@@ -134,7 +114,7 @@ static void test_rc_observe_build__nodes_pods_present(void **state)
     assert_string_equal(c.nodes[2].name, "n3");
     assert_int_equal(c.nodes[2].not_ready, 1);
     assert_int_equal(c.nodes[2].requested.v[PL_RES_CPU], 250);
-    assert_int_equal(c.nodes[2].requested.v[PL_RES_PODS], 1000);
+    assert_int_equal(c.nodes[2].requested.v[PL_RES_PODS], 2000); /* p6 and "odd" */
 
     /* present: sorted unique, terminal pods excluded, unbound pending included */
     assert_int_equal(c.npresent, 2);
