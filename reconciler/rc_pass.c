@@ -440,6 +440,12 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = rc_observe_fleet(&fleet, &nfleet, &cp->load.src, o->log, a, err);
     if (error < 0)
         goto done;
+    /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
+     * sync, which the exit status says */
+    for (size_t i = 0; i < nfleet; i++) {
+        if (fleet[i].live && !fleet[i].reachable)
+            out->apply_incomplete = 1;
+    }
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
@@ -499,7 +505,7 @@ apply:
                                 a, err);
         if (error < 0)
             goto done;
-        out->apply_incomplete = incomplete;
+        out->apply_incomplete |= incomplete;
     }
     error = RC_OK;
 done:
