@@ -584,7 +584,7 @@ static void bury(struct ld *l, cJSON *node)
 static int count_node(struct ld *l, struct rd_pos pos, size_t n)
 {
     if (n > l->lim.max_nodes || l->nodes > l->lim.max_nodes - n)
-        return ld_fail(l, pos, "document has more than %zu nodes (aliases expanded)",
+        return ld_fail(l, pos, "input has more than %zu nodes (aliases expanded)",
                        l->lim.max_nodes);
     l->nodes += n;
     return RC_OK;
@@ -807,18 +807,29 @@ static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *valu
     str_map_put(&mb->keys, value->string, k);
 }
 
+/* Nodes and string bytes of a subtree (depth is bounded by max_depth). */
+static void tree_size(const cJSON *n, size_t *nodes, size_t *bytes)
+{
+    (*nodes)++;
+    if (cJSON_IsString(n))
+        *bytes += strlen(n->valuestring);
+    for (const cJSON *c = n->child; c; c = c->next)
+        tree_size(c, nodes, bytes);
+}
+
 /* Merge one mapping's keys into the mapping being built; written keys and earlier merges
- * win. */
+ * win. The copies count against the budgets like any other node. */
 static int mb_merge_one(struct ld *l, struct mbuild *mb, const cJSON *m, struct rd_pos pos)
 {
     for (const cJSON *c = m->child; c; c = c->next) {
-        size_t n = 1;
+        size_t nodes = 0, bytes = 0;
         int error;
         if (str_map_get(&mb->keys, c->string))
             continue;
-        for (const cJSON *g = c->child; g; g = g->next)
-            n++; /* a rough count: enough to bound repeated merges */
-        error = count_node(l, pos, n);
+        tree_size(c, &nodes, &bytes);
+        error = count_node(l, pos, nodes);
+        if (error == RC_OK)
+            error = count_bytes(l, pos, bytes);
         if (error < 0)
             return error;
         mb_set(l, mb, c->string, dup_tree(l, c, rd_docs_pos(l->docs, c)), 1, pos);
