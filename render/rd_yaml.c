@@ -765,26 +765,40 @@ struct mkey {
     int merged; /* came from a << merge: a written key replaces it silently */
 };
 
+/* A mapping being built. Small mappings find keys by a linear scan; from MB_HASH_AT keys
+ * on, a hash table (key -> index + 1) keeps big mappings linear in time. */
+#define MB_HASH_AT 12
+
 struct mbuild {
     cJSON *obj;
-    struct str_map keys; /* key -> struct mkey * */
-    struct mkey **all;
-    size_t nall, capall;
+    struct mkey *keys;
+    size_t n, cap;
+    struct str_map index;
 };
 
 static void mb_release(struct mbuild *mb)
 {
-    for (size_t i = 0; i < mb->nall; i++)
-        free(mb->all[i]);
-    free(mb->all);
-    str_map_release(&mb->keys);
+    free(mb->keys);
+    str_map_release(&mb->index);
+}
+
+static struct mkey *mb_find(const struct mbuild *mb, const char *key)
+{
+    if (mb->n >= MB_HASH_AT) {
+        uintptr_t i = (uintptr_t)str_map_get(&mb->index, key);
+        return i ? &mb->keys[i - 1] : NULL;
+    }
+    for (size_t i = 0; i < mb->n; i++)
+        if (strcmp(mb->keys[i].item->string, key) == 0)
+            return &mb->keys[i];
+    return NULL;
 }
 
 /* Add key: value to the mapping. `merged`: from a merge key (never replaces). */
 static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *value, int merged,
                    struct rd_pos keypos)
 {
-    struct mkey *k = str_map_get(&mb->keys, key);
+    struct mkey *k = mb_find(mb, key);
 
     if (k) {
         if (merged) {
@@ -795,16 +809,20 @@ static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *valu
             ld_warn(l, keypos, "duplicate key '%.64s': the last value wins", key);
         bury(l, cJSON_DetachItemViaPointer(mb->obj, k->item));
     } else {
-        k = rc_xcalloc(1, sizeof(*k));
-        mb->all = rc_xgrow(mb->all, &mb->capall, mb->nall + 1, sizeof(*mb->all));
-        mb->all[mb->nall++] = k;
+        mb->keys = rc_xgrow(mb->keys, &mb->cap, mb->n + 1, sizeof(*mb->keys));
+        k = &mb->keys[mb->n++];
+        if (mb->n == MB_HASH_AT) {
+            for (size_t i = 0; i + 1 < mb->n; i++)
+                str_map_put(&mb->index, mb->keys[i].item->string, (void *)(uintptr_t)(i + 1));
+        }
     }
     cJSON_AddItemToObject(mb->obj, key, value);
     if (!value->string)
         abort();
     k->item = value;
     k->merged = merged;
-    str_map_put(&mb->keys, value->string, k);
+    if (mb->n >= MB_HASH_AT)
+        str_map_put(&mb->index, value->string, (void *)(uintptr_t)(k - mb->keys + 1));
 }
 
 /* Nodes and string bytes of a subtree (depth is bounded by max_depth). */
@@ -824,7 +842,7 @@ static int mb_merge_one(struct ld *l, struct mbuild *mb, const cJSON *m, struct 
     for (const cJSON *c = m->child; c; c = c->next) {
         size_t nodes = 0, bytes = 0;
         int error;
-        if (str_map_get(&mb->keys, c->string))
+        if (mb_find(mb, c->string))
             continue;
         tree_size(c, &nodes, &bytes);
         error = count_node(l, pos, nodes);

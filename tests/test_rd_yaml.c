@@ -335,6 +335,40 @@ static void test_rd_yaml__skyray_rayjob_duplicate_key(void **state)
     free(raw);
 }
 
+static void test_rd_yaml__big_mapping_duplicates_and_merge(void **state)
+{
+    struct warns w = {0};
+    struct rd_diag diag = {collect_warn, &w};
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    const cJSON *big, *m;
+
+    (void)state;
+    rc_buf_puts(&b, "big: &big\n", NULL);
+    for (int i = 0; i < 40; i++)
+        rc_buf_printf(&b, NULL, "  k%d: %d\n", i, i);
+    rc_buf_puts(&b, "  k3: last\n  k30: last\nm:\n", NULL);
+    for (int i = 35; i < 50; i++)
+        rc_buf_printf(&b, NULL, "  k%d: own\n", i);
+    rc_buf_puts(&b, "  <<: *big\n  k36: again\n", NULL);
+    assert_int_equal(rd_yaml_load(&d, "t.yaml", b.ptr, b.len, NULL, &diag, &err), RC_OK);
+    big = cJSON_GetObjectItem(rd_docs_get(d, 0), "big");
+    assert_int_equal(cJSON_GetArraySize(big), 40);
+    assert_string_equal(cJSON_GetObjectItem(big, "k3")->valuestring, "last");
+    assert_string_equal(cJSON_GetObjectItem(big, "k30")->valuestring, "last");
+    assert_int_equal(cJSON_GetObjectItem(big, "k39")->valuedouble, 39);
+    m = cJSON_GetObjectItem(rd_docs_get(d, 0), "m");
+    assert_int_equal(cJSON_GetArraySize(m), 50);
+    assert_string_equal(cJSON_GetObjectItem(m, "k36")->valuestring, "again");
+    assert_string_equal(cJSON_GetObjectItem(m, "k35")->valuestring, "own");
+    assert_string_equal(cJSON_GetObjectItem(m, "k3")->valuestring, "last");
+    assert_int_equal(cJSON_GetObjectItem(m, "k0")->valuedouble, 0);
+    assert_int_equal(w.n, 3); /* k3, k30 and k36 (written twice); merged keys do not warn */
+    rd_docs_free(d);
+    rc_buf_release(&b);
+}
+
 static void test_rd_yaml__keys_are_scalar_text(void **state)
 {
     struct rd_docs *d = load_ok("1: a\ntrue: b\n\"x y\": c\n");
@@ -939,6 +973,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__take_keeps_positions),
         cmocka_unit_test(test_rd_yaml__duplicate_key_last_wins_with_warning),
         cmocka_unit_test(test_rd_yaml__skyray_rayjob_duplicate_key),
+        cmocka_unit_test(test_rd_yaml__big_mapping_duplicates_and_merge),
         cmocka_unit_test(test_rd_yaml__keys_are_scalar_text),
         cmocka_unit_test(test_rd_yaml__anchors_and_merge),
         cmocka_unit_test(test_rd_yaml__bad_merge_and_alias),
