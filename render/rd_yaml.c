@@ -1425,8 +1425,6 @@ static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
         return rc_buf_puts(b, "false", err);
     if (cJSON_IsNumber(n))
         return put_number(b, n->valuedouble, err);
-    if (cJSON_IsRaw(n))
-        return rc_buf_puts(b, n->valuestring ? n->valuestring : "null", err);
     if (cJSON_IsString(n)) {
         struct str_info info;
         const char *s = n->valuestring ? n->valuestring : "";

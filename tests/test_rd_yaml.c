@@ -759,6 +759,21 @@ static void test_rd_yaml__emit_refuses_invalid_utf8(void **state)
     cJSON_Delete(o);
 }
 
+static void test_rd_yaml__emit_refuses_raw_nodes(void **state)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    cJSON_AddItemToObject(o, "k", cJSON_CreateRaw("{not: yaml"));
+    assert_int_equal(rd_yaml_emit(&b, o, &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "cannot emit a cJSON node of type"));
+    assert_int_equal(b.len, 0);
+    rc_buf_release(&b);
+    cJSON_Delete(o);
+}
+
 static void test_rd_yaml__emit_long_key(void **state)
 {
     char key[1500];
@@ -989,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__emit_numbers),
         cmocka_unit_test(test_rd_yaml__emit_roots_and_empties),
         cmocka_unit_test(test_rd_yaml__emit_refuses_invalid_utf8),
+        cmocka_unit_test(test_rd_yaml__emit_refuses_raw_nodes),
         cmocka_unit_test(test_rd_yaml__emit_long_key),
         cmocka_unit_test(test_rd_yaml__skyray_round_trip),
         cmocka_unit_test(test_rd_yaml__generated_trees_round_trip),
