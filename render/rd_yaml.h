@@ -72,8 +72,10 @@ struct rd_diag {
 
 /*
  * Load every document of `text` (len bytes; need not be NUL-terminated). `file` names the
- * input in messages. Empty documents (only comments) are skipped. On error nothing is
- * returned and err says "<file>:<line>:<col>: <problem>". *out is freed with rd_docs_free.
+ * input in messages. Empty documents (only comments, or a bare null) are skipped, as kubectl
+ * does. On error nothing is returned and err says "<file>:<line>:<col>: <problem>" (code
+ * RC_EINVALID). limits NULL: RD_YAML_LIMITS_INIT. Warnings (duplicate keys) go to diag
+ * (NULL: dropped). *out is freed with rd_docs_free.
  */
 int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_t len,
                  const struct rd_yaml_limits *limits, const struct rd_diag *diag,
