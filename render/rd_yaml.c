@@ -627,7 +627,7 @@ static void anchors_clear(struct ld *l)
 }
 
 /* Copy a subtree (an alias's target), giving each copy its original's position. The root
- * gets `root_pos` (where the alias is). Budgets were checked by the caller. */
+ * gets `pos` (where the alias is). Budgets were checked by the caller. */
 static cJSON *dup_tree(struct ld *l, const cJSON *src, struct rd_pos pos)
 {
     cJSON *out;

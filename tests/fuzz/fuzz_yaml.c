@@ -37,10 +37,8 @@ static void check_doc(const cJSON *tree)
                 y1.ptr);
         abort();
     }
-    if (rd_yaml_emit(&y2, rd_docs_get(again, 0), &err) != RC_OK ||
-        strcmp(y1.ptr, y2.ptr) != 0) {
-        fprintf(stderr, "emit not a fixed point\n--- first:\n%s--- second:\n%s", y1.ptr,
-                y2.ptr);
+    if (rd_yaml_emit(&y2, rd_docs_get(again, 0), &err) != RC_OK || strcmp(y1.ptr, y2.ptr) != 0) {
+        fprintf(stderr, "emit not a fixed point\n--- first:\n%s--- second:\n%s", y1.ptr, y2.ptr);
         abort();
     }
     rd_docs_free(again);
@@ -65,8 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < rd_docs_count(docs); i++) {
         struct rd_object o;
         check_doc(rd_docs_get(docs, i));
-        if (rd_object_init(&o, rd_docs_get(docs, i), "fuzz.yaml", (struct rd_pos){0, 0}, docs,
-                           &a, &err) != RC_OK &&
+        if (rd_object_init(&o, rd_docs_get(docs, i), "fuzz.yaml", (struct rd_pos){0, 0}, docs, &a,
+                           &err) != RC_OK &&
             strncmp(err.msg, "fuzz.yaml:", 10) != 0) {
             fprintf(stderr, "object error without a position: %s\n", err.msg);
             abort();
