@@ -1,0 +1,141 @@
+/*
+ * bench_rc_git.c - how long the git side of a pass takes on a large deploy tree: building the
+ * tree from nothing, rebuilding it with one file changed and with nothing changed, committing,
+ * and reading every YAML file back. Prints figures; asserts nothing.
+ *
+ * usage: bench_rc_git [nfiles]   (default 10000, spread over 10 clusters x 20 namespaces)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rc_arena.h"
+#include "rc_err.h"
+#include "rc_git.h"
+#include "rc_mem.h"
+
+#include "rc_banned.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int run(const char *const *argv)
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid == 0) {
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) < 0)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void die(const char *what, const struct rc_err *err)
+{
+    fprintf(stderr, "bench_rc_git: %s: %s\n", what, err->msg);
+    exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_git *g = NULL;
+    struct rc_git_file *files;
+    struct rc_git_blob *blobs;
+    size_t n = 10000, nblobs;
+    char dir[] = "/tmp/rp-bench-git-XXXXXX", tree[41], tree2[41], c1[41], c2[41];
+    const char *base = NULL;
+    double t;
+
+    if (argc > 1) {
+        char *end;
+        long v = strtol(argv[1], &end, 10);
+
+        if (*end || v <= 0 || v > 1000000) {
+            fprintf(stderr, "usage: bench_rc_git [nfiles]\n");
+            return 2;
+        }
+        n = (size_t)v;
+    }
+    if (!mkdtemp(dir) || rc_git_global_init(&err) < 0)
+        return 1;
+    {
+        const char *init[] = {"git", "init", "-q", "--bare", dir, NULL};
+
+        if (run(init) != 0)
+            return 1;
+    }
+    if (rc_git_open(&g, dir, NULL, &err) < 0)
+        die("open", &err);
+
+    files = rc_xcalloc(n, sizeof(*files));
+    for (size_t i = 0; i < n; i++) {
+        files[i].path = rc_arena_printf(&a, "clusters/c%zu/ns%zu/rayjob.job-%zu.yaml", i % 10,
+                                        (i / 10) % 20, i);
+        files[i].data = rc_arena_printf(&a,
+                                        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n"
+                                        "  name: job-%zu\n  namespace: ns%zu\n  labels:\n"
+                                        "    rightplace.dev/unit: p/ns/%zu\nspec:\n"
+                                        "  entrypoint: python train.py --epochs 10\n",
+                                        i, (i / 10) % 20, i);
+        files[i].len = strlen(files[i].data);
+    }
+
+    printf("files: %zu\n", n);
+    t = now_ms();
+    if (rc_git_build_tree(tree, g, base, files, n, &err) < 0)
+        die("build", &err);
+    printf("build tree, all new:        %8.1f ms\n", now_ms() - t);
+    t = now_ms();
+    if (rc_git_commit(c1, g, tree, NULL, "bench\n", 1700000000, &err) < 0 ||
+        rc_git_update_ref(g, "refs/heads/deploy", c1, NULL, "bench", &err) < 0)
+        die("commit", &err);
+    printf("commit + ref:               %8.1f ms\n", now_ms() - t);
+
+    t = now_ms();
+    if (rc_git_build_tree(tree2, g, c1, files, n, &err) < 0)
+        die("build", &err);
+    printf("build tree, nothing changed: %7.1f ms (%s)\n", now_ms() - t,
+           strcmp(tree, tree2) ? "DIFFERENT TREE" : "same tree");
+
+    files[n / 2].data = "changed: true\n";
+    files[n / 2].len = strlen(files[n / 2].data);
+    t = now_ms();
+    if (rc_git_build_tree(tree2, g, c1, files, n, &err) < 0)
+        die("build", &err);
+    printf("build tree, one changed:    %8.1f ms\n", now_ms() - t);
+    if (rc_git_commit(c2, g, tree2, c1, "bench 2\n", 1700000001, &err) < 0)
+        die("commit", &err);
+
+    t = now_ms();
+    if (rc_git_read_yaml(&blobs, &nblobs, g, c2, NULL, 0, &a, &err) < 0)
+        die("read", &err);
+    printf("read every yaml (%zu):   %8.1f ms\n", nblobs, now_ms() - t);
+    t = now_ms();
+    if (rc_git_read_tree(&blobs, &nblobs, g, c2, "clusters/c3/", &a, &err) < 0)
+        die("read", &err);
+    printf("read one cluster dir (%zu): %6.1f ms\n", nblobs, now_ms() - t);
+
+    rc_git_free(g);
+    rc_git_global_shutdown();
+    free(files);
+    rc_arena_release(&a);
+    {
+        const char *rm[] = {"rm", "-rf", dir, NULL};
+
+        run(rm);
+    }
+    return 0;
+}

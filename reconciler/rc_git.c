@@ -1,0 +1,1385 @@
+/*
+ * rc_git.c - rightplace's git repository access; the only file that calls libgit2.
+ *
+ * What it does: opens a local repository in place or keeps a bare mirror of a remote one in
+ * the state directory (fetch with force-updating, pruning refspecs; push without force),
+ * reads files from commits, builds trees in an in-memory index (never a work tree or an index
+ * file), writes commits and notes with a configurable identity at caller-given times, and
+ * moves refs with compare-and-swap. What it doesn't: decide what to write (that is the pass),
+ * retry whole passes, or run the git CLI.
+ *
+ * External protocol: libgit2 1.5 (git_* functions, 0/negative returns with git_error_last()),
+ * and through it the git smart protocol over file://, ssh:// (libssh2) and https://. Remote
+ * refusals arrive through the push_update_reference callback (a status string even when
+ * git_remote_push returns 0) and the remote's messages through sideband_progress.
+ *
+ * Credentials: the credential callback tries each method once (ssh agent, ssh key file, token
+ * from the environment, token file) so libgit2 cannot loop; tokens are wiped after use and
+ * never logged; every message passes through redact() which hides URL user:password parts.
+ */
+#include "rc_git.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <git2.h>
+
+#include "rc_buf.h"
+#include "rc_mem.h"
+
+#include "rc_banned.h"
+
+#define ORIGIN "origin"
+#define DEFAULT_NAME "rightplace"
+#define DEFAULT_EMAIL "rightplace@localhost"
+#define REMOTE_MSG_MAX 1024
+#define TOKEN_FILE_MAX 65536
+#define NOTE_ATTEMPTS 3
+
+struct rc_git {
+    git_repository *repo;
+    int remote;
+    char *url;       /* as given: may hold credentials, so only ever handed to libgit2 */
+    char *url_shown; /* redacted, for messages */
+    char *path;      /* the repository path (local) or the mirror path */
+    char *token_env;
+    char *token_file;
+    char *ssh_key;
+    struct rc_log *log;
+    char *name;
+    char *email;
+};
+
+/* ==== Errors and redaction ==== */
+
+/* Copy src into dst (cap bytes, always NUL-terminated) replacing the user-info part of every
+ * "scheme://user:secret@host" with "***", and control characters with spaces. */
+static void redact(char *dst, size_t cap, const char *src)
+{
+    size_t o = 0;
+    const char *p = src;
+
+    if (cap == 0)
+        return;
+    while (*p && o + 1 < cap) {
+        if (p[0] == ':' && p[1] == '/' && p[2] == '/') {
+            const char *auth = p + 3, *end = auth, *at = NULL;
+
+            while (*end && *end != '/' && *end != ' ' && *end != '\'' && *end != '"')
+                if (*end++ == '@')
+                    at = end - 1;
+            for (int i = 0; i < 3 && o + 1 < cap; i++)
+                dst[o++] = p[i];
+            p += 3;
+            if (at) {
+                for (const char *s = "***"; *s && o + 1 < cap; s++)
+                    dst[o++] = *s;
+                p = at;
+            }
+            continue;
+        }
+        dst[o++] = ((unsigned char)*p < 0x20 || *p == 0x7f) ? ' ' : *p;
+        p++;
+    }
+    dst[o] = '\0';
+}
+
+static char *redact_dup(const char *s)
+{
+    size_t cap = strlen(s) + 8;
+    char *d = rc_xmalloc(cap);
+
+    redact(d, cap, s);
+    return d;
+}
+
+/* The rc code for a libgit2 return code. */
+static int rc_code(int gerr)
+{
+    switch (gerr) {
+    case GIT_ENOTFOUND:
+        return RC_ENOTFOUND;
+    case GIT_EINVALIDSPEC:
+    case GIT_EAMBIGUOUS:
+    case GIT_EINVALID:
+        return RC_EINVALID;
+    case GIT_EMODIFIED:
+    case GIT_ENONFASTFORWARD:
+    case GIT_ELOCKED:
+        return RC_ECONFLICT;
+    default:
+        return RC_ERROR;
+    }
+}
+
+/* Set err to "<what>: <libgit2's last message>" (redacted, one line) with `code`. */
+static int fail(struct rc_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(struct rc_err *err, int code, const char *fmt, ...)
+{
+    char what[RC_ERR_MSG_MAX], gmsg[RC_ERR_MSG_MAX], shown[RC_ERR_MSG_MAX];
+    const git_error *e = git_error_last();
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    redact(gmsg, sizeof(gmsg), e && e->message ? e->message : "unknown libgit2 error");
+    redact(shown, sizeof(shown), what);
+    git_error_clear();
+    return rc_err_set(err, code, "%s: %s", shown, gmsg);
+}
+
+/* ==== Small helpers ==== */
+
+static void oid_hex(char out[41], const git_oid *id)
+{
+    git_oid_tostr(out, 41, id);
+}
+
+static int parse_oid(git_oid *out, const char *hex, const char *what, struct rc_err *err)
+{
+    size_t n = hex ? strlen(hex) : 0;
+
+    if (n != GIT_OID_HEXSZ)
+        return rc_err_set(err, RC_EINVALID, "%s '%s' is not a 40-hex object id", what,
+                          hex ? hex : "(null)");
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)hex[i]))
+            return rc_err_set(err, RC_EINVALID, "%s '%s' is not a 40-hex object id", what, hex);
+    if (git_oid_fromstr(out, hex) < 0)
+        return fail(err, RC_EINVALID, "bad object id '%s'", hex);
+    return RC_OK;
+}
+
+/* A relative '/'-separated path: no empty, ".", ".." or ".git" component. "" allowed when
+ * allow_empty (the root). */
+static int check_path(const char *p, int allow_empty, struct rc_err *err)
+{
+    const char *c = p;
+
+    if (!*p) {
+        if (allow_empty)
+            return RC_OK;
+        return rc_err_set(err, RC_EINVALID, "empty path");
+    }
+    while (*c) {
+        const char *slash = strchr(c, '/');
+        size_t len = slash ? (size_t)(slash - c) : strlen(c);
+
+        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.') ||
+            (len == 4 && !strncasecmp(c, ".git", 4)))
+            return rc_err_set(err, RC_EINVALID, "invalid path '%s'", p);
+        if (!slash)
+            break;
+        c = slash + 1;
+        if (!*c)
+            return rc_err_set(err, RC_EINVALID, "invalid path '%s'", p);
+    }
+    return RC_OK;
+}
+
+/* Normalize a path given by a caller for reading: "./a/b/" → "a/b", "." → "". Malloc'd. */
+static char *norm_read_path(const char *p)
+{
+    size_t n;
+
+    while (p[0] == '.' && p[1] == '/')
+        p += 2;
+    if (!strcmp(p, "."))
+        p = "";
+    n = strlen(p);
+    while (n > 0 && p[n - 1] == '/')
+        n--;
+    return rc_xstrndup(p, n);
+}
+
+/* ==== Global setup ==== */
+
+int rc_git_global_init(struct rc_err *err)
+{
+    if (git_libgit2_init() < 0)
+        return fail(err, RC_ERROR, "cannot initialize libgit2");
+    return RC_OK;
+}
+
+void rc_git_global_shutdown(void)
+{
+    git_libgit2_shutdown();
+}
+
+/* ==== Remote operations: credentials, fetch, push ==== */
+
+enum {
+    TRIED_USERNAME = 1,
+    TRIED_AGENT = 2,
+    TRIED_KEY = 4,
+    TRIED_TOKEN_ENV = 8,
+    TRIED_TOKEN_FILE = 16,
+    TOKEN_FILE_UNREADABLE = 32,
+};
+
+struct remote_state {
+    struct rc_git *g;
+    unsigned tried;
+    /* push results */
+    char rejected_ref[256];
+    char rejected_status[256];
+    int nrejected;
+    struct rc_buf remote_msgs; /* sideband text, capped */
+};
+
+static void remote_state_init(struct remote_state *st, struct rc_git *g)
+{
+    memset(st, 0, sizeof(*st));
+    st->g = g;
+    rc_buf_init(&st->remote_msgs, REMOTE_MSG_MAX);
+}
+
+static void wipe_free(char *s)
+{
+    if (s) {
+        volatile char *v = s;
+        while (*v)
+            *v++ = 0;
+        free(s);
+    }
+}
+
+/* The token from the first line of a file, trimmed; NULL when unreadable or empty. */
+static char *read_token_file(const char *path)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err e = RC_ERR_INIT;
+    char *tok = NULL;
+    size_t n;
+
+    rc_buf_init(&b, TOKEN_FILE_MAX);
+    if (rc_buf_read_file(&b, path, &e) == RC_OK) {
+        n = strcspn(b.ptr, "\r\n");
+        while (n > 0 && isspace((unsigned char)b.ptr[n - 1]))
+            n--;
+        if (n > 0)
+            tok = rc_xstrndup(b.ptr, n);
+    }
+    if (b.cap)
+        memset(b.ptr, 0, b.cap);
+    rc_buf_release(&b);
+    return tok;
+}
+
+static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
+                   unsigned int allowed, void *payload)
+{
+    struct remote_state *st = payload;
+    struct rc_git *g = st->g;
+    const char *user = user_from_url && *user_from_url ? user_from_url : NULL;
+    char tried[128] = "";
+
+    (void)url;
+    if ((allowed & GIT_CREDENTIAL_USERNAME) && !(st->tried & TRIED_USERNAME)) {
+        st->tried |= TRIED_USERNAME;
+        return git_credential_username_new(out, user ? user : "git");
+    }
+    if (allowed & GIT_CREDENTIAL_SSH_KEY) {
+        const char *sock = getenv("SSH_AUTH_SOCK");
+
+        if (!(st->tried & TRIED_AGENT) && sock && *sock) {
+            st->tried |= TRIED_AGENT;
+            return git_credential_ssh_key_from_agent(out, user ? user : "git");
+        }
+        if (!(st->tried & TRIED_KEY) && g->ssh_key) {
+            char *pub = rc_xmalloc(strlen(g->ssh_key) + 5);
+            int e;
+
+            st->tried |= TRIED_KEY;
+            memcpy(pub, g->ssh_key, strlen(g->ssh_key));
+            memcpy(pub + strlen(g->ssh_key), ".pub", 5);
+            e = git_credential_ssh_key_new(out, user ? user : "git",
+                                           access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
+            free(pub);
+            return e;
+        }
+    }
+    if (allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT) {
+        const char *v = g->token_env ? getenv(g->token_env) : NULL;
+        char *tok = NULL;
+        int e;
+
+        if (!(st->tried & TRIED_TOKEN_ENV) && v && *v) {
+            st->tried |= TRIED_TOKEN_ENV;
+            tok = rc_xstrdup(v);
+        } else if (!(st->tried & TRIED_TOKEN_FILE) && g->token_file) {
+            st->tried |= TRIED_TOKEN_FILE;
+            tok = read_token_file(g->token_file);
+            if (!tok)
+                st->tried |= TOKEN_FILE_UNREADABLE;
+        }
+        if (tok) {
+            e = git_credential_userpass_plaintext_new(out, user ? user : "x-access-token", tok);
+            wipe_free(tok);
+            return e;
+        }
+    }
+    if (st->tried & TRIED_AGENT)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh agent");
+    if (st->tried & TRIED_KEY)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file");
+    if (st->tried & TRIED_TOKEN_ENV)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token from $%s",
+                 g->token_env);
+    if (st->tried & TRIED_TOKEN_FILE)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token file%s",
+                 (st->tried & TOKEN_FILE_UNREADABLE) ? " (unreadable or empty)" : "");
+    if (tried[0]) {
+        char msg[256];
+
+        snprintf(msg, sizeof(msg), "authentication refused (tried %s)", tried + 2);
+        git_error_set_str(GIT_ERROR_NET, msg);
+    } else {
+        git_error_set_str(GIT_ERROR_NET, "authentication required and no credentials configured");
+    }
+    return GIT_EAUTH;
+}
+
+static int sideband_cb(const char *str, int len, void *payload)
+{
+    struct remote_state *st = payload;
+    struct rc_err e = RC_ERR_INIT;
+    size_t room = st->remote_msgs.max - st->remote_msgs.len;
+    size_t n = len > 0 ? (size_t)len : 0;
+
+    rc_buf_add(&st->remote_msgs, str, n < room ? n : room, &e);
+    return 0;
+}
+
+static int push_update_cb(const char *refname, const char *status, void *payload)
+{
+    struct remote_state *st = payload;
+
+    if (status) {
+        if (st->nrejected++ == 0) {
+            snprintf(st->rejected_ref, sizeof(st->rejected_ref), "%s", refname);
+            snprintf(st->rejected_status, sizeof(st->rejected_status), "%s", status);
+        }
+    }
+    return 0;
+}
+
+/* A rejection that means "someone else moved the ref": refetch and redo. */
+static int status_is_conflict(const char *status)
+{
+    static const char *const moved[] = {"non-fast-forward",    "fetch first",     "stale info",
+                                        "incorrect old value", "cannot lock ref", "failed to lock",
+                                        "already exists"};
+
+    for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
+        if (strstr(status, moved[i]))
+            return 1;
+    return 0;
+}
+
+static void remote_callbacks(git_remote_callbacks *cb, struct remote_state *st)
+{
+    cb->credentials = cred_cb;
+    cb->sideband_progress = sideband_cb;
+    cb->push_update_reference = push_update_cb;
+    cb->payload = st;
+}
+
+/* The refspecs a mirror is fetched with (force, so local refs follow the remote's). */
+static const char *mirror_specs[] = {"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*",
+                                     "+refs/notes/*:refs/notes/*",
+                                     "+refs/rightplace/*:refs/rightplace/*"};
+
+/* An in-memory remote for g->url. Not git_remote_lookup: it applies url.*.insteadOf through a
+ * config regex that leaks in libgit2 1.5 (pcre2 match data), and our refspecs are fixed. */
+static int remote_new(git_remote **out, struct rc_git *g, struct rc_err *err)
+{
+    git_remote_create_options co;
+
+    git_remote_create_options_init(&co, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+    co.repository = g->repo;
+    co.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+    if (git_remote_create_with_opts(out, g->url, &co) < 0)
+        return fail(err, RC_EINVALID, "bad remote '%s'", g->url_shown);
+    return RC_OK;
+}
+
+static int do_fetch(struct rc_git *g, struct rc_err *err)
+{
+    git_strarray specs = {(char **)mirror_specs, sizeof(mirror_specs) / sizeof(mirror_specs[0])};
+    git_remote *remote = NULL;
+    git_fetch_options fo;
+    struct remote_state st;
+    int e, error = RC_OK;
+
+    remote_state_init(&st, g);
+    git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+    remote_callbacks(&fo.callbacks, &st);
+    fo.prune = GIT_FETCH_PRUNE;
+    fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE; /* tags come through the refspec */
+
+    if ((error = remote_new(&remote, g, err)) < 0)
+        goto done;
+    if ((e = git_remote_fetch(remote, &specs, &fo, "rightplace: fetch")) < 0) {
+        error = fail(err, RC_ERROR, "cannot fetch from '%s'", g->url_shown);
+        goto done;
+    }
+    if (g->log)
+        rc_log_debug(g->log, "fetched '%s'", g->url_shown);
+done:
+    git_remote_free(remote);
+    rc_buf_release(&st.remote_msgs);
+    return error;
+}
+
+int rc_git_fetch(struct rc_git *g, struct rc_err *err)
+{
+    if (!g->remote)
+        return RC_OK;
+    return do_fetch(g, err);
+}
+
+/* Push refs (full names) without force. See rc_git_push_refs. */
+static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+{
+    git_remote *remote = NULL;
+    git_push_options po;
+    struct remote_state st;
+    git_strarray specs = {NULL, 0};
+    int e, error = RC_OK;
+
+    remote_state_init(&st, g);
+    git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
+    remote_callbacks(&po.callbacks, &st);
+    specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
+    for (size_t i = 0; i < nrefs; i++) {
+        size_t n = strlen(refs[i]);
+        char *s = rc_xmalloc(2 * n + 2);
+
+        memcpy(s, refs[i], n);
+        s[n] = ':';
+        memcpy(s + n + 1, refs[i], n + 1);
+        specs.strings[specs.count++] = s;
+    }
+    if ((error = remote_new(&remote, g, err)) < 0)
+        goto done;
+    e = git_remote_push(remote, &specs, &po);
+    if (e == GIT_ENONFASTFORWARD) {
+        error = fail(err, RC_ECONFLICT, "push to '%s' rejected (the remote moved)", g->url_shown);
+    } else if (e < 0) {
+        error = fail(err, RC_ERROR, "cannot push to '%s'", g->url_shown);
+    } else if (st.nrejected > 0) {
+        char msgs[REMOTE_MSG_MAX + 1];
+
+        redact(msgs, sizeof(msgs), st.remote_msgs.ptr);
+        /* trim spaces left by newlines */
+        for (size_t n = strlen(msgs); n > 0 && msgs[n - 1] == ' ';)
+            msgs[--n] = '\0';
+        error = rc_err_set(err, status_is_conflict(st.rejected_status) ? RC_ECONFLICT : RC_ERROR,
+                           "push of '%s' refused by '%s': %s%s%s", st.rejected_ref, g->url_shown,
+                           st.rejected_status, msgs[0] ? ": remote: " : "", msgs);
+    }
+    if (error < 0) {
+        struct rc_err ferr = RC_ERR_INIT;
+
+        /* Put the local mirror back to what the remote has. */
+        if (do_fetch(g, &ferr) < 0 && g->log)
+            rc_log_warn(g->log, "%s", ferr.msg);
+    } else if (g->log) {
+        rc_log_debug(g->log, "pushed %zu ref(s) to '%s'", nrefs, g->url_shown);
+    }
+done:
+    for (size_t i = 0; i < specs.count; i++)
+        free(specs.strings[i]);
+    free(specs.strings);
+    git_remote_free(remote);
+    rc_buf_release(&st.remote_msgs);
+    return error;
+}
+
+int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+{
+    git_oid id;
+
+    if (!g->remote || nrefs == 0)
+        return RC_OK;
+    for (size_t i = 0; i < nrefs; i++) {
+        int e = git_reference_name_to_id(&id, g->repo, refs[i]);
+
+        if (e < 0)
+            return fail(err, rc_code(e), "cannot push '%s'", refs[i]);
+    }
+    return do_push(g, refs, nrefs, err);
+}
+
+/* ==== Open ==== */
+
+int rc_git_is_url(const char *repo)
+{
+    const char *p = repo, *colon, *slash;
+
+    if (isalpha((unsigned char)*p)) {
+        while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
+            p++;
+        if (!strncmp(p, "://", 3))
+            return 1;
+    }
+    colon = strchr(repo, ':');
+    slash = strchr(repo, '/');
+    return colon && colon != repo && (!slash || colon < slash);
+}
+
+static int mkdir_p(const char *path, struct rc_err *err)
+{
+    char *tmp = rc_xstrdup(path);
+    int error = RC_OK;
+
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+
+            *p = '\0';
+            if (mkdir(tmp, 0700) < 0 && errno != EEXIST) {
+                error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", tmp, strerror(errno));
+                break;
+            }
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    free(tmp);
+    return error;
+}
+
+static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *err)
+{
+    git_config *cfg = NULL;
+    git_buf have = {NULL, 0, 0};
+    struct stat sb;
+    size_t n = strlen(state_dir);
+    int e, error = RC_OK;
+
+    g->path = rc_xmalloc(n + sizeof("/repo.git"));
+    memcpy(g->path, state_dir, n);
+    memcpy(g->path + n, "/repo.git", sizeof("/repo.git"));
+
+    if (stat(g->path, &sb) == 0) {
+        if ((e = git_repository_open_bare(&g->repo, g->path)) < 0)
+            return fail(err, RC_ERROR, "'%s' is not a git mirror", g->path);
+        if ((e = git_repository_config_snapshot(&cfg, g->repo)) < 0)
+            return fail(err, RC_ERROR, "cannot read the config of '%s'", g->path);
+        e = git_config_get_string_buf(&have, cfg, "remote." ORIGIN ".url");
+        if (e < 0) {
+            error = fail(err, RC_EINVALID, "mirror '%s' has no remote", g->path);
+        } else if (strcmp(have.ptr, g->url)) {
+            char *shown = redact_dup(have.ptr);
+
+            error = rc_err_set(err, RC_EINVALID, "state directory mirror '%s' is of '%s', not '%s'",
+                               g->path, shown, g->url_shown);
+            free(shown);
+        }
+        git_buf_dispose(&have);
+        git_config_free(cfg);
+        /* a mirror whose first fetch failed has no refs yet: fetch now */
+        if (error == RC_OK && git_repository_is_empty(g->repo) == 1)
+            error = do_fetch(g, err);
+        return error;
+    }
+    if ((error = mkdir_p(state_dir, err)) < 0)
+        return error;
+    if ((e = git_repository_init(&g->repo, g->path, 1)) < 0)
+        return fail(err, RC_ERROR, "cannot create mirror '%s'", g->path);
+    /* Recorded for people using the git CLI in the mirror, and to recognise the URL later. */
+    if ((e = git_repository_config(&cfg, g->repo)) < 0 ||
+        (e = git_config_set_string(cfg, "remote." ORIGIN ".url", g->url)) < 0 ||
+        (e = git_config_set_string(cfg, "remote." ORIGIN ".fetch", mirror_specs[0])) < 0) {
+        git_config_free(cfg);
+        return fail(err, RC_ERROR, "cannot configure mirror '%s'", g->path);
+    }
+    git_config_free(cfg);
+    if (g->log)
+        rc_log_info(g->log, "cloning '%s' into '%s'", g->url_shown, g->path);
+    return do_fetch(g, err);
+}
+
+int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,
+                struct rc_err *err)
+{
+    struct rc_git *g = rc_xcalloc(1, sizeof(*g));
+    int e, error = RC_OK;
+
+    g->name = rc_xstrdup(DEFAULT_NAME);
+    g->email = rc_xstrdup(DEFAULT_EMAIL);
+    g->url = rc_xstrdup(repo);
+    g->url_shown = redact_dup(repo);
+    if (o) {
+        g->token_env = o->token_env ? rc_xstrdup(o->token_env) : NULL;
+        g->token_file = o->token_file ? rc_xstrdup(o->token_file) : NULL;
+        g->ssh_key = o->ssh_key ? rc_xstrdup(o->ssh_key) : NULL;
+        g->log = o->log;
+    }
+    if (!*repo) {
+        error = rc_err_set(err, RC_EINVALID, "empty repository path");
+        goto done;
+    }
+    if (rc_git_is_url(repo)) {
+        g->remote = 1;
+        if (!o || !o->state_dir || !*o->state_dir) {
+            error = rc_err_set(err, RC_EINVALID, "a state directory is needed to mirror '%s'",
+                               g->url_shown);
+            goto done;
+        }
+        error = open_mirror(g, o->state_dir, err);
+    } else {
+        g->path = rc_xstrdup(repo);
+        e = git_repository_open_ext(&g->repo, repo, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+        if (e == GIT_EOWNER || (e < 0 && git_error_last() && git_error_last()->message &&
+                                strstr(git_error_last()->message, "safe.directory"))) {
+            git_error_clear();
+            error = rc_err_set(err, RC_ERROR,
+                               "repository '%s' is not owned by the current user (see git's "
+                               "safe.directory)",
+                               repo);
+        } else if (e < 0) {
+            error = fail(err, rc_code(e), "no git repository at '%s'", repo);
+        }
+    }
+    if (error < 0)
+        goto done;
+    git_repository_set_ident(g->repo, g->name, g->email);
+    *out = g;
+    g = NULL;
+done:
+    rc_git_free(g);
+    return error;
+}
+
+void rc_git_free(struct rc_git *g)
+{
+    if (!g)
+        return;
+    git_repository_free(g->repo);
+    free(g->url);
+    free(g->url_shown);
+    free(g->path);
+    free(g->token_env);
+    free(g->token_file);
+    free(g->ssh_key);
+    free(g->name);
+    free(g->email);
+    free(g);
+}
+
+int rc_git_is_remote(const struct rc_git *g)
+{
+    return g->remote;
+}
+
+static int bad_ident(const char *s)
+{
+    return !s || !*s || strpbrk(s, "<>\n\r") != NULL;
+}
+
+int rc_git_set_identity(struct rc_git *g, const char *name, const char *email, struct rc_err *err)
+{
+    if (bad_ident(name) || bad_ident(email))
+        return rc_err_set(err, RC_EINVALID, "invalid identity '%s <%s>'", name ? name : "",
+                          email ? email : "");
+    free(g->name);
+    free(g->email);
+    g->name = rc_xstrdup(name);
+    g->email = rc_xstrdup(email);
+    git_repository_set_ident(g->repo, g->name, g->email);
+    return RC_OK;
+}
+
+/* ==== Resolving revisions ==== */
+
+static int resolve_oid(git_oid *out, struct rc_git *g, const char *rev, struct rc_err *err)
+{
+    git_object *obj = NULL, *peeled = NULL;
+    int e, valid = 0;
+
+    if (!rev || !*rev)
+        return rc_err_set(err, RC_EINVALID, "empty revision");
+    if (strncmp(rev, "refs/", 5) && strlen(rev) < 200) {
+        char ref[256];
+
+        snprintf(ref, sizeof(ref), "refs/heads/%s", rev);
+        if (git_reference_name_is_valid(&valid, ref) == 0 && valid) {
+            git_reference *r = NULL;
+
+            if (git_reference_lookup(&r, g->repo, ref) == 0) {
+                e = git_reference_peel(&peeled, r, GIT_OBJECT_COMMIT);
+                git_reference_free(r);
+                if (e == 0) {
+                    git_oid_cpy(out, git_object_id(peeled));
+                    git_object_free(peeled);
+                    return RC_OK;
+                }
+            }
+            git_error_clear();
+        }
+    }
+    e = git_revparse_single(&obj, g->repo, rev);
+    if (e < 0)
+        return fail(err, e == GIT_ENOTFOUND ? RC_ENOTFOUND : RC_EINVALID, "cannot resolve '%s'",
+                    rev);
+    e = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
+    git_object_free(obj);
+    if (e < 0)
+        return fail(err, RC_EINVALID, "'%s' is not a commit", rev);
+    git_oid_cpy(out, git_object_id(peeled));
+    git_object_free(peeled);
+    return RC_OK;
+}
+
+int rc_git_resolve(char out[41], struct rc_git *g, const char *rev, struct rc_err *err)
+{
+    git_oid id;
+    int error = resolve_oid(&id, g, rev, err);
+
+    if (error == RC_OK)
+        oid_hex(out, &id);
+    return error;
+}
+
+static int lookup_commit(git_commit **out, struct rc_git *g, const char *rev, struct rc_err *err)
+{
+    git_oid id;
+    int e, error = resolve_oid(&id, g, rev, err);
+
+    if (error < 0)
+        return error;
+    if ((e = git_commit_lookup(out, g->repo, &id)) < 0)
+        return fail(err, rc_code(e), "cannot read commit '%s'", rev);
+    return RC_OK;
+}
+
+static int lookup_tree(git_tree **out, struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int e, error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    if ((e = git_commit_tree(out, c)) < 0)
+        error = fail(err, rc_code(e), "cannot read the tree of '%s'", commit);
+    git_commit_free(c);
+    return error;
+}
+
+/* ==== Reading ==== */
+
+struct walk {
+    struct rc_git *g;
+    struct rc_arena *a;
+    const char *prefix; /* "" or "dir/" prepended to walk roots */
+    int yaml_only;
+    struct rc_git_blob *v;
+    size_t n, cap;
+    struct rc_err *err;
+    int error;
+};
+
+static int is_yaml_name(const char *name)
+{
+    size_t n = strlen(name);
+
+    return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+static int is_regular(const git_tree_entry *e)
+{
+    git_filemode_t m = git_tree_entry_filemode(e);
+
+    return m == GIT_FILEMODE_BLOB || m == GIT_FILEMODE_BLOB_EXECUTABLE;
+}
+
+/* Append the blob of entry `e` at path "<a><b><c>" to w. */
+static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, const char *b,
+                    const char *c)
+{
+    git_blob *blob = NULL;
+    struct rc_git_blob *out;
+    size_t len;
+    int ge;
+
+    if ((ge = git_blob_lookup(&blob, w->g->repo, git_tree_entry_id(e))) < 0)
+        return w->error = fail(w->err, RC_ERROR, "cannot read '%s%s%s'", a, b, c);
+    w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
+    out = &w->v[w->n++];
+    out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+    len = (size_t)git_blob_rawsize(blob);
+    out->data = rc_arena_alloc(w->a, len + 1);
+    if (len)
+        memcpy(out->data, git_blob_rawcontent(blob), len);
+    out->data[len] = '\0';
+    out->len = len;
+    git_blob_free(blob);
+    return RC_OK;
+}
+
+static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct walk *w = payload;
+    const char *name = git_tree_entry_name(e);
+
+    if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || !is_regular(e))
+        return 0; /* trees are descended into; symlinks and submodules skipped */
+    if (w->yaml_only && !is_yaml_name(name))
+        return 0;
+    return walk_add(w, e, w->prefix, root, name) < 0 ? -1 : 0;
+}
+
+static int blob_cmp(const void *x, const void *y)
+{
+    return strcmp(((const struct rc_git_blob *)x)->path, ((const struct rc_git_blob *)y)->path);
+}
+
+/* Walk `path` ("" = root) of tree into w. missing_ok: an absent path adds nothing. */
+static int walk_path(struct walk *w, git_tree *tree, const char *path, int missing_ok,
+                     const char *commit)
+{
+    git_tree_entry *e = NULL;
+    git_tree *sub = NULL;
+    char *prefix = NULL;
+    int ge;
+
+    if (!*path) {
+        w->prefix = "";
+        ge = git_tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, w);
+        if (ge < 0 && w->error == RC_OK)
+            w->error = fail(w->err, RC_ERROR, "cannot read the tree of '%s'", commit);
+        return w->error;
+    }
+    ge = git_tree_entry_bypath(&e, tree, path);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        if (missing_ok)
+            return RC_OK;
+        return w->error =
+                   rc_err_set(w->err, RC_ENOTFOUND, "path '%s' not found in '%s'", path, commit);
+    }
+    if (ge < 0)
+        return w->error = fail(w->err, RC_ERROR, "cannot read '%s' in '%s'", path, commit);
+    if (git_tree_entry_type(e) == GIT_OBJECT_TREE) {
+        if ((ge = git_tree_lookup(&sub, w->g->repo, git_tree_entry_id(e))) < 0) {
+            w->error = fail(w->err, RC_ERROR, "cannot read '%s' in '%s'", path, commit);
+        } else {
+            prefix = rc_arena_printf(w->a, "%s/", path);
+            w->prefix = prefix;
+            ge = git_tree_walk(sub, GIT_TREEWALK_PRE, walk_cb, w);
+            if (ge < 0 && w->error == RC_OK)
+                w->error = fail(w->err, RC_ERROR, "cannot read '%s' in '%s'", path, commit);
+        }
+    } else if (git_tree_entry_type(e) == GIT_OBJECT_BLOB && is_regular(e) &&
+               (!w->yaml_only || is_yaml_name(path))) {
+        walk_add(w, e, path, "", "");
+    }
+    git_tree_free(sub);
+    git_tree_entry_free(e);
+    return w->error;
+}
+
+/* Sort, drop duplicates, copy into the arena. */
+static void walk_finish(struct rc_git_blob **out, size_t *n, struct walk *w)
+{
+    size_t k = 0;
+
+    if (w->n)
+        qsort(w->v, w->n, sizeof(*w->v), blob_cmp);
+    for (size_t i = 0; i < w->n; i++)
+        if (k == 0 || strcmp(w->v[k - 1].path, w->v[i].path))
+            w->v[k++] = w->v[i];
+    *out = NULL;
+    if (k) {
+        *out = rc_arena_calloc(w->a, k, sizeof(**out));
+        memcpy(*out, w->v, k * sizeof(**out));
+    }
+    *n = k;
+}
+
+int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    struct walk w = {g, a, "", 1, NULL, 0, 0, err, RC_OK};
+    git_tree *tree = NULL;
+    int error;
+
+    if ((error = lookup_tree(&tree, g, commit, err)) < 0)
+        return error;
+    if (!paths || npaths == 0) {
+        error = walk_path(&w, tree, "", 0, commit);
+    } else {
+        for (size_t i = 0; i < npaths && error == RC_OK; i++) {
+            char *p = norm_read_path(paths[i]);
+
+            error = check_path(p, 1, err);
+            if (error == RC_OK)
+                error = walk_path(&w, tree, p, 0, commit);
+            free(p);
+        }
+    }
+    if (error == RC_OK)
+        walk_finish(out, n, &w);
+    free(w.v);
+    git_tree_free(tree);
+    return error;
+}
+
+int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    struct walk w = {g, a, "", 0, NULL, 0, 0, err, RC_OK};
+    git_tree *tree = NULL;
+    char *p = norm_read_path(prefix ? prefix : "");
+    int error;
+
+    error = check_path(p, 1, err);
+    if (error == RC_OK)
+        error = lookup_tree(&tree, g, commit, err);
+    if (error == RC_OK)
+        error = walk_path(&w, tree, p, 1, commit);
+    if (error == RC_OK)
+        walk_finish(out, n, &w);
+    free(w.v);
+    free(p);
+    git_tree_free(tree);
+    return error;
+}
+
+int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
+                     const char *path, struct rc_arena *a, struct rc_err *err)
+{
+    git_tree *tree = NULL;
+    git_tree_entry *e = NULL;
+    git_blob *blob = NULL;
+    char *p = norm_read_path(path);
+    size_t n;
+    int ge, error;
+
+    if ((error = check_path(p, 0, err)) < 0)
+        goto done;
+    if ((error = lookup_tree(&tree, g, commit, err)) < 0)
+        goto done;
+    ge = git_tree_entry_bypath(&e, tree, p);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        error = rc_err_set(err, RC_ENOTFOUND, "path '%s' not found in '%s'", p, commit);
+        goto done;
+    }
+    if (ge < 0) {
+        error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", p, commit);
+        goto done;
+    }
+    if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || !is_regular(e)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' in '%s' is not a regular file", p, commit);
+        goto done;
+    }
+    if ((ge = git_blob_lookup(&blob, g->repo, git_tree_entry_id(e))) < 0) {
+        error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", p, commit);
+        goto done;
+    }
+    n = (size_t)git_blob_rawsize(blob);
+    *data = rc_arena_alloc(a, n + 1);
+    if (n)
+        memcpy(*data, git_blob_rawcontent(blob), n);
+    (*data)[n] = '\0';
+    *len = n;
+done:
+    git_blob_free(blob);
+    git_tree_entry_free(e);
+    git_tree_free(tree);
+    free(p);
+    return error;
+}
+
+int rc_git_path_id(char out[41], struct rc_git *g, const char *commit, const char *path,
+                   struct rc_err *err)
+{
+    git_tree *tree = NULL;
+    git_tree_entry *e = NULL;
+    char *p = norm_read_path(path ? path : "");
+    int ge, error;
+
+    if ((error = check_path(p, 1, err)) < 0 || (error = lookup_tree(&tree, g, commit, err)) < 0)
+        goto done;
+    if (!*p) {
+        oid_hex(out, git_tree_id(tree));
+        goto done;
+    }
+    ge = git_tree_entry_bypath(&e, tree, p);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        error = rc_err_set(err, RC_ENOTFOUND, "path '%s' not found in '%s'", p, commit);
+    } else if (ge < 0) {
+        error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", p, commit);
+    } else {
+        oid_hex(out, git_tree_entry_id(e));
+    }
+done:
+    git_tree_entry_free(e);
+    git_tree_free(tree);
+    free(p);
+    return error;
+}
+
+/* ==== Building trees ==== */
+
+/* Is an index path under the deploy paths that rc_git_build_tree replaces? */
+static int is_deploy_path(const char *p)
+{
+    static const char *const dirs[] = {"clusters", ".rightplace"};
+
+    if (!strcmp(p, "placements.yaml"))
+        return 1;
+    for (size_t i = 0; i < 2; i++) {
+        size_t n = strlen(dirs[i]);
+
+        if (!strncmp(p, dirs[i], n) && (p[n] == '/' || p[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+static int str_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Paths valid, no duplicates, no path that is both a file and a directory. On success
+ * *sorted_out gets the paths sorted (malloc'd array of borrowed strings). */
+static int check_files(const char ***sorted_out, const struct rc_git_file *files, size_t nfiles,
+                       struct rc_err *err)
+{
+    const char **sorted = rc_xcalloc(nfiles ? nfiles : 1, sizeof(char *));
+    int error = RC_OK;
+
+    for (size_t i = 0; i < nfiles && error == RC_OK; i++) {
+        if (!files[i].path || (!files[i].data && files[i].len))
+            error = rc_err_set(err, RC_EINVALID, "file %zu has no path or data", i);
+        else if ((error = check_path(files[i].path, 0, err)) == RC_OK)
+            sorted[i] = files[i].path;
+    }
+    if (error == RC_OK && nfiles)
+        qsort(sorted, nfiles, sizeof(char *), str_cmp);
+    for (size_t i = 1; i < nfiles && error == RC_OK; i++)
+        if (!strcmp(sorted[i - 1], sorted[i]))
+            error = rc_err_set(err, RC_EINVALID, "path '%s' given twice", sorted[i]);
+    for (size_t i = 0; i < nfiles && error == RC_OK; i++) {
+        /* every parent directory of sorted[i] must not itself be a file */
+        char *dir = rc_xstrdup(sorted[i]);
+
+        for (char *s = strrchr(dir, '/'); s && error == RC_OK; s = strrchr(dir, '/')) {
+            const char *key = dir;
+
+            *s = '\0';
+            if (bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp))
+                error =
+                    rc_err_set(err, RC_EINVALID, "path '%s' is both a file and a directory", dir);
+        }
+        free(dir);
+    }
+    if (error == RC_OK) {
+        *sorted_out = sorted;
+        sorted = NULL;
+    }
+    free(sorted);
+    return error;
+}
+
+int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
+                      const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
+{
+    git_index *idx = NULL;
+    git_tree *base = NULL;
+    const char **sorted = NULL;
+    git_oid tree_id;
+    int ge, error;
+
+    if ((error = check_files(&sorted, files, nfiles, err)) < 0)
+        return error;
+    if ((ge = git_index_new(&idx)) < 0) {
+        error = fail(err, RC_ERROR, "cannot create an in-memory index");
+        goto done;
+    }
+    if (base_commit) {
+        if ((error = lookup_tree(&base, g, base_commit, err)) < 0)
+            goto done;
+        if ((ge = git_index_read_tree(idx, base)) < 0) {
+            error = fail(err, RC_ERROR, "cannot read the tree of '%s'", base_commit);
+            goto done;
+        }
+    }
+    /* Write what differs from the base; a file whose content the base already has at that
+     * path is left alone (hashing in memory is much cheaper than asking the object store). */
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *data = files[i].data ? files[i].data : "";
+        const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
+        git_index_entry ie;
+
+        memset(&ie, 0, sizeof(ie));
+        if ((ge = git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+            error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
+            goto done;
+        }
+        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &ie.id))
+            continue;
+        if ((ge = git_blob_create_from_buffer(&ie.id, g->repo, data, files[i].len)) < 0) {
+            error = fail(err, RC_ERROR, "cannot write '%s'", files[i].path);
+            goto done;
+        }
+        ie.mode = GIT_FILEMODE_BLOB;
+        ie.path = files[i].path;
+        if ((ge = git_index_add(idx, &ie)) < 0) {
+            error = fail(err, RC_EINVALID, "cannot add '%s'", files[i].path);
+            goto done;
+        }
+    }
+    /* Then drop every deploy path that is not in files. */
+    for (size_t i = git_index_entrycount(idx); i-- > 0;) {
+        const git_index_entry *ie = git_index_get_byindex(idx, i);
+        const char *key = ie ? ie->path : NULL;
+
+        if (!ie || !is_deploy_path(ie->path) ||
+            (git_index_entry_stage(ie) == 0 &&
+             bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp)))
+            continue;
+        if ((ge = git_index_remove(idx, ie->path, git_index_entry_stage(ie))) < 0) {
+            error = fail(err, RC_ERROR, "cannot remove '%s'", key);
+            goto done;
+        }
+    }
+    if ((ge = git_index_write_tree_to(&tree_id, idx, g->repo)) < 0) {
+        error = fail(err, RC_ERROR, "cannot write tree");
+        goto done;
+    }
+    oid_hex(out_tree, &tree_id);
+done:
+    free(sorted);
+    git_tree_free(base);
+    git_index_free(idx);
+    return error;
+}
+
+/* ==== Commits ==== */
+
+int rc_git_commit_tree_id(char out[41], struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    oid_hex(out, git_commit_tree_id(c));
+    git_commit_free(c);
+    return RC_OK;
+}
+
+int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *parent,
+                  const char *message, int64_t when, struct rc_err *err)
+{
+    git_oid tree_id, id;
+    git_tree *t = NULL;
+    git_commit *p = NULL;
+    git_signature *sig = NULL;
+    const git_commit *parents[1];
+    char *msg = NULL;
+    size_t mlen;
+    int ge, error;
+
+    if (!message || !*message)
+        return rc_err_set(err, RC_EINVALID, "empty commit message");
+    if ((error = parse_oid(&tree_id, tree, "tree", err)) < 0)
+        return error;
+    if ((ge = git_tree_lookup(&t, g->repo, &tree_id)) < 0)
+        return fail(err, rc_code(ge), "cannot read tree '%s'", tree);
+    if (parent && (error = lookup_commit(&p, g, parent, err)) < 0)
+        goto done;
+    if ((ge = git_signature_new(&sig, g->name, g->email, (git_time_t)when, 0)) < 0) {
+        error = fail(err, RC_EINVALID, "invalid identity");
+        goto done;
+    }
+    mlen = strlen(message);
+    msg = rc_xmalloc(mlen + 2);
+    memcpy(msg, message, mlen + 1);
+    if (msg[mlen - 1] != '\n') {
+        msg[mlen] = '\n';
+        msg[mlen + 1] = '\0';
+    }
+    parents[0] = p;
+    if ((ge = git_commit_create(&id, g->repo, NULL, sig, sig, NULL, msg, t, p ? 1 : 0, parents)) <
+        0) {
+        error = fail(err, RC_ERROR, "cannot create commit");
+        goto done;
+    }
+    oid_hex(out, &id);
+done:
+    free(msg);
+    git_signature_free(sig);
+    git_commit_free(p);
+    git_tree_free(t);
+    return error;
+}
+
+int64_t rc_git_commit_time(struct rc_git *g, const char *commit)
+{
+    struct rc_err err = RC_ERR_INIT;
+    git_commit *c = NULL;
+    int64_t t;
+
+    if (lookup_commit(&c, g, commit, &err) < 0)
+        return -1;
+    t = (int64_t)git_commit_time(c);
+    git_commit_free(c);
+    return t;
+}
+
+int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, struct rc_arena *a,
+                          struct rc_err *err)
+{
+    git_commit *c = NULL;
+    const char *m;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    m = git_commit_message_raw(c);
+    *msg = rc_arena_strdup(a, m ? m : "");
+    git_commit_free(c);
+    return RC_OK;
+}
+
+int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    if (git_commit_parentcount(c) == 0)
+        error = rc_err_set(err, RC_ENOTFOUND, "'%s' is a root commit", commit);
+    else
+        oid_hex(out, git_commit_parent_id(c, 0));
+    git_commit_free(c);
+    return error;
+}
+
+/* ==== Refs ==== */
+
+static int check_ref_name(const char *ref, struct rc_err *err)
+{
+    int valid = 0;
+
+    if (!ref || strncmp(ref, "refs/", 5) || git_reference_name_is_valid(&valid, ref) < 0 ||
+        !valid) {
+        git_error_clear();
+        return rc_err_set(err, RC_EINVALID, "invalid ref name '%s'", ref ? ref : "");
+    }
+    return RC_OK;
+}
+
+int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
+                            const char *old_id, const char *log_message, struct rc_err *err)
+{
+    git_reference *r = NULL;
+    git_oid nid, oid;
+    int ge, error;
+
+    if ((error = check_ref_name(ref, err)) < 0 ||
+        (error = parse_oid(&nid, new_id, "new id", err)) < 0 ||
+        (old_id && (error = parse_oid(&oid, old_id, "old id", err)) < 0))
+        return error;
+    if (!old_id) {
+        ge = git_reference_create(&r, g->repo, ref, &nid, 0, log_message);
+        if (ge == GIT_EEXISTS)
+            return fail(err, RC_ECONFLICT, "ref '%s' exists already", ref);
+    } else {
+        ge = git_reference_create_matching(&r, g->repo, ref, &nid, 1, &oid, log_message);
+        if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
+            return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
+    }
+    git_reference_free(r);
+    if (ge < 0)
+        return fail(err, rc_code(ge), "cannot update ref '%s'", ref);
+    return RC_OK;
+}
+
+int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                      const char *log_message, struct rc_err *err)
+{
+    int error = rc_git_update_ref_local(g, ref, new_id, old_id, log_message, err);
+
+    if (error < 0 || !g->remote)
+        return error;
+    return do_push(g, &ref, 1, err);
+}
+
+/* ==== Notes ==== */
+
+int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err)
+{
+    static const char *const notes_ref[] = {RC_GIT_NOTES_REF};
+    git_commit *c = NULL;
+    git_signature *sig = NULL;
+    git_oid id, note_id;
+    int ge, error;
+
+    if (!text)
+        return rc_err_set(err, RC_EINVALID, "no note text");
+    if ((error = lookup_commit(&c, g, commit, err)) < 0)
+        return error;
+    git_oid_cpy(&id, git_commit_id(c));
+    ge = git_signature_new(&sig, g->name, g->email, git_commit_time(c), 0);
+    git_commit_free(c);
+    if (ge < 0)
+        return fail(err, RC_EINVALID, "invalid identity");
+    for (int attempt = 1;; attempt++) {
+        if ((ge = git_note_create(&note_id, g->repo, RC_GIT_NOTES_REF, sig, sig, &id, text, 1)) <
+            0) {
+            error = fail(err, RC_ERROR, "cannot write note on '%s'", commit);
+            break;
+        }
+        if (!g->remote)
+            break;
+        error = do_push(g, notes_ref, 1, err);
+        if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
+            break;
+        if (g->log)
+            rc_log_debug(g->log, "notes moved on the remote, writing the note again");
+    }
+    git_signature_free(sig);
+    return error;
+}
+
+int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    git_note *note = NULL;
+    git_oid id;
+    int ge, error;
+
+    if ((error = resolve_oid(&id, g, commit, err)) < 0)
+        return error;
+    ge = git_note_read(&note, g->repo, RC_GIT_NOTES_REF, &id);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        return rc_err_set(err, RC_ENOTFOUND, "no note on '%s'", commit);
+    }
+    if (ge < 0)
+        return fail(err, RC_ERROR, "cannot read the note on '%s'", commit);
+    *text = rc_arena_strdup(a, git_note_message(note) ? git_note_message(note) : "");
+    git_note_free(note);
+    return RC_OK;
+}

@@ -1,0 +1,205 @@
+/*
+ * rc_git.h - the git repository rightplace reads its sources from and writes placements to.
+ *
+ * rc_git.c is the only file that calls libgit2. It never touches a work tree or an index
+ * file: sources are read from commits, deploy trees are built in memory and written as
+ * objects, refs are moved with compare-and-swap, and for a remote repository the refs are
+ * pushed. Everything is translated into rc codes and one-line messages (struct rc_err).
+ *
+ * Ids are passed as 40-hex strings. Wherever a parameter is called `commit`, any revision
+ * libgit2 understands is accepted too (a branch name is tried as refs/heads/<name> first, see
+ * rc_git_resolve), and it is peeled to a commit.
+ *
+ * Codes: RC_ENOTFOUND (a rev, path, note or ref does not exist), RC_EINVALID (a bad path, ref
+ * name, rev or argument), RC_ECONFLICT (someone else moved a ref first), RC_ERROR (anything
+ * else: I/O, network, authentication, a push refused by the remote).
+ *
+ * Credentials (for remotes): each method is offered once per operation, in this order: ssh
+ * agent ($SSH_AUTH_SOCK), ssh key file, HTTPS token from the environment variable, HTTPS token
+ * file; the HTTPS user is the URL's user or "x-access-token". When all were refused the
+ * operation fails (no retry loop). SSH host keys are checked by libgit2 1.5.1 against
+ * ~/.ssh/known_hosts. Credentials are never logged and never in an error message; URLs are
+ * shown with any user:password part replaced by "***".
+ *
+ * Threads: a struct rc_git is used by one thread at a time (libgit2's rule).
+ */
+#ifndef RC_GIT_H
+#define RC_GIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rc_arena.h"
+#include "rc_err.h"
+#include "rc_log.h"
+
+/* Process-wide setup and teardown of libgit2 (main calls them once, around everything else;
+ * reference-counted, so tests may call them per case). init returns RC_OK or RC_ERROR. */
+int rc_git_global_init(struct rc_err *err);
+void rc_git_global_shutdown(void);
+
+struct rc_git; /* an open repository */
+
+struct rc_git_options {
+    const char *state_dir;  /* where a remote is cloned (<state_dir>/repo.git); needed for URLs */
+    const char *token_env;  /* HTTPS: environment variable holding a token; NULL: none */
+    const char *token_file; /* HTTPS: file holding a token (first line); NULL: none */
+    const char *ssh_key;    /* SSH: private key file (public key: same path + ".pub" if present) */
+    struct rc_log *log;     /* borrowed; NULL: no logging */
+};
+#define RC_GIT_OPTIONS_INIT                                                                        \
+    {                                                                                              \
+        NULL, "RIGHTPLACE_GIT_TOKEN", NULL, NULL, NULL                                             \
+    }
+
+/* Is `repo` a URL (anything with "://", or scp-like "user@host:path" / "host:path" with the
+ * colon before any slash) rather than a local path? */
+int rc_git_is_url(const char *repo);
+
+/* Open a repository.
+ * - A local path (bare, non-bare, or a .git folder) is opened in place and never searched
+ *   upwards. Its work tree and index are never read or written.
+ * - A URL (file://, https://, ssh://, scp-like, git://) is mirrored into the bare repository
+ *   <o->state_dir>/repo.git: created and fetched on first use (also while it holds no refs,
+ *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
+ *   The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not applied.
+ *   Note: over file:// libgit2 writes the remote's refs in process, so the remote's hooks
+ *   do not run; over ssh://, https:// and git:// the server's receive-pack runs them. Fetched with
+ * force and prune: every branch to refs/heads/<b>, and refs/tags/..., refs/notes/... and
+ * refs/rightplace/... to the same names, so local refs mirror the remote's. A state directory
+ * holding a mirror of another URL is RC_EINVALID. The options' strings are copied; o->log is
+ * borrowed and must outlive the handle. *out is set only on success; free it with rc_git_free.
+ * RC_ENOTFOUND: no repository at the path. */
+int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,
+                struct rc_err *err);
+/* Close the repository; accepts NULL. */
+void rc_git_free(struct rc_git *g);
+/* 1 when the repository was opened from a URL (refs are pushed), else 0. */
+int rc_git_is_remote(const struct rc_git *g);
+
+/* Author and committer of the commits and notes rc_git writes; default
+ * "rightplace <rightplace@localhost>". Strings are copied. RC_EINVALID when a name or email is
+ * empty or contains '<', '>' or a newline. */
+int rc_git_set_identity(struct rc_git *g, const char *name, const char *email, struct rc_err *err);
+
+/* Fetch every mirrored ref from the remote (force-updating and pruning local copies). No-op
+ * (RC_OK) for a local repository. libgit2 1.5 has no network timeout: a remote that accepts
+ * the connection and then stalls blocks the call. */
+int rc_git_fetch(struct rc_git *g, struct rc_err *err);
+
+/* Resolve a branch name or any rev ("main", "refs/heads/x", "v1^{commit}", "HEAD~2", an id) to
+ * the 40-hex id of the commit it names: refs/heads/<rev> is tried first, then the rev as
+ * libgit2's revparse reads it. RC_ENOTFOUND when it does not exist, RC_EINVALID when it is
+ * malformed, ambiguous or names something that is not a commit. */
+int rc_git_resolve(char out[41], struct rc_git *g, const char *rev, struct rc_err *err);
+
+/* A file read from a commit. path and data are allocated in the caller's arena; data has
+ * len bytes plus a terminating NUL (not counted in len), so it can be read as a string. */
+struct rc_git_blob {
+    char *path; /* from the repository root, "a/b.yaml" */
+    char *data;
+    size_t len;
+};
+
+/* Every blob under `paths` (npaths entries; NULL or npaths 0, or a path "" / ".": the whole
+ * tree) whose name ends in ".yaml" or ".yml", sorted by path (strcmp), each file once even if
+ * the paths overlap. A path may name a directory or a file (a file not named *.yaml or
+ * *.yml contributes nothing). Symlinks, submodules and other
+ * non-regular entries are skipped silently. Sizes are not limited here (the loader does).
+ * *out is an array of *n blobs allocated in `a` (NULL when *n is 0). RC_ENOTFOUND when a path
+ * is not in the tree (so a mistyped source path is not read as "no objects"). */
+int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err);
+
+/* One file at a commit; *data (NUL-terminated, *len bytes) is allocated in `a`. RC_ENOTFOUND
+ * when the path is absent, RC_EINVALID when it is a directory, symlink or submodule. */
+int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
+                     const char *path, struct rc_arena *a, struct rc_err *err);
+
+/* All regular files under a directory prefix ("clusters/a/" or "clusters/a"; "" = the whole
+ * tree), any name, sorted by path, allocated in `a` like rc_git_read_yaml. A prefix that does
+ * not exist yields 0 files and RC_OK (a cluster directory that is new). Symlinks and
+ * submodules are skipped. */
+int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err);
+
+/* The id (40 hex) of the tree or blob at `path` in a commit ("" or ".": the root tree), so
+ * that "did clusters/a change between these commits?" is one comparison. RC_ENOTFOUND when
+ * the path is absent. */
+int rc_git_path_id(char out[41], struct rc_git *g, const char *commit, const char *path,
+                   struct rc_err *err);
+
+/* Build a deploy tree without a work tree.
+ * The result is the base commit's tree (base_commit NULL: the empty tree) with everything
+ * under the deploy paths removed ("clusters/", "placements.yaml", ".rightplace/"), plus
+ * `files` (mode 100644). Any other path of the base tree (a README someone committed to the
+ * deploy branch) is kept untouched; a file in `files` outside the deploy paths replaces the
+ * base's file at that path. The same content always gives the same tree id, so comparing
+ * out_tree with rc_git_commit_tree_id(base) tells whether anything changed.
+ * Paths are relative, '/'-separated: RC_EINVALID for an empty path or component, "." or "..",
+ * a leading or doubled '/', a ".git" component, a NUL byte, or the same path twice or as both
+ * a file and a directory. Blobs are written to the object database; out_tree gets 40 hex. */
+struct rc_git_file {
+    const char *path;
+    const char *data;
+    size_t len;
+};
+int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
+                      const struct rc_git_file *files, size_t nfiles, struct rc_err *err);
+
+/* The tree id of a commit (40 hex). */
+int rc_git_commit_tree_id(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);
+
+/* Create a commit object (no ref is moved: see rc_git_update_ref). tree is a tree id,
+ * parent a commit (NULL: a root commit). Author and committer are the identity set with
+ * rc_git_set_identity, both at `when` (seconds since the epoch, UTC, given by the caller so
+ * that the same inputs give the same commit id: the source commit's committer time). The
+ * message is stored as given, with a final newline added when missing; RC_EINVALID when it is
+ * empty. out gets the new commit's 40-hex id. */
+int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *parent,
+                  const char *message, int64_t when, struct rc_err *err);
+
+/* Compare-and-swap a ref ("refs/heads/deploy"): set it to new_id only if it is at old_id
+ * (NULL: it must not exist); RC_ECONFLICT when it is somewhere else. For a remote repository
+ * the ref is then pushed without force: a push rejected because the remote ref moved
+ * (non-fast-forward, fetch first, stale old value, lock) is RC_ECONFLICT, any other refusal
+ * (a hook declining, a protected branch) RC_ERROR with the remote's status and messages. After
+ * a failed push the local mirror is fetched again, so the local ref goes back to the remote's
+ * value (if that fetch fails too, the next rc_git_fetch repairs it). log_message goes to the
+ * reflog (may be NULL). RC_EINVALID for a malformed ref name or id. */
+int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                      const char *log_message, struct rc_err *err);
+
+/* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
+ * with rc_git_push_refs). */
+int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
+                            const char *old_id, const char *log_message, struct rc_err *err);
+
+/* Push the local values of `refs` (full names) to the remote in one push, without force.
+ * RC_ECONFLICT / RC_ERROR as rc_git_update_ref (on any rejection the local mirror is fetched
+ * again). A ref that does not exist locally is RC_ENOTFOUND. No-op for a local repository. */
+int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err);
+
+/* The committer time of a commit (seconds since the epoch), or -1 when it cannot be read. */
+int64_t rc_git_commit_time(struct rc_git *g, const char *commit);
+
+/* Notes under refs/notes/rightplace (`git log --notes=rightplace` shows them).
+ * rc_git_note_write adds or overwrites the note on a commit, as a notes commit by the
+ * configured identity at the annotated commit's committer time (deterministic). For a remote
+ * repository refs/notes/rightplace is pushed; when another writer pushed notes first, the
+ * notes are fetched and the note is written again on top (at most 3 attempts, then
+ * RC_ECONFLICT). */
+#define RC_GIT_NOTES_REF "refs/notes/rightplace"
+int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err);
+/* The note on a commit, allocated in `a` (NUL-terminated); RC_ENOTFOUND when there is none. */
+int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,
+                     struct rc_err *err);
+
+/* The full commit message (raw, as stored), allocated in `a`. */
+int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, struct rc_arena *a,
+                          struct rc_err *err);
+/* The first parent's id; RC_ENOTFOUND for a root commit. */
+int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);
+
+#endif

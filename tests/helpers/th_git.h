@@ -1,0 +1,48 @@
+/*
+ * th_git.h - test helpers for real git repositories in temporary folders: temp dirs, running
+ * commands (the git CLI) without a shell, recursive removal, writing files.
+ *
+ * Strings returned are malloc'd and belong to the caller (free). Helpers whose name ends in
+ * `_ok` fail the current CMocka test (with the command's stderr) instead of returning an error.
+ */
+#ifndef TH_GIT_H
+#define TH_GIT_H
+
+#include <stddef.h>
+
+/* Isolate git from the user's setup for the whole test process: GIT_CONFIG_NOSYSTEM=1, HOME
+ * set to a fresh temporary folder (returned; remove it with th_rm_rf at the end), no askpass,
+ * no terminal prompts, fixed author/committer names. Call once at the start of main, before
+ * rc_git_global_init (libgit2 reads HOME when it is initialised). */
+char *th_git_env_setup(void);
+
+/* mkdtemp "<$TMPDIR or /tmp>/rp-<tag>-XXXXXX"; aborts the test on failure. */
+char *th_tmpdir(const char *tag);
+
+/* rm -rf path (no symlinks followed). Returns 0 or -1. Accepts NULL. */
+int th_rm_rf(const char *path);
+
+/* Write data (len bytes; len (size_t)-1: strlen) to dir/rel, creating parent folders. */
+void th_write_file(const char *dir, const char *rel, const char *data, size_t len);
+
+/* Run argv (argv[0] looked up in PATH) in `dir` (NULL: current), stdin from /dev/null.
+ * *out (if out non-NULL) gets stdout, *errout stderr (NUL-terminated, malloc'd). Returns the
+ * exit status, or -1 when it could not run or was killed by a signal. */
+int th_run(const char *dir, char **out, char **errout, const char *const *argv);
+
+/* Run `git -c user.name=... -c user.email=... -c init.defaultBranch=main <args...>` in dir;
+ * the variadic arguments end with NULL. Returns the exit status; out/errout as th_run. */
+int th_git(const char *dir, char **out, char **errout, ...);
+
+/* As th_git, but fails the test unless git exits 0. Returns stdout with trailing newlines
+ * removed (malloc'd). */
+char *th_git_ok(const char *dir, ...);
+
+/* A fresh repository: `git init` (bare when bare != 0) in a new temp dir; returns its path. */
+char *th_git_init(const char *tag, int bare);
+
+/* Write files (pairs of path, content, terminated by NULL) into the work tree `dir`, add all
+ * and commit with `message`. Returns the new commit id (malloc'd 40 hex). */
+char *th_git_commit_files(const char *dir, const char *message, ...);
+
+#endif

@@ -1,0 +1,1001 @@
+/*
+ * test_rc_git.c - rc_git against real repositories made with the git CLI in temporary folders:
+ * opening local and mirrored repositories, reading files at a commit, building trees without
+ * a work tree, commits, compare-and-swap refs, pushes (accepted, non-fast-forward, declined by
+ * a hook), notes, credentials, and path validation. Results are checked with the git CLI.
+ */
+#include "th.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rc_arena.h"
+#include "rc_err.h"
+#include "rc_git.h"
+#include "th_git.h"
+
+#include "rc_banned.h"
+
+struct fx {
+    char *work;  /* a non-bare repository with a work tree */
+    char *state; /* a state directory for mirrors */
+    struct rc_git *g;
+    struct rc_arena a;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    struct rc_err err = RC_ERR_INIT;
+
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    f->work = th_git_init("work", 0);
+    f->state = th_tmpdir("state");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rc_git_free(f->g);
+    rc_arena_release(&f->a);
+    th_rm_rf(f->work);
+    th_rm_rf(f->state);
+    free(f->work);
+    free(f->state);
+    free(f);
+    rc_git_global_shutdown();
+    return 0;
+}
+
+static struct rc_git *open_ok(const char *repo, const char *state_dir)
+{
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    int rc;
+
+    o.state_dir = state_dir;
+    rc = rc_git_open(&g, repo, &o, &err);
+    if (rc != RC_OK)
+        fail_msg("rc_git_open '%s': %d %s", repo, rc, err.msg);
+    return g;
+}
+
+static char *file_url(const char *path)
+{
+    size_t n = strlen(path) + 8;
+    char *u = malloc(n);
+
+    snprintf(u, n, "file://%s", path);
+    return u;
+}
+
+/* ==== Opening and resolving ==== */
+
+static void test_rc_git__is_url(void **state)
+{
+    (void)state;
+    assert_true(rc_git_is_url("file:///srv/r.git"));
+    assert_true(rc_git_is_url("https://example.com/r.git"));
+    assert_true(rc_git_is_url("ssh://git@example.com:22/r.git"));
+    assert_true(rc_git_is_url("git@github.com:org/r.git"));
+    assert_true(rc_git_is_url("host:r.git"));
+    assert_false(rc_git_is_url("/srv/r.git"));
+    assert_false(rc_git_is_url("./a:b"));
+    assert_false(rc_git_is_url("repo"));
+    assert_false(rc_git_is_url(":x"));
+}
+
+static void test_rc_git__open_local_nonbare_and_bare(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL, *b = NULL;
+    char id[41], *head, *bare = th_tmpdir("bare"), *missing = th_tmpdir("missing");
+
+    head = th_git_commit_files(f->work, "first", "a.yaml", "a: 1\n", NULL);
+    g = open_ok(f->work, NULL);
+    assert_false(rc_git_is_remote(g));
+    assert_int_equal(rc_git_fetch(g, &err), RC_OK); /* no-op */
+    assert_int_equal(rc_git_resolve(id, g, "main", &err), RC_OK);
+    assert_string_equal(id, head);
+    /* the .git folder itself opens too */
+    {
+        char dotgit[4096];
+        struct rc_git *d;
+
+        snprintf(dotgit, sizeof(dotgit), "%s/.git", f->work);
+        d = open_ok(dotgit, NULL);
+        assert_int_equal(rc_git_resolve(id, d, "main", &err), RC_OK);
+        assert_string_equal(id, head);
+        rc_git_free(d);
+    }
+
+    free(th_git_ok(NULL, "clone", "-q", "--bare", f->work, bare, NULL));
+    b = open_ok(bare, NULL);
+    assert_false(rc_git_is_remote(b));
+    assert_int_equal(rc_git_resolve(id, b, "refs/heads/main", &err), RC_OK);
+    assert_string_equal(id, head);
+
+    /* an empty folder is not a repository, and is never searched upwards */
+    rc_git_free(f->g);
+    f->g = NULL;
+    assert_int_equal(rc_git_open(&f->g, missing, NULL, &err), RC_ENOTFOUND);
+    assert_null(f->g);
+    assert_non_null(strstr(err.msg, missing));
+
+    rc_git_free(g);
+    rc_git_free(b);
+    th_rm_rf(bare);
+    th_rm_rf(missing);
+    free(bare);
+    free(missing);
+    free(head);
+}
+
+static void test_rc_git__resolve(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char id[41], *c1, *c2, *tree;
+
+    c1 = th_git_commit_files(f->work, "one", "a.yaml", "a: 1\n", NULL);
+    c2 = th_git_commit_files(f->work, "two", "a.yaml", "a: 2\n", NULL);
+    free(th_git_ok(f->work, "tag", "-a", "-m", "v1", "v1", c1, NULL));
+    /* a tag named like a branch: the branch wins */
+    free(th_git_ok(f->work, "tag", "deploy", c2, NULL));
+    free(th_git_ok(f->work, "branch", "deploy", c1, NULL));
+    tree = th_git_ok(f->work, "rev-parse", "HEAD^{tree}", NULL);
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, c2);
+    assert_int_equal(rc_git_resolve(id, f->g, "HEAD~1", &err), RC_OK);
+    assert_string_equal(id, c1);
+    assert_int_equal(rc_git_resolve(id, f->g, "v1", &err), RC_OK); /* annotated tag: peeled */
+    assert_string_equal(id, c1);
+    assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+    assert_string_equal(id, c1);
+    assert_int_equal(rc_git_resolve(id, f->g, c2, &err), RC_OK);
+    assert_string_equal(id, c2);
+
+    assert_int_equal(rc_git_resolve(id, f->g, "nope", &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "'nope'"));
+    assert_int_equal(rc_git_resolve(id, f->g, tree, &err), RC_EINVALID);
+    assert_int_equal(rc_git_resolve(id, f->g, "", &err), RC_EINVALID);
+    assert_int_equal(rc_git_commit_parent(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, c1);
+    assert_int_equal(rc_git_commit_parent(id, f->g, c1, &err), RC_ENOTFOUND);
+    free(c1);
+    free(c2);
+    free(tree);
+}
+
+/* ==== Reading ==== */
+
+static void test_rc_git__read_yaml_at_rev(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *b = NULL;
+    size_t n = 99;
+    char *c1, *c2, *sub;
+    const char *only_b[] = {"b/", "b/c.yml", "./z.yaml"};
+    const char *missing[] = {"b", "nope"};
+
+    c1 = th_git_commit_files(f->work, "one", "z.yaml", "z: 1\n", "a.yaml", "a: 1\n", "b/c.yml",
+                             "c: 1\n", "b/d.txt", "not yaml\n", "b/e/f.yaml", "f: 1\n", "b-x.yaml",
+                             "bx: 1\n", "b.yaml/g.yaml", "g: 1\n", NULL);
+    /* a symlink and a submodule named like YAML files are skipped */
+    {
+        char link[4096], cacheinfo[128];
+
+        snprintf(link, sizeof(link), "%s/link.yaml", f->work);
+        assert_int_equal(symlink("a.yaml", link), 0);
+        th_write_file(f->work, "a.yaml", "a: 2\n", (size_t)-1);
+        free(th_git_ok(f->work, "add", "a.yaml", "link.yaml", NULL));
+        snprintf(cacheinfo, sizeof(cacheinfo), "160000,%s,b/sub.yaml", c1);
+        free(th_git_ok(f->work, "update-index", "--add", "--cacheinfo", cacheinfo, NULL));
+        free(th_git_ok(f->work, "commit", "-q", "-m", "two", NULL));
+        c2 = th_git_ok(f->work, "rev-parse", "HEAD", NULL);
+        sub = th_git_ok(f->work, "ls-tree", "-r", c2, NULL);
+        assert_non_null(strstr(sub, "160000 commit"));
+        assert_non_null(strstr(sub, "120000 blob"));
+    }
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, c1, NULL, 0, &f->a, &err), RC_OK);
+    assert_int_equal(n, 6);
+    assert_string_equal(b[0].path, "a.yaml");
+    assert_string_equal(b[0].data, "a: 1\n");
+    assert_int_equal(b[0].len, 5);
+    assert_string_equal(b[1].path, "b-x.yaml");
+    assert_string_equal(b[2].path, "b.yaml/g.yaml");
+    assert_string_equal(b[3].path, "b/c.yml");
+    assert_string_equal(b[4].path, "b/e/f.yaml");
+    assert_string_equal(b[5].path, "z.yaml");
+
+    /* at the later commit: new content, the symlink and submodule are not listed */
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+    assert_int_equal(n, 6);
+    assert_string_equal(b[0].data, "a: 2\n");
+    for (size_t i = 0; i < n; i++) {
+        assert_string_not_equal(b[i].path, "link.yaml");
+        assert_string_not_equal(b[i].path, "b/sub.yaml");
+    }
+
+    /* overlapping paths: each file once, sorted */
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, c2, only_b, 3, &f->a, &err), RC_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(b[0].path, "b/c.yml");
+    assert_string_equal(b[1].path, "b/e/f.yaml");
+    assert_string_equal(b[2].path, "z.yaml");
+
+    /* a mistyped path is an error, not "no objects" */
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, c2, missing, 2, &f->a, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "'nope'"));
+    {
+        const char *bad[] = {"../etc"};
+
+        assert_int_equal(rc_git_read_yaml(&b, &n, f->g, c2, bad, 1, &f->a, &err), RC_EINVALID);
+    }
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "nope", NULL, 0, &f->a, &err), RC_ENOTFOUND);
+    free(c1);
+    free(c2);
+    free(sub);
+}
+
+static void test_rc_git__read_file_and_tree(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *b = NULL;
+    size_t n = 0, len = 0;
+    char *data = NULL, *c1;
+
+    c1 = th_git_commit_files(f->work, "one", "clusters/a/kustomization.yaml", "k: 1\n",
+                             "clusters/a/ns/job.x.yaml", "x: 1\n", "clusters/ab/y.yaml", "y\n",
+                             "placements.yaml", "units: []\n", NULL);
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_read_file(&data, &len, f->g, c1, "placements.yaml", &f->a, &err),
+                     RC_OK);
+    assert_string_equal(data, "units: []\n");
+    assert_int_equal(len, 10);
+    assert_int_equal(rc_git_read_file(&data, &len, f->g, c1, "nope.yaml", &f->a, &err),
+                     RC_ENOTFOUND);
+    assert_int_equal(rc_git_read_file(&data, &len, f->g, c1, "clusters", &f->a, &err), RC_EINVALID);
+    assert_int_equal(rc_git_read_file(&data, &len, f->g, c1, "../x", &f->a, &err), RC_EINVALID);
+
+    assert_int_equal(rc_git_read_tree(&b, &n, f->g, c1, "clusters/a/", &f->a, &err), RC_OK);
+    assert_int_equal(n, 2); /* not clusters/ab */
+    assert_string_equal(b[0].path, "clusters/a/kustomization.yaml");
+    assert_string_equal(b[1].path, "clusters/a/ns/job.x.yaml");
+    assert_string_equal(b[1].data, "x: 1\n");
+    assert_int_equal(rc_git_read_tree(&b, &n, f->g, c1, "clusters/new", &f->a, &err), RC_OK);
+    assert_int_equal(n, 0);
+    assert_null(b);
+    assert_int_equal(rc_git_read_tree(&b, &n, f->g, c1, "", &f->a, &err), RC_OK);
+    assert_int_equal(n, 4);
+
+    /* ids of subtrees: the same when unchanged, different when a file below changed */
+    {
+        char a1[41], a2[41], ab1[41], ab2[41], root[41], *c2, *want;
+
+        c2 = th_git_commit_files(f->work, "two", "clusters/ab/y.yaml", "y2\n", NULL);
+        assert_int_equal(rc_git_path_id(a1, f->g, c1, "clusters/a", &err), RC_OK);
+        assert_int_equal(rc_git_path_id(a2, f->g, c2, "clusters/a/", &err), RC_OK);
+        assert_string_equal(a1, a2);
+        assert_int_equal(rc_git_path_id(ab1, f->g, c1, "clusters/ab", &err), RC_OK);
+        assert_int_equal(rc_git_path_id(ab2, f->g, c2, "clusters/ab", &err), RC_OK);
+        assert_string_not_equal(ab1, ab2);
+        want = th_git_ok(f->work, "rev-parse", "HEAD:clusters/ab", NULL);
+        assert_string_equal(ab2, want);
+        free(want);
+        assert_int_equal(rc_git_path_id(root, f->g, c2, "", &err), RC_OK);
+        want = th_git_ok(f->work, "rev-parse", "HEAD^{tree}", NULL);
+        assert_string_equal(root, want);
+        free(want);
+        assert_int_equal(rc_git_path_id(root, f->g, c2, "clusters/zz", &err), RC_ENOTFOUND);
+        free(c2);
+    }
+    free(c1);
+}
+
+/* ==== Building trees and commits ==== */
+
+static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char tree[41], tree2[41], base_tree[41], *base, *ls, *blob;
+    const struct rc_git_file files[] = {
+        {"clusters/a/x.yaml", "x: 2\n", 5},
+        {"clusters/c/ns/new.yaml", "new: 1\n", 7},
+        {"placements.yaml", "units: [a]\n", 11},
+        {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20},
+    };
+    /* the same files in another order */
+    const struct rc_git_file shuffled[] = {files[3], files[2], files[1], files[0]};
+
+    base =
+        th_git_commit_files(f->work, "base", "README.md", "deploy branch\n", "clusters/a/x.yaml",
+                            "x: 1\n", "clusters/a/kustomization.yaml", "resources: [x.yaml]\n",
+                            "clusters/b/y.yaml", "y: 1\n", "placements.yaml", "units: []\n",
+                            ".rightplace/capacity.yaml", "c: 1\n", "docs/notes.txt", "n\n", NULL);
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_build_tree(tree, f->g, base, files, 4, &err), RC_OK);
+    ls = th_git_ok(f->work, "ls-tree", "-r", "--name-only", tree, NULL);
+    assert_string_equal(ls, "README.md\n"
+                            "clusters/a/kustomization.yaml\n"
+                            "clusters/a/x.yaml\n"
+                            "clusters/c/ns/new.yaml\n"
+                            "docs/notes.txt\n"
+                            "placements.yaml");
+    free(ls);
+    {
+        char spec[64];
+
+        snprintf(spec, sizeof(spec), "%s:clusters/a/x.yaml", tree);
+        blob = th_git_ok(f->work, "cat-file", "-p", spec, NULL);
+        assert_string_equal(blob, "x: 2");
+        free(blob);
+        ls = th_git_ok(f->work, "ls-tree", "-r", tree, NULL);
+        assert_non_null(strstr(ls, "100644 blob"));
+        assert_null(strstr(ls, "100755"));
+        free(ls);
+    }
+
+    /* same files, any order → same tree; and it is exactly what git itself would build */
+    assert_int_equal(rc_git_build_tree(tree2, f->g, base, shuffled, 4, &err), RC_OK);
+    assert_string_equal(tree, tree2);
+    free(th_git_ok(f->work, "rm", "-q", "-r", "clusters/b", ".rightplace", NULL));
+    th_write_file(f->work, "clusters/a/x.yaml", "x: 2\n", (size_t)-1);
+    th_write_file(f->work, "clusters/c/ns/new.yaml", "new: 1\n", (size_t)-1);
+    th_write_file(f->work, "placements.yaml", "units: [a]\n", (size_t)-1);
+    free(th_git_ok(f->work, "add", "-A", ".", NULL));
+    ls = th_git_ok(f->work, "write-tree", NULL);
+    assert_string_equal(tree, ls);
+    free(ls);
+
+    /* rebuilding the base's own deploy files from the base → the base tree (no change) */
+    {
+        const struct rc_git_file same[] = {
+            {"clusters/a/x.yaml", "x: 1\n", 5},
+            {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20},
+            {"clusters/b/y.yaml", "y: 1\n", 5},
+            {"placements.yaml", "units: []\n", 10},
+            {".rightplace/capacity.yaml", "c: 1\n", 5},
+        };
+
+        assert_int_equal(rc_git_build_tree(tree2, f->g, base, same, 5, &err), RC_OK);
+        assert_int_equal(rc_git_commit_tree_id(base_tree, f->g, base, &err), RC_OK);
+        assert_string_equal(tree2, base_tree);
+    }
+
+    /* no base: only the files; nothing at all: the empty tree */
+    assert_int_equal(rc_git_build_tree(tree2, f->g, NULL, files, 1, &err), RC_OK);
+    ls = th_git_ok(f->work, "ls-tree", "-r", "--name-only", tree2, NULL);
+    assert_string_equal(ls, "clusters/a/x.yaml");
+    free(ls);
+    assert_int_equal(rc_git_build_tree(tree2, f->g, NULL, NULL, 0, &err), RC_OK);
+    assert_string_equal(tree2, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+    /* a file outside the deploy paths replaces the base's */
+    {
+        const struct rc_git_file readme[] = {{"README.md", "new readme\n", 11}};
+        char spec[64];
+
+        assert_int_equal(rc_git_build_tree(tree2, f->g, base, readme, 1, &err), RC_OK);
+        snprintf(spec, sizeof(spec), "%s:README.md", tree2);
+        blob = th_git_ok(f->work, "cat-file", "-p", spec, NULL);
+        assert_string_equal(blob, "new readme");
+        free(blob);
+    }
+    assert_int_equal(rc_git_build_tree(tree2, f->g, "nope", files, 1, &err), RC_ENOTFOUND);
+    free(base);
+}
+
+static void test_rc_git__build_tree_refuses_bad_paths(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char tree[41];
+    const char *bad[] = {
+        "",      "/abs.yaml", "a//b.yaml",   "a/",       "../x",     "clusters/../x",
+        "a/./b", ".",         ".git/config", "a/.git/x", "a/.GIT/x", "clusters/a/.."};
+
+    free(th_git_commit_files(f->work, "base", "a.yaml", "a\n", NULL));
+    f->g = open_ok(f->work, NULL);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct rc_git_file file = {bad[i], "x", 1};
+
+        err.code = 0;
+        if (rc_git_build_tree(tree, f->g, "main", &file, 1, &err) != RC_EINVALID)
+            fail_msg("path '%s' was accepted", bad[i]);
+        assert_int_equal(err.code, RC_EINVALID);
+    }
+    {
+        const struct rc_git_file dup[] = {{"a/b.yaml", "1", 1}, {"a/b.yaml", "2", 1}};
+        const struct rc_git_file df[] = {{"a/b", "1", 1}, {"a/b-c", "2", 1}, {"a/b/c", "3", 1}};
+
+        assert_int_equal(rc_git_build_tree(tree, f->g, "main", dup, 2, &err), RC_EINVALID);
+        assert_non_null(strstr(err.msg, "twice"));
+        assert_int_equal(rc_git_build_tree(tree, f->g, "main", df, 3, &err), RC_EINVALID);
+        assert_non_null(strstr(err.msg, "'a/b'"));
+    }
+}
+
+static void test_rc_git__commit_is_valid_and_deterministic(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char tree[41], c1[41], c2[41], again[41], *base, *out;
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    const char *msg = "place rayjob3/rayjob-train on dynamic-cluster\n"
+                      "\n"
+                      "Because it fits after a scale-up.\n"
+                      "\n"
+                      "Rightplace-Source: 0123456789abcdef0123456789abcdef01234567\n"
+                      "Rightplace-Placed: 1\n"
+                      "Rightplace-Pending: 0";
+    char *m = NULL;
+
+    base = th_git_commit_files(f->work, "source", "a.yaml", "a\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, 1, &err), RC_OK);
+    assert_int_equal(rc_git_commit(c1, f->g, tree, NULL, "initial deploy\n", 1700000000, &err),
+                     RC_OK);
+    assert_int_equal(rc_git_commit(c2, f->g, tree, c1, msg, 1700000100, &err), RC_OK);
+    assert_int_equal(rc_git_commit(again, f->g, tree, c1, msg, 1700000100, &err), RC_OK);
+    assert_string_equal(c2, again);
+    assert_int_equal(rc_git_update_ref_local(f->g, "refs/heads/deploy", c2, NULL, "test", &err),
+                     RC_OK);
+
+    free(th_git_ok(f->work, "fsck", "--strict", "--no-dangling", NULL));
+    out = th_git_ok(f->work, "log", "--format=%an <%ae>|%cn|%at|%ct|%s|%P", "deploy", NULL);
+    {
+        char want[512];
+
+        snprintf(want, sizeof(want),
+                 "rightplace <rightplace@localhost>|rightplace|1700000100|1700000100|place "
+                 "rayjob3/rayjob-train on dynamic-cluster|%s\n"
+                 "rightplace <rightplace@localhost>|rightplace|1700000000|1700000000|initial "
+                 "deploy|",
+                 c1);
+        assert_string_equal(out, want);
+    }
+    free(out);
+    out = th_git_ok(f->work, "log", "-1", "--format=%(trailers:key=Rightplace-Placed,valueonly)",
+                    "deploy", NULL);
+    assert_string_equal(out, "1");
+    free(out);
+
+    assert_int_equal(rc_git_commit_message(&m, f->g, "deploy", &f->a, &err), RC_OK);
+    assert_int_equal(strncmp(m, msg, strlen(msg)), 0);
+    assert_string_equal(m + strlen(msg), "\n"); /* the final newline was added */
+    assert_int_equal(rc_git_commit_time(f->g, "deploy"), 1700000100);
+    assert_int_equal(rc_git_commit_time(f->g, "nope"), -1);
+
+    /* a configured identity */
+    assert_int_equal(rc_git_set_identity(f->g, "Placer", "placer@example.com", &err), RC_OK);
+    assert_int_equal(rc_git_commit(again, f->g, tree, NULL, "x\n", 1, &err), RC_OK);
+    out = th_git_ok(f->work, "log", "-1", "--format=%an <%ae> %cn <%ce>", again, NULL);
+    assert_string_equal(out, "Placer <placer@example.com> Placer <placer@example.com>");
+    free(out);
+    assert_int_equal(rc_git_set_identity(f->g, "a<b", "x@y", &err), RC_EINVALID);
+
+    assert_int_equal(rc_git_commit(again, f->g, tree, NULL, "", 1, &err), RC_EINVALID);
+    assert_int_equal(rc_git_commit(again, f->g, "xyz", NULL, "m\n", 1, &err), RC_EINVALID);
+    assert_int_equal(rc_git_commit(again, f->g, base, NULL, "m\n", 1, &err), RC_ENOTFOUND);
+    free(base);
+}
+
+static void test_rc_git__update_ref_compare_and_swap(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char id[41], *c1, *c2, *c3;
+
+    c1 = th_git_commit_files(f->work, "one", "a.yaml", "1\n", NULL);
+    c2 = th_git_commit_files(f->work, "two", "a.yaml", "2\n", NULL);
+    c3 = th_git_commit_files(f->work, "three", "a.yaml", "3\n", NULL);
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c1, NULL, "create", &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c2, NULL, "create", &err),
+                     RC_ECONFLICT);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c2, c1, "move", &err), RC_OK);
+    /* someone else moves it in between */
+    free(th_git_ok(f->work, "update-ref", "refs/heads/deploy", c3, NULL));
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c1, c2, "stale", &err),
+                     RC_ECONFLICT);
+    assert_non_null(strstr(err.msg, "refs/heads/deploy"));
+    assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+    assert_string_equal(id, c3);
+    /* an old value given for a ref that does not exist */
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/other", c1, c2, "x", &err), RC_ECONFLICT);
+
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/a..b", c1, NULL, "x", &err), RC_EINVALID);
+    assert_int_equal(rc_git_update_ref(f->g, "deploy", c1, NULL, "x", &err), RC_EINVALID);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/x", "abc", NULL, "x", &err), RC_EINVALID);
+    free(c1);
+    free(c2);
+    free(c3);
+}
+
+static void test_rc_git__notes_local(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *c1, *out, *text = NULL;
+
+    c1 = th_git_commit_files(f->work, "one", "a.yaml", "1\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    assert_int_equal(rc_git_note_read(&text, f->g, c1, &f->a, &err), RC_ENOTFOUND);
+    assert_int_equal(rc_git_note_write(f->g, c1, "applied: static-cluster ok\n", &err), RC_OK);
+    assert_int_equal(rc_git_note_write(f->g, c1, "applied: static-cluster ok\nretry: 1\n", &err),
+                     RC_OK);
+    assert_int_equal(rc_git_note_read(&text, f->g, c1, &f->a, &err), RC_OK);
+    assert_string_equal(text, "applied: static-cluster ok\nretry: 1\n");
+    out = th_git_ok(f->work, "log", "-1", "--notes=rightplace", "--format=%N", c1, NULL);
+    assert_string_equal(out, "applied: static-cluster ok\nretry: 1");
+    free(out);
+    free(th_git_ok(f->work, "fsck", "--strict", "--no-dangling", NULL));
+    free(c1);
+}
+
+/* ==== Remotes ==== */
+
+/* A bare "remote" holding `main` with one file, made with the CLI. */
+static char *make_remote(struct fx *f)
+{
+    char *remote = th_git_init("remote", 1);
+
+    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    return remote;
+}
+
+static void test_rc_git__remote_mirror_fetch_and_push(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *remote = make_remote(f), *url = file_url(remote), *c2, *out, *other;
+    char id[41], tree[41], deploy[41], deploy2[41], mirror[4096];
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    struct rc_git_blob *b;
+    size_t n;
+
+    f->g = open_ok(url, f->state);
+    assert_true(rc_git_is_remote(f->g));
+    snprintf(mirror, sizeof(mirror), "%s/repo.git", f->state);
+    out = th_git_ok(mirror, "rev-parse", "--is-bare-repository", NULL);
+    assert_string_equal(out, "true");
+    free(out);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    out = th_git_ok(remote, "rev-parse", "main", NULL);
+    assert_string_equal(id, out);
+    free(out);
+
+    /* a new commit pushed by someone else is seen after a fetch */
+    c2 = th_git_commit_files(f->work, "more", "src/job2.yaml", "kind: Job\n", NULL);
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, c2);
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+    assert_int_equal(n, 2);
+
+    /* reopening the state directory reuses the mirror */
+    rc_git_free(f->g);
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, c2);
+
+    /* a deploy commit pushed */
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, 1, &err), RC_OK);
+    assert_int_equal(rc_git_commit(deploy, f->g, tree, NULL, "deploy\n", 1700000000, &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", deploy, NULL, "deploy", &err),
+                     RC_OK);
+    out = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_equal(out, deploy);
+    free(out);
+    free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
+
+    /* notes are pushed too */
+    assert_int_equal(rc_git_note_write(f->g, deploy, "applied: ok\n", &err), RC_OK);
+    out = th_git_ok(remote, "log", "-1", "--notes=rightplace", "--format=%N", "deploy", NULL);
+    assert_string_equal(out, "applied: ok");
+    free(out);
+
+    /* another writer moves deploy: our push is a non-fast-forward → conflict, and the local
+     * mirror goes back to the remote's deploy */
+    free(th_git_ok(f->work, "fetch", "-q", remote, "deploy:deploy", NULL));
+    free(th_git_ok(f->work, "checkout", "-q", "deploy", NULL));
+    other = th_git_commit_files(f->work, "other writer", "placements.yaml", "units: [x]\n", NULL);
+    free(th_git_ok(f->work, "push", "-q", remote, "deploy", NULL));
+    assert_int_equal(rc_git_commit(deploy2, f->g, tree, deploy, "second\n", 1700000001, &err),
+                     RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", deploy2, deploy, "d", &err),
+                     RC_ECONFLICT);
+    assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+    assert_string_equal(id, other);
+    out = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_equal(out, other);
+    free(out);
+
+    /* a push on top of the fetched tip lands */
+    assert_int_equal(rc_git_commit(deploy2, f->g, tree, other, "third\n", 1700000002, &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", deploy2, other, "d", &err),
+                     RC_OK);
+    out = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_equal(out, deploy2);
+    free(out);
+
+    /* several refs in one push */
+    assert_int_equal(rc_git_update_ref_local(f->g, "refs/rightplace/applied/static-cluster",
+                                             deploy2, NULL, "applied", &err),
+                     RC_OK);
+    {
+        const char *refs[] = {"refs/rightplace/applied/static-cluster", RC_GIT_NOTES_REF};
+
+        assert_int_equal(rc_git_note_write(f->g, deploy2, "applied: 2\n", &err), RC_OK);
+        assert_int_equal(rc_git_push_refs(f->g, refs, 2, &err), RC_OK);
+        const char *missing[] = {"refs/rightplace/applied/nope"};
+        assert_int_equal(rc_git_push_refs(f->g, missing, 1, &err), RC_ENOTFOUND);
+    }
+    out = th_git_ok(remote, "rev-parse", "refs/rightplace/applied/static-cluster", NULL);
+    assert_string_equal(out, deploy2);
+    free(out);
+
+    /* a branch deleted on the remote disappears from the mirror */
+    free(th_git_ok(remote, "branch", "-q", "-D", "deploy", NULL));
+    assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
+    assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_ENOTFOUND);
+
+    /* the mirror belongs to this URL */
+    {
+        struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+        struct rc_git *g2 = NULL;
+
+        o.state_dir = f->state;
+        assert_int_equal(rc_git_open(&g2, "file:///elsewhere/r.git", &o, &err), RC_EINVALID);
+        assert_null(g2);
+    }
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+    free(c2);
+    free(other);
+}
+
+static void test_rc_git__mirror_refetches_after_failed_first_fetch(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    char *dir = th_tmpdir("later"), remote[2048], url[4096], id[41], *head;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", dir);
+    snprintf(url, sizeof(url), "file://%s", remote);
+    o.state_dir = f->state;
+    assert_int_equal(rc_git_open(&f->g, url, &o, &err), RC_ERROR);
+    assert_null(f->g);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "a.yaml", "a: 1\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    head = th_git_ok(remote, "rev-parse", "main", NULL);
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, head);
+    free(head);
+    th_rm_rf(dir);
+    free(dir);
+}
+
+static void test_rc_git__notes_push_retries_when_notes_moved(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *remote = make_remote(f), *url = file_url(remote), *head, *out, *other_state;
+    struct rc_git *g2;
+
+    head = th_git_ok(remote, "rev-parse", "main", NULL);
+    f->g = open_ok(url, f->state);
+    other_state = th_tmpdir("state2");
+    g2 = open_ok(url, other_state);
+    assert_int_equal(rc_git_note_write(g2, head, "from g2\n", &err), RC_OK);
+    /* f->g has not fetched g2's notes: its first push is rejected, it refetches and rewrites */
+    assert_int_equal(rc_git_note_write(f->g, head, "from g1\n", &err), RC_OK);
+    out = th_git_ok(remote, "log", "-1", "--notes=rightplace", "--format=%N", "main", NULL);
+    assert_string_equal(out, "from g1");
+    free(out);
+    out = th_git_ok(remote, "rev-list", "--count", RC_GIT_NOTES_REF, NULL);
+    assert_string_equal(out, "2"); /* linear: g1's notes commit is on top of g2's */
+    free(out);
+    rc_git_free(g2);
+    th_rm_rf(other_state);
+    th_rm_rf(remote);
+    free(other_state);
+    free(remote);
+    free(url);
+    free(head);
+}
+
+/* git daemon on 127.0.0.1 serving `base` with receive-pack enabled, so hooks run (libgit2's
+ * file:// transport writes refs in process and runs no hooks). Returns its pid, or -1. */
+static pid_t start_daemon(const char *base, int *port_out)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 20000);
+        char portarg[32], basearg[4096];
+        pid_t pid;
+
+        snprintf(portarg, sizeof(portarg), "--port=%d", port);
+        snprintf(basearg, sizeof(basearg), "--base-path=%s", base);
+        pid = fork();
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_WRONLY);
+
+            if (devnull >= 0)
+                dup2(devnull, 2);
+            execlp("git", "git", "daemon", "--listen=127.0.0.1", portarg, basearg, "--export-all",
+                   "--enable=receive-pack", "--reuseaddr", "--informative-errors", base,
+                   (char *)NULL);
+            _exit(127);
+        }
+        /* wait until it accepts connections, or exited (port taken) */
+        for (int i = 0; i < 100; i++) {
+            struct sockaddr_in sa;
+            int s = socket(AF_INET, SOCK_STREAM, 0), status;
+
+            memset(&sa, 0, sizeof(sa));
+            sa.sin_family = AF_INET;
+            sa.sin_port = htons((uint16_t)port);
+            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                close(s);
+                *port_out = port;
+                return pid;
+            }
+            close(s);
+            if (waitpid(pid, &status, WNOHANG) == pid)
+                break;
+            usleep(50000);
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+static void test_rc_git__push_declined_by_hook(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *served = th_tmpdir("served"), url[256], remote[2048], hook[4096], *out;
+    char tree[41], c[41], id[41];
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    int port = 0;
+    pid_t daemon;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", served);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    snprintf(hook, sizeof(hook), "%s/hooks/pre-receive", remote);
+    th_write_file(remote, "hooks/pre-receive",
+                  "#!/bin/sh\necho \"deploy is frozen by policy\" >&2\nexit 1\n", (size_t)-1);
+    assert_int_equal(chmod(hook, 0755), 0);
+
+    daemon = start_daemon(served, &port);
+    if (daemon < 0)
+        fail_msg("cannot start git daemon");
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, 1, &err), RC_OK);
+    assert_int_equal(rc_git_commit(c, f->g, tree, NULL, "deploy\n", 1700000000, &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c, NULL, "d", &err), RC_ERROR);
+    print_message("declined: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "refs/heads/deploy"));
+    assert_non_null(strstr(err.msg, "declined"));
+    assert_non_null(strstr(err.msg, "deploy is frozen by policy"));
+    /* nothing landed, and the local mirror forgot the refused ref */
+    assert_int_equal(th_git(remote, &out, NULL, "rev-parse", "--verify", "-q", "deploy", NULL) != 0,
+                     1);
+    free(out);
+    assert_int_equal(rc_git_resolve(id, f->g, "refs/heads/deploy", &err), RC_ENOTFOUND);
+
+    /* without the hook, the same push over the daemon lands */
+    assert_int_equal(unlink(hook), 0);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", c, NULL, "d", &err), RC_OK);
+    out = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_equal(out, c);
+    free(out);
+
+    kill(daemon, SIGTERM);
+    waitpid(daemon, NULL, 0);
+    th_rm_rf(served);
+    free(served);
+}
+
+/* ==== Credentials ==== */
+
+/* An HTTP server that answers 401 to everything, counting requests and remembering the
+ * last Authorization header. */
+struct auth_server {
+    int fd;
+    int port;
+    int requests;
+    char auth[512];
+};
+
+static void *auth_server_run(void *arg)
+{
+    struct auth_server *s = arg;
+
+    for (;;) {
+        char buf[8192];
+        size_t len = 0;
+        int c = accept(s->fd, NULL, NULL);
+        const char *h, *reply = "HTTP/1.1 401 Unauthorized\r\n"
+                                "WWW-Authenticate: Basic realm=\"t\"\r\n"
+                                "Content-Length: 0\r\nConnection: close\r\n\r\n";
+
+        if (c < 0)
+            return NULL;
+        while (len < sizeof(buf) - 1) {
+            ssize_t n = read(c, buf + len, sizeof(buf) - 1 - len);
+
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            buf[len] = '\0';
+            if (strstr(buf, "\r\n\r\n"))
+                break;
+        }
+        buf[len] = '\0';
+        s->requests++;
+        h = strstr(buf, "Authorization: ");
+        if (h) {
+            size_t n = strcspn(h, "\r\n");
+
+            snprintf(s->auth, sizeof(s->auth), "%.*s", (int)n, h);
+        }
+        if (write(c, reply, strlen(reply)) < 0)
+            (void)0;
+        close(c);
+    }
+}
+
+static void test_rc_git__credentials_tried_once_and_never_shown(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct auth_server s;
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    pthread_t t;
+    char url[256];
+    int rc;
+
+    memset(&s, 0, sizeof(s));
+    s.fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(s.fd, 16), 0);
+    assert_int_equal(getsockname(s.fd, (struct sockaddr *)&sa, &sl), 0);
+    s.port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&t, NULL, auth_server_run, &s), 0);
+
+    setenv("RP_TEST_TOKEN", "s3cr3t-t0ken", 1);
+    o.state_dir = f->state;
+    o.token_env = "RP_TEST_TOKEN";
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/r.git", s.port);
+    rc = rc_git_open(&f->g, url, &o, &err);
+    assert_int_equal(rc, RC_ERROR);
+    print_message("auth: %s (%d requests)\n", err.msg, s.requests);
+    assert_non_null(strstr(err.msg, "authentication"));
+    assert_null(strstr(err.msg, "s3cr3t"));
+    /* the token was offered as x-access-token's password: base64("x-access-token:s3cr3t-t0ken") */
+    assert_string_equal(s.auth, "Authorization: Basic eC1hY2Nlc3MtdG9rZW46czNjcjN0LXQwa2Vu");
+    assert_true(s.requests <= 4); /* no retry loop */
+
+    /* credentials inside the URL never show in messages */
+    th_rm_rf(f->state);
+    mkdir(f->state, 0700);
+    snprintf(url, sizeof(url), "http://user:hunter2@127.0.0.1:%d/r.git", s.port);
+    rc = rc_git_open(&f->g, url, &o, &err);
+    assert_int_equal(rc, RC_ERROR);
+    print_message("url creds: %s\n", err.msg);
+    assert_null(strstr(err.msg, "hunter2"));
+    assert_non_null(strstr(err.msg, "***@127.0.0.1"));
+    unsetenv("RP_TEST_TOKEN");
+
+    /* a token file (first line): tried once, after an empty environment variable */
+    th_rm_rf(f->state);
+    mkdir(f->state, 0700);
+    {
+        char tokfile[4096];
+
+        snprintf(tokfile, sizeof(tokfile), "%s/token", f->state);
+        th_write_file(f->state, "token", "file-t0ken\nsecond line\n", (size_t)-1);
+        o.token_file = tokfile;
+        s.requests = 0;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/r.git", s.port);
+        rc = rc_git_open(&f->g, url, &o, &err);
+        assert_int_equal(rc, RC_ERROR);
+        assert_non_null(strstr(err.msg, "token file"));
+        assert_null(strstr(err.msg, "file-t0ken"));
+        /* base64("x-access-token:file-t0ken") */
+        assert_string_equal(s.auth, "Authorization: Basic eC1hY2Nlc3MtdG9rZW46ZmlsZS10MGtlbg==");
+        assert_true(s.requests <= 4);
+    }
+
+    /* nothing configured: one request, then a clear message */
+    th_rm_rf(f->state);
+    mkdir(f->state, 0700);
+    o.token_file = NULL;
+    s.requests = 0;
+    rc = rc_git_open(&f->g, url, &o, &err);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "no credentials configured"));
+    assert_true(s.requests <= 2);
+
+    shutdown(s.fd, SHUT_RDWR);
+    close(s.fd);
+    pthread_join(t, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_git__is_url),
+        cmocka_unit_test_setup_teardown(test_rc_git__open_local_nonbare_and_bare, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__resolve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_at_rev, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_refuses_bad_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__commit_is_valid_and_deterministic, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__update_ref_compare_and_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__notes_local, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
+                                        teardown),
+    };
+    char *home = th_git_env_setup();
+    int rc;
+
+    signal(SIGPIPE, SIG_IGN);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
