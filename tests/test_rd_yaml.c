@@ -547,6 +547,32 @@ static void test_rd_yaml__syntax_errors_name_the_place(void **state)
     load_fails("a: \xff\n", 5, NULL, "t.yaml:1:4: invalid leading UTF-8 octet");
 }
 
+static void test_rd_yaml__equal_is_strict(void **state)
+{
+    cJSON *a = cJSON_Parse("{\"x\": 1, \"y\": [true, null, \"s\"]}");
+    cJSON *same = cJSON_Parse("{\"x\": 1, \"y\": [true, null, \"s\"]}");
+    cJSON *reordered = cJSON_Parse("{\"y\": [true, null, \"s\"], \"x\": 1}");
+    cJSON *near = cJSON_Parse("{\"x\": 1.0000000000000002, \"y\": [true, null, \"s\"]}");
+    cJSON *n1 = cJSON_CreateNumber(0), *n2 = cJSON_CreateNumber(0);
+
+    (void)state;
+    assert_true(rd_yaml_equal(a, same));
+    assert_false(rd_yaml_equal(a, reordered)); /* cJSON_Compare says equal */
+    assert_true(cJSON_Compare(a, reordered, 1));
+    assert_false(rd_yaml_equal(a, near)); /* cJSON_Compare says equal */
+    assert_false(rd_yaml_equal(a, NULL));
+    assert_true(rd_yaml_equal(NULL, NULL));
+    n1->valuedouble = NAN;
+    n2->valuedouble = NAN;
+    assert_true(rd_yaml_equal(n1, n2));
+    cJSON_Delete(a);
+    cJSON_Delete(same);
+    cJSON_Delete(reordered);
+    cJSON_Delete(near);
+    cJSON_Delete(n1);
+    cJSON_Delete(n2);
+}
+
 /* ==== emitting ==== */
 
 static void test_rd_yaml__emit_canonical_form(void **state)
@@ -998,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__depth_through_aliases),
         cmocka_unit_test(test_rd_yaml__size_and_document_limits),
         cmocka_unit_test(test_rd_yaml__syntax_errors_name_the_place),
+        cmocka_unit_test(test_rd_yaml__equal_is_strict),
         cmocka_unit_test(test_rd_yaml__emit_canonical_form),
         cmocka_unit_test(test_rd_yaml__emit_quotes_what_would_change_type),
         cmocka_unit_test(test_rd_yaml__emit_block_scalars),
