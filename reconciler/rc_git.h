@@ -63,8 +63,11 @@ int rc_git_is_url(const char *repo);
  *   <o->state_dir>/repo.git: created and fetched on first use (also while it holds no refs,
  *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
  *   The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not applied.
- *   Note: over file:// libgit2 writes the remote's refs in process, so the remote's hooks
- *   do not run; over ssh://, https:// and git:// the server's receive-pack runs them. Fetched with
+ *   Pushes over ssh://, https:// and git:// go to the server's receive-pack (which checks
+ *   old values under its locks and runs hooks). Over file:// rc_git pushes itself: objects
+ *   into the remote's store, then all refs at once under the remote's ref locks, each only if
+ *   it fast-forwards (libgit2's own file:// push overwrites refs unchecked and loses updates
+ *   when two writers race); the remote's hooks do not run over file://. Fetched with
  * force and prune: every branch to refs/heads/<b>, and refs/tags/..., refs/notes/... and
  * refs/rightplace/... to the same names, so local refs mirror the remote's. A state directory
  * holding a mirror of another URL is RC_EINVALID. The options' strings are copied; o->log is
@@ -176,7 +179,8 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
                             const char *old_id, const char *log_message, struct rc_err *err);
 
-/* Push the local values of `refs` (full names) to the remote in one push, without force.
+/* Push the local values of `refs` (full names) to the remote in one push, without force
+ * (over file:// all or none of the refs move; over other transports each ref on its own).
  * RC_ECONFLICT / RC_ERROR as rc_git_update_ref (on any rejection the local mirror is fetched
  * again). A ref that does not exist locally is RC_ENOTFOUND. No-op for a local repository. */
 int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err);

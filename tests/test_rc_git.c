@@ -738,6 +738,106 @@ static void test_rc_git__notes_push_retries_when_notes_moved(void **state)
     free(head);
 }
 
+/* One racer: `rounds` commits on refs/heads/deploy, each adding log/<who>-<i>.txt on top of
+ * whatever the remote has, retrying on conflict. Returns 0 or a failing step number. */
+static int race(const char *url, const char *state_dir, const char *who, int rounds)
+{
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    int rc = 0;
+
+    o.state_dir = state_dir;
+    if (rc_git_global_init(&err) < 0 || rc_git_open(&g, url, &o, &err) < 0)
+        return 1;
+    for (int i = 0; i < rounds && rc == 0; i++) {
+        int done = 0;
+
+        for (int attempt = 0; attempt < 200 && !done; attempt++) {
+            char old[41], tree[41], c[41], path[64], msg[64];
+            struct rc_git_file file = {path, who, strlen(who)};
+            int r;
+
+            snprintf(path, sizeof(path), "log/%s-%02d.txt", who, i);
+            snprintf(msg, sizeof(msg), "%s round %d\n", who, i);
+            if (rc_git_fetch(g, &err) < 0) {
+                rc = 2;
+                break;
+            }
+            r = rc_git_resolve(old, g, "refs/heads/deploy", &err);
+            if (r < 0 && r != RC_ENOTFOUND) {
+                rc = 3;
+                break;
+            }
+            if (rc_git_build_tree(tree, g, r == 0 ? old : NULL, &file, 1, &err) < 0 ||
+                rc_git_commit(c, g, tree, r == 0 ? old : NULL, msg, 1700000000 + i, &err) < 0) {
+                rc = 4;
+                break;
+            }
+            r = rc_git_update_ref(g, "refs/heads/deploy", c, r == 0 ? old : NULL, "race", &err);
+            if (r == RC_OK)
+                done = 1;
+            else if (r != RC_ECONFLICT)
+                rc = 5;
+        }
+        if (!done && rc == 0)
+            rc = 6;
+    }
+    if (rc)
+        fprintf(stderr, "racer %s: step %d: %s\n", who, rc, err.msg);
+    rc_git_free(g);
+    rc_git_global_shutdown();
+    return rc;
+}
+
+static void test_rc_git__two_writers_race_on_file_remote(void **state)
+{
+    struct fx *f = *state;
+    char *remote = make_remote(f), *url = file_url(remote), *out;
+    const char *who[2] = {"a", "b"};
+    pid_t pids[2];
+    int rounds = 20;
+
+    for (int k = 0; k < 2; k++) {
+        char sd[4096];
+
+        snprintf(sd, sizeof(sd), "%s/%s", f->state, who[k]);
+        pids[k] = fork();
+        assert_true(pids[k] >= 0);
+        if (pids[k] == 0)
+            _exit(race(url, sd, who[k], rounds));
+    }
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+
+        assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    /* every round landed exactly once, in a linear history */
+    out = th_git_ok(remote, "rev-list", "--count", "deploy", NULL);
+    assert_int_equal(strtol(out, NULL, 10), 2 * rounds);
+    free(out);
+    out = th_git_ok(remote, "rev-list", "--count", "--min-parents=2", "deploy", NULL);
+    assert_string_equal(out, "0");
+    free(out);
+    out = th_git_ok(remote, "ls-tree", "-r", "--name-only", "deploy", "log/", NULL);
+    {
+        size_t lines = 1;
+
+        for (const char *p = out; *p; p++)
+            lines += *p == '\n';
+        assert_int_equal(lines, 2 * rounds);
+    }
+    assert_non_null(strstr(out, "log/a-19.txt"));
+    assert_non_null(strstr(out, "log/b-19.txt"));
+    free(out);
+    free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+}
+
 /* git daemon on 127.0.0.1 serving `base` with receive-pack enabled, so hooks run (libgit2's
  * file:// transport writes refs in process and runs no hooks). Returns its pid, or -1. */
 static pid_t start_daemon(const char *base, int *port_out)
@@ -985,6 +1085,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_on_file_remote, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
