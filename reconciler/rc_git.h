@@ -58,21 +58,22 @@ int rc_git_is_url(const char *repo);
 
 /* Open a repository.
  * - A local path (bare, non-bare, or a .git folder) is opened in place and never searched
- *   upwards. Its work tree and index are never read or written.
+ *   upwards. Its work tree and index are never read or written. RC_ENOTFOUND: no repository
+ *   at the path.
  * - A URL (file://, https://, ssh://, scp-like, git://) is mirrored into the bare repository
  *   <o->state_dir>/repo.git: created and fetched on first use (also while it holds no refs,
  *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
- *   The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not applied.
- *   Pushes over ssh://, https:// and git:// go to the server's receive-pack (which checks
- *   old values under its locks and runs hooks). Over file:// rc_git pushes itself: objects
- *   into the remote's store, then all refs at once under the remote's ref locks, each only if
- *   it fast-forwards (libgit2's own file:// push overwrites refs unchecked and loses updates
- *   when two writers race); the remote's hooks do not run over file://. Fetched with
- * force and prune: every branch to refs/heads/<b>, and refs/tags/..., refs/notes/... and
- * refs/rightplace/... to the same names, so local refs mirror the remote's. A state directory
- * holding a mirror of another URL is RC_EINVALID. The options' strings are copied; o->log is
- * borrowed and must outlive the handle. *out is set only on success; free it with rc_git_free.
- * RC_ENOTFOUND: no repository at the path. */
+ *   Fetches force-update and prune: every branch to refs/heads/<b>, and refs/tags/...,
+ *   refs/notes/... and refs/rightplace/... to the same names, so local refs mirror the
+ *   remote's. The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not
+ *   applied. A state directory holding a mirror of another URL is RC_EINVALID.
+ * - Pushes over ssh://, https:// and git:// go to the server's receive-pack (which checks old
+ *   values under its locks and runs hooks). Over file:// rc_git pushes itself: objects into
+ *   the remote's store, then all refs at once under the remote's ref locks, each only if it
+ *   fast-forwards (libgit2's own file:// push overwrites refs unchecked and loses updates when
+ *   two writers race). The remote's hooks do not run over file://.
+ * The options' strings are copied; o->log is borrowed and must outlive the handle. *out is
+ * set only on success; free it with rc_git_free. */
 int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,
                 struct rc_err *err);
 /* Close the repository; accepts NULL. */
@@ -106,9 +107,9 @@ struct rc_git_blob {
 
 /* Every blob under `paths` (npaths entries; NULL or npaths 0, or a path "" / ".": the whole
  * tree) whose name ends in ".yaml" or ".yml", sorted by path (strcmp), each file once even if
- * the paths overlap. A path may name a directory or a file (a file not named *.yaml or
- * *.yml contributes nothing). Symlinks, submodules and other
- * non-regular entries are skipped silently. Sizes are not limited here (the loader does).
+ * the paths overlap. A path may name a directory or a file (a file not named *.yaml or *.yml
+ * contributes nothing). Symlinks, submodules and other non-regular entries are skipped
+ * silently. Sizes are not limited here (the loader does).
  * *out is an array of *n blobs allocated in `a` (NULL when *n is 0). RC_ENOTFOUND when a path
  * is not in the tree (so a mistyped source path is not read as "no objects"). */
 int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
@@ -141,7 +142,7 @@ int rc_git_path_id(char out[41], struct rc_git *g, const char *commit, const cha
  * base's file at that path. The same content always gives the same tree id, so comparing
  * out_tree with rc_git_commit_tree_id(base) tells whether anything changed.
  * Paths are relative, '/'-separated: RC_EINVALID for an empty path or component, "." or "..",
- * a leading or doubled '/', a ".git" component, a NUL byte, or the same path twice or as both
+ * a leading or doubled '/', a ".git" component (any case), or the same path twice or as both
  * a file and a directory. Blobs are written to the object database; out_tree gets 40 hex. */
 struct rc_git_file {
     const char *path;
