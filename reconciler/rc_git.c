@@ -1501,7 +1501,8 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
 /* ==== Notes ==== */
 
-int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err)
+static int note_write(struct rc_git *g, const char *commit, const char *text, int push,
+                      struct rc_err *err)
 {
     static const char *const notes_ref[] = {RC_GIT_NOTES_REF};
     git_commit *c = NULL;
@@ -1524,7 +1525,7 @@ int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, st
             error = fail(err, RC_ERROR, "cannot write note on '%s'", commit);
             break;
         }
-        if (!g->remote)
+        if (!g->remote || !push)
             break;
         error = do_push(g, notes_ref, 1, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
@@ -1534,6 +1535,17 @@ int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, st
     }
     git_signature_free(sig);
     return error;
+}
+
+int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err)
+{
+    return note_write(g, commit, text, 1, err);
+}
+
+int rc_git_note_write_local(struct rc_git *g, const char *commit, const char *text,
+                            struct rc_err *err)
+{
+    return note_write(g, commit, text, 0, err);
 }
 
 int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,

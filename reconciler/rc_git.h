@@ -176,7 +176,10 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
                       const char *log_message, struct rc_err *err);
 
 /* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
- * with rc_git_push_refs). */
+ * with rc_git_push_refs). For a remote repository, note that every fetch, including the one
+ * after any failed push (rc_git_note_write's too), puts all mirrored refs back to the
+ * remote's values: a ref moved here and not pushed yet is lost then. Push such refs together
+ * (rc_git_update_ref_local + rc_git_note_write_local, then one rc_git_push_refs). */
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
                             const char *old_id, const char *log_message, struct rc_err *err);
 
@@ -197,6 +200,10 @@ int64_t rc_git_commit_time(struct rc_git *g, const char *commit);
  * RC_ECONFLICT). */
 #define RC_GIT_NOTES_REF "refs/notes/rightplace"
 int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err);
+/* rc_git_note_write without the push (to push it with other refs in one rc_git_push_refs,
+ * which then reports a conflict instead of retrying). */
+int rc_git_note_write_local(struct rc_git *g, const char *commit, const char *text,
+                            struct rc_err *err);
 /* The note on a commit, allocated in `a` (NUL-terminated); RC_ENOTFOUND when there is none. */
 int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,
                      struct rc_err *err);

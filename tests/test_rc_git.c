@@ -664,6 +664,30 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     assert_string_equal(out, deploy2);
     free(out);
 
+    /* a batch is all or none over file://: one ref that does not fast-forward stops both */
+    {
+        const char *refs[] = {"refs/rightplace/applied/static-cluster", "refs/heads/deploy"};
+        char stale[41], applied[41];
+
+        assert_int_equal(rc_git_commit(stale, f->g, tree, NULL, "unrelated\n", 1, &err), RC_OK);
+        assert_int_equal(
+            rc_git_update_ref_local(f->g, "refs/heads/deploy", stale, deploy2, "x", &err), RC_OK);
+        assert_int_equal(rc_git_commit(applied, f->g, tree, deploy2, "next\n", 2, &err), RC_OK);
+        assert_int_equal(rc_git_update_ref_local(f->g, refs[0], applied, deploy2, "x", &err),
+                         RC_OK);
+        assert_int_equal(rc_git_note_write_local(f->g, applied, "local note\n", &err), RC_OK);
+        assert_int_equal(rc_git_push_refs(f->g, refs, 2, &err), RC_ECONFLICT);
+        assert_non_null(strstr(err.msg, "refs/heads/deploy"));
+        out = th_git_ok(remote, "rev-parse", refs[0], NULL);
+        assert_string_equal(out, deploy2); /* not moved */
+        free(out);
+        /* and the mirror was put back to the remote's values */
+        assert_int_equal(rc_git_resolve(id, f->g, refs[0], &err), RC_OK);
+        assert_string_equal(id, deploy2);
+        assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+        assert_string_equal(id, deploy2);
+    }
+
     /* a branch deleted on the remote disappears from the mirror */
     free(th_git_ok(remote, "branch", "-q", "-D", "deploy", NULL));
     assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
