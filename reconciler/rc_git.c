@@ -372,17 +372,19 @@ static int push_update_cb(const char *refname, const char *status, void *payload
     return 0;
 }
 
-/* A rejection that means "someone else moved the ref": refetch and redo. */
-static int status_is_conflict(const char *status)
+/* A rejection that means "someone else moved the ref": refetch and redo. receive-pack says
+ * "failed to update ref" both for a lost race (its messages then say "cannot lock ref ...
+ * but expected ...") and for server trouble, so the messages decide. */
+static int status_is_conflict(const char *status, const char *msgs)
 {
     static const char *const moved[] = {"non-fast-forward",    "fetch first",     "stale info",
-                                        "incorrect old value", "cannot lock ref", "failed to lock",
-                                        "already exists"};
+                                        "incorrect old value", "cannot lock ref", "failed to lock"};
 
     for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
         if (strstr(status, moved[i]))
             return 1;
-    return 0;
+    return strstr(status, "failed to update ref") &&
+           (strstr(msgs, "cannot lock ref") || strstr(msgs, "but expected"));
 }
 
 static void remote_callbacks(git_remote_callbacks *cb, struct remote_state *st)
@@ -484,7 +486,9 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, s
         /* trim spaces left by newlines */
         for (size_t n = strlen(msgs); n > 0 && msgs[n - 1] == ' ';)
             msgs[--n] = '\0';
-        error = rc_err_set(err, status_is_conflict(st.rejected_status) ? RC_ECONFLICT : RC_ERROR,
+        error = rc_err_set(err,
+                           status_is_conflict(st.rejected_status, st.remote_msgs.ptr) ? RC_ECONFLICT
+                                                                                      : RC_ERROR,
                            "push of '%s' refused by '%s': %s%s%s", st.rejected_ref, g->url_shown,
                            st.rejected_status, msgs[0] ? ": remote: " : "", msgs);
     }

@@ -814,13 +814,13 @@ static int race(const char *url, const char *state_dir, const char *who, int rou
     return rc;
 }
 
-static void test_rc_git__two_writers_race_on_file_remote(void **state)
+/* Two processes racing `rounds` rounds each on `url`; checks that every round landed exactly
+ * once, in a linear history, in the bare repository `remote`. */
+static void run_race(struct fx *f, const char *url, const char *remote, int rounds)
 {
-    struct fx *f = *state;
-    char *remote = make_remote(f), *url = file_url(remote), *out;
     const char *who[2] = {"a", "b"};
     pid_t pids[2];
-    int rounds = 20;
+    char *out, last[32];
 
     for (int k = 0; k < 2; k++) {
         char sd[4096];
@@ -838,7 +838,6 @@ static void test_rc_git__two_writers_race_on_file_remote(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
     }
-    /* every round landed exactly once, in a linear history */
     out = th_git_ok(remote, "rev-list", "--count", "deploy", NULL);
     assert_int_equal(strtol(out, NULL, 10), 2 * rounds);
     free(out);
@@ -853,10 +852,20 @@ static void test_rc_git__two_writers_race_on_file_remote(void **state)
             lines += *p == '\n';
         assert_int_equal(lines, 2 * rounds);
     }
-    assert_non_null(strstr(out, "log/a-19.txt"));
-    assert_non_null(strstr(out, "log/b-19.txt"));
+    for (int k = 0; k < 2; k++) {
+        snprintf(last, sizeof(last), "log/%s-%02d.txt", who[k], rounds - 1);
+        assert_non_null(strstr(out, last));
+    }
     free(out);
     free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
+}
+
+static void test_rc_git__two_writers_race_on_file_remote(void **state)
+{
+    struct fx *f = *state;
+    char *remote = make_remote(f), *url = file_url(remote);
+
+    run_race(f, url, remote, 20);
     th_rm_rf(remote);
     free(remote);
     free(url);
@@ -953,6 +962,28 @@ static void test_rc_git__push_declined_by_hook(void **state)
     assert_string_equal(out, c);
     free(out);
 
+    kill(daemon, SIGTERM);
+    waitpid(daemon, NULL, 0);
+    th_rm_rf(served);
+    free(served);
+}
+
+static void test_rc_git__two_writers_race_over_git_daemon(void **state)
+{
+    struct fx *f = *state;
+    char *served = th_tmpdir("served"), url[256], remote[2048];
+    int port = 0;
+    pid_t daemon;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", served);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    daemon = start_daemon(served, &port);
+    if (daemon < 0)
+        fail_msg("cannot start git daemon");
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    run_race(f, url, remote, 10);
     kill(daemon, SIGTERM);
     waitpid(daemon, NULL, 0);
     th_rm_rf(served);
@@ -1113,6 +1144,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_on_file_remote, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_over_git_daemon, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
                                         teardown),
     };
