@@ -258,6 +258,33 @@ static void test_rc_git__read_yaml_at_rev(void **state)
     free(sub);
 }
 
+static void test_rc_git__read_yaml_matches_git_ls_files(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *b = NULL;
+    size_t n = 0, lines = 0;
+    char *repo = th_git_repo_from_dir("skyray", RP_SOURCE_DIR "/tests/data/skyray", "skyray");
+    char *ls = th_git_ok(repo, "ls-files", "*.yaml", "*.yml", NULL);
+
+    f->g = open_ok(repo, NULL);
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+    lines = *ls ? 1 : 0;
+    for (const char *p = ls; *p; p++)
+        lines += *p == '\n';
+    assert_true(n > 0);
+    assert_int_equal(n, lines);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(strstr(ls, b[i].path));
+        assert_int_equal(strlen(b[i].data), b[i].len);
+        if (i)
+            assert_true(strcmp(b[i - 1].path, b[i].path) < 0);
+    }
+    free(ls);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 static void test_rc_git__read_file_and_tree(void **state)
 {
     struct fx *f = *state;
@@ -871,53 +898,6 @@ static void test_rc_git__two_writers_race_on_file_remote(void **state)
     free(url);
 }
 
-/* git daemon on 127.0.0.1 serving `base` with receive-pack enabled, so hooks run (libgit2's
- * file:// transport writes refs in process and runs no hooks). Returns its pid, or -1. */
-static pid_t start_daemon(const char *base, int *port_out)
-{
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 20000);
-        char portarg[32], basearg[4096];
-        pid_t pid;
-
-        snprintf(portarg, sizeof(portarg), "--port=%d", port);
-        snprintf(basearg, sizeof(basearg), "--base-path=%s", base);
-        pid = fork();
-        if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
-
-            if (devnull >= 0)
-                dup2(devnull, 2);
-            execlp("git", "git", "daemon", "--listen=127.0.0.1", portarg, basearg, "--export-all",
-                   "--enable=receive-pack", "--reuseaddr", "--informative-errors", base,
-                   (char *)NULL);
-            _exit(127);
-        }
-        /* wait until it accepts connections, or exited (port taken) */
-        for (int i = 0; i < 100; i++) {
-            struct sockaddr_in sa;
-            int s = socket(AF_INET, SOCK_STREAM, 0), status;
-
-            memset(&sa, 0, sizeof(sa));
-            sa.sin_family = AF_INET;
-            sa.sin_port = htons((uint16_t)port);
-            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-                close(s);
-                *port_out = port;
-                return pid;
-            }
-            close(s);
-            if (waitpid(pid, &status, WNOHANG) == pid)
-                break;
-            usleep(50000);
-        }
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-    }
-    return -1;
-}
-
 static void test_rc_git__push_declined_by_hook(void **state)
 {
     struct fx *f = *state;
@@ -937,7 +917,7 @@ static void test_rc_git__push_declined_by_hook(void **state)
                   "#!/bin/sh\necho \"deploy is frozen by policy\" >&2\nexit 1\n", (size_t)-1);
     assert_int_equal(chmod(hook, 0755), 0);
 
-    daemon = start_daemon(served, &port);
+    daemon = th_git_daemon_start(served, &port);
     if (daemon < 0)
         fail_msg("cannot start git daemon");
     snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
@@ -962,8 +942,7 @@ static void test_rc_git__push_declined_by_hook(void **state)
     assert_string_equal(out, c);
     free(out);
 
-    kill(daemon, SIGTERM);
-    waitpid(daemon, NULL, 0);
+    th_git_daemon_stop(daemon);
     th_rm_rf(served);
     free(served);
 }
@@ -979,13 +958,12 @@ static void test_rc_git__two_writers_race_over_git_daemon(void **state)
     free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
     free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
     free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
-    daemon = start_daemon(served, &port);
+    daemon = th_git_daemon_start(served, &port);
     if (daemon < 0)
         fail_msg("cannot start git daemon");
     snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
     run_race(f, url, remote, 10);
-    kill(daemon, SIGTERM);
-    waitpid(daemon, NULL, 0);
+    th_git_daemon_stop(daemon);
     th_rm_rf(served);
     free(served);
 }
@@ -1128,6 +1106,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__open_local_nonbare_and_bare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__resolve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_at_rev, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_matches_git_ls_files, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
