@@ -426,6 +426,7 @@ static int do_fetch(struct rc_git *g, struct rc_err *err)
     git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
     remote_callbacks(&fo.callbacks, &st);
     fo.prune = GIT_FETCH_PRUNE;
+    fo.proxy_opts.type = GIT_PROXY_AUTO;              /* http.proxy or $https_proxy, as git does */
     fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE; /* tags come through the refspec */
 
     if ((error = remote_new(&remote, g, err)) < 0)
@@ -462,6 +463,7 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, s
     remote_state_init(&st, g);
     git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
     remote_callbacks(&po.callbacks, &st);
+    po.proxy_opts.type = GIT_PROXY_AUTO;
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]);

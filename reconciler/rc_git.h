@@ -66,7 +66,9 @@ int rc_git_is_url(const char *repo);
  *   Fetches force-update and prune: every branch to refs/heads/<b>, and refs/tags/...,
  *   refs/notes/... and refs/rightplace/... to the same names, so local refs mirror the
  *   remote's. The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not
- *   applied. A state directory holding a mirror of another URL is RC_EINVALID.
+ *   applied. A state directory holding a mirror of another URL is RC_EINVALID. HTTP(S)
+ *   proxies: libgit2's automatic lookup (GIT_PROXY_AUTO, git config http.proxy); a test
+ *   showed libgit2 1.5.1 ignoring $http_proxy for an in-memory remote.
  * - Pushes over ssh://, https:// and git:// go to the server's receive-pack (which checks old
  *   values under its locks and runs hooks). Over file:// rc_git pushes itself: objects into
  *   the remote's store, then all refs at once under the remote's ref locks, each only if it

@@ -89,6 +89,8 @@ void th_write_file(const char *dir, const char *rel, const char *data, size_t le
 
 char *th_git_env_setup(void)
 {
+    static const char *const proxies[] = {"http_proxy",  "https_proxy", "HTTP_PROXY",
+                                          "HTTPS_PROXY", "all_proxy",   "ALL_PROXY"};
     char *home = th_tmpdir("home");
 
     setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
@@ -99,6 +101,8 @@ char *th_git_env_setup(void)
     setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
     setenv("GIT_COMMITTER_NAME", "Test Author", 1);
     setenv("GIT_COMMITTER_EMAIL", "author@example.com", 1);
+    for (size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
+        unsetenv(proxies[i]);
     unsetenv("GIT_DIR");
     unsetenv("GIT_WORK_TREE");
     unsetenv("GIT_ASKPASS");
