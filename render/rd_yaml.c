@@ -532,6 +532,12 @@ static int ld_parser_error(struct ld *l)
         return ld_fail(l, pos,
                        "found a tab character where indentation is expected "
                        "(YAML allows only spaces there)");
+    if (p->context && strstr(problem, "end of stream")) {
+        /* an unclosed quote or bracket: where it opened is what the reader needs */
+        struct rd_pos c = mark_pos(p->context_mark);
+        return ld_fail(l, c, "%s %s that starts here (the input ends at line %d)", problem,
+                       p->context, pos.line);
+    }
     if (p->context) {
         struct rd_pos c = mark_pos(p->context_mark);
         return ld_fail(l, pos, "%s %s at line %d column %d", problem, p->context, c.line, c.col);

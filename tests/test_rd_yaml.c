@@ -504,8 +504,8 @@ static void test_rd_yaml__syntax_errors_name_the_place(void **state)
     (void)state;
     load_fails("a:\n\tb: 1\n", 9, NULL, "t.yaml:2:1: found a tab character where indentation");
     load_fails("a: \"open\nb: 2\n", 14, NULL,
-               "t.yaml:3:1: found unexpected end of stream while scanning a quoted scalar at line "
-               "1 column 4");
+               "t.yaml:1:4: found unexpected end of stream while scanning a quoted scalar that "
+               "starts here (the input ends at line 3)");
     load_fails("a:\n  b: 1\n c: 2\n", 16, NULL, "t.yaml:3:2: did not find expected key");
     load_fails("a: [1, 2\n", 9, NULL, "t.yaml:2:1: did not find expected ',' or ']'");
     load_fails("a: b: c\n", 8, NULL, "t.yaml:1:5: mapping values are not allowed");

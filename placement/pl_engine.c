@@ -1,0 +1,1152 @@
+/*
+ * pl_engine.c - pl_place(): policies, units, candidates, choices, stickiness, changes.
+ *
+ * The order of work (each step deterministic, inputs sorted by key/name first):
+ *   1. the governing policy of every object (smallest matching policy name wins, warned);
+ *   2. placement units: groupBy gangs per policy + namespace, else objects alone;
+ *   3. per policy, the candidate clusters in preference order (orderedClusterSelector order,
+ *      else clusters without an autoscaler first, then lower cost, then name);
+ *   4. units whose previous placement still holds (cluster exists, still selected, policy
+ *      digest unchanged) are kept first, in unit-id order, deducting their demand unless their
+ *      pods were observed on the cluster;
+ *   5. every other unit, in unit-id order: a verdict per candidate (pl_fit.c), then the
+ *      choice rule (fits now > fits after scale-up > the single selected cluster > pending),
+ *      deducting what it takes;
+ *   6. changes against the previous record, removed units, usage per cluster.
+ *
+ * What it does not do: packing itself (pl_fit.c), any I/O.
+ */
+#include "pl_engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "pl_internal.h"
+#include "pl_selector.h"
+#include "rc_arena.h"
+#include "rc_mem.h"
+
+/* ==== Small public functions ==== */
+
+int64_t pl_divide_replicas(int64_t total, int64_t percent)
+{
+    if (total <= 0 || percent <= 0)
+        return 0;
+    if (percent > 100)
+        percent = 100;
+    /* total * percent may overflow for absurd totals: divide first, then the remainder */
+    return (total / 100) * percent + ((total % 100) * percent) / 100;
+}
+
+static const char *const state_names[] = {"placed", "pending", "unplaced"};
+static const char *const verdict_names[] = {"fits-now", "fits-after-scale-up", "does-not-fit",
+                                            "unreachable"};
+static const char *const change_names[] = {"none", "new", "moved", "state", "removed"};
+
+const char *pl_state_name(enum pl_state s)
+{
+    return (unsigned)s < 3 ? state_names[s] : "unknown";
+}
+
+int pl_state_parse(enum pl_state *out, const char *s)
+{
+    for (int i = 0; i < 3; i++) {
+        if (s && !strcmp(s, state_names[i])) {
+            *out = (enum pl_state)i;
+            return 0;
+        }
+    }
+    return RC_EINVALID;
+}
+
+const char *pl_verdict_name(enum pl_verdict_kind k)
+{
+    return (unsigned)k < 4 ? verdict_names[k] : "unknown";
+}
+
+int pl_verdict_parse(enum pl_verdict_kind *out, const char *s)
+{
+    for (int i = 0; i < 4; i++) {
+        if (s && !strcmp(s, verdict_names[i])) {
+            *out = (enum pl_verdict_kind)i;
+            return 0;
+        }
+    }
+    return RC_EINVALID;
+}
+
+const char *pl_change_name(enum pl_change c)
+{
+    return (unsigned)c < 5 ? change_names[c] : "unknown";
+}
+
+/* ==== Working state ==== */
+
+struct ens {
+    const char *name;
+    const struct pl_labels *labels;
+};
+
+struct epol {
+    const struct pl_policy *p;
+    unsigned char *ns_ok; /* per namespace */
+    unsigned char *sel;   /* per cluster: 1 selected; 0 not */
+    unsigned char *why;   /* per cluster, when not selected: 1 clusterSelector, 2 ordered */
+    size_t ncand;
+    uint32_t *cand; /* cluster indices, preference order */
+};
+
+struct eunit {
+    const char *id;
+    int pol; /* -1: none */
+    size_t nobj;
+    const struct pl_object **objs;
+    uint32_t sig;
+    const struct pl_prev_unit *prev;
+    const char *cause; /* why a previous placement no longer holds */
+    int keep;          /* phase 1: previous placement kept */
+    char label[17];
+    struct pl_decision *d;
+};
+
+struct engine {
+    const struct pl_input *in;
+    struct rc_arena *a; /* output */
+    struct rc_arena s;  /* scratch */
+    size_t ncl;
+    const struct pl_cluster **cl;
+    struct pl_labels *clabels;
+    size_t npol;
+    struct epol *pol;
+    size_t nns;
+    struct ens *ns;
+    size_t nobj;
+    const struct pl_object **obj;
+    int *objpol;
+    size_t nunits;
+    struct eunit *units;
+    size_t nprev;
+    const struct pl_prev_unit **prev;
+    unsigned char *prev_used;
+    struct pl_fit *fit;
+    size_t nwarn, capwarn;
+    const char **warn;
+    /* scratch for demand items */
+    size_t capitems;
+    struct pl_demand_item *items;
+};
+
+/* ==== Sorting helpers ==== */
+
+static int cmp_cluster(const void *a, const void *b)
+{
+    return strcmp((*(const struct pl_cluster *const *)a)->name,
+                  (*(const struct pl_cluster *const *)b)->name);
+}
+
+static int cmp_policy(const void *a, const void *b)
+{
+    return strcmp(((const struct epol *)a)->p->name, ((const struct epol *)b)->p->name);
+}
+
+static int cmp_object(const void *a, const void *b)
+{
+    return strcmp((*(const struct pl_object *const *)a)->key,
+                  (*(const struct pl_object *const *)b)->key);
+}
+
+static int cmp_opt_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+/* By unit; a record listing a unit twice (not ours) still sorts the same whatever its order. */
+static int cmp_prev(const void *a, const void *b)
+{
+    const struct pl_prev_unit *x = *(const struct pl_prev_unit *const *)a;
+    const struct pl_prev_unit *y = *(const struct pl_prev_unit *const *)b;
+    int c = strcmp(x->unit, y->unit);
+
+    if (c)
+        return c;
+    if ((c = cmp_opt_str(x->policy, y->policy)) ||
+        (c = cmp_opt_str(x->policy_digest, y->policy_digest)))
+        return c;
+    if (x->state != y->state)
+        return x->state < y->state ? -1 : 1;
+    if (x->nclusters != y->nclusters)
+        return x->nclusters < y->nclusters ? -1 : 1;
+    for (size_t i = 0; i < x->nclusters; i++) {
+        if ((c = strcmp(x->clusters[i], y->clusters[i])))
+            return c;
+    }
+    return 0;
+}
+
+/* By name; a namespace declared twice: the one with fewer, then smaller, labels first. */
+static int cmp_ns(const void *a, const void *b)
+{
+    const struct ens *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+
+    if (c)
+        return c;
+    if (x->labels->n != y->labels->n)
+        return x->labels->n < y->labels->n ? -1 : 1;
+    for (size_t i = 0; i < x->labels->n; i++) {
+        if ((c = strcmp(x->labels->v[i].key, y->labels->v[i].key)) ||
+            (c = strcmp(x->labels->v[i].value, y->labels->v[i].value)))
+            return c;
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void add_warning(struct engine *e, const char *w)
+{
+    e->warn = rc_xgrow(e->warn, &e->capwarn, e->nwarn + 1, sizeof(*e->warn));
+    e->warn[e->nwarn++] = w;
+}
+
+static long find_cluster(const struct engine *e, const char *name)
+{
+    size_t lo = 0, hi = e->ncl;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->cl[mid]->name, name);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static long find_ns(const struct engine *e, const char *name)
+{
+    size_t lo = 0, hi = e->nns;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->ns[mid].name, name);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static const struct pl_prev_unit *find_prev(struct engine *e, const char *unit)
+{
+    size_t lo = 0, hi = e->nprev;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->prev[mid]->unit, unit);
+        if (c == 0) {
+            e->prev_used[mid] = 1;
+            return e->prev[mid];
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int is_present(const struct pl_cluster *c, const char *label)
+{
+    size_t lo = 0, hi = c->npresent;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int r = strcmp(c->present[mid], label);
+        if (r == 0)
+            return 1;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Labels with kubernetes.io/metadata.name = name ensured (copied only when missing). */
+static const struct pl_labels *with_name_label(struct rc_arena *a, const struct pl_labels *l,
+                                               const char *name, struct pl_labels *slot)
+{
+    if (pl_labels_get(l, PL_LABEL_CLUSTER_NAME))
+        return l;
+    slot->n = l->n;
+    slot->v = rc_arena_calloc(a, l->n + 1, sizeof(*slot->v));
+    if (l->n)
+        memcpy(slot->v, l->v, l->n * sizeof(*l->v));
+    pl_labels_set(slot, a, PL_LABEL_CLUSTER_NAME, name);
+    return slot;
+}
+
+/* ==== Setup ==== */
+
+static int setup_clusters(struct engine *e, struct rc_err *err)
+{
+    const struct pl_input *in = e->in;
+
+    e->ncl = in->nclusters;
+    e->cl = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*e->cl));
+    for (size_t i = 0; i < e->ncl; i++)
+        e->cl[i] = &in->clusters[i];
+    qsort(e->cl, e->ncl, sizeof(*e->cl), cmp_cluster);
+    e->clabels = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*e->clabels));
+    for (size_t i = 0; i < e->ncl; i++) {
+        if (i > 0 && !strcmp(e->cl[i - 1]->name, e->cl[i]->name))
+            return rc_err_set(err, RC_EINVALID, "duplicate cluster '%s'", e->cl[i]->name);
+        e->clabels[i] = *with_name_label(&e->s, &e->cl[i]->labels, e->cl[i]->name, &e->clabels[i]);
+    }
+    return 0;
+}
+
+static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
+{
+    const struct pl_input *in = e->in;
+    size_t n = 0, cap = in->nnamespaces + in->nobjects + 1;
+    struct ens *all = rc_arena_calloc(&e->s, cap, sizeof(*all));
+
+    e->nobj = in->nobjects;
+    e->obj = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->obj));
+    for (size_t i = 0; i < e->nobj; i++)
+        e->obj[i] = &in->objects[i];
+    qsort(e->obj, e->nobj, sizeof(*e->obj), cmp_object);
+    for (size_t i = 1; i < e->nobj; i++) {
+        if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
+            return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
+    }
+    /* declared namespaces first (sorted), then names only objects mention */
+    for (size_t i = 0; i < in->nnamespaces; i++) {
+        struct pl_labels *slot = rc_arena_calloc(&e->s, 1, sizeof(*slot));
+        all[n].name = in->namespaces[i].name;
+        all[n].labels = with_name_label(&e->s, &in->namespaces[i].labels, all[n].name, slot);
+        n++;
+    }
+    qsort(all, n, sizeof(*all), cmp_ns);
+    {
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (w == 0 || strcmp(all[w - 1].name, all[i].name))
+                all[w++] = all[i]; /* a repeated Namespace: the first by name order */
+        }
+        n = w;
+    }
+    e->ns = all;
+    e->nns = n;
+    for (size_t i = 0; i < e->nobj; i++) {
+        const char *ns = e->obj[i]->ns;
+        if (ns && find_ns(e, ns) < 0) {
+            struct pl_labels *l = rc_arena_calloc(&e->s, 1, sizeof(*l));
+            pl_labels_set(l, &e->s, PL_LABEL_CLUSTER_NAME, ns);
+            all[e->nns].name = ns;
+            all[e->nns].labels = l;
+            e->nns++;
+            qsort(all, e->nns, sizeof(*all), cmp_ns); /* rare: undeclared namespaces */
+        }
+    }
+    return 0;
+}
+
+static int ordered_priority(const struct pl_policy *p, const struct pl_labels *l)
+{
+    for (size_t i = 0; i < p->ordered.n; i++) {
+        const struct pl_requirement *r = &p->ordered.req[i];
+        const char *v;
+        if (r->op != PL_OP_IN)
+            continue;
+        v = pl_labels_get(l, r->key);
+        for (size_t j = 0; v && j < r->nvalues; j++) {
+            if (!strcmp(r->values[j], v))
+                return (int)j;
+        }
+        return INT32_MAX;
+    }
+    return 0;
+}
+
+struct candkey {
+    uint32_t idx;
+    int prio;
+};
+
+static int cand_before(const struct engine *e, const struct candkey *x, const struct candkey *y)
+{
+    const struct pl_cluster *a = e->cl[x->idx], *b = e->cl[y->idx];
+    int as = a->autoscaler != PL_AUTOSCALER_NONE, bs = b->autoscaler != PL_AUTOSCALER_NONE;
+
+    if (x->prio != y->prio)
+        return x->prio < y->prio;
+    if (as != bs)
+        return as < bs;
+    if (a->cost_micro != b->cost_micro)
+        return a->cost_micro < b->cost_micro;
+    return x->idx < y->idx; /* clusters are sorted by name */
+}
+
+static void setup_policies(struct engine *e)
+{
+    const struct pl_input *in = e->in;
+    struct candkey *ck = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*ck));
+
+    e->npol = in->npolicies;
+    e->pol = rc_arena_calloc(&e->s, e->npol + 1, sizeof(*e->pol));
+    for (size_t i = 0; i < e->npol; i++)
+        e->pol[i].p = &in->policies[i];
+    qsort(e->pol, e->npol, sizeof(*e->pol), cmp_policy);
+    for (size_t i = 0; i < e->npol; i++) {
+        struct epol *ep = &e->pol[i];
+        const struct pl_policy *p = ep->p;
+        size_t n = 0;
+
+        ep->ns_ok = rc_arena_calloc(&e->s, e->nns + 1, 1);
+        for (size_t k = 0; k < e->nns; k++)
+            ep->ns_ok[k] =
+                (unsigned char)pl_selector_matches(&p->namespace_selector, e->ns[k].labels);
+        ep->sel = rc_arena_calloc(&e->s, e->ncl + 1, 1);
+        ep->why = rc_arena_calloc(&e->s, e->ncl + 1, 1);
+        for (size_t c = 0; c < e->ncl; c++) {
+            const struct pl_labels *l = &e->clabels[c];
+            if (p->has_cluster_selector && !pl_selector_matches(&p->cluster_selector, l)) {
+                ep->why[c] = 1;
+                continue;
+            }
+            if (p->has_ordered && !pl_selector_matches(&p->ordered, l)) {
+                ep->why[c] = 2;
+                continue;
+            }
+            ep->sel[c] = 1;
+            ck[n].idx = (uint32_t)c;
+            ck[n].prio = p->has_ordered ? ordered_priority(p, l) : 0;
+            n++;
+        }
+        /* insertion sort: deterministic and fine for fleet sizes */
+        for (size_t x = 1; x < n; x++) {
+            struct candkey v = ck[x];
+            size_t y = x;
+            while (y > 0 && cand_before(e, &v, &ck[y - 1])) {
+                ck[y] = ck[y - 1];
+                y--;
+            }
+            ck[y] = v;
+        }
+        ep->ncand = n;
+        ep->cand = rc_arena_calloc(&e->s, n + 1, sizeof(*ep->cand));
+        for (size_t x = 0; x < n; x++)
+            ep->cand[x] = ck[x].idx;
+    }
+}
+
+static int labels_match_any(const struct pl_policy *p, const struct pl_labels *l)
+{
+    for (size_t i = 0; i < p->nresource_selectors; i++) {
+        if (pl_selector_matches(&p->resource_selectors[i], l))
+            return 1;
+    }
+    return 0;
+}
+
+static void assign_policies(struct engine *e)
+{
+    e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
+    for (size_t i = 0; i < e->nobj; i++) {
+        const struct pl_object *o = e->obj[i];
+        long ns = o->ns ? find_ns(e, o->ns) : -1;
+        int first = -1, nmatch = 0;
+        const char *names[3] = {NULL, NULL, NULL};
+
+        for (size_t k = 0; k < e->npol; k++) {
+            const struct epol *ep = &e->pol[k];
+            if (ns >= 0 && !ep->ns_ok[ns])
+                continue; /* cluster-scoped objects match any namespaceSelector */
+            if (!labels_match_any(ep->p, &o->labels))
+                continue;
+            if (first < 0)
+                first = (int)k;
+            if (nmatch < 3)
+                names[nmatch] = ep->p->name;
+            nmatch++;
+        }
+        e->objpol[i] = first;
+        if (nmatch == 2)
+            add_warning(e, rc_arena_printf(e->a,
+                                           "object '%s' matches policies '%s' and '%s'; '%s' wins",
+                                           o->key, names[0], names[1], names[0]));
+        else if (nmatch > 2)
+            add_warning(e, rc_arena_printf(e->a,
+                                           "object '%s' matches %d policies ('%s', '%s', ...); "
+                                           "'%s' wins",
+                                           o->key, nmatch, names[0], names[1], names[0]));
+    }
+}
+
+struct uentry {
+    const char *id;
+    uint32_t obj;
+};
+
+static int cmp_uentry(const void *a, const void *b)
+{
+    const struct uentry *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    if (c)
+        return c;
+    return x->obj < y->obj ? -1 : x->obj > y->obj;
+}
+
+static void build_units(struct engine *e)
+{
+    struct uentry *ue = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*ue));
+    size_t nu = 0;
+
+    for (size_t i = 0; i < e->nobj; i++) {
+        const struct pl_object *o = e->obj[i];
+        int p = e->objpol[i];
+        const char *gb = p >= 0 ? e->pol[p].p->group_by : NULL;
+        const char *v = gb ? pl_labels_get(&o->labels, gb) : NULL;
+
+        ue[i].obj = (uint32_t)i;
+        if (v)
+            ue[i].id =
+                rc_arena_printf(e->a, "%s/%s/%s", e->pol[p].p->name, o->ns ? o->ns : "_cluster", v);
+        else
+            ue[i].id = o->key;
+    }
+    qsort(ue, e->nobj, sizeof(*ue), cmp_uentry);
+    e->units = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->units));
+    for (size_t i = 0; i < e->nobj;) {
+        size_t j = i;
+        struct eunit *u = &e->units[nu++];
+        while (j < e->nobj && !strcmp(ue[j].id, ue[i].id))
+            j++;
+        u->id = ue[i].id;
+        u->pol = e->objpol[ue[i].obj];
+        u->nobj = j - i;
+        u->objs = rc_arena_calloc(e->a, u->nobj, sizeof(*u->objs));
+        for (size_t k = i; k < j; k++)
+            u->objs[k - i] = e->obj[ue[k].obj];
+        pl_unit_label(u->id, u->label);
+        i = j;
+    }
+    e->nunits = nu;
+}
+
+/* Demand of a unit; Divide passes its share (percent < 0: all of it). */
+static uint32_t unit_sig(struct engine *e, const struct eunit *u, int64_t percent)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < u->nobj; i++)
+        n += u->objs[i]->npods;
+    e->items = rc_xgrow(e->items, &e->capitems, n + 1, sizeof(*e->items));
+    n = 0;
+    for (size_t i = 0; i < u->nobj; i++) {
+        const struct pl_object *o = u->objs[i];
+        for (size_t k = 0; k < o->npods; k++) {
+            int64_t c = o->pods[k].count;
+            if (percent >= 0 && o->replicas > 0)
+                c = c * pl_divide_replicas(o->replicas, percent) / o->replicas;
+            e->items[n].pod = &o->pods[k];
+            e->items[n].count = c;
+            n++;
+        }
+    }
+    return pl_fit_sig(e->fit, e->items, n);
+}
+
+/* ==== Decisions ==== */
+
+static const char *autoscaler_name(enum pl_autoscaler a)
+{
+    switch (a) {
+    case PL_AUTOSCALER_CLUSTER_AUTOSCALER:
+        return "cluster-autoscaler";
+    case PL_AUTOSCALER_LUNA:
+        return "luna";
+    default:
+        return "none";
+    }
+}
+
+/* Why cluster `name` can no longer hold a unit of policy ep (NULL: it still can). */
+static const char *cluster_cause(struct engine *e, const struct epol *ep, const char *name)
+{
+    long c = find_cluster(e, name);
+
+    if (c < 0)
+        return rc_arena_printf(e->a, "cluster '%s' was removed", name);
+    if (!ep->sel[c])
+        return rc_arena_printf(e->a, "cluster '%s' no longer matches the policy's %s", name,
+                               ep->why[c] == 2 ? "orderedClusterSelector" : "clusterSelector");
+    return NULL;
+}
+
+/* Does the previous placement still hold? Sets u->cause when not. */
+static void sticky_check(struct engine *e, struct eunit *u)
+{
+    const struct pl_prev_unit *pv = u->prev;
+    const struct epol *ep = &e->pol[u->pol];
+    const struct pl_policy *p = ep->p;
+
+    if (!pv || pv->state != PL_STATE_PLACED || pv->nclusters == 0)
+        return;
+    if (pv->policy && strcmp(pv->policy, p->name)) {
+        u->cause = rc_arena_printf(e->a, "now governed by policy '%s' instead of '%s'", p->name,
+                                   pv->policy);
+        return;
+    }
+    if (pv->policy_digest && p->digest && strcmp(pv->policy_digest, p->digest)) {
+        u->cause = rc_arena_printf(e->a, "policy '%s' changed", p->name);
+        return;
+    }
+    if (p->spread != PL_SPREAD_NONE) {
+        u->keep = 1; /* targets are recomputed; the previous ones are preferred */
+        return;
+    }
+    if (pv->nclusters != 1) {
+        u->cause = rc_arena_printf(e->a, "policy '%s' places a unit on one cluster", p->name);
+        return;
+    }
+    u->cause = cluster_cause(e, ep, pv->clusters[0]);
+    u->keep = u->cause == NULL;
+}
+
+static int prev_has(const struct pl_prev_unit *pv, const char *cluster)
+{
+    for (size_t i = 0; pv && i < pv->nclusters; i++) {
+        if (!strcmp(pv->clusters[i], cluster))
+            return 1;
+    }
+    return 0;
+}
+
+static void verdict_at(struct engine *e, const struct eunit *u, uint32_t sig, size_t c,
+                       struct pl_verdict *v)
+{
+    const struct pl_cluster *cl = e->cl[c];
+
+    memset(v, 0, sizeof(*v));
+    v->cluster = cl->name;
+    if (!cl->reachable) {
+        v->kind = PL_VERDICT_UNREACHABLE;
+        v->detail = "cluster could not be observed";
+        return;
+    }
+    /* Its pods run there already (in the nodes' requests): it fits as it is. Also when the
+     * unit is being placed afresh, so that its own pods do not count against it. */
+    if (prev_has(u->prev, cl->name) && is_present(cl, u->label)) {
+        v->kind = PL_VERDICT_FITS_NOW;
+        v->detail = "pods observed on the cluster";
+        return;
+    }
+    pl_fit_verdict(e->fit, sig, c, v, e->a);
+}
+
+static void take(struct engine *e, const struct eunit *u, uint32_t sig, size_t c)
+{
+    const struct pl_cluster *cl = e->cl[c];
+
+    if (!cl->reachable || is_present(cl, u->label))
+        return;
+    pl_fit_commit(e->fit, sig, c);
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+    return strcmp(((const struct pl_target *)a)->cluster, ((const struct pl_target *)b)->cluster);
+}
+
+static void decide_kept(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct epol *ep = &e->pol[u->pol];
+    const char *c0 = u->prev->clusters[0];
+    long ci = find_cluster(e, c0);
+
+    d->state = PL_STATE_PLACED;
+    d->ntargets = 1;
+    d->targets = rc_arena_calloc(e->a, 1, sizeof(*d->targets));
+    d->targets[0].cluster = e->cl[ci]->name;
+    d->targets[0].percent = 100;
+    d->nverdicts = 1;
+    d->verdicts = rc_arena_calloc(e->a, 1, sizeof(*d->verdicts));
+    verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
+    take(e, u, u->sig, (size_t)ci);
+    d->reason = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
+    (void)ep;
+}
+
+static const char *no_candidate_reason(struct engine *e, const struct epol *ep)
+{
+    if (e->ncl == 0)
+        return "no clusters in the fleet";
+    return rc_arena_printf(e->a, "no cluster matches the policy's %s",
+                           ep->p->has_ordered && !ep->p->has_cluster_selector
+                               ? "orderedClusterSelector"
+                               : "clusterSelector");
+}
+
+static void decide_single(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct epol *ep = &e->pol[u->pol];
+    long fn = -1, su = -1;
+    size_t nreach = 0;
+
+    d->nverdicts = ep->ncand;
+    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    for (size_t i = 0; i < ep->ncand; i++) {
+        struct pl_verdict *v = &d->verdicts[i];
+        verdict_at(e, u, u->sig, ep->cand[i], v);
+        if (v->kind == PL_VERDICT_FITS_NOW && fn < 0)
+            fn = (long)i;
+        if (v->kind == PL_VERDICT_FITS_AFTER_SCALE_UP && su < 0)
+            su = (long)i;
+        nreach += v->kind != PL_VERDICT_UNREACHABLE;
+    }
+    if (ep->ncand == 0) {
+        d->state = PL_STATE_PENDING;
+        d->reason = rc_arena_printf(e->a, "%s; retried every pass", no_candidate_reason(e, ep));
+        return;
+    }
+    if (fn >= 0 || su >= 0 || (ep->ncand == 1 && nreach == 1)) {
+        long pick = fn >= 0 ? fn : su >= 0 ? su : 0;
+        const struct pl_cluster *cl = e->cl[ep->cand[pick]];
+        d->state = PL_STATE_PLACED;
+        d->ntargets = 1;
+        d->targets = rc_arena_calloc(e->a, 1, sizeof(*d->targets));
+        d->targets[0].cluster = cl->name;
+        d->targets[0].percent = 100;
+        if (fn >= 0)
+            d->reason = rc_arena_printf(e->a, "fits now on %s", cl->name);
+        else if (su >= 0 && d->verdicts[su].nodes_added > 0)
+            d->reason = rc_arena_printf(e->a,
+                                        "no cluster fits now; %s's autoscaler (%s) can add "
+                                        "%" PRId64 " node%s",
+                                        cl->name, autoscaler_name(cl->autoscaler),
+                                        d->verdicts[su].nodes_added,
+                                        d->verdicts[su].nodes_added == 1 ? "" : "s");
+        else if (su >= 0)
+            d->reason = rc_arena_printf(e->a,
+                                        "no cluster fits now; fits on nodes %s's autoscaler (%s) "
+                                        "is adding for earlier units",
+                                        cl->name, autoscaler_name(cl->autoscaler));
+        else
+            d->reason = rc_arena_printf(e->a,
+                                        "%s is the only cluster the policy selects; it has no "
+                                        "room now, so pods will wait there (fill, no spill)",
+                                        cl->name);
+        take(e, u, u->sig, ep->cand[pick]);
+        return;
+    }
+    d->state = PL_STATE_PENDING;
+    if (nreach == 0 && ep->ncand == 1)
+        d->reason = rc_arena_printf(e->a,
+                                    "%s, the only cluster the policy selects, is unreachable; "
+                                    "retried every pass",
+                                    e->cl[ep->cand[0]]->name);
+    else if (nreach == 0)
+        d->reason = "every candidate cluster is unreachable; retried every pass";
+    else
+        d->reason = rc_arena_printf(e->a,
+                                    "no cluster fits now or after scale-up (%zu candidate%s); "
+                                    "retried every pass",
+                                    ep->ncand, ep->ncand == 1 ? "" : "s");
+}
+
+static void decide_duplicate(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct epol *ep = &e->pol[u->pol];
+    size_t nt = 0, nroom = 0;
+
+    d->nverdicts = ep->ncand;
+    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    d->targets = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->targets));
+    for (size_t i = 0; i < ep->ncand; i++) {
+        const struct pl_cluster *cl = e->cl[ep->cand[i]];
+        struct pl_verdict *v = &d->verdicts[i];
+        verdict_at(e, u, u->sig, ep->cand[i], v);
+        if (cl->reachable || (u->keep && prev_has(u->prev, cl->name))) {
+            d->targets[nt].cluster = cl->name;
+            d->targets[nt].percent = 100;
+            nt++;
+            if (v->kind == PL_VERDICT_DOES_NOT_FIT)
+                nroom++;
+        }
+    }
+    for (size_t i = 0; i < ep->ncand; i++)
+        take(e, u, u->sig, ep->cand[i]);
+    qsort(d->targets, nt, sizeof(*d->targets), cmp_target);
+    d->ntargets = nt;
+    if (nt == 0) {
+        d->state = PL_STATE_PENDING;
+        d->reason =
+            ep->ncand ? "every selected cluster is unreachable; retried every pass"
+                      : rc_arena_printf(e->a, "%s; retried every pass", no_candidate_reason(e, ep));
+        return;
+    }
+    d->state = PL_STATE_PLACED;
+    d->reason = rc_arena_printf(
+        e->a, "duplicated to %zu cluster%s (spreadMode Duplicate)%s", nt, nt == 1 ? "" : "s",
+        nroom ? rc_arena_printf(e->a, "; %zu of them have no room now", nroom) : "");
+}
+
+struct domain {
+    const char *value;
+    int64_t percent;
+};
+
+static int cmp_domain(const void *a, const void *b)
+{
+    return strcmp(((const struct domain *)a)->value, ((const struct domain *)b)->value);
+}
+
+static void decide_divide(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct epol *ep = &e->pol[u->pol];
+    const struct pl_policy *p = ep->p;
+    const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
+    size_t nd = 0, nt = 0;
+    struct domain *dom = rc_arena_calloc(&e->s, p->nsplits + ep->ncand + 1, sizeof(*dom));
+    long *cdom = rc_arena_calloc(&e->s, ep->ncand + 1, sizeof(*cdom));
+    uint32_t *dsig;
+    char missing[200] = "";
+
+    if (p->nsplits) {
+        for (size_t i = 0; i < p->nsplits; i++) {
+            dom[nd].value = p->splits[i].value;
+            dom[nd].percent = p->splits[i].percent;
+            nd++;
+        }
+    } else {
+        for (size_t i = 0; i < ep->ncand; i++) {
+            const char *v = pl_labels_get(&e->clabels[ep->cand[i]], tk);
+            if (v)
+                dom[nd++].value = v;
+        }
+    }
+    qsort(dom, nd, sizeof(*dom), cmp_domain);
+    {
+        size_t w = 0;
+        for (size_t i = 0; i < nd; i++) {
+            if (w == 0 || strcmp(dom[w - 1].value, dom[i].value))
+                dom[w++] = dom[i];
+        }
+        nd = w;
+    }
+    if (!p->nsplits) {
+        for (size_t i = 0; i < nd; i++)
+            dom[i].percent = 100 / (int64_t)nd; /* an even split, rounded down */
+    }
+    dsig = rc_arena_calloc(&e->s, nd + 1, sizeof(*dsig));
+    for (size_t i = 0; i < nd; i++)
+        dsig[i] = unit_sig(e, u, dom[i].percent);
+    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    for (size_t i = 0; i < ep->ncand; i++) {
+        const char *v = pl_labels_get(&e->clabels[ep->cand[i]], tk);
+        cdom[i] = -1;
+        for (size_t k = 0; v && k < nd; k++) {
+            if (!strcmp(dom[k].value, v))
+                cdom[i] = (long)k;
+        }
+        if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
+            continue;
+        verdict_at(e, u, dsig[cdom[i]], ep->cand[i], &d->verdicts[d->nverdicts++]);
+    }
+    d->targets = rc_arena_calloc(e->a, nd + 1, sizeof(*d->targets));
+    for (size_t k = 0; k < nd; k++) {
+        long pick = -1, fn = -1, su = -1, first = -1;
+        size_t vi = 0;
+        if (dom[k].percent <= 0)
+            continue;
+        for (size_t i = 0; i < ep->ncand; i++) {
+            const struct pl_cluster *cl = e->cl[ep->cand[i]];
+            const struct pl_verdict *v;
+            if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
+                continue;
+            v = &d->verdicts[vi++];
+            if (cdom[i] != (long)k)
+                continue;
+            if (u->keep && prev_has(u->prev, cl->name) && pick < 0)
+                pick = (long)i;
+            if (!cl->reachable)
+                continue;
+            if (first < 0)
+                first = (long)i;
+            if (fn < 0 && v->kind == PL_VERDICT_FITS_NOW)
+                fn = (long)i;
+            if (su < 0 && v->kind == PL_VERDICT_FITS_AFTER_SCALE_UP)
+                su = (long)i;
+        }
+        if (pick < 0)
+            pick = fn >= 0 ? fn : su >= 0 ? su : first;
+        if (pick < 0) {
+            size_t len = strlen(missing);
+            snprintf(missing + len, sizeof(missing) - len, "%s'%s'", len ? ", " : "", dom[k].value);
+            continue;
+        }
+        d->targets[nt].cluster = e->cl[ep->cand[pick]]->name;
+        d->targets[nt].percent = dom[k].percent;
+        nt++;
+        take(e, u, dsig[k], ep->cand[pick]);
+    }
+    qsort(d->targets, nt, sizeof(*d->targets), cmp_target);
+    d->ntargets = nt;
+    if (nt == 0) {
+        d->state = PL_STATE_PENDING;
+        d->reason =
+            ep->ncand ? rc_arena_printf(e->a,
+                                        "no reachable cluster for any topology value of "
+                                        "'%s'; retried every pass",
+                                        tk)
+                      : rc_arena_printf(e->a, "%s; retried every pass", no_candidate_reason(e, ep));
+        return;
+    }
+    d->state = PL_STATE_PLACED;
+    {
+        char buf[400];
+        size_t len = 0;
+        for (size_t i = 0; i < nt && len < sizeof(buf); i++) {
+            int n = snprintf(buf + len, sizeof(buf) - len, "%s%s %" PRId64 "%%", i ? ", " : "",
+                             d->targets[i].cluster, d->targets[i].percent);
+            if (n < 0)
+                break;
+            len += (size_t)n;
+        }
+        if (len >= sizeof(buf))
+            len = sizeof(buf) - 1;
+        buf[len] = 0;
+        d->reason = rc_arena_printf(e->a, "divided by percentage (replicas rounded down): %s%s%s",
+                                    buf, missing[0] ? "; no reachable cluster for " : "", missing);
+    }
+}
+
+/* ==== Changes ==== */
+
+static int same_clusters(const struct pl_decision *d, const struct pl_prev_unit *pv)
+{
+    const char **pc;
+    int same = 1;
+
+    if (d->ntargets != pv->nclusters)
+        return 0;
+    if (d->ntargets == 0)
+        return 1;
+    pc = rc_xcalloc(pv->nclusters, sizeof(*pc));
+    memcpy(pc, pv->clusters, pv->nclusters * sizeof(*pc));
+    qsort(pc, pv->nclusters, sizeof(*pc), cmp_str);
+    for (size_t i = 0; i < d->ntargets; i++) {
+        if (strcmp(pc[i], d->targets[i].cluster)) {
+            same = 0;
+            break;
+        }
+    }
+    free(pc);
+    return same;
+}
+
+static const char *derive_cause(struct engine *e, const struct eunit *u)
+{
+    const struct pl_decision *d = u->d;
+    const struct pl_prev_unit *pv = u->prev;
+    const struct epol *ep = u->pol >= 0 ? &e->pol[u->pol] : NULL;
+
+    for (size_t i = 0; i < pv->nclusters; i++) {
+        int found = 0;
+        for (size_t k = 0; k < d->ntargets; k++)
+            found |= !strcmp(d->targets[k].cluster, pv->clusters[i]);
+        if (!found) {
+            const char *c = ep ? cluster_cause(e, ep, pv->clusters[i]) : NULL;
+            return c ? c
+                     : rc_arena_printf(e->a, "cluster '%s' is no longer a target", pv->clusters[i]);
+        }
+    }
+    for (size_t k = 0; k < d->ntargets; k++) {
+        if (!prev_has(pv, d->targets[k].cluster))
+            return rc_arena_printf(e->a, "cluster '%s' is newly selected by the policy",
+                                   d->targets[k].cluster);
+    }
+    return NULL;
+}
+
+static void set_change(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct pl_prev_unit *pv = u->prev;
+    int same;
+
+    if (!pv) {
+        d->change = PL_CHANGE_NEW;
+        return;
+    }
+    same = same_clusters(d, pv);
+    if (d->state == pv->state && same) {
+        d->change = PL_CHANGE_NONE;
+        return;
+    }
+    if (d->state == PL_STATE_PLACED && pv->state == PL_STATE_PLACED) {
+        d->change = PL_CHANGE_MOVED;
+        d->cause = u->cause ? u->cause : derive_cause(e, u);
+        if (!d->cause)
+            d->cause = "placement recomputed";
+        return;
+    }
+    d->change = PL_CHANGE_STATE;
+    d->cause = u->cause;
+    if (!d->cause && pv->state == PL_STATE_PLACED && u->pol < 0)
+        d->cause = "no SchedulePolicy matches it any more";
+}
+
+/* ==== pl_place ==== */
+
+static void decide(struct engine *e, struct eunit *u)
+{
+    const struct pl_policy *p = e->pol[u->pol].p;
+
+    if (u->keep && p->spread == PL_SPREAD_NONE)
+        decide_kept(e, u);
+    else if (p->spread == PL_SPREAD_DUPLICATE)
+        decide_duplicate(e, u);
+    else if (p->spread == PL_SPREAD_DIVIDE)
+        decide_divide(e, u);
+    else
+        decide_single(e, u);
+}
+
+int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,
+             struct rc_err *err)
+{
+    struct engine e;
+    int error = 0;
+    size_t nremoved = 0, nd = 0;
+
+    memset(out, 0, sizeof(*out));
+    memset(&e, 0, sizeof(e));
+    e.in = in;
+    e.a = a;
+    if (!in->res || in->res->n < PL_RES_FIRST_EXTENDED || in->res->n > PL_RES_MAX)
+        return rc_err_set(err, RC_EINVALID, "resource table must hold 3 to %d names", PL_RES_MAX);
+    if ((error = setup_clusters(&e, err)) < 0)
+        goto done;
+    if ((error = setup_namespaces_and_objects(&e, err)) < 0)
+        goto done;
+    setup_policies(&e);
+    for (size_t i = 1; i < e.npol; i++) {
+        if (!strcmp(e.pol[i - 1].p->name, e.pol[i].p->name)) {
+            error = rc_err_set(err, RC_EINVALID, "duplicate policy '%s'", e.pol[i].p->name);
+            goto done;
+        }
+    }
+    assign_policies(&e);
+    build_units(&e);
+
+    e.nprev = in->nprev;
+    e.prev = rc_arena_calloc(&e.s, e.nprev + 1, sizeof(*e.prev));
+    e.prev_used = rc_arena_calloc(&e.s, e.nprev + 1, 1);
+    for (size_t i = 0; i < e.nprev; i++)
+        e.prev[i] = &in->prev[i];
+    qsort(e.prev, e.nprev, sizeof(*e.prev), cmp_prev);
+
+    e.fit = pl_fit_new(in->res, e.cl, e.ncl);
+    for (size_t i = 0; i < e.nunits; i++) {
+        struct eunit *u = &e.units[i];
+        struct pl_decision *d = rc_arena_calloc(a, 1, sizeof(*d));
+        u->d = d;
+        d->unit = u->id;
+        d->nobjects = u->nobj;
+        d->objects = u->objs;
+        d->object_keys = rc_arena_calloc(a, u->nobj, sizeof(*d->object_keys));
+        for (size_t k = 0; k < u->nobj; k++)
+            d->object_keys[k] = u->objs[k]->key;
+        u->prev = find_prev(&e, u->id);
+        if (u->pol < 0) {
+            d->state = PL_STATE_UNPLACED;
+            d->reason = "no SchedulePolicy matches";
+            continue;
+        }
+        d->policy = e.pol[u->pol].p->name;
+        d->policy_digest = e.pol[u->pol].p->digest;
+        u->sig = unit_sig(&e, u, -1);
+        sticky_check(&e, u);
+    }
+    /* committed placements first, then everything else; each in unit-id order */
+    for (int phase = 1; phase <= 2; phase++) {
+        for (size_t i = 0; i < e.nunits; i++) {
+            struct eunit *u = &e.units[i];
+            if (u->pol < 0 || (phase == 1) != (u->keep != 0))
+                continue;
+            decide(&e, u);
+        }
+    }
+    for (size_t i = 0; i < e.nunits; i++)
+        set_change(&e, &e.units[i]);
+
+    for (size_t i = 0; i < e.nprev; i++)
+        nremoved += !e.prev_used[i];
+    out->decisions = rc_arena_calloc(a, e.nunits + nremoved + 1, sizeof(*out->decisions));
+    {
+        size_t ui = 0, pi = 0;
+        while (ui < e.nunits || pi < e.nprev) {
+            while (pi < e.nprev && e.prev_used[pi])
+                pi++;
+            if (pi < e.nprev && (ui == e.nunits || strcmp(e.prev[pi]->unit, e.units[ui].id) < 0)) {
+                const struct pl_prev_unit *pv = e.prev[pi++];
+                struct pl_decision *d = &out->decisions[nd++];
+                d->unit = pv->unit;
+                d->policy = pv->policy;
+                d->policy_digest = pv->policy_digest;
+                /* no live objects: objects is NULL, object_keys holds the old keys */
+                d->nobjects = pv->nobjects;
+                d->objects = NULL;
+                d->object_keys = pv->objects;
+                d->state = pv->state;
+                d->reason = "its objects are no longer in the source";
+                d->change = PL_CHANGE_REMOVED;
+                continue;
+            }
+            if (ui < e.nunits)
+                out->decisions[nd++] = *e.units[ui++].d;
+        }
+    }
+    out->ndecisions = nd;
+
+    out->nwarnings = e.nwarn;
+    out->warnings = rc_arena_calloc(a, e.nwarn + 1, sizeof(*out->warnings));
+    if (e.nwarn)
+        memcpy(out->warnings, e.warn, e.nwarn * sizeof(*e.warn));
+    out->nusage = e.ncl;
+    out->usage = rc_arena_calloc(a, e.ncl + 1, sizeof(*out->usage));
+    for (size_t i = 0; i < e.ncl; i++) {
+        out->usage[i].cluster = e.cl[i]->name;
+        pl_fit_usage(e.fit, i, &out->usage[i]);
+    }
+
+done:
+    pl_fit_free(e.fit);
+    free(e.warn);
+    free(e.items);
+    rc_arena_release(&e.s);
+    if (error < 0)
+        memset(out, 0, sizeof(*out));
+    return error;
+}

@@ -1,0 +1,680 @@
+/*
+ * rc_kube.c - the Kubernetes API client (see rc_kube.h for the requests and content types it
+ * sends). HTTP goes through rc_http, credentials through rc_kubeconfig; this file knows API
+ * paths, discovery, the Status object and DeleteOptions. It does not decide what to apply.
+ */
+#include "rc_kube.h"
+#include "rc_mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rc_banned.h"
+
+struct kres {
+    char *name; /* plural resource */
+    char *kind;
+    int namespaced;
+};
+
+struct kgv {
+    char *gv;   /* "v1", "apps/v1" */
+    int served; /* 0: the server answered 404 for it */
+    struct kres *res;
+    size_t nres, cap;
+};
+
+struct rc_kube {
+    struct rc_kubeconfig *kc;
+    struct rc_http *http;
+    struct rc_kube_options o;
+    const struct rc_log *log;
+    struct kgv *gvs;
+    size_t ngvs, capgvs;
+    long last_status;
+    char last_reason[64];
+};
+
+/* ==== open / free ==== */
+
+static void default_sleep(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err)
+{
+    struct rc_kube *k = rc_xcalloc(1, sizeof(*k));
+    struct rc_http_tls tls = RC_HTTP_TLS_INIT;
+    int error;
+
+    *out = NULL;
+    k->o = *o;
+    k->log = o->log;
+    if (k->o.page_size <= 0)
+        k->o.page_size = 500;
+    if (k->o.poll_interval_ms <= 0)
+        k->o.poll_interval_ms = 500;
+    if (o->in_cluster || (!o->kubeconfig && !(getenv("KUBECONFIG") && *getenv("KUBECONFIG")) &&
+                          rc_kubeconfig_in_cluster_env()))
+        error = rc_kubeconfig_in_cluster(&k->kc, o->sa_dir, err);
+    else
+        error = rc_kubeconfig_load(&k->kc, o->kubeconfig, o->context, o->log, err);
+    if (error < 0)
+        goto fail;
+    if (o->exec_timeout_ms > 0)
+        k->kc->exec_timeout_ms = o->exec_timeout_ms;
+    tls.ca_file = k->kc->ca_file;
+    tls.ca_data = k->kc->ca_data;
+    tls.ca_len = k->kc->ca_len;
+    tls.cert_file = k->kc->cert_file;
+    tls.cert_data = k->kc->cert_data;
+    tls.cert_len = k->kc->cert_len;
+    tls.key_file = k->kc->key_file;
+    tls.key_data = k->kc->key_data;
+    tls.key_len = k->kc->key_len;
+    tls.server_name = k->kc->tls_server_name;
+    tls.insecure = k->kc->insecure;
+    error = rc_http_new(&k->http, &tls, &k->o.http, o->log, err);
+    if (error < 0)
+        goto fail;
+    *out = k;
+    return RC_OK;
+fail:
+    rc_kube_free(k);
+    return error;
+}
+
+int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
+                 const struct rc_log *log, struct rc_err *err)
+{
+    struct rc_kube_options o = RC_KUBE_OPTIONS_INIT;
+
+    o.kubeconfig = kubeconfig;
+    o.context = context;
+    o.log = log;
+    return rc_kube_open_opts(out, &o, err);
+}
+
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err)
+{
+    struct rc_kube_options def = RC_KUBE_OPTIONS_INIT;
+    struct rc_kube_options use = o ? *o : def;
+
+    *out = NULL;
+    if (!conn->kubeconfig)
+        return rc_err_set(err, RC_EINVALID, "cluster '%s' is simulated: it has no kubeconfig",
+                          conn->name ? conn->name : "");
+    use.kubeconfig = conn->kubeconfig;
+    use.context = conn->context;
+    use.in_cluster = 0;
+    return rc_kube_open_opts(out, &use, err);
+}
+
+static void gv_clear(struct kgv *g)
+{
+    for (size_t i = 0; i < g->nres; i++) {
+        free(g->res[i].name);
+        free(g->res[i].kind);
+    }
+    free(g->res);
+    g->res = NULL;
+    g->nres = g->cap = 0;
+}
+
+void rc_kube_invalidate(struct rc_kube *k)
+{
+    for (size_t i = 0; i < k->ngvs; i++) {
+        gv_clear(&k->gvs[i]);
+        free(k->gvs[i].gv);
+    }
+    free(k->gvs);
+    k->gvs = NULL;
+    k->ngvs = k->capgvs = 0;
+}
+
+void rc_kube_free(struct rc_kube *k)
+{
+    if (!k)
+        return;
+    rc_kube_invalidate(k);
+    rc_http_free(k->http);
+    rc_kubeconfig_free(k->kc);
+    free(k);
+}
+
+const char *rc_kube_server(const struct rc_kube *k)
+{
+    return k->kc->server;
+}
+
+const char *rc_kube_namespace(const struct rc_kube *k)
+{
+    return k->kc->ns;
+}
+
+long rc_kube_last_status(const struct rc_kube *k)
+{
+    return k->last_status;
+}
+
+const char *rc_kube_last_reason(const struct rc_kube *k)
+{
+    return k->last_reason;
+}
+
+/* ==== requests ==== */
+
+int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '.' || c == '_' || c == '~';
+        int error;
+
+        if (keep) {
+            error = rc_buf_putc(out, (char)c, err);
+        } else {
+            char enc[3] = {'%', hex[c >> 4], hex[c & 15]};
+            error = rc_buf_add(out, enc, 3, err);
+        }
+        if (error < 0)
+            return error;
+    }
+    return RC_OK;
+}
+
+/* Turn a non-2xx response into err, from its Status object when there is one. */
+static int status_error(struct rc_kube *k, const char *method, const char *path,
+                        const struct rc_http_response *resp, struct rc_err *err)
+{
+    cJSON *st = NULL;
+    const char *msg = NULL;
+    int code;
+    char where[256];
+    size_t plen = strcspn(path, "?");
+
+    if (plen >= sizeof(where))
+        plen = sizeof(where) - 1;
+    memcpy(where, path, plen);
+    where[plen] = '\0';
+    k->last_reason[0] = '\0';
+    if (resp->status >= 200 && resp->status < 300)
+        return RC_OK;
+    if (!strncmp(resp->content_type, "application/json", 16))
+        st = cJSON_ParseWithLength(resp->body.ptr, resp->body.len);
+    if (st) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(st, "kind");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(st, "message");
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(st, "reason");
+
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "Status")) {
+            if (cJSON_IsString(m) && m->valuestring[0])
+                msg = m->valuestring;
+            if (cJSON_IsString(r))
+                snprintf(k->last_reason, sizeof(k->last_reason), "%s", r->valuestring);
+        }
+    }
+    code = resp->status == 404 ? RC_ENOTFOUND : resp->status == 409 ? RC_ECONFLICT : RC_EHTTP;
+    if (msg)
+        rc_err_set(err, code, "%s (%s %s: %ld)", msg, method, where, resp->status);
+    else
+        rc_err_set(err, code, "server answered %ld to %s %s", resp->status, method, where);
+    cJSON_Delete(st);
+    return code;
+}
+
+/* Send with credentials; on 401 with an exec plugin, refresh and try once more. */
+static int send_authed(struct rc_kube *k, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len,
+                       struct rc_http_response *resp, struct rc_err *err)
+{
+    struct rc_buf url = RC_BUF_INIT;
+    int error = RC_OK;
+
+    rc_buf_printf(&url, NULL, "%s%s", k->kc->server, path);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct rc_http_request req = {method, url.ptr, content_type, NULL, NULL, body, body_len, 0};
+        int cert_changed = 0;
+
+        error = rc_kubeconfig_bearer(k->kc, attempt > 0, &req.bearer, &cert_changed, err);
+        if (error < 0)
+            break;
+        if (cert_changed)
+            rc_http_set_client_cert(k->http, k->kc->exec_cert, k->kc->exec_cert_len,
+                                    k->kc->exec_key, k->kc->exec_key_len);
+        rc_http_response_release(resp);
+        error = rc_http_do(k->http, &req, resp, err);
+        k->last_status = resp->status;
+        if (error < 0)
+            break;
+        if (resp->status != 401 || !k->kc->exec)
+            break;
+        if (k->log)
+            rc_log_debug(k->log, "unauthorized by '%s': running the credential plugin again",
+                         k->kc->server);
+    }
+    rc_buf_release(&url);
+    return error;
+}
+
+int rc_kube_request(struct rc_kube *k, const char *method, const char *path,
+                    const char *content_type, const char *body, size_t body_len,
+                    struct rc_http_response *resp, struct rc_err *err)
+{
+    int error;
+
+    k->last_reason[0] = '\0';
+    error = send_authed(k, method, path, content_type, body, body_len, resp, err);
+    if (error < 0)
+        return error;
+    return status_error(k, method, path, resp, err);
+}
+
+/* GET path and parse the JSON body into *out. */
+static int get_json(struct rc_kube *k, const char *path, cJSON **out, struct rc_err *err)
+{
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    int error = rc_kube_request(k, "GET", path, NULL, NULL, 0, &resp, err);
+
+    *out = NULL;
+    if (error == RC_OK) {
+        *out = cJSON_ParseWithLength(resp.body.ptr, resp.body.len);
+        if (!*out)
+            error = rc_err_set(err, RC_EHTTP, "invalid JSON from %s", path);
+    }
+    rc_http_response_release(&resp);
+    return error;
+}
+
+/* ==== discovery ==== */
+
+static struct kgv *gv_find(struct rc_kube *k, const char *gv)
+{
+    for (size_t i = 0; i < k->ngvs; i++) {
+        if (!strcmp(k->gvs[i].gv, gv))
+            return &k->gvs[i];
+    }
+    return NULL;
+}
+
+/* Fetch one group/version's resource list into the cache. */
+static int gv_fetch(struct rc_kube *k, const char *gv, struct kgv **out, struct rc_err *err)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    cJSON *list = NULL;
+    const cJSON *r;
+    struct kgv *g = gv_find(k, gv);
+    int error;
+
+    if (!g) {
+        k->gvs = rc_xgrow(k->gvs, &k->capgvs, k->ngvs + 1, sizeof(*k->gvs));
+        g = &k->gvs[k->ngvs++];
+        memset(g, 0, sizeof(*g));
+        g->gv = rc_xstrdup(gv);
+    }
+    gv_clear(g);
+    g->served = 0;
+    if (strchr(gv, '/'))
+        rc_buf_printf(&path, NULL, "/apis/%s", gv);
+    else
+        rc_buf_printf(&path, NULL, "/api/%s", gv);
+    error = get_json(k, path.ptr, &list, err);
+    if (error == RC_ENOTFOUND) {
+        *out = g; /* not served: cached as such until invalidated */
+        error = RC_OK;
+        goto done;
+    }
+    if (error < 0)
+        goto done;
+    g->served = 1;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(list, "resources"))
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(r, "kind");
+        const cJSON *nsd = cJSON_GetObjectItemCaseSensitive(r, "namespaced");
+        struct kres *res;
+
+        if (!cJSON_IsString(name) || !cJSON_IsString(kind) || strchr(name->valuestring, '/'))
+            continue; /* subresources: pods/status */
+        g->res = rc_xgrow(g->res, &g->cap, g->nres + 1, sizeof(*g->res));
+        res = &g->res[g->nres++];
+        res->name = rc_xstrdup(name->valuestring);
+        res->kind = rc_xstrdup(kind->valuestring);
+        res->namespaced = cJSON_IsTrue(nsd);
+    }
+    *out = g;
+done:
+    cJSON_Delete(list);
+    rc_buf_release(&path);
+    return error;
+}
+
+int rc_kube_discover(struct rc_kube *k, struct rc_err *err)
+{
+    cJSON *api = NULL, *apis = NULL;
+    const cJSON *it, *grp;
+    struct kgv *g;
+    int error;
+
+    rc_kube_invalidate(k);
+    error = get_json(k, "/api", &api, err);
+    if (error < 0)
+        goto done;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(api, "versions"))
+    {
+        if (cJSON_IsString(it) && (error = gv_fetch(k, it->valuestring, &g, err)) < 0)
+            goto done;
+    }
+    error = get_json(k, "/apis", &apis, err);
+    if (error < 0)
+        goto done;
+    cJSON_ArrayForEach(grp, cJSON_GetObjectItemCaseSensitive(apis, "groups"))
+    {
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(grp, "versions"))
+        {
+            const cJSON *gv = cJSON_GetObjectItemCaseSensitive(it, "groupVersion");
+            if (cJSON_IsString(gv) && (error = gv_fetch(k, gv->valuestring, &g, err)) < 0)
+                goto done;
+        }
+    }
+done:
+    cJSON_Delete(api);
+    cJSON_Delete(apis);
+    return error;
+}
+
+static const struct kres *gv_lookup(const struct kgv *g, const char *kind)
+{
+    for (size_t i = 0; i < g->nres; i++) {
+        if (!strcmp(g->res[i].kind, kind))
+            return &g->res[i];
+    }
+    return NULL;
+}
+
+int rc_kube_resource(struct rc_kube *k, const char *api_version, const char *kind,
+                     const char **resource, int *namespaced, struct rc_err *err)
+{
+    struct kgv *g = gv_find(k, api_version);
+    const struct kres *r = NULL;
+    int error;
+
+    if (g)
+        r = gv_lookup(g, kind);
+    if (!r) {
+        /* unknown group/version, or a kind missing from it: (re)fetch it once */
+        error = gv_fetch(k, api_version, &g, err);
+        if (error < 0)
+            return error;
+        r = gv_lookup(g, kind);
+    }
+    if (!r)
+        return rc_err_set(err, RC_ENOTFOUND, "no resource for kind '%s' in '%s' on '%s'", kind,
+                          api_version, k->kc->server);
+    *resource = r->name;
+    if (namespaced)
+        *namespaced = r->namespaced;
+    return RC_OK;
+}
+
+int rc_kube_path(struct rc_buf *out, struct rc_kube *k, const char *api_version, const char *kind,
+                 const char *ns, const char *name, struct rc_err *err)
+{
+    const char *resource;
+    int namespaced = 0;
+    int error = rc_kube_resource(k, api_version, kind, &resource, &namespaced, err);
+
+    if (error < 0)
+        return error;
+    error =
+        rc_buf_printf(out, err, "%s%s", strchr(api_version, '/') ? "/apis/" : "/api/", api_version);
+    if (error == RC_OK && namespaced && (ns || name))
+        error = rc_buf_printf(out, err, "/namespaces/%s", ns && *ns ? ns : "default");
+    if (error == RC_OK)
+        error = rc_buf_printf(out, err, "/%s", resource);
+    if (error == RC_OK && name)
+        error = rc_buf_printf(out, err, "/%s", name);
+    return error;
+}
+
+/* ==== objects ==== */
+
+static const char *obj_str(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+
+    if (b)
+        v = cJSON_GetObjectItemCaseSensitive(v, b);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+/* Names go into paths unescaped: refuse anything that is not a plain path segment. */
+static int check_segment(const char *s, const char *what, struct rc_err *err)
+{
+    if (!s || !*s)
+        return rc_err_set(err, RC_EINVALID, "object without %s", what);
+    if (!strcmp(s, ".") || !strcmp(s, "..") || strpbrk(s, "/?#% \t\r\n"))
+        return rc_err_set(err, RC_EINVALID, "invalid %s '%s'", what, s);
+    return RC_OK;
+}
+
+int rc_kube_apply(struct rc_kube *k, const cJSON *obj, const char *field_manager, int force,
+                  cJSON **result, struct rc_err *err)
+{
+    return rc_kube_apply_ex(k, obj, field_manager, force ? RC_KUBE_APPLY_FORCE : 0u, result, err);
+}
+
+int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_manager, unsigned flags,
+                     cJSON **result, struct rc_err *err)
+{
+    const char *av = obj_str(obj, "apiVersion", NULL);
+    const char *kind = obj_str(obj, "kind", NULL);
+    const char *name = obj_str(obj, "metadata", "name");
+    const char *ns = obj_str(obj, "metadata", "namespace");
+    struct rc_buf path = RC_BUF_INIT;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    char *body = NULL;
+    int error;
+
+    if (result)
+        *result = NULL;
+    if (!av || !kind)
+        return rc_err_set(err, RC_EINVALID, "object without apiVersion or kind");
+    if ((error = check_segment(name, "metadata.name", err)) < 0 ||
+        (ns && (error = check_segment(ns, "metadata.namespace", err)) < 0))
+        return error;
+    if (!field_manager || !*field_manager)
+        return rc_err_set(err, RC_EINVALID, "server-side apply needs a field manager");
+    error = rc_kube_path(&path, k, av, kind, ns, name, err);
+    if (error < 0)
+        goto done;
+    rc_buf_puts(&path, "?fieldManager=", NULL);
+    rc_kube_escape(&path, field_manager, NULL);
+    rc_buf_puts(&path, (flags & RC_KUBE_APPLY_FORCE) ? "&force=true" : "&force=false", NULL);
+    if (flags & RC_KUBE_APPLY_DRY_RUN)
+        rc_buf_puts(&path, "&dryRun=All", NULL);
+    body = cJSON_PrintUnformatted(obj);
+    error = rc_kube_request(k, "PATCH", path.ptr, "application/apply-patch+yaml", body,
+                            strlen(body), &resp, err);
+    if (error < 0)
+        goto done;
+    if (result) {
+        *result = cJSON_ParseWithLength(resp.body.ptr, resp.body.len);
+        if (!*result)
+            error = rc_err_set(err, RC_EHTTP, "invalid JSON answer to apply of %s/%s '%s'", av,
+                               kind, name);
+    }
+done:
+    free(body);
+    rc_http_response_release(&resp);
+    rc_buf_release(&path);
+    return error;
+}
+
+int rc_kube_get(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                const char *name, cJSON **out, struct rc_err *err)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    int error;
+
+    *out = NULL;
+    if ((error = check_segment(name, "name", err)) < 0 ||
+        (ns && (error = check_segment(ns, "namespace", err)) < 0))
+        return error;
+    error = rc_kube_path(&path, k, api_version, kind, ns, name, err);
+    if (error == RC_OK)
+        error = get_json(k, path.ptr, out, err);
+    rc_buf_release(&path);
+    return error;
+}
+
+int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                   const char *name, const char *uid, struct rc_err *err)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    cJSON *opts = cJSON_CreateObject();
+    char *body = NULL;
+    int error;
+
+    if ((error = check_segment(name, "name", err)) < 0 ||
+        (ns && (error = check_segment(ns, "namespace", err)) < 0))
+        goto done;
+    error = rc_kube_path(&path, k, api_version, kind, ns, name, err);
+    if (error < 0)
+        goto done;
+    cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
+    cJSON_AddStringToObject(opts, "apiVersion", "v1");
+    cJSON_AddStringToObject(opts, "propagationPolicy", "Background");
+    if (uid)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(opts, "preconditions"), "uid", uid);
+    body = cJSON_PrintUnformatted(opts);
+    error =
+        rc_kube_request(k, "DELETE", path.ptr, "application/json", body, strlen(body), &resp, err);
+done:
+    cJSON_Delete(opts);
+    free(body);
+    rc_http_response_release(&resp);
+    rc_buf_release(&path);
+    return error;
+}
+
+int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector,
+                 rc_kube_item_fn fn, void *payload, struct rc_err *err)
+{
+    char *cont = NULL;
+    int error = RC_OK;
+
+    for (;;) {
+        struct rc_buf url = RC_BUF_INIT;
+        cJSON *list = NULL;
+        const cJSON *it, *c;
+
+        rc_buf_printf(&url, NULL, "%s%climit=%ld", path, strchr(path, '?') ? '&' : '?',
+                      k->o.page_size);
+        if (label_selector && *label_selector) {
+            rc_buf_puts(&url, "&labelSelector=", NULL);
+            rc_kube_escape(&url, label_selector, NULL);
+        }
+        if (cont) {
+            rc_buf_puts(&url, "&continue=", NULL);
+            rc_kube_escape(&url, cont, NULL);
+        }
+        error = get_json(k, url.ptr, &list, err);
+        rc_buf_release(&url);
+        if (error < 0)
+            break;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
+        {
+            error = fn(payload, it, err);
+            if (error < 0)
+                break;
+        }
+        c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(list, "metadata"),
+                                             "continue");
+        free(cont);
+        cont = (error == RC_OK && cJSON_IsString(c) && c->valuestring[0])
+                   ? rc_xstrdup(c->valuestring)
+                   : NULL;
+        cJSON_Delete(list);
+        if (error < 0 || !cont)
+            break;
+    }
+    free(cont);
+    return error;
+}
+
+int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                      const char *label_selector, rc_kube_item_fn fn, void *payload,
+                      struct rc_err *err)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    int error;
+
+    if (ns && (error = check_segment(ns, "namespace", err)) < 0)
+        return error;
+    error = rc_kube_path(&path, k, api_version, kind, ns, NULL, err);
+    if (error == RC_OK)
+        error = rc_kube_list(k, path.ptr, label_selector, fn, payload, err);
+    rc_buf_release(&path);
+    return error;
+}
+
+static int crd_established(const cJSON *crd)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(crd, "status"), "conditions"))
+    {
+        const char *type = obj_str(c, "type", NULL);
+        const char *st = obj_str(c, "status", NULL);
+
+        if (type && st && !strcmp(type, "Established") && !strcmp(st, "True"))
+            return 1;
+    }
+    return 0;
+}
+
+int rc_kube_wait_crd(struct rc_kube *k, const char *name, long timeout_ms, struct rc_err *err)
+{
+    long waited = 0;
+    int error;
+
+    if ((error = check_segment(name, "crd name", err)) < 0)
+        return error;
+    for (;;) {
+        cJSON *crd = NULL;
+        struct rc_buf path = RC_BUF_INIT;
+        int ok;
+
+        rc_buf_printf(&path, NULL, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s",
+                      name);
+        error = get_json(k, path.ptr, &crd, err);
+        rc_buf_release(&path);
+        if (error < 0 && error != RC_ENOTFOUND)
+            return error;
+        ok = error == RC_OK && crd_established(crd);
+        cJSON_Delete(crd);
+        if (ok) {
+            rc_kube_invalidate(k);
+            return RC_OK;
+        }
+        if (waited >= timeout_ms)
+            return rc_err_set(err, RC_ERROR, "crd '%s' not established after %ld ms", name, waited);
+        if (k->o.http.sleep_ms)
+            k->o.http.sleep_ms(k->o.http.sleep_payload, k->o.poll_interval_ms);
+        else
+            default_sleep(k->o.poll_interval_ms);
+        waited += k->o.poll_interval_ms;
+    }
+}

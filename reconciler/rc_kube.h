@@ -1,0 +1,154 @@
+/*
+ * rc_kube.h - a Kubernetes API client for one cluster: discovery, server-side apply, get,
+ * delete with a uid precondition, paged lists, waiting for CRDs.
+ *
+ * Requests it sends (all with Accept: application/json):
+ *   GET    /api, /api/v1, /apis, /apis/<g>/<v>                   legacy discovery
+ *   PATCH  <object path>?fieldManager=<m>&force=true|false         Content-Type
+ *          application/apply-patch+yaml, body: the object as JSON (valid YAML)
+ *   GET    <object path>
+ *   DELETE <object path>   Content-Type application/json, body DeleteOptions
+ *          {propagationPolicy: Background, preconditions: {uid}}
+ *   GET    <collection path>?labelSelector=..&limit=..&continue=..
+ * Object paths: /api/v1[/namespaces/<ns>]/<resource>/<name> for the core group,
+ * /apis/<g>/<v>[/namespaces/<ns>]/<resource>/<name> otherwise; resource names come from
+ * discovery, cached per client (a group/version is fetched when first needed, and fetched
+ * again once when a kind is missing from it, for CRDs established since).
+ *
+ * Errors: the server's Status message goes into err: 404 → RC_ENOTFOUND, 409 → RC_ECONFLICT,
+ * other non-2xx → RC_EHTTP; no answer → RC_ETRANSPORT. rc_kube_last_status/_reason tell the
+ * HTTP status and Status reason of the last request (e.g. "Conflict", "AlreadyExists").
+ * Credentials never appear in logs or errors. A 401 re-runs an exec credential plugin and
+ * retries once.
+ *
+ * A struct rc_kube is used by one thread at a time (one per cluster). Response sizes are
+ * bounded by options.http.max_body.
+ */
+#ifndef RC_KUBE_H
+#define RC_KUBE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "rc_err.h"
+#include "rc_http.h"
+#include "rc_kubeconfig.h"
+#include "rc_log.h"
+#include "rd_cluster.h"
+
+struct rc_kube;
+
+struct rc_kube_options {
+    const char *kubeconfig; /* file; NULL: $KUBECONFIG, else in-cluster when its environment
+                               variables are set, else ~/.kube/config */
+    const char *context;    /* NULL: current-context */
+    const char *sa_dir; /* in-cluster files; NULL: /var/run/secrets/kubernetes.io/serviceaccount */
+    int in_cluster;     /* 1: in-cluster config whatever the rest says */
+    struct rc_http_options http;
+    long page_size;        /* list limit per page */
+    long poll_interval_ms; /* CRD wait */
+    long exec_timeout_ms;  /* exec credential plugins */
+    const struct rc_log *log;
+};
+
+#define RC_KUBE_OPTIONS_INIT                                                                       \
+    {                                                                                              \
+        NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL                           \
+    }
+
+/* Open a client for a kubeconfig context (see options.kubeconfig for NULL). Nothing is sent
+ * yet. Free with rc_kube_free. */
+int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
+                 const struct rc_log *log, struct rc_err *err);
+int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err);
+/* Open the client for a Cluster object's connection (conn->kubeconfig and conn->context;
+ * RC_EINVALID for a simulated cluster, which has none). o: NULL for RC_KUBE_OPTIONS_INIT;
+ * its kubeconfig/context are replaced by conn's. */
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err);
+void rc_kube_free(struct rc_kube *k);
+
+/* Server URL and default namespace of the context (borrowed, live as long as k). */
+const char *rc_kube_server(const struct rc_kube *k);
+const char *rc_kube_namespace(const struct rc_kube *k);
+
+/* HTTP status (0: no answer) and Status reason ("" when none) of the last request. */
+long rc_kube_last_status(const struct rc_kube *k);
+const char *rc_kube_last_reason(const struct rc_kube *k);
+
+/* ---- discovery ---- */
+
+/* Fetch every group/version the server serves (/api, /api/v1, /apis, /apis/<g>/<v> for
+ * each version listed), replacing the cache. Also a quick "is the cluster reachable". */
+int rc_kube_discover(struct rc_kube *k, struct rc_err *err);
+/* Forget cached discovery (e.g. after applying CRDs). */
+void rc_kube_invalidate(struct rc_kube *k);
+/* Resource name ("rayjobs", borrowed, lives as long as k or until invalidated) and scope of
+ * a kind. RC_ENOTFOUND: "no resource for kind 'RayJob' in 'ray.io/v1'" (group/version not
+ * served, or kind not in it after one refresh). */
+int rc_kube_resource(struct rc_kube *k, const char *api_version, const char *kind,
+                     const char **resource, int *namespaced, struct rc_err *err);
+/* The REST path of an object (name NULL: its collection; ns NULL for a namespaced kind:
+ * every namespace when name is NULL, else "default"; ignored for cluster-scoped kinds),
+ * appended to out. */
+int rc_kube_path(struct rc_buf *out, struct rc_kube *k, const char *api_version, const char *kind,
+                 const char *ns, const char *name, struct rc_err *err);
+
+/* ---- objects ---- */
+
+/* Server-side apply of obj (apiVersion, kind, metadata.name required; metadata.namespace, or
+ * "default" for namespaced kinds). field_manager e.g. "rightplace"; force: take fields from
+ * other managers. *result (may be NULL) gets the object the server returned (caller
+ * cJSON_Deletes it). */
+int rc_kube_apply(struct rc_kube *k, const cJSON *obj, const char *field_manager, int force,
+                  cJSON **result, struct rc_err *err);
+enum rc_kube_apply_flags {
+    RC_KUBE_APPLY_FORCE = 1,  /* force=true */
+    RC_KUBE_APPLY_DRY_RUN = 2 /* dryRun=All: the server computes the result, stores nothing */
+};
+/* rc_kube_apply with flags; with RC_KUBE_APPLY_DRY_RUN, *result is what the object would
+ * become (for drift checks against rc_kube_get). */
+int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_manager, unsigned flags,
+                     cJSON **result, struct rc_err *err);
+
+/* GET one object into *out (caller deletes). RC_ENOTFOUND when absent. */
+int rc_kube_get(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                const char *name, cJSON **out, struct rc_err *err);
+/* DELETE with propagationPolicy Background and, when uid is not NULL, preconditions.uid
+ * (RC_ECONFLICT when the object now has another uid). RC_ENOTFOUND when already gone. */
+int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                   const char *name, const char *uid, struct rc_err *err);
+
+/* Called for every item of a list (borrowed: valid during the call; items of typed lists
+ * carry no apiVersion/kind, as the real server sends them). A negative return stops the
+ * list and is returned by rc_kube_list. */
+typedef int (*rc_kube_item_fn)(void *payload, const cJSON *item, struct rc_err *err);
+
+/* List a collection path ("/api/v1/pods", "/apis/apps/v1/namespaces/x/deployments"),
+ * page by page (options.page_size, continue tokens). label_selector may be NULL. The path
+ * may carry a query already, e.g. "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded"
+ * (escape it with rc_kube_escape). A 410 Gone (expired continue token) is RC_EHTTP: items
+ * already delivered would be delivered again, so the caller decides whether to restart. */
+int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector,
+                 rc_kube_item_fn fn, void *payload, struct rc_err *err);
+/* The same for a kind (ns NULL: all namespaces). */
+int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
+                      const char *label_selector, rc_kube_item_fn fn, void *payload,
+                      struct rc_err *err);
+
+/* Poll the CRD `name` ("rayjobs.ray.io") until its Established condition is True, at most
+ * timeout_ms (counted in poll intervals, not wall time). Invalidates discovery on success.
+ * RC_ETRANSPORT-free timeout: RC_ERROR "crd 'x' not established after N ms". */
+int rc_kube_wait_crd(struct rc_kube *k, const char *name, long timeout_ms, struct rc_err *err);
+
+/* A raw request to path (with query) relative to the server, with auth and Status error
+ * handling; resp is filled (caller releases) whatever the status. */
+int rc_kube_request(struct rc_kube *k, const char *method, const char *path,
+                    const char *content_type, const char *body, size_t body_len,
+                    struct rc_http_response *resp, struct rc_err *err);
+
+/* Percent-encode a query value (RFC 3986 unreserved kept) onto out. */
+int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err);
+
+#endif

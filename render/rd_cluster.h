@@ -1,0 +1,50 @@
+/*
+ * rd_cluster.h - rightplace.dev/v1alpha1 Cluster manifests -> struct pl_cluster.
+ *
+ * The fleet is declared in the source repository (DESIGN.md "Source repository format"):
+ * labels (plus kubernetes.io/metadata.name = name, as Nova sets it), how to reach the
+ * cluster (a kubeconfig named by path and context, never embedded; absent: a simulated
+ * cluster whose capacity is the declared nodes), its autoscaler and the node shapes it can
+ * add, and costs. This module only translates and checks; it never reads a kubeconfig.
+ */
+#ifndef RD_CLUSTER_H
+#define RD_CLUSTER_H
+
+#include <cjson/cJSON.h>
+
+#include "pl_types.h"
+#include "rc_err.h"
+#include "rd_object.h"
+#include "rd_yaml.h"
+
+struct rc_arena;
+
+/* How reconciler/ reaches a cluster. Strings live in the arena given to rd_cluster_parse. */
+struct rd_cluster_conn {
+    const char *name;
+    const char *kubeconfig; /* NULL: simulated cluster (declared capacity) */
+    const char *context;    /* NULL: the kubeconfig's current context */
+    int detect_autoscaler;  /* spec.autoscaler.type: auto -> observe decides */
+};
+
+/* Is o a Cluster of rightplace.dev (any version)? */
+int rd_is_cluster(const struct rd_object *o);
+
+/*
+ * Translate one Cluster. Simulated (no kubeconfig): live = 0, reachable = 1, nodes are the
+ * declared ones (entry {name, count} becomes count nodes "<name>-1" .. "<name>-<count>",
+ * each labelled kubernetes.io/hostname=<node> unless the entry sets it; allocatable "pods"
+ * defaults to 110 as the kubelet's does). Live: live = 1, reachable = 1, no nodes (observe
+ * fills them); declaring nodes is an error.
+ * Autoscaler (spec.autoscaler.type, default auto): none | cluster-autoscaler | luna as
+ * given; auto on a live cluster sets conn->detect_autoscaler and leaves PL_AUTOSCALER_NONE
+ * for observe to replace; auto on a simulated cluster is cluster-autoscaler when nodeShapes
+ * are declared and none otherwise (there is nothing to detect). An autoscaler without
+ * nodeShapes can add any shape (any_shape = 1). costPerHour -> cost_micro (millionths).
+ * Unknown fields are errors: this is rightplace's own format. Errors "file:line:col: ...".
+ */
+int rd_cluster_parse(struct pl_cluster *out, struct rd_cluster_conn *conn,
+                     const struct rd_object *o, const struct rd_docs *docs, struct pl_resnames *res,
+                     struct rc_arena *a, struct rc_err *err);
+
+#endif

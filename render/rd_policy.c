@@ -1,0 +1,352 @@
+/*
+ * rd_policy.c - SchedulePolicy manifests -> struct pl_policy (see rd_policy.h).
+ *
+ * Decisions where Nova's documentation is silent (nova-and-kuberay.md section 2):
+ * - spreadConstraints without spreadMode divides (the 2023 CRD had no spreadMode and its
+ *   spreading split replicas); topologyKey absent means kubernetes.io/metadata.name.
+ * - percentageSplit is read in the CRD's list form [{topologyValue, percentage}] and in the
+ *   map form {value: percentage} of the v1.5 docs; percentages are integers 0..100, each
+ *   value at most once, and with Divide they sum to at most 100.
+ * - orderedClusterSelector must hold an In requirement: its values are the priority order.
+ */
+#include "rd_policy.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "pl_selector.h"
+#include "rc_arena.h"
+#include "rc_hash.h"
+#include "rd_field.h"
+
+int rd_selector_from_json(struct pl_selector *out, const cJSON *label_selector,
+                          const struct rd_docs *docs, struct rc_arena *a, struct rc_err *err)
+{
+    const cJSON *ml, *me, *it;
+    struct pl_labels labels;
+    int rc;
+
+    out->n = 0;
+    out->req = NULL;
+    if (!label_selector || cJSON_IsNull(label_selector))
+        return RC_OK;
+    if (!cJSON_IsObject(label_selector))
+        return rd_err_at(err, RC_EINVALID, docs, label_selector,
+                         "label selector must be a mapping");
+    cJSON_ArrayForEach(it, label_selector)
+    {
+        if (strcmp(it->string, "matchLabels") && strcmp(it->string, "matchExpressions"))
+            return rd_err_at(err, RC_EINVALID, docs, it,
+                             "unknown field '%s' in label selector (want matchLabels, "
+                             "matchExpressions)",
+                             it->string);
+    }
+    if ((rc = rd_field_obj(&ml, label_selector, "matchLabels", 0, docs, err)) < 0 ||
+        (rc = rd_field_string_map(&labels, ml, 1, docs, a, err)) < 0 ||
+        (rc = rd_field_list(&me, label_selector, "matchExpressions", 0, docs, err)) < 0)
+        return rc;
+    if (labels.n) {
+        out->req = rc_arena_calloc(a, labels.n, sizeof(*out->req));
+        for (size_t i = 0; i < labels.n; i++) {
+            struct pl_requirement *r = &out->req[i];
+            r->key = labels.v[i].key;
+            r->op = PL_OP_IN;
+            r->nvalues = 1;
+            r->values = rc_arena_calloc(a, 1, sizeof(*r->values));
+            r->values[0] = labels.v[i].value;
+        }
+        out->n = labels.n;
+    }
+    return rd_field_requirements(out, me, 0, docs, a, err);
+}
+
+int rd_is_policy(const struct rd_object *o)
+{
+    return o->kind && o->group && !strcmp(o->kind, "SchedulePolicy") &&
+           (!strcmp(o->group, "policy.elotl.co") || !strcmp(o->group, "rightplace.dev"));
+}
+
+/* ==== Warnings ==== */
+
+struct wlist {
+    size_t *n;
+    const char ***v;
+    struct rc_arena *a;
+};
+
+static void warn(struct wlist *w, const struct rd_docs *docs, const cJSON *node, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+
+static void warn(struct wlist *w, const struct rd_docs *docs, const cJSON *node, const char *fmt,
+                 ...)
+{
+    struct rc_err tmp = RC_ERR_INIT;
+    const char **v;
+    char msg[RC_ERR_MSG_MAX];
+    va_list ap;
+
+    if (!w->n)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    rd_err_at(&tmp, RC_OK, docs, node, "%s", msg);
+    v = rc_arena_calloc(w->a, *w->n + 1, sizeof(*v));
+    if (*w->n)
+        memcpy(v, *w->v, *w->n * sizeof(*v));
+    v[*w->n] = rc_arena_strdup(w->a, tmp.msg);
+    *w->v = v;
+    (*w->n)++;
+}
+
+/* ==== Digest: the spec as JSON with keys sorted ==== */
+
+static int cmp_items(const void *x, const void *y)
+{
+    const cJSON *a = *(const cJSON *const *)x, *b = *(const cJSON *const *)y;
+    return strcmp(a->string, b->string);
+}
+
+static void sort_keys(cJSON *n)
+{
+    cJSON *c, **v;
+    size_t count = 0, i = 0;
+
+    for (c = n->child; c; c = c->next) {
+        sort_keys(c);
+        count++;
+    }
+    if (!cJSON_IsObject(n) || count < 2)
+        return;
+    v = malloc(count * sizeof(*v));
+    if (!v)
+        abort();
+    for (c = n->child; c; c = c->next)
+        v[i++] = c;
+    qsort(v, count, sizeof(*v), cmp_items);
+    for (i = 0; i < count; i++) {
+        v[i]->prev = i ? v[i - 1] : v[count - 1]; /* cJSON: child->prev is the tail */
+        v[i]->next = i + 1 < count ? v[i + 1] : NULL;
+    }
+    n->child = v[0];
+    free(v);
+}
+
+static const char *digest(const cJSON *spec, struct rc_arena *a)
+{
+    cJSON *copy = cJSON_Duplicate(spec, 1);
+    char *text, hex[17];
+
+    if (!copy)
+        abort(); /* out of memory: see rc_mem.h */
+    sort_keys(copy);
+    text = cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    if (!text)
+        abort();
+    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, text), hex);
+    cJSON_free(text);
+    return rc_arena_strdup(a, hex);
+}
+
+/* ==== Spread ==== */
+
+static int add_split(struct pl_policy *out, const char *value, const cJSON *pct_node,
+                     const cJSON *where, const struct rd_docs *docs, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    double d = cJSON_IsNumber(pct_node) ? pct_node->valuedouble : -1;
+
+    if (!cJSON_IsNumber(pct_node) || d < 0 || d > 100 || d != (double)(int64_t)d)
+        return rd_err_at(err, RC_EINVALID, docs, pct_node ? pct_node : where,
+                         "percentage for '%s' must be an integer from 0 to 100", value);
+    for (size_t i = 0; i < out->nsplits; i++) {
+        if (!strcmp(out->splits[i].value, value))
+            return rd_err_at(err, RC_EINVALID, docs, where,
+                             "topology value '%s' appears twice in percentageSplit", value);
+    }
+    out->splits[out->nsplits].value = rc_arena_strdup(a, value);
+    out->splits[out->nsplits].percent = (int64_t)d;
+    out->nsplits++;
+    return RC_OK;
+}
+
+static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *docs,
+                  struct wlist *w, struct rc_arena *a, struct rc_err *err)
+{
+    const cJSON *ps, *it;
+    const char *mode = NULL;
+    struct rc_err verr = RC_ERR_INIT;
+    int64_t sum = 0;
+    size_t n;
+    int rc;
+
+    cJSON_ArrayForEach(it, sc)
+    {
+        if (!strcmp(it->string, "overrides"))
+            warn(w, docs, it, "spreadConstraints.overrides are not supported yet; ignored");
+        else if (strcmp(it->string, "spreadMode") && strcmp(it->string, "topologyKey") &&
+                 strcmp(it->string, "percentageSplit"))
+            warn(w, docs, it, "unknown field 'spreadConstraints.%s'; ignored", it->string);
+    }
+    if ((rc = rd_field_str(&mode, sc, "spreadMode", "Divide", docs, a, err)) < 0 ||
+        (rc = rd_field_str(&out->topology_key, sc, "topologyKey", NULL, docs, a, err)) < 0)
+        return rc;
+    if (!strcmp(mode, "Duplicate"))
+        out->spread = PL_SPREAD_DUPLICATE;
+    else if (!strcmp(mode, "Divide"))
+        out->spread = PL_SPREAD_DIVIDE;
+    else
+        return rd_err_at(err, RC_EINVALID, docs, rd_field_get(sc, "spreadMode"),
+                         "unknown spreadMode '%s' (want Duplicate or Divide)", mode);
+    if (out->topology_key && rd_validate_label_key(out->topology_key, &verr) < 0)
+        return rd_err_at(err, RC_EINVALID, docs, rd_field_get(sc, "topologyKey"), "%s", verr.msg);
+    ps = rd_field_get(sc, "percentageSplit");
+    if (!ps)
+        return RC_OK;
+    if (!cJSON_IsArray(ps) && !cJSON_IsObject(ps))
+        return rd_err_at(err, RC_EINVALID, docs, ps,
+                         "percentageSplit must be a sequence of {topologyValue, percentage} "
+                         "or a mapping of value to percentage");
+    n = (size_t)cJSON_GetArraySize(ps);
+    out->splits = rc_arena_calloc(a, n ? n : 1, sizeof(*out->splits));
+    cJSON_ArrayForEach(it, ps)
+    {
+        if (cJSON_IsObject(ps)) { /* map form: {wlc-1: 30} */
+            rc = add_split(out, it->string, it, it, docs, a, err);
+        } else {
+            const char *value = NULL;
+            if (!cJSON_IsObject(it))
+                return rd_err_at(err, RC_EINVALID, docs, it,
+                                 "percentageSplit entry must be a mapping");
+            if ((rc = rd_field_str(&value, it, "topologyValue", NULL, docs, a, err)) < 0)
+                return rc;
+            if (!value)
+                return rd_err_at(err, RC_EINVALID, docs, it,
+                                 "percentageSplit entry has no 'topologyValue'");
+            rc = add_split(out, value, rd_field_get(it, "percentage"), it, docs, a, err);
+        }
+        if (rc < 0)
+            return rc;
+        sum += out->splits[out->nsplits - 1].percent;
+    }
+    if (out->spread == PL_SPREAD_DIVIDE && sum > 100)
+        return rd_err_at(err, RC_EINVALID, docs, ps,
+                         "percentageSplit adds up to %lld%%, more than 100%%", (long long)sum);
+    if (out->spread == PL_SPREAD_DUPLICATE && out->nsplits)
+        warn(w, docs, ps, "percentageSplit has no effect with spreadMode Duplicate; ignored");
+    return RC_OK;
+}
+
+/* ==== The policy ==== */
+
+static const char *const known_spec[] = {"namespaceSelector", "resourceSelectors",
+                                         "clusterSelector",   "orderedClusterSelector",
+                                         "groupBy",           "spreadConstraints"};
+
+int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const struct rd_docs *docs,
+                       size_t *nwarnings, const char ***warnings, struct rc_arena *a,
+                       struct rc_err *err)
+{
+    struct wlist w = {nwarnings, warnings, a};
+    const cJSON *spec, *nsel, *rsel, *lsels, *csel, *osel, *gb, *sc, *it;
+    struct rc_err verr = RC_ERR_INIT;
+    size_t n, i = 0;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    out->name = o->name;
+    out->file = o->file;
+    out->line = o->pos.line;
+    if (strcmp(o->version, "v1alpha1"))
+        return rd_err_at(err, RC_EINVALID, docs, rd_field_get(o->root, "apiVersion"),
+                         "unsupported apiVersion '%s' for SchedulePolicy (want %s/v1alpha1)",
+                         o->api_version, o->group);
+    if ((rc = rd_field_obj(&spec, o->root, "spec", 0, docs, err)) < 0)
+        return rc;
+    if (!spec)
+        return rd_err_at(err, RC_EINVALID, docs, o->root, "SchedulePolicy '%s' has no spec",
+                         o->name);
+    cJSON_ArrayForEach(it, spec)
+    {
+        size_t k;
+        for (k = 0; k < sizeof(known_spec) / sizeof(known_spec[0]); k++) {
+            if (!strcmp(it->string, known_spec[k]))
+                break;
+        }
+        if (k == sizeof(known_spec) / sizeof(known_spec[0]))
+            warn(&w, docs, it, "unknown field 'spec.%s' in SchedulePolicy '%s'; ignored",
+                 it->string, o->name);
+    }
+    if ((rc = rd_field_obj(&nsel, spec, "namespaceSelector", 0, docs, err)) < 0 ||
+        (rc = rd_field_obj(&rsel, spec, "resourceSelectors", 0, docs, err)) < 0 ||
+        (rc = rd_field_obj(&csel, spec, "clusterSelector", 0, docs, err)) < 0 ||
+        (rc = rd_field_obj(&osel, spec, "orderedClusterSelector", 0, docs, err)) < 0 ||
+        (rc = rd_field_obj(&gb, spec, "groupBy", 0, docs, err)) < 0 ||
+        (rc = rd_field_obj(&sc, spec, "spreadConstraints", 0, docs, err)) < 0)
+        return rc;
+    if (!nsel)
+        return rd_err_at(err, RC_EINVALID, docs, spec,
+                         "SchedulePolicy '%s' needs spec.namespaceSelector (use matchExpressions "
+                         "[{key: kubernetes.io/metadata.name, operator: Exists}] for every "
+                         "namespace)",
+                         o->name);
+    if (!rsel || !(lsels = rd_field_get(rsel, "labelSelectors")))
+        return rd_err_at(err, RC_EINVALID, docs, rsel ? rsel : spec,
+                         "SchedulePolicy '%s' needs spec.resourceSelectors.labelSelectors",
+                         o->name);
+    if (!cJSON_IsArray(lsels) || !(n = (size_t)cJSON_GetArraySize(lsels)))
+        return rd_err_at(err, RC_EINVALID, docs, lsels,
+                         "labelSelectors of SchedulePolicy '%s' must be a non-empty sequence "
+                         "(`- matchExpressions: []` selects every object)",
+                         o->name);
+    if ((rc = rd_selector_from_json(&out->namespace_selector, nsel, docs, a, err)) < 0)
+        return rc;
+    out->resource_selectors = rc_arena_calloc(a, n, sizeof(*out->resource_selectors));
+    cJSON_ArrayForEach(it, lsels)
+    {
+        if (!cJSON_IsObject(it))
+            return rd_err_at(err, RC_EINVALID, docs, it, "label selector must be a mapping");
+        if ((rc = rd_selector_from_json(&out->resource_selectors[i++], it, docs, a, err)) < 0)
+            return rc;
+    }
+    out->nresource_selectors = n;
+    if (csel) {
+        out->has_cluster_selector = 1;
+        if ((rc = rd_selector_from_json(&out->cluster_selector, csel, docs, a, err)) < 0)
+            return rc;
+    }
+    if (osel) {
+        size_t k;
+        out->has_ordered = 1;
+        if ((rc = rd_selector_from_json(&out->ordered, osel, docs, a, err)) < 0)
+            return rc;
+        for (k = 0; k < out->ordered.n && out->ordered.req[k].op != PL_OP_IN; k++)
+            ;
+        if (k == out->ordered.n)
+            return rd_err_at(err, RC_EINVALID, docs, osel,
+                             "orderedClusterSelector needs a matchExpressions requirement with "
+                             "operator In (its values are the priority order)");
+    }
+    if (gb) {
+        if ((rc = rd_field_str(&out->group_by, gb, "labelKey", NULL, docs, a, err)) < 0)
+            return rc;
+        if (!out->group_by)
+            return rd_err_at(err, RC_EINVALID, docs, gb, "groupBy needs a labelKey");
+        if (rd_validate_label_key(out->group_by, &verr) < 0)
+            return rd_err_at(err, RC_EINVALID, docs, rd_field_get(gb, "labelKey"), "%s", verr.msg);
+    }
+    if (sc && (rc = spread(out, sc, docs, &w, a, err)) < 0)
+        return rc;
+    out->digest = digest(spec, a);
+    return RC_OK;
+}
+
+int rd_policy_parse(struct pl_policy *out, const struct rd_object *o, const struct rd_docs *docs,
+                    struct rc_arena *a, struct rc_err *err)
+{
+    return rd_policy_parse_ex(out, o, docs, NULL, NULL, a, err);
+}

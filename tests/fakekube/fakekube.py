@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+"""fakekube.py - a fake Kubernetes API server for rightplace's tests (standard library only).
+
+It listens on 127.0.0.1 (random port, written to --port-file) over TLS and behaves like the
+real API server where rightplace depends on it:
+
+- auth: a bearer token listed in --tokens-file (re-read on every request, so tests can rotate
+  tokens) or a client certificate signed by --client-ca; otherwise 401 Status.
+- legacy discovery: /api, /api/v1, /apis, /apis/<g>/<v> for core v1, apps/v1, batch/v1,
+  apiextensions.k8s.io/v1, ray.io/v1 (with --gate-ray: only once its CRDs exist) and every
+  applied CRD's group/version.
+- server-side apply: PATCH with Content-Type application/apply-patch+yaml only (others: 415),
+  fieldManager required (400), body names must match the URL (400), managedFields refused,
+  namespace must exist (404). Creates get uid, resourceVersion, creationTimestamp and
+  managedFields; updates merge maps (lists replaced) and bump resourceVersion when something
+  changed. CRDs become Established (after --crd-establish-after GETs of the CRD).
+- GET, LIST (labelSelector, limit/continue), DELETE (DeleteOptions, preconditions.uid → 409).
+- Status errors with the real server's messages and shapes.
+- faults from --faults-file (JSON, re-read when it changes): a list of
+  {"path": regex, "method": "GET", "status": 500, "retry_after": 1, "delay": 2.5,
+   "drop": true, "count": 2}; count (default: unlimited) is the number of requests hit.
+- every request is appended to --log as one JSON line: method, path, query, content_type,
+  accept, body, auth ("bearer" | "cert" | "none"), status. Token values are never written.
+- --state: JSON {"objects": [...]} preloaded (nodes, pods, namespaces, ...).
+"""
+import argparse
+import copy
+import datetime
+import http.server
+import json
+import os
+import re
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+BUILTIN = {
+    # group: (version, [(resource, kind, namespaced, verbs)])
+    "": ("v1", [
+        ("namespaces", "Namespace", False),
+        ("nodes", "Node", False),
+        ("pods", "Pod", True),
+        ("configmaps", "ConfigMap", True),
+        ("services", "Service", True),
+        ("secrets", "Secret", True),
+        ("serviceaccounts", "ServiceAccount", True),
+    ]),
+    "apps": ("v1", [
+        ("deployments", "Deployment", True),
+        ("statefulsets", "StatefulSet", True),
+        ("daemonsets", "DaemonSet", True),
+        ("replicasets", "ReplicaSet", True),
+    ]),
+    "batch": ("v1", [
+        ("jobs", "Job", True),
+        ("cronjobs", "CronJob", True),
+    ]),
+    "apiextensions.k8s.io": ("v1", [
+        ("customresourcedefinitions", "CustomResourceDefinition", False),
+    ]),
+    "ray.io": ("v1", [
+        ("rayclusters", "RayCluster", True),
+        ("rayjobs", "RayJob", True),
+        ("rayservices", "RayService", True),
+    ]),
+}
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+APPLY_CT = "application/apply-patch+yaml"
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status(code, reason, message, details=None):
+    s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+         "message": message, "reason": reason, "code": code}
+    if details:
+        s["details"] = details
+    return code, s
+
+
+def merge(dst, src):
+    """SSA-like merge for a single manager: maps merge, everything else replaces."""
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge(dst[k], v)
+        else:
+            dst[k] = copy.deepcopy(v)
+    return dst
+
+
+def parse_selector(text):
+    """kubectl label selector syntax → list of (key, op, values)."""
+    reqs = []
+    if not text:
+        return reqs
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for p in parts:
+        p = p.strip()
+        if not p:
+            continue
+        m = re.match(r"^(\S+)\s+(in|notin)\s+\((.*)\)$", p)
+        if m:
+            reqs.append((m.group(1), m.group(2), [v.strip() for v in m.group(3).split(",")]))
+        elif "!=" in p:
+            k, v = p.split("!=", 1)
+            reqs.append((k.strip(), "!=", [v.strip()]))
+        elif "==" in p:
+            k, v = p.split("==", 1)
+            reqs.append((k.strip(), "=", [v.strip()]))
+        elif "=" in p:
+            k, v = p.split("=", 1)
+            reqs.append((k.strip(), "=", [v.strip()]))
+        elif p.startswith("!"):
+            reqs.append((p[1:].strip(), "!", []))
+        else:
+            reqs.append((p, "exists", []))
+    return reqs
+
+
+def selector_matches(reqs, labels):
+    for k, op, vals in reqs:
+        has = k in labels
+        v = labels.get(k)
+        if op == "=" and (not has or v != vals[0]):
+            return False
+        if op == "!=" and has and v == vals[0]:
+            return False
+        if op == "in" and (not has or v not in vals):
+            return False
+        if op == "notin" and has and v in vals:
+            return False
+        if op == "exists" and not has:
+            return False
+        if op == "!" and has:
+            return False
+    return True
+
+
+FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase",
+          "spec.unschedulable")
+
+
+def parse_field_selector(text):
+    """field selector: a=b, a==b, a!=b, comma-separated, on the fields the real server
+    supports for pods and nodes (others: 400 like the real one)."""
+    reqs = []
+    for p in [x.strip() for x in text.split(",") if x.strip()]:
+        if "!=" in p:
+            k, v = p.split("!=", 1)
+            op = "!="
+        elif "==" in p:
+            k, v = p.split("==", 1)
+            op = "="
+        elif "=" in p:
+            k, v = p.split("=", 1)
+            op = "="
+        else:
+            raise ValueError("invalid selector: '%s'; can't understand '%s'" % (text, p))
+        if k.strip() not in FIELDS:
+            raise ValueError('"%s" is not a known field selector: only "%s"'
+                             % (k.strip(), '", "'.join(FIELDS)))
+        reqs.append((k.strip(), op, v.strip()))
+    return reqs
+
+
+def field_matches(reqs, obj):
+    for k, op, v in reqs:
+        cur = obj
+        for part in k.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        cur = "" if cur is None else (str(cur).lower() if isinstance(cur, bool) else str(cur))
+        if (op == "=") != (cur == v):
+            return False
+    return True
+
+
+class Store:
+    def __init__(self, args):
+        self.lock = threading.RLock()
+        self.objects = {}  # (group, resource, ns, name) -> obj
+        self.rv = 1000
+        self.args = args
+        self.crd_gets = {}
+        for ns in ("default", "kube-system"):
+            self._put_raw("", "namespaces", None, ns, {
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": ns}, "status": {"phase": "Active"}})
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def _put_raw(self, group, resource, ns, name, obj):
+        md = obj.setdefault("metadata", {})
+        md.setdefault("uid", str(uuid.uuid4()))
+        md.setdefault("resourceVersion", self.next_rv())
+        md.setdefault("creationTimestamp", now())
+        self.objects[(group, resource, ns, name)] = obj
+
+    def resources(self):
+        """group -> (version, {resource: (kind, namespaced)})"""
+        out = {}
+        for g, (v, lst) in BUILTIN.items():
+            if g == "ray.io" and self.args.gate_ray:
+                continue
+            out[g] = (v, {r: (k, n) for r, k, n in lst})
+        for (g, r, ns, name), crd in self.objects.items():
+            if r != "customresourcedefinitions" or g != "apiextensions.k8s.io":
+                continue
+            if not crd_established(crd):
+                continue
+            spec = crd.get("spec", {})
+            names = spec.get("names", {})
+            grp = spec.get("group", "")
+            vers = [v.get("name") for v in spec.get("versions", []) if v.get("served", True)]
+            for v in vers[:1]:
+                entry = out.setdefault(grp, (v, {}))
+                entry[1][names.get("plural", "")] = (names.get("kind", ""),
+                                                     spec.get("scope") == "Namespaced")
+        return out
+
+
+def crd_established(crd):
+    for c in crd.get("status", {}).get("conditions", []):
+        if c.get("type") == "Established" and c.get("status") == "True":
+            return True
+    return False
+
+
+class Faults:
+    def __init__(self, path):
+        self.path = path
+        self.mtime = None
+        self.rules = []
+        self.lock = threading.Lock()
+
+    def match(self, method, path):
+        if not self.path:
+            return None
+        with self.lock:
+            try:
+                st = os.stat(self.path)
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            except OSError:
+                key = None
+            if key != self.mtime:
+                self.mtime = key
+                self.rules = []
+                if key:
+                    with open(self.path) as f:
+                        text = f.read()
+                    self.rules = json.loads(text) if text.strip() else []
+            for r in self.rules:
+                if r.get("method") and r["method"] != method:
+                    continue
+                if not re.search(r.get("path", ""), path):
+                    continue
+                if "count" in r:
+                    if r["count"] <= 0:
+                        continue
+                    r["count"] -= 1
+                return dict(r)
+        return None
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fakekube/1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    # ---- plumbing ----
+    def send_json(self, code, obj, extra=None):
+        data = json.dumps(obj, sort_keys=True).encode()
+        self.rec["status"] = code
+        self.record()  # before the answer: a client that got it finds the request logged
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def auth_kind(self):
+        srv = self.server
+        h = self.headers.get("Authorization", "")
+        if h.startswith("Bearer "):
+            tok = h[7:].strip()
+            try:
+                with open(srv.args.tokens_file) as f:
+                    valid = [t.strip() for t in f.read().split("\n") if t.strip()]
+            except OSError:
+                valid = []
+            return "bearer" if tok in valid else "bad-bearer"
+        cert = None
+        try:
+            cert = self.connection.getpeercert()
+        except (ValueError, AttributeError):
+            cert = None
+        if cert:
+            return "cert"
+        return "none"
+
+    def record(self):
+        rec = self.rec
+        if rec.get("_logged"):
+            return
+        rec["_logged"] = True
+        rec = {k: v for k, v in rec.items() if k != "_logged"}
+        with self.server.log_lock:
+            with open(self.server.args.log, "a") as f:
+                f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+    def handle_any(self, method):
+        u = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(u.query, keep_blank_values=True)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        auth = self.auth_kind()
+        self.rec = {"method": method, "path": u.path, "query": {k: v[0] for k, v in query.items()},
+                    "content_type": self.headers.get("Content-Type"),
+                    "accept": self.headers.get("Accept"),
+                    "body": body.decode("utf-8", "replace"),
+                    "auth": "bearer" if auth == "bad-bearer" else auth,
+                    "status": None}
+        try:
+            fault = self.server.faults.match(method, u.path)
+            if fault:
+                self.rec["fault"] = True
+                if fault.get("delay"):
+                    time.sleep(float(fault["delay"]))
+                if fault.get("drop"):
+                    self.rec["status"] = "dropped"
+                    self.record()
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if fault.get("status"):
+                    code = int(fault["status"])
+                    extra = {}
+                    if code == 429:
+                        extra["Retry-After"] = str(fault.get("retry_after", 1))
+                        _, st = status(429, "TooManyRequests",
+                                       "Too many requests, please try again later.",
+                                       {"retryAfterSeconds": int(fault.get("retry_after", 1))})
+                    else:
+                        _, st = status(code, "InternalError",
+                                       "Internal error occurred: injected fault")
+                    self.send_json(code, st, extra)
+                    return
+            if auth not in ("bearer", "cert"):
+                self.send_json(*status(401, "Unauthorized", "Unauthorized"))
+                return
+            code, obj = self.server.api.dispatch(method, u.path, query,
+                                                 self.headers.get("Content-Type"), body)
+            self.send_json(code, obj)
+        finally:
+            self.record()
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+
+class API:
+    def __init__(self, store):
+        self.s = store
+
+    def dispatch(self, method, path, query, ctype, body):
+        with self.s.lock:
+            return self._dispatch(method, path, query, ctype, body)
+
+    def _dispatch(self, method, path, query, ctype, body):
+        parts = [p for p in path.split("/") if p]
+        res = self.s.resources()
+        if method == "GET" and parts == ["api"]:
+            return 200, {"kind": "APIVersions", "versions": ["v1"],
+                         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                         "serverAddress": "127.0.0.1:6443"}]}
+        if method == "GET" and parts == ["apis"]:
+            groups = []
+            for g in sorted(k for k in res if k):
+                gv = "%s/%s" % (g, res[g][0])
+                groups.append({"name": g, "versions": [{"groupVersion": gv, "version": res[g][0]}],
+                               "preferredVersion": {"groupVersion": gv, "version": res[g][0]}})
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        if group not in res or res[group][0] != version:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        gv = version if not group else "%s/%s" % (group, version)
+        table = res[group][1]
+        if not rest:
+            if method != "GET":
+                return status(405, "MethodNotAllowed", "the server does not allow this method")
+            lst = []
+            for r in sorted(table):
+                kind, nsd = table[r]
+                lst.append({"name": r, "singularName": kind.lower(), "namespaced": nsd,
+                            "kind": kind, "verbs": VERBS})
+                lst.append({"name": r + "/status", "singularName": "", "namespaced": nsd,
+                            "kind": kind, "verbs": ["get", "patch", "update"]})
+            return 200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                         "resources": lst}
+        ns = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        resource = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        if len(rest) > 2 or resource not in table:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        kind, namespaced = table[resource]
+        if ns is not None and not namespaced:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        gr = resource if not group else "%s.%s" % (resource, group)
+        ctx = dict(group=group, version=version, gv=gv, kind=kind, resource=resource, gr=gr,
+                   ns=ns, name=name, namespaced=namespaced)
+        if name is None:
+            if method == "GET":
+                return self.list(ctx, query)
+            return status(405, "MethodNotAllowed", "the server does not allow this method")
+        if namespaced and ns is None:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        if method == "GET":
+            return self.get(ctx)
+        if method == "PATCH":
+            return self.apply(ctx, query, ctype, body)
+        if method == "DELETE":
+            return self.delete(ctx, ctype, body)
+        return status(405, "MethodNotAllowed", "the server does not allow this method")
+
+    def key(self, c, name=None):
+        return (c["group"], c["resource"], c["ns"], name or c["name"])
+
+    def notfound(self, c):
+        return status(404, "NotFound", '%s "%s" not found' % (c["gr"], c["name"]),
+                      {"name": c["name"], "group": c["group"], "kind": c["resource"]})
+
+    def present(self, c, obj):
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = c["gv"]
+        out["kind"] = c["kind"]
+        return out
+
+    def get(self, c):
+        obj = self.s.objects.get(self.key(c))
+        if obj is None:
+            return self.notfound(c)
+        if c["resource"] == "customresourcedefinitions" and not crd_established(obj):
+            n = self.s.crd_gets.get(c["name"], 0) + 1
+            self.s.crd_gets[c["name"]] = n
+            if n >= self.s.args.crd_establish_after:
+                establish(obj)
+        return 200, self.present(c, obj)
+
+    def list(self, c, query):
+        try:
+            reqs = parse_selector(query.get("labelSelector", [""])[0])
+        except Exception:  # noqa
+            return status(400, "BadRequest", "unable to parse requirement")
+        try:
+            fsel = parse_field_selector(query.get("fieldSelector", [""])[0])
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
+        items = []
+        for (g, r, ns, name), obj in sorted(self.s.objects.items(),
+                                            key=lambda kv: (kv[0][2] or "", kv[0][3])):
+            if g != c["group"] or r != c["resource"]:
+                continue
+            if c["ns"] is not None and ns != c["ns"]:
+                continue
+            if not selector_matches(reqs, obj.get("metadata", {}).get("labels") or {}):
+                continue
+            if not field_matches(fsel, obj):
+                continue
+            items.append(copy.deepcopy(obj))
+        start = 0
+        cont = query.get("continue", [""])[0]
+        if cont:
+            m = re.match(r"^fake-continue-(\d+)$", cont)
+            if not m:
+                return status(400, "BadRequest", "continue key is not valid")
+            start = int(m.group(1))
+        limit = int(query.get("limit", ["0"])[0] or 0)
+        md = {"resourceVersion": str(self.s.rv)}
+        if limit > 0 and start + limit < len(items):
+            md["continue"] = "fake-continue-%d" % (start + limit)
+            md["remainingItemCount"] = len(items) - start - limit
+            items = items[start:start + limit]
+        else:
+            items = items[start:]
+        return 200, {"kind": c["kind"] + "List", "apiVersion": c["gv"], "metadata": md,
+                     "items": items}
+
+    def apply(self, c, query, ctype, body):
+        ct = (ctype or "").split(";")[0].strip()
+        if ct != APPLY_CT:
+            return status(415, "UnsupportedMediaType",
+                          "the body of the request was in an unknown format - accepted media "
+                          "types include: application/json-patch+json, application/merge-patch"
+                          "+json, application/apply-patch+yaml")
+        fm = query.get("fieldManager", [""])[0]
+        if not fm:
+            return status(400, "BadRequest",
+                          'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                          'value: is required for apply patch')
+        dry = query.get("dryRun", [""])[0]
+        if dry not in ("", "All"):
+            return status(400, "BadRequest", "Invalid dry run value: %s" % dry)
+        force = query.get("force", ["false"])[0]
+        if force not in ("true", "false"):
+            return status(400, "BadRequest", "invalid value for force: %s" % force)
+        try:
+            obj = json.loads(body.decode("utf-8"))
+        except Exception:  # the fake only reads the JSON subset of YAML
+            return status(400, "BadRequest", "error decoding YAML: invalid body")
+        if not isinstance(obj, dict):
+            return status(400, "BadRequest", "error decoding YAML: not an object")
+        md = obj.get("metadata") or {}
+        if obj.get("apiVersion") != c["gv"] or obj.get("kind") != c["kind"]:
+            return status(400, "BadRequest",
+                          "the API version in the data (%s) does not match the expected API "
+                          "version (%s)" % (obj.get("apiVersion"), c["gv"]))
+        if md.get("name") != c["name"]:
+            return status(400, "BadRequest",
+                          "the name of the object (%s) does not match the name on the URL (%s)"
+                          % (md.get("name"), c["name"]))
+        if c["namespaced"] and md.get("namespace") not in (None, c["ns"]):
+            return status(400, "BadRequest",
+                          "the namespace of the provided object does not match the namespace "
+                          "sent on the request")
+        if "managedFields" in md:
+            return status(400, "BadRequest", "metadata.managedFields must be nil")
+        if c["namespaced"] and ("", "namespaces", None, c["ns"]) not in self.s.objects:
+            return status(404, "NotFound", 'namespaces "%s" not found' % c["ns"],
+                          {"name": c["ns"], "kind": "namespaces"})
+        k = self.key(c)
+        cur = self.s.objects.get(k)
+        applied = copy.deepcopy(obj)
+        applied.pop("apiVersion", None)
+        applied.pop("kind", None)
+        applied.pop("status", None)
+        if c["namespaced"]:
+            applied.setdefault("metadata", {})["namespace"] = c["ns"]
+        mf = {"manager": fm, "operation": "Apply", "apiVersion": c["gv"], "time": now(),
+              "fieldsType": "FieldsV1", "fieldsV1": {}}
+        if cur is None:
+            new = applied
+            nmd = new["metadata"]
+            nmd["uid"] = str(uuid.uuid4())
+            nmd["resourceVersion"] = self.s.next_rv()
+            nmd["creationTimestamp"] = now()
+            nmd["generation"] = 1
+            nmd["managedFields"] = [mf]
+            if c["resource"] == "customresourcedefinitions":
+                new["status"] = {"conditions": []}
+                if self.s.args.crd_establish_after <= 0:
+                    establish(new)
+            if c["resource"] == "namespaces":
+                new["status"] = {"phase": "Active"}
+            if not dry:
+                self.s.objects[k] = new
+            return 201, self.present(c, new)
+        before = json.dumps(cur, sort_keys=True)
+        new = copy.deepcopy(cur)
+        merge(new, applied)
+        nmd = new["metadata"]
+        nmd["managedFields"] = [m for m in cur["metadata"].get("managedFields", [])
+                                if m.get("manager") != fm] + [mf]
+        chk = copy.deepcopy(new)
+        chk["metadata"]["managedFields"] = cur["metadata"].get("managedFields", [])
+        if json.dumps(chk, sort_keys=True) != before:
+            nmd["resourceVersion"] = self.s.next_rv()
+            if json.dumps(new.get("spec"), sort_keys=True) != json.dumps(cur.get("spec"),
+                                                                          sort_keys=True):
+                nmd["generation"] = cur["metadata"].get("generation", 1) + 1
+        else:
+            new = cur  # no-op apply: nothing changes, not even resourceVersion
+        if not dry:
+            self.s.objects[k] = new
+        return 200, self.present(c, new)
+
+    def delete(self, c, ctype, body):
+        opts = {}
+        if body:
+            try:
+                opts = json.loads(body.decode("utf-8"))
+            except Exception:
+                return status(400, "BadRequest", "error decoding DeleteOptions")
+            if opts.get("kind", "DeleteOptions") != "DeleteOptions":
+                return status(400, "BadRequest", "body is not DeleteOptions")
+            pp = opts.get("propagationPolicy")
+            if pp not in (None, "Background", "Foreground", "Orphan"):
+                return status(400, "BadRequest",
+                              "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
+                              "Unsupported value: \"%s\"" % pp)
+        k = self.key(c)
+        cur = self.s.objects.get(k)
+        if cur is None:
+            return self.notfound(c)
+        pre = opts.get("preconditions") or {}
+        uid = cur["metadata"].get("uid")
+        if pre.get("uid") and pre["uid"] != uid:
+            return status(409, "Conflict",
+                          'Operation cannot be fulfilled on %s "%s": Precondition failed: UID in '
+                          'precondition: %s, UID in object meta: %s'
+                          % (c["gr"], c["name"], pre["uid"], uid),
+                          {"name": c["name"], "group": c["group"], "kind": c["resource"]})
+        if pre.get("resourceVersion") and pre["resourceVersion"] != \
+                cur["metadata"].get("resourceVersion"):
+            return status(409, "Conflict",
+                          'Operation cannot be fulfilled on %s "%s": Precondition failed: '
+                          'ResourceVersion in precondition: %s, ResourceVersion in object meta: '
+                          '%s' % (c["gr"], c["name"], pre["resourceVersion"],
+                                  cur["metadata"].get("resourceVersion")))
+        del self.s.objects[k]
+        if c["resource"] == "namespaces":
+            for key in [kk for kk in self.s.objects if kk[2] == c["name"]]:
+                del self.s.objects[key]
+        return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                     "details": {"name": c["name"], "group": c["group"], "kind": c["resource"],
+                                 "uid": uid}}
+
+
+def establish(crd):
+    names = crd.get("spec", {}).get("names", {})
+    crd["status"] = {
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found", "lastTransitionTime": now()},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted", "lastTransitionTime": now()},
+        ],
+        "acceptedNames": names,
+        "storedVersions": [v.get("name") for v in crd.get("spec", {}).get("versions", [])][:1],
+    }
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def finish_request(self, request, client_address):
+        # TLS handshake in the connection's own thread, so a client that stalls or aborts
+        # cannot block the listener.
+        try:
+            request.settimeout(30)
+            conn = self.ssl_ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            self.RequestHandlerClass(conn, client_address, self)
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def load_state(store, path):
+    with open(path) as f:
+        data = json.load(f)
+    for obj in data.get("objects", []):
+        av = obj["apiVersion"]
+        group = av.split("/")[0] if "/" in av else ""
+        res = BUILTIN.get(group)
+        if not res:
+            raise SystemExit("fakekube: unknown group in state: %s" % av)
+        for r, k, nsd in res[1]:
+            if k == obj["kind"]:
+                o = copy.deepcopy(obj)
+                o.pop("apiVersion")
+                o.pop("kind")
+                md = o["metadata"]
+                ns = md.get("namespace", "default") if nsd else None
+                if nsd:
+                    md["namespace"] = ns
+                store._put_raw(group, r, ns, md["name"], o)
+                break
+        else:
+            raise SystemExit("fakekube: unknown kind in state: %s" % obj["kind"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--client-ca", required=True)
+    ap.add_argument("--tokens-file", required=True)
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--faults-file")
+    ap.add_argument("--state")
+    ap.add_argument("--gate-ray", action="store_true")
+    ap.add_argument("--crd-establish-after", type=int, default=0)
+    args = ap.parse_args()
+
+    store = Store(args)
+    if args.state:
+        load_state(store, args.state)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    ctx.load_verify_locations(args.client_ca)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+
+    srv = Server(("127.0.0.1", 0), Handler)
+    srv.ssl_ctx = ctx
+    srv.args = args
+    srv.api = API(store)
+    srv.faults = Faults(args.faults_file)
+    srv.log_lock = threading.Lock()
+    port = srv.server_address[1]
+    tmp = args.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % port)
+    os.rename(tmp, args.port_file)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,701 @@
+/*
+ * test_rc_kube.c - the API client against the fake API server: discovery (and CRDs that
+ * appear later), server-side apply create/update with the exact method, path, content type
+ * and body on the wire, Status errors, delete with a uid precondition, paged lists with label
+ * selectors, CRD waits, and the fault matrix (429, 500, dropped connection, slow response).
+ */
+#include "th.h"
+#include "th_kube.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_kube.h"
+
+static struct th_certs certs;
+
+struct sleeps {
+    long ms[32];
+    int n;
+};
+
+static void record_sleep(void *payload, long ms)
+{
+    struct sleeps *s = payload;
+
+    if (s->n < 32)
+        s->ms[s->n++] = ms;
+}
+
+struct fixture {
+    struct th_kube kube;
+    char dir[TH_DIR];
+    char kubeconfig[TH_PATH];
+    struct sleeps sleeps;
+    struct rc_kube_options o;
+    struct rc_kube *k;
+    char *logtext;
+    size_t loglen;
+    struct rc_log log;
+};
+
+static const char state_json[] =
+    "{\"objects\": ["
+    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"team-a\"}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"labels\":{\"pool\":"
+    "\"gpu\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n2\",\"labels\":{\"pool\":"
+    "\"gpu\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n3\",\"labels\":{\"pool\":"
+    "\"cpu\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n4\",\"labels\":{\"pool\":"
+    "\"cpu\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n5\",\"labels\":{\"pool\":"
+    "\"cpu\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n6\"}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n7\"}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"team-"
+    "a\",\"labels\":{\"rightplace.dev/unit\":\"u1\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p2\",\"namespace\":\"team-"
+    "a\",\"labels\":{\"rightplace.dev/unit\":\"u1\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p3\",\"namespace\":\"team-"
+    "a\",\"labels\":{\"rightplace.dev/unit\":\"u2\"}}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p4\",\"namespace\":"
+    "\"default\"},\"status\":{\"phase\":\"Succeeded\"}},"
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p5\",\"namespace\":"
+    "\"default\",\"labels\":{\"rightplace.dev/unit\":\"u3\"}}}"
+    "]}";
+
+static int start(void **state, const struct th_kube_opts *opts)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct rc_kube_options def = RC_KUBE_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char ca[TH_PATH + 64], p[TH_PATH];
+
+    if (th_kube_start(&f->kube, &certs, opts) != 0 || th_kube_mkdtemp(f->dir) != 0)
+        return -1;
+    snprintf(f->kubeconfig, sizeof(f->kubeconfig), "%s/config", f->dir);
+    snprintf(ca, sizeof(ca), "    certificate-authority: %s\n", th_certs_path(p, &certs, "ca.crt"));
+    th_kube_kubeconfig(f->kubeconfig, &f->kube, ca, "    token: test-token-1\n");
+    f->log.level = RC_LOG_DEBUG;
+    f->log.out = open_memstream(&f->logtext, &f->loglen);
+    f->o = def;
+    f->o.kubeconfig = f->kubeconfig;
+    f->o.log = &f->log;
+    f->o.http.sleep_ms = record_sleep;
+    f->o.http.sleep_payload = &f->sleeps;
+    f->o.page_size = 3;
+    if (rc_kube_open_opts(&f->k, &f->o, &err) < 0) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct th_kube_opts o = {state_json, NULL, 0, 0, 0};
+
+    return start(state, &o);
+}
+
+static int setup_gated(void **state)
+{
+    struct th_kube_opts o = {state_json, NULL, 0, 1, 3};
+
+    return start(state, &o);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    rc_kube_free(f->k);
+    th_kube_stop(&f->kube);
+    th_kube_rmtree(f->dir);
+    fclose(f->log.out);
+    /* the bearer token never reaches the log */
+    assert_null(strstr(f->logtext ? f->logtext : "", "test-token-1"));
+    free(f->logtext);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (rc_http_global_init(NULL) < 0)
+        return -1;
+    return th_certs_make(&certs);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    th_kube_rmtree(certs.dir);
+    rc_http_global_cleanup();
+    return 0;
+}
+
+static const char *qget(const cJSON *req, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(req, "query"), key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *sget(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *mdget(const cJSON *o, const char *key)
+{
+    return sget(cJSON_GetObjectItem(o, "metadata"), key);
+}
+
+static cJSON *rayjob(const char *name, const char *ns, const char *entrypoint)
+{
+    char text[512];
+
+    snprintf(text, sizeof(text),
+             "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"%s\",\"labels\":{\"rightplace.dev/unit\":\"u1\"}},"
+             "\"spec\":{\"entrypoint\":\"%s\",\"shutdownAfterJobFinishes\":true}}",
+             name, ns, entrypoint);
+    return cJSON_Parse(text);
+}
+
+static void test_rc_kube__discovery(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const char *res;
+    int nsd = -1;
+    cJSON *reqs;
+
+    assert_int_equal(rc_kube_discover(f->k, &err), RC_OK);
+    assert_int_equal(rc_kube_resource(f->k, "ray.io/v1", "RayJob", &res, &nsd, &err), RC_OK);
+    assert_string_equal(res, "rayjobs");
+    assert_int_equal(nsd, 1);
+    assert_int_equal(rc_kube_resource(f->k, "v1", "Node", &res, &nsd, &err), RC_OK);
+    assert_string_equal(res, "nodes");
+    assert_int_equal(nsd, 0);
+    assert_int_equal(rc_kube_resource(f->k, "apps/v1", "StatefulSet", &res, &nsd, &err), RC_OK);
+    assert_string_equal(res, "statefulsets");
+    assert_int_equal(rc_kube_resource(f->k, "apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                      &res, &nsd, &err),
+                     RC_OK);
+    assert_int_equal(nsd, 0);
+    assert_int_equal(rc_kube_resource(f->k, "batch/v1", "CronJob", &res, &nsd, &err), RC_OK);
+    assert_string_equal(res, "cronjobs");
+
+    reqs = th_kube_requests(&f->kube);
+    assert_non_null(th_kube_find(reqs, "GET", "/api"));
+    assert_non_null(th_kube_find(reqs, "GET", "/apis/ray.io/v1"));
+    assert_non_null(th_kube_find(reqs, "GET", "/apis/apps/v1"));
+    /* every lookup above came from the cache */
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1"), 1);
+    cJSON_Delete(reqs);
+
+    /* a kind the server does not serve: one refresh, then not found */
+    th_kube_clear_requests(&f->kube);
+    assert_int_equal(rc_kube_resource(f->k, "apps/v1", "Gadget", &res, &nsd, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "no resource for kind 'Gadget' in 'apps/v1'"));
+    assert_int_equal(rc_kube_resource(f->k, "nope.io/v1", "Thing", &res, &nsd, &err), RC_ENOTFOUND);
+    reqs = th_kube_requests(&f->kube);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1"), 1);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/nope.io/v1"), 1);
+    cJSON_Delete(reqs);
+}
+
+static void test_rc_kube__paths(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+
+    assert_int_equal(rc_kube_path(&b, f->k, "ray.io/v1", "RayJob", "team-a", "train", &err), RC_OK);
+    assert_string_equal(b.ptr, "/apis/ray.io/v1/namespaces/team-a/rayjobs/train");
+    rc_buf_reset(&b);
+    assert_int_equal(rc_kube_path(&b, f->k, "v1", "ConfigMap", NULL, "c", &err), RC_OK);
+    assert_string_equal(b.ptr, "/api/v1/namespaces/default/configmaps/c");
+    rc_buf_reset(&b);
+    assert_int_equal(rc_kube_path(&b, f->k, "v1", "Pod", NULL, NULL, &err), RC_OK);
+    assert_string_equal(b.ptr, "/api/v1/pods");
+    rc_buf_reset(&b);
+    assert_int_equal(rc_kube_path(&b, f->k, "v1", "Namespace", "ignored", "team-a", &err), RC_OK);
+    assert_string_equal(b.ptr, "/api/v1/namespaces/team-a");
+    rc_buf_reset(&b);
+    assert_int_equal(rc_kube_escape(&b, "a=b,c in (x,y)", &err), RC_OK);
+    assert_string_equal(b.ptr, "a%3Db%2Cc%20in%20%28x%2Cy%29");
+    rc_buf_release(&b);
+}
+
+static void test_rc_kube__apply_create_then_update(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("train", "team-a", "python a.py");
+    cJSON *res = NULL, *res2 = NULL, *reqs, *sent;
+    const cJSON *req;
+    char uid[64], rv[32];
+
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, &res, &err), RC_OK);
+    assert_int_equal(rc_kube_last_status(f->k), 201);
+    assert_non_null(mdget(res, "uid"));
+    snprintf(uid, sizeof(uid), "%s", mdget(res, "uid"));
+    snprintf(rv, sizeof(rv), "%s", mdget(res, "resourceVersion"));
+    assert_string_equal(sget(res, "kind"), "RayJob");
+    assert_string_equal(
+        sget(cJSON_GetArrayItem(
+                 cJSON_GetObjectItem(cJSON_GetObjectItem(res, "metadata"), "managedFields"), 0),
+             "manager"),
+        "rightplace");
+
+    /* on the wire: PATCH, the object path, apply-patch+yaml, fieldManager, force, JSON body */
+    reqs = th_kube_requests(&f->kube);
+    req = th_kube_find(reqs, "PATCH", NULL);
+    assert_non_null(req);
+    assert_string_equal(sget(req, "path"), "/apis/ray.io/v1/namespaces/team-a/rayjobs/train");
+    assert_string_equal(sget(req, "content_type"), "application/apply-patch+yaml");
+    assert_string_equal(qget(req, "fieldManager"), "rightplace");
+    assert_string_equal(qget(req, "force"), "true");
+    assert_string_equal(sget(req, "auth"), "bearer");
+    sent = cJSON_Parse(sget(req, "body"));
+    assert_true(cJSON_Compare(sent, obj, 1));
+    cJSON_Delete(sent);
+    /* no PATCH ever went out with another content type */
+    {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, reqs)
+        {
+            if (!strcmp(sget(r, "method"), "PATCH"))
+                assert_string_equal(sget(r, "content_type"), "application/apply-patch+yaml");
+        }
+    }
+    cJSON_Delete(reqs);
+
+    /* the same object again: nothing changes */
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, &res2, &err), RC_OK);
+    assert_int_equal(rc_kube_last_status(f->k), 200);
+    assert_string_equal(mdget(res2, "resourceVersion"), rv);
+    cJSON_Delete(res2);
+    /* a change: same uid, new resourceVersion, new spec */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(obj, "spec"), "entrypoint",
+                              cJSON_CreateString("python b.py"));
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, &res2, &err), RC_OK);
+    assert_string_equal(mdget(res2, "uid"), uid);
+    assert_string_not_equal(mdget(res2, "resourceVersion"), rv);
+    assert_string_equal(sget(cJSON_GetObjectItem(res2, "spec"), "entrypoint"), "python b.py");
+    cJSON_Delete(res2);
+
+    /* get sees it */
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "train", &res2, &err),
+                     RC_OK);
+    assert_string_equal(mdget(res2, "uid"), uid);
+    cJSON_Delete(res2);
+    cJSON_Delete(res);
+    cJSON_Delete(obj);
+}
+
+static void test_rc_kube__apply_dry_run_stores_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("dry", "team-a", "x");
+    cJSON *res = NULL, *reqs;
+
+    assert_int_equal(rc_kube_apply_ex(f->k, obj, "rightplace",
+                                      RC_KUBE_APPLY_FORCE | RC_KUBE_APPLY_DRY_RUN, &res, &err),
+                     RC_OK);
+    assert_string_equal(sget(cJSON_GetObjectItem(res, "spec"), "entrypoint"), "x");
+    cJSON_Delete(res);
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "dry", &res, &err),
+                     RC_ENOTFOUND);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"), "All");
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "true");
+    cJSON_Delete(reqs);
+    /* without force */
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 0, NULL, &err), RC_OK);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "false");
+    assert_null(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"));
+    cJSON_Delete(reqs);
+    cJSON_Delete(obj);
+}
+
+static void test_rc_kube__apply_errors_are_the_servers(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("train", "missing-ns", "x");
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    const char body[] = "{\"metadata\":{\"labels\":{\"a\":\"b\"}}}";
+
+    /* namespace does not exist */
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "namespaces \"missing-ns\" not found"));
+    assert_string_equal(rc_kube_last_reason(f->k), "NotFound");
+    cJSON_Delete(obj);
+
+    /* the fake server is honest: a merge patch is refused (rc_kube never sends one) */
+    assert_int_equal(
+        rc_kube_request(f->k, "PATCH", "/api/v1/namespaces/team-a?fieldManager=rightplace",
+                        "application/merge-patch+json", body, strlen(body), &resp, &err),
+        RC_EHTTP);
+    assert_int_equal(resp.status, 415);
+    assert_non_null(strstr(err.msg, "unknown format"));
+    /* and an apply without a field manager is a 400 */
+    assert_int_equal(rc_kube_request(f->k, "PATCH", "/api/v1/namespaces/team-a",
+                                     "application/apply-patch+yaml", body, strlen(body), &resp,
+                                     &err),
+                     RC_EHTTP);
+    assert_int_equal(resp.status, 400);
+    assert_non_null(strstr(err.msg, "fieldManager: Required value"));
+    rc_http_response_release(&resp);
+
+    /* invalid input never reaches the wire */
+    obj = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+                      "\"../x\"}}");
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, NULL, &err), RC_EINVALID);
+    assert_int_equal(rc_kube_apply(f->k, obj, "", 1, NULL, &err), RC_EINVALID);
+    cJSON_Delete(obj);
+}
+
+static void test_rc_kube__get_not_found(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *out = NULL;
+
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "nope", &out, &err),
+                     RC_ENOTFOUND);
+    assert_null(out);
+    assert_non_null(strstr(err.msg, "rayjobs.ray.io \"nope\" not found"));
+    assert_int_equal(rc_kube_last_status(f->k), 404);
+    assert_int_equal(rc_kube_get(f->k, "v1", "Node", NULL, "n3", &out, &err), RC_OK);
+    assert_string_equal(
+        sget(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "metadata"), "labels"), "pool"), "cpu");
+    cJSON_Delete(out);
+}
+
+static void test_rc_kube__delete_with_uid_precondition(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("old", "team-a", "x");
+    cJSON *res = NULL, *reqs, *opts;
+    const cJSON *req;
+    char uid[64];
+
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, &res, &err), RC_OK);
+    snprintf(uid, sizeof(uid), "%s", mdget(res, "uid"));
+    cJSON_Delete(res);
+
+    /* someone re-created it: another uid, so our delete must not touch it */
+    assert_int_equal(rc_kube_delete(f->k, "ray.io/v1", "RayJob", "team-a", "old",
+                                    "11111111-2222-3333-4444-555555555555", &err),
+                     RC_ECONFLICT);
+    assert_non_null(strstr(err.msg, "Precondition failed: UID in precondition"));
+    assert_string_equal(rc_kube_last_reason(f->k), "Conflict");
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "old", &res, &err), RC_OK);
+    cJSON_Delete(res);
+
+    assert_int_equal(rc_kube_delete(f->k, "ray.io/v1", "RayJob", "team-a", "old", uid, &err),
+                     RC_OK);
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "old", &res, &err),
+                     RC_ENOTFOUND);
+    assert_int_equal(rc_kube_delete(f->k, "ray.io/v1", "RayJob", "team-a", "old", uid, &err),
+                     RC_ENOTFOUND);
+
+    reqs = th_kube_requests(&f->kube);
+    req = th_kube_find(reqs, "DELETE", "/apis/ray.io/v1/namespaces/team-a/rayjobs/old");
+    assert_non_null(req);
+    assert_string_equal(sget(req, "content_type"), "application/json");
+    opts = cJSON_Parse(sget(req, "body"));
+    assert_string_equal(sget(opts, "kind"), "DeleteOptions");
+    assert_string_equal(sget(opts, "propagationPolicy"), "Background");
+    assert_string_equal(sget(cJSON_GetObjectItem(opts, "preconditions"), "uid"), uid);
+    cJSON_Delete(opts);
+    cJSON_Delete(reqs);
+    cJSON_Delete(obj);
+}
+
+struct names {
+    char v[32][32];
+    int n;
+    int stop_after;
+};
+
+static int collect(void *payload, const cJSON *item, struct rc_err *err)
+{
+    struct names *n = payload;
+
+    if (n->stop_after && n->n == n->stop_after)
+        return rc_err_set(err, RC_ERROR, "stopped");
+    snprintf(n->v[n->n++], 32, "%s", mdget(item, "name"));
+    return 0;
+}
+
+static void test_rc_kube__list_paging_and_selectors(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct names n;
+    cJSON *reqs;
+    const cJSON *r;
+    int pages = 0, with_continue = 0;
+
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(rc_kube_list(f->k, "/api/v1/nodes", NULL, collect, &n, &err), RC_OK);
+    assert_int_equal(n.n, 7);
+    for (int i = 0; i < 7; i++) {
+        char want[8];
+        snprintf(want, sizeof(want), "n%d", i + 1);
+        assert_string_equal(n.v[i], want);
+    }
+    reqs = th_kube_requests(&f->kube);
+    cJSON_ArrayForEach(r, reqs)
+    {
+        if (!strcmp(sget(r, "path"), "/api/v1/nodes")) {
+            pages++;
+            assert_string_equal(qget(r, "limit"), "3");
+            with_continue += qget(r, "continue") != NULL;
+        }
+    }
+    assert_int_equal(pages, 3);
+    assert_int_equal(with_continue, 2);
+    cJSON_Delete(reqs);
+
+    /* a set-based selector, escaped on the wire, applied by the server */
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(rc_kube_list_kind(f->k, "v1", "Node", NULL, "pool in (gpu,cpu),pool!=gpu",
+                                       collect, &n, &err),
+                     RC_OK);
+    assert_int_equal(n.n, 3);
+    assert_string_equal(n.v[0], "n3");
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "GET", "/api/v1/nodes"), "labelSelector"),
+                        "pool in (gpu,cpu),pool!=gpu");
+    cJSON_Delete(reqs);
+
+    /* pods of all namespaces with our unit label; then one namespace */
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(
+        rc_kube_list_kind(f->k, "v1", "Pod", NULL, "rightplace.dev/unit", collect, &n, &err),
+        RC_OK);
+    assert_int_equal(n.n, 4);
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(
+        rc_kube_list_kind(f->k, "v1", "Pod", "team-a", "rightplace.dev/unit=u1", collect, &n, &err),
+        RC_OK);
+    assert_int_equal(n.n, 2);
+    reqs = th_kube_requests(&f->kube);
+    assert_non_null(th_kube_find(reqs, "GET", "/api/v1/namespaces/team-a/pods"));
+    cJSON_Delete(reqs);
+
+    /* a field selector in the path (non-terminal pods), together with a label selector */
+    {
+        struct rc_buf path = RC_BUF_INIT;
+
+        rc_buf_puts(&path, "/api/v1/pods?fieldSelector=", NULL);
+        rc_kube_escape(&path, "status.phase!=Succeeded,status.phase!=Failed", NULL);
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, NULL, collect, &n, &err), RC_OK);
+        assert_int_equal(n.n, 4); /* p4 finished */
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, "rightplace.dev/unit", collect, &n, &err),
+                         RC_OK);
+        assert_int_equal(n.n, 4);
+        reqs = th_kube_requests(&f->kube);
+        r = th_kube_find(reqs, "GET", "/api/v1/pods");
+        assert_string_equal(qget(r, "fieldSelector"),
+                            "status.phase!=Succeeded,status.phase!=Failed");
+        assert_string_equal(qget(r, "labelSelector"), "rightplace.dev/unit");
+        assert_string_equal(qget(r, "limit"), "3");
+        cJSON_Delete(reqs);
+        rc_buf_release(&path);
+    }
+
+    /* the callback stops the list */
+    memset(&n, 0, sizeof(n));
+    n.stop_after = 4;
+    assert_int_equal(rc_kube_list(f->k, "/api/v1/nodes", NULL, collect, &n, &err), RC_ERROR);
+    assert_string_equal(err.msg, "stopped");
+    assert_int_equal(n.n, 4);
+}
+
+static void test_rc_kube__crd_appears_later(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const char *res;
+    int nsd = 0;
+    cJSON *crd = cJSON_Parse(
+        "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+        "\"metadata\":{\"name\":\"rayjobs.ray.io\"},\"spec\":{\"group\":\"ray.io\","
+        "\"scope\":\"Namespaced\",\"names\":{\"plural\":\"rayjobs\",\"singular\":\"rayjob\","
+        "\"kind\":\"RayJob\",\"listKind\":\"RayJobList\"},\"versions\":[{\"name\":\"v1\","
+        "\"served\":true,\"storage\":true,\"schema\":{\"openAPIV3Schema\":{\"type\":"
+        "\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}}]}}");
+    cJSON *job = rayjob("train", "team-a", "x");
+
+    /* no CRD yet: not discoverable, apply fails with a clear message */
+    assert_int_equal(rc_kube_apply(f->k, job, "rightplace", 1, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "no resource for kind 'RayJob' in 'ray.io/v1'"));
+    assert_int_equal(rc_kube_wait_crd(f->k, "rayjobs.ray.io", 1000, &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "crd 'rayjobs.ray.io' not established after 1000 ms"));
+
+    assert_int_equal(rc_kube_apply(f->k, crd, "rightplace", 1, NULL, &err), RC_OK);
+    /* established after the third GET: two polls, waited in poll intervals */
+    f->sleeps.n = 0;
+    assert_int_equal(rc_kube_wait_crd(f->k, "rayjobs.ray.io", 10000, &err), RC_OK);
+    assert_int_equal(f->sleeps.n, 2);
+    assert_int_equal(f->sleeps.ms[0], 500);
+    assert_int_equal(rc_kube_resource(f->k, "ray.io/v1", "RayJob", &res, &nsd, &err), RC_OK);
+    assert_string_equal(res, "rayjobs");
+    assert_int_equal(nsd, 1);
+    assert_int_equal(rc_kube_apply(f->k, job, "rightplace", 1, NULL, &err), RC_OK);
+    cJSON_Delete(crd);
+    cJSON_Delete(job);
+}
+
+static void test_rc_kube__429_honours_retry_after(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("busy", "team-a", "x");
+    cJSON *reqs;
+
+    th_kube_faults(&f->kube,
+                   "[{\"path\": \"rayjobs/busy$\", \"method\": \"PATCH\", \"status\": 429, "
+                   "\"retry_after\": 2, \"count\": 1}]");
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 1, NULL, &err), RC_OK);
+    assert_int_equal(f->sleeps.n, 1);
+    assert_int_equal(f->sleeps.ms[0], 2000);
+    reqs = th_kube_requests(&f->kube);
+    assert_int_equal(th_kube_count(reqs, "PATCH", "rayjobs/busy"), 2);
+    cJSON_Delete(reqs);
+    cJSON_Delete(obj);
+}
+
+static void test_rc_kube__500_retried_then_success(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *out = NULL;
+
+    th_kube_faults(&f->kube, "[{\"path\": \"/nodes/n1$\", \"status\": 500, \"count\": 2}]");
+    assert_int_equal(rc_kube_get(f->k, "v1", "Node", NULL, "n1", &out, &err), RC_OK);
+    assert_string_equal(mdget(out, "name"), "n1");
+    cJSON_Delete(out);
+    assert_int_equal(f->sleeps.n, 2);
+
+    /* persistent 500: the server's message after the attempts ran out */
+    th_kube_faults(&f->kube, "[{\"path\": \"/nodes/n2$\", \"status\": 500}]");
+    assert_int_equal(rc_kube_get(f->k, "v1", "Node", NULL, "n2", &out, &err), RC_EHTTP);
+    assert_non_null(strstr(err.msg, "Internal error occurred: injected fault"));
+    assert_int_equal(rc_kube_last_status(f->k), 500);
+}
+
+static void test_rc_kube__dropped_connection_retried(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct names n;
+
+    memset(&n, 0, sizeof(n));
+    /* the second page's connection is dropped twice */
+    th_kube_faults(&f->kube, "[{\"path\": \"^/api/v1/nodes$\", \"drop\": true, \"count\": 2}]");
+    assert_int_equal(rc_kube_discover(f->k, &err), RC_OK);
+    assert_int_equal(rc_kube_list(f->k, "/api/v1/nodes", NULL, collect, &n, &err), RC_OK);
+    assert_int_equal(n.n, 7);
+}
+
+static void test_rc_kube__slow_response_times_out(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    cJSON *out = NULL;
+
+    f->o.http.timeout_ms = 300;
+    f->o.http.max_attempts = 2;
+    assert_int_equal(rc_kube_open_opts(&k, &f->o, &err), RC_OK);
+    th_kube_faults(&f->kube, "[{\"path\": \"/nodes/n1$\", \"delay\": 3}]");
+    assert_int_equal(rc_kube_get(k, "v1", "Node", NULL, "n1", &out, &err), RC_ETRANSPORT);
+    assert_non_null(strstr(err.msg, "timed out"));
+    assert_int_equal(rc_kube_last_status(k), 0);
+    rc_kube_free(k);
+}
+
+static void test_rc_kube__open_from_cluster_conn(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    struct rd_cluster_conn conn = {"static-cluster", NULL, NULL, 0};
+
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "cluster 'static-cluster' is simulated"));
+    conn.kubeconfig = f->kubeconfig;
+    conn.context = "test";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_OK);
+    rc_kube_free(k);
+    conn.context = "other";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "context 'other' not found"));
+    assert_null(k);
+}
+
+static void test_rc_kube__unreachable(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    char ca[TH_PATH + 64], p[TH_PATH];
+    struct th_kube gone = f->kube;
+
+    /* a port nobody listens on: connection refused, retried, then RC_ETRANSPORT */
+    snprintf(gone.url, sizeof(gone.url), "https://127.0.0.1:1");
+    snprintf(ca, sizeof(ca), "    certificate-authority: %s\n", th_certs_path(p, &certs, "ca.crt"));
+    th_kube_kubeconfig(f->kubeconfig, &gone, ca, "    token: test-token-1\n");
+    assert_int_equal(rc_kube_open_opts(&k, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_ETRANSPORT);
+    assert_non_null(strstr(err.msg, "no answer from 'https://127.0.0.1:1/api'"));
+    assert_int_equal(f->sleeps.n, 3);
+    rc_kube_free(k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rc_kube__discovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__apply_create_then_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__apply_dry_run_stores_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__apply_errors_are_the_servers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__get_not_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__delete_with_uid_precondition, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__list_paging_and_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__crd_appears_later, setup_gated, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__429_honours_retry_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__500_retried_then_success, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__dropped_connection_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__slow_response_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__open_from_cluster_conn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

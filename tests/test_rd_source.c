@@ -1,0 +1,458 @@
+/*
+ * test_rd_source.c - the Load step over a set of in-memory files: classification, sorting,
+ * namespaces, all-or-nothing files, duplicates, warnings, determinism.
+ */
+#include "th.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "rc_arena.h"
+#include "rd_object.h"
+#include "rd_source.h"
+#include "th_inputs.h"
+
+#define F(p, text)                                                                                 \
+    {                                                                                              \
+        p, text, sizeof(text) - 1                                                                  \
+    }
+
+static const char fleet[] =
+    "apiVersion: rightplace.dev/v1alpha1\n"
+    "kind: Cluster\n"
+    "metadata: {name: static-cluster, labels: {cluster.class: dev}}\n"
+    "spec:\n"
+    "  nodes: [{name: node, count: 2, allocatable: {cpu: 8, memory: 32Gi}}]\n"
+    "---\n"
+    "apiVersion: rightplace.dev/v1alpha1\n"
+    "kind: Cluster\n"
+    "metadata: {name: dynamic-cluster}\n"
+    "spec:\n"
+    "  kubeconfig: {path: /etc/kc, context: dyn}\n"
+    "  autoscaler: {type: luna}\n";
+
+static const char policies[] =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: zeta}\n"
+    "spec:\n"
+    "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: rayjob1}}\n"
+    "  resourceSelectors: {labelSelectors: [{matchLabels: {app.kubernetes.io/instance: "
+    "rayjob}}]}\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
+    "---\n"
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: alpha}\n"
+    "spec:\n"
+    "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: "
+    "Exists}]}\n"
+    "  resourceSelectors: {labelSelectors: [{matchLabels: {app: rayclustersetup}}]}\n"
+    "  spreadConstraints: {spreadMode: Duplicate, overrides: []}\n";
+
+static const char ns[] = "apiVersion: v1\n"
+                         "kind: Namespace\n"
+                         "metadata: {name: rayjob1, labels: {app: rayclustersetup}}\n";
+
+static const char web[] = "apiVersion: apps/v1\n"
+                          "kind: Deployment\n"
+                          "metadata: {name: web, namespace: web}\n"
+                          "spec:\n"
+                          "  replicas: 2\n"
+                          "  template: {spec: {containers: [{name: c, resources: {requests: "
+                          "{cpu: 250m}}}]}}\n";
+
+static const char web_again[] = "apiVersion: v1\n"
+                                "kind: ConfigMap\n"
+                                "metadata: {name: other, namespace: web}\n"
+                                "---\n"
+                                "apiVersion: apps/v1\n"
+                                "kind: Deployment\n"
+                                "metadata: {name: web, namespace: web}\n"
+                                "spec: {template: {spec: {containers: [{name: c}]}}}\n";
+
+static const char broken[] = "apiVersion: v1\n"
+                             "kind: ConfigMap\n"
+                             "metadata: {name: fine, namespace: web}\n"
+                             "---\n"
+                             "apiVersion: v1\n"
+                             "kind: Pod\n"
+                             "metadata: {name: bad, namespace: web}\n"
+                             "spec:\n"
+                             "  containers:\n"
+                             "  - name: c\n"
+                             "    resources: {limits: {cpu: 10Qi}}\n";
+
+static const char bad_yaml[] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n";
+
+static const char bad_cluster[] = "apiVersion: rightplace.dev/v1alpha1\n"
+                                  "kind: Cluster\n"
+                                  "metadata: {name: broken-cluster}\n"
+                                  "spec:\n"
+                                  "  autoscaler: {type: sometimes}\n";
+
+static const char bad_policy[] = "apiVersion: policy.elotl.co/v1alpha1\n"
+                                 "kind: SchedulePolicy\n"
+                                 "metadata: {name: broken-policy}\n"
+                                 "spec:\n"
+                                 "  resourceSelectors: {labelSelectors: [{}]}\n";
+
+static const char dup_cluster[] = "apiVersion: rightplace.dev/v1alpha1\n"
+                                  "kind: Cluster\n"
+                                  "metadata: {name: static-cluster}\n";
+
+static const char dupkey[] = "apiVersion: v1\n"
+                             "kind: ConfigMap\n"
+                             "metadata: {name: twice, namespace: web}\n"
+                             "data: {a: '1', a: '2'}\n";
+
+static const char same_file_dup[] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n"
+                                    "---\n"
+                                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s}\n";
+
+struct fx {
+    struct rc_arena a;
+    struct rd_source src;
+    char *train;
+    size_t ntrain;
+    struct rd_file files[16];
+    size_t nfiles;
+};
+
+static int setup(void **state)
+{
+    static const char *const vars[] = {"AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=y", NULL};
+    struct fx *f = calloc(1, sizeof(*f));
+    char *raw = th_inputs_read("tests/data/skyray/deploy-scripts/ray-job.train.yaml", NULL);
+    const struct rd_file files[] = {
+        F("clusters/fleet.yaml", fleet),
+        F("policies/p.yaml", policies),
+        F("apps/ns.yaml", ns),
+        {"apps/train.yaml", NULL, 0},
+        F("apps/a-web.yaml", web),
+        F("apps/web.yaml", web_again),
+        F("apps/broken.yaml", broken),
+        F("apps/bad-yaml.yml", bad_yaml),
+        F("clusters/bad.yaml", bad_cluster),
+        F("policies/bad.yaml", bad_policy),
+        F("clusters/zz-dup.yaml", dup_cluster),
+        F("apps/dupkey.yaml", dupkey),
+        F("apps/same.yaml", same_file_dup),
+    };
+
+    f->train = th_inputs_subst(raw, vars);
+    free(raw);
+    f->nfiles = sizeof(files) / sizeof(files[0]);
+    memcpy(f->files, files, sizeof(files));
+    f->files[3].data = f->train;
+    f->files[3].len = strlen(f->train);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    rd_source_release(&f->src);
+    rc_arena_release(&f->a);
+    free(f->train);
+    free(f);
+    return 0;
+}
+
+static const struct pl_object *object(const struct rd_source *s, const char *key)
+{
+    for (size_t i = 0; i < s->nobjects; i++) {
+        if (!strcmp(s->objects[i].key, key))
+            return &s->objects[i];
+    }
+    return NULL;
+}
+
+static const char *error_of(const struct rd_source *s, const char *path)
+{
+    for (size_t i = 0; i < s->nerrors; i++) {
+        if (!strcmp(s->errors[i].path, path))
+            return s->errors[i].msg;
+    }
+    return NULL;
+}
+
+static void test_rd_source__loads_a_tree(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rd_source *s = &f->src;
+    const struct pl_object *o;
+    const struct rd_object *ro;
+
+    assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
+    /* clusters, sorted by name, with their connections */
+    assert_int_equal(s->nclusters, 2);
+    assert_string_equal(s->clusters[0].name, "dynamic-cluster");
+    assert_string_equal(s->conns[0].name, "dynamic-cluster");
+    assert_string_equal(s->conns[0].kubeconfig, "/etc/kc");
+    assert_int_equal(s->clusters[0].autoscaler, PL_AUTOSCALER_LUNA);
+    assert_string_equal(s->clusters[1].name, "static-cluster");
+    assert_null(s->conns[1].kubeconfig);
+    assert_int_equal(s->clusters[1].nnodes, 2);
+    /* policies, sorted by name */
+    assert_int_equal(s->npolicies, 2);
+    assert_string_equal(s->policies[0].name, "alpha");
+    assert_string_equal(s->policies[1].name, "zeta");
+    assert_string_equal(s->policies[1].file, "policies/p.yaml");
+    assert_int_equal(s->policies[1].line, 1);
+    assert_int_equal(s->policies[0].line, 9);
+    /* workloads sorted by key: Namespace objects are workloads too */
+    assert_int_equal(s->nobjects, 5);
+    assert_string_equal(s->objects[0].key, "Namespace/rayjob1");
+    assert_string_equal(s->objects[1].key, "default/ConfigMap/ray-job-code-train");
+    assert_string_equal(s->objects[2].key, "default/RayJob/rayjob-train");
+    assert_string_equal(s->objects[3].key, "web/ConfigMap/twice");
+    assert_string_equal(s->objects[4].key, "web/Deployment/web");
+    for (size_t i = 1; i < s->nobjects; i++)
+        assert_true(strcmp(s->objects[i - 1].key, s->objects[i].key) < 0);
+    o = object(s, "default/RayJob/rayjob-train");
+    assert_non_null(o);
+    assert_int_equal(o->npods, 3);
+    assert_string_equal(o->file, "apps/train.yaml");
+    ro = o->payload;
+    assert_non_null(ro);
+    assert_non_null(ro->root);
+    assert_string_equal(ro->kind, "RayJob");
+    assert_string_equal(pl_labels_get(&o->labels, "app.kubernetes.io/instance"), "rayjob");
+    o = object(s, "web/Deployment/web");
+    assert_int_equal(o->replicas, 2);
+    assert_string_equal(o->file, "apps/a-web.yaml");
+    /* namespaces: named by objects, or Namespace objects with their labels */
+    assert_int_equal(s->nnamespaces, 3);
+    assert_string_equal(s->namespaces[0].name, "default");
+    assert_int_equal(s->namespaces[0].labels.n, 1);
+    assert_string_equal(pl_labels_get(&s->namespaces[0].labels, "kubernetes.io/metadata.name"),
+                        "default");
+    assert_string_equal(s->namespaces[1].name, "rayjob1");
+    assert_string_equal(pl_labels_get(&s->namespaces[1].labels, "app"), "rayclustersetup");
+    assert_string_equal(pl_labels_get(&s->namespaces[1].labels, "kubernetes.io/metadata.name"),
+                        "rayjob1");
+    assert_string_equal(s->namespaces[2].name, "web");
+}
+
+static void test_rd_source__broken_files_contribute_nothing(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rd_source *s = &f->src;
+    const char *m;
+
+    assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
+    assert_int_equal(s->nerrors, 7);
+    for (size_t i = 1; i < s->nerrors; i++)
+        assert_true(strcmp(s->errors[i - 1].path, s->errors[i].path) < 0);
+    /* a bad quantity in the second document: the first (a fine ConfigMap) is dropped too */
+    m = error_of(s, "apps/broken.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "apps/broken.yaml:11:"));
+    assert_non_null(strstr(m, "10Qi"));
+    assert_null(object(s, "web/ConfigMap/fine"));
+    assert_null(object(s, "web/Pod/bad"));
+    m = error_of(s, "apps/bad-yaml.yml");
+    assert_non_null(m);
+    assert_true(!strncmp(m, "apps/bad-yaml.yml:", 18));
+    /* duplicates: the later path is the broken one, and all of it is dropped */
+    m = error_of(s, "apps/web.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "apps/web.yaml:5:"));
+    assert_non_null(strstr(m, "duplicate object 'web/Deployment/web'"));
+    assert_non_null(strstr(m, "apps/a-web.yaml"));
+    assert_null(object(s, "web/ConfigMap/other"));
+    m = error_of(s, "apps/same.yaml");
+    assert_non_null(strstr(m, "apps/same.yaml:5:"));
+    assert_null(object(s, "default/ConfigMap/s"));
+    m = error_of(s, "clusters/zz-dup.yaml");
+    assert_non_null(strstr(m, "duplicate object 'Cluster/static-cluster'"));
+    /* Cluster and SchedulePolicy errors */
+    m = error_of(s, "clusters/bad.yaml");
+    assert_non_null(strstr(m, "clusters/bad.yaml:5:"));
+    assert_non_null(strstr(m, "'sometimes'"));
+    m = error_of(s, "policies/bad.yaml");
+    assert_non_null(strstr(m, "policies/bad.yaml:"));
+    assert_non_null(strstr(m, "namespaceSelector"));
+    for (size_t i = 0; i < s->nclusters; i++)
+        assert_string_not_equal(s->clusters[i].name, "broken-cluster");
+}
+
+static void test_rd_source__warnings(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rd_source *s = &f->src;
+    int ndup = 0, overrides = 0, rayjob = 0;
+
+    assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
+    for (size_t i = 0; i < s->nwarnings; i++) {
+        if (!strncmp(s->warnings[i], "apps/dupkey.yaml:4:", 19))
+            ndup++;
+        if (!strncmp(s->warnings[i], "policies/p.yaml:15:", 19) &&
+            strstr(s->warnings[i], "overrides"))
+            overrides++;
+        if (!strncmp(s->warnings[i], "apps/train.yaml:", 16)) /* skyray's duplicate key */
+            rayjob++;
+    }
+    assert_int_equal(ndup, 1);
+    assert_int_equal(overrides, 1);
+    assert_int_equal(rayjob, 1);
+    assert_int_equal(s->nwarnings, 3);
+}
+
+/* Same files in another order: the same result. */
+static void test_rd_source__order_does_not_matter(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source other;
+    struct rd_file rev[16];
+
+    for (size_t i = 0; i < f->nfiles; i++)
+        rev[i] = f->files[f->nfiles - 1 - i];
+    assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
+    assert_int_equal(rd_source_load(&other, rev, f->nfiles, &f->a, &err), RC_OK);
+    assert_int_equal(other.nobjects, f->src.nobjects);
+    for (size_t i = 0; i < other.nobjects; i++)
+        assert_string_equal(other.objects[i].key, f->src.objects[i].key);
+    assert_int_equal(other.nerrors, f->src.nerrors);
+    for (size_t i = 0; i < other.nerrors; i++)
+        assert_string_equal(other.errors[i].msg, f->src.errors[i].msg);
+    assert_int_equal(other.nwarnings, f->src.nwarnings);
+    for (size_t i = 0; i < other.nwarnings; i++)
+        assert_string_equal(other.warnings[i], f->src.warnings[i]);
+    assert_int_equal(other.res.n, f->src.res.n);
+    for (int i = 0; i < other.res.n; i++)
+        assert_string_equal(other.res.name[i], f->src.res.name[i]);
+    rd_source_release(&other);
+}
+
+static void test_rd_source__contract_violations(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rd_file twice[] = {F("a.yaml", ns), F("a.yaml", ns)};
+    const struct rd_file nopath[] = {{NULL, "x", 1}};
+
+    assert_int_equal(rd_source_load(&f->src, twice, 2, &f->a, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "'a.yaml'"));
+    rd_source_release(&f->src);
+    assert_int_equal(rd_source_load(&f->src, nopath, 1, &f->a, &err), RC_EINVALID);
+    rd_source_release(&f->src);
+    /* nothing at all is fine */
+    assert_int_equal(rd_source_load(&f->src, NULL, 0, &f->a, &err), RC_OK);
+    assert_int_equal(f->src.nobjects + f->src.nclusters + f->src.npolicies + f->src.nerrors, 0);
+    assert_int_equal(f->src.res.n, 3);
+}
+
+/* Every *.yaml under dir (relative to the skyray folder), placeholders filled, appended. */
+static void collect(struct rd_file *files, char **texts, size_t *n, size_t max, const char *rel)
+{
+    static const char *const vars[] = {"RAYCLUSTER_NAMESPACE=rayjob1",
+                                       "WORKLOAD_NAMESPACE=ns1",
+                                       "WORKLOAD_LABELKEY=app.kubernetes.io/instance",
+                                       "WORKLOAD_LABELVAL=rayservice",
+                                       "SORTED_CLUSTER_LIST=a, b",
+                                       "AWS_ACCESS_KEY_ID=x",
+                                       "AWS_SECRET_ACCESS_KEY=y",
+                                       "RAY_HEAD_CPU_COUNT=2",
+                                       "RAY_HEAD_MEMORY_SIZE=8Gi",
+                                       "NUM_REPLICAS=2",
+                                       "MIN_REPLICAS=1",
+                                       "MAX_REPLICAS=4",
+                                       "RAY_WORKER_CPU_COUNT=2",
+                                       "RAY_WORKER_MEMORY_SIZE=4Gi",
+                                       NULL};
+    char dir[4096], sub[1024], data[2048];
+    struct dirent *de;
+    DIR *d;
+
+    snprintf(dir, sizeof(dir), "%s/tests/data/skyray%s%s", RP_SOURCE_DIR, *rel ? "/" : "", rel);
+    d = opendir(dir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+        if (de->d_type == DT_DIR) {
+            collect(files, texts, n, max, sub);
+        } else if (strstr(de->d_name, ".yaml")) {
+            char *raw;
+            assert_true(*n < max);
+            snprintf(data, sizeof(data), "tests/data/skyray/%s", sub);
+            raw = th_inputs_read(data, NULL);
+            texts[*n] = th_inputs_subst(raw, vars);
+            free(raw);
+            files[*n].path = strdup(sub);
+            files[*n].data = texts[*n];
+            files[*n].len = strlen(texts[*n]);
+            (*n)++;
+        }
+    }
+    closedir(d);
+}
+
+static void test_rd_source__every_skyray_file_loads(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_file files[64];
+    char *texts[64];
+    size_t n = 0;
+    const struct rd_source *s = &f->src;
+    const struct pl_object *o;
+
+    collect(files, texts, &n, 64, "");
+    assert_int_equal(n, 26);
+    assert_int_equal(rd_source_load(&f->src, files, n, &f->a, &err), RC_OK);
+    /* skyray reuses names: the same RayService in two folders, and three policies named
+     * rayservice-spread-upgrade-policy-<ns>, two rayservice-policy-<ns>. Later paths lose. */
+    assert_int_equal(s->nerrors, 4);
+    assert_string_equal(s->errors[0].path,
+                        "luna-hot-node-mitigation/ray-service.text-summarizer.cpu.guar.yaml");
+    assert_string_equal(s->errors[1].path, "policies/rayservicensprioritypolicy.yaml");
+    assert_string_equal(s->errors[2].path, "policies/rayservicespreadallpolicy.yaml");
+    assert_string_equal(s->errors[3].path, "policies/rayservicespreadpolicy.yaml");
+    for (size_t i = 0; i < s->nerrors; i++)
+        assert_non_null(strstr(s->errors[i].msg, "duplicate object"));
+    assert_int_equal(s->npolicies, 20 - 3);
+    assert_int_equal(s->nclusters, 0);
+    /* RayJob + ConfigMap, Namespace, two RayServices, a RayCluster */
+    assert_int_equal(s->nobjects, 6);
+    o = object(s, "default/RayJob/rayjob-train");
+    assert_non_null(o);
+    assert_int_equal(o->npods, 3);
+    o = object(s, "default/RayCluster/text-summarizer-cluster");
+    assert_non_null(o);
+    assert_int_equal(o->npods, 2);
+    assert_int_equal(o->pods[1].count, 2);
+    assert_non_null(object(s, "Namespace/rayjob1"));
+    assert_int_equal(s->nnamespaces, 2);
+    assert_string_equal(pl_labels_get(&s->namespaces[1].labels, "app"), "rayclustersetup");
+    for (size_t i = 0; i < n; i++) {
+        free((char *)files[i].path);
+        free(texts[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(test_rd_source__##name, setup, teardown)
+        T(loads_a_tree),
+        T(broken_files_contribute_nothing),
+        T(warnings),
+        T(order_does_not_matter),
+        T(contract_violations),
+        T(every_skyray_file_loads),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
