@@ -123,7 +123,8 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
 /*
  * Append the deploy commit's message to out: a subject saying what moved ("place
  * rayjob3/rayjob-train on dynamic-cluster", "place 3 units, move 1, 2 pending"), one paragraph
- * per changed decision (wrapped at 72 columns), the source files that were not loaded, and
+ * per changed decision in unit order (wrapped at 72 columns; the first 100, then a line saying
+ * how many more), the source files that were not loaded, and
  * trailers: Rightplace-Source, Rightplace-Placed, Rightplace-Pending, Rightplace-Unplaced
  * (counts of units in each state after this pass).
  */

@@ -1311,6 +1311,31 @@ static void test_rd_output__message_subject_fits(void **state)
     free(m);
 }
 
+static void test_rd_output__message_bounded(void **state)
+{
+    struct fx *f = *state;
+    struct pl_decision *d = rc_arena_calloc(&f->a, 150, sizeof(*d));
+    char *m, *out;
+    int status;
+
+    for (size_t i = 0; i < 150; i++) {
+        d[i] = f->result.decisions[0];
+        d[i].unit = rc_arena_printf(&f->a, "p/ns/unit-%03zu", i);
+        d[i].change = PL_CHANGE_NEW;
+    }
+    f->result.decisions = d;
+    f->result.ndecisions = 150;
+    m = message(f, NULL, 0, 0);
+    assert_true(!strncmp(m, "place 150 units\n", 16));
+    assert_non_null(strstr(m, "unit: p/ns/unit-099"));
+    assert_null(strstr(m, "unit: p/ns/unit-100"));
+    assert_non_null(strstr(m, "... and 50 more changed units: see placements.yaml\n"));
+    out = run("git interpret-trailers --parse", m, &status);
+    assert_non_null(strstr(out, "Rightplace-Placed: 150\n"));
+    free(out);
+    free(m);
+}
+
 static void test_rd_output__message_wraps_at_72(void **state)
 {
     struct fx *f = *state;
@@ -1571,6 +1596,7 @@ int main(void)
         T(test_rd_output__message_move_pending_remove),
         T(test_rd_output__message_summary),
         T(test_rd_output__message_subject_fits),
+        T(test_rd_output__message_bounded),
         T(test_rd_output__message_wraps_at_72),
         T(test_rd_output__message_trailers_parse),
         T(test_rd_output__replay_and_stickiness),
