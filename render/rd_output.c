@@ -449,6 +449,9 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
     strip_server_fields(copy);
     if (o->ns)
         set_namespace(copy, o->ns);
+    else /* cluster-scoped: a stray namespace would only confuse apply */
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+                                                "namespace");
     set_labels(copy, unit_label, NULL, NULL);
     nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
     if (nt > RD_MAX_TEMPLATES) {

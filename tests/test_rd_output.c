@@ -75,7 +75,8 @@ static const char *const frontend_json =
 
 static const char *const clusterrole_json =
     "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\",\"metadata\":{"
-    "\"name\":\"web-reader\"},\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],"
+    "\"name\":\"web-reader\",\"namespace\":\"stray\"},\"rules\":[{\"apiGroups\":[\"\"],"
+    "\"resources\":[\"pods\"],"
     "\"verbs\":[\"get\",\"list\"]}]}";
 
 static const char *const api_json =
