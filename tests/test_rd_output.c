@@ -943,7 +943,15 @@ static void test_rd_output__record_round_trip(void **state)
     assert_int_equal(u->nobjects, 2);
     assert_string_equal(u->objects[0], "rayjob3/ConfigMap/code");
     assert_string_equal(u->objects[1], "rayjob3/RayJob/rayjob-train");
+    assert_string_equal(u->reason, "no cluster fits now; beta's autoscaler (luna) can add 2 nodes");
+    assert_int_equal(u->nverdicts, 2);
+    assert_string_equal(u->verdicts[1].cluster, "beta");
+    assert_int_equal(u->verdicts[1].kind, PL_VERDICT_FITS_AFTER_SCALE_UP);
+    assert_int_equal(u->verdicts[1].nodes_added, 2);
+    assert_string_equal(u->verdicts[0].detail, "worker needs nvidia.com/gpu 1; best node has 0");
     assert_int_equal(r.units[6].state, PL_STATE_PENDING);
+    assert_int_equal(r.units[6].nverdicts, 3);
+    assert_int_equal(r.units[6].verdicts[2].kind, PL_VERDICT_UNREACHABLE);
     /* what we write has the DESIGN.md fields and our extensions */
     assert_non_null(strstr(file->data, "kind: PlacementRecord"));
     assert_non_null(strstr(file->data, "verdict: fits-after-scale-up"));
@@ -986,10 +994,19 @@ static void test_rd_output__record_parse_errors(void **state)
                      "\"source\":\"abc\",\"future\":{\"x\":1},\"units\":[{\"unit\":\"u\","
                      "\"state\":\"placed\",\"clusters\":[\"c\"],\"newField\":[1,2]}]}";
 
+    const char *later = "{\"apiVersion\":\"rightplace.dev/v1alpha1\",\"kind\":\"PlacementRecord\","
+                        "\"units\":[{\"unit\":\"u\",\"state\":\"pending\",\"verdicts\":["
+                        "{\"cluster\":\"a\",\"verdict\":\"fits-someday\"},"
+                        "{\"cluster\":\"b\",\"verdict\":\"fits-now\",\"detail\":\"ok\"}]}]}";
+
     /* unknown fields are fine */
     assert_int_equal(rd_record_parse(&r, ok, strlen(ok), &f->a, &err), 0);
     assert_int_equal(r.nunits, 1);
     assert_string_equal(r.units[0].clusters[0], "c");
+    /* and so are verdicts of a later version: skipped */
+    assert_int_equal(rd_record_parse(&r, later, strlen(later), &f->a, &err), 0);
+    assert_int_equal(r.units[0].nverdicts, 1);
+    assert_string_equal(r.units[0].verdicts[0].cluster, "b");
 
     expect_record_error(f, "{\"apiVersion\":\"v1\",\"kind\":\"PlacementRecord\"}", "apiVersion");
     expect_record_error(f, "{\"apiVersion\":\"rightplace.dev/v1alpha1\",\"kind\":\"Other\"}",
