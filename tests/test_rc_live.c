@@ -34,26 +34,26 @@ struct fleet {
     char kc_static[TH_PATH], kc_dynamic[TH_PATH];
 };
 
-static const char *static_nodes =
-    "{\"objects\": ["
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-1\",\"labels\":"
-    "{\"kubernetes.io/hostname\":\"cpu-1\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\","
-    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
-    "\"True\"}]}},"
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-2\",\"labels\":"
-    "{\"kubernetes.io/hostname\":\"cpu-2\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\","
-    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
-    "\"True\"}]}},"
-    "%s"
-    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}"
-    "]}";
+#define STATIC_NODES \
+    "{\"objects\": [" \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-1\",\"labels\":" \
+    "{\"kubernetes.io/hostname\":\"cpu-1\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
+    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":" \
+    "\"True\"}]}}," \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-2\",\"labels\":" \
+    "{\"kubernetes.io/hostname\":\"cpu-2\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
+    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":" \
+    "\"True\"}]}}," \
+    "%s" \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}" \
+    "]}"
 
-static const char *gpu_node =
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-%d\",\"labels\":"
-    "{\"kubernetes.io/hostname\":\"gpu-%d\"}},\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\","
-    "\"value\":\"true\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{\"cpu\":\"8\","
-    "\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
-    "\"Ready\",\"status\":\"True\"}]}},";
+#define GPU_NODE \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-%d\",\"labels\":" \
+    "{\"kubernetes.io/hostname\":\"gpu-%d\"}},\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\"," \
+    "\"value\":\"true\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
+    "\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\",\"pods\":\"110\"},\"conditions\":[{\"type\":" \
+    "\"Ready\",\"status\":\"True\"}]}},"
 
 static const char *dynamic_nodes =
     "{\"objects\": ["
@@ -76,8 +76,8 @@ static void fleet_start(struct fleet *f)
     char extra[TH_PATH + 64];
 
     for (int i = 1; i <= 5; i++)
-        n += (size_t)snprintf(gpus + n, sizeof(gpus) - n, gpu_node, i, i);
-    snprintf(state, sizeof(state), static_nodes, gpus);
+        n += (size_t)snprintf(gpus + n, sizeof(gpus) - n, GPU_NODE, i, i);
+    snprintf(state, sizeof(state), STATIC_NODES, gpus);
     o.state_json = state;
     assert_int_equal(th_kube_start(&f->stat, &certs, &o), 0);
     o.state_json = dynamic_nodes;
