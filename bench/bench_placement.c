@@ -224,7 +224,7 @@ static double floor_time(const struct pl_input *in, size_t nunits)
 
 struct run {
     double secs, cpu, floor;
-    size_t decisions, placed, pending, verdicts;
+    size_t decisions, placed, pending, verdicts, scaled;
 };
 
 static struct run bench(size_t nunits)
@@ -264,6 +264,12 @@ static struct run bench(size_t nunits)
         r.placed += out.decisions[i].state == PL_STATE_PLACED;
         r.pending += out.decisions[i].state == PL_STATE_PENDING;
         r.verdicts += out.decisions[i].nverdicts;
+        for (size_t k = 0; k < out.decisions[i].nverdicts; k++) {
+            const struct pl_verdict *v = &out.decisions[i].verdicts[k];
+            if (out.decisions[i].ntargets &&
+                !strcmp(v->cluster, out.decisions[i].targets[0].cluster))
+                r.scaled += v->kind == PL_VERDICT_FITS_AFTER_SCALE_UP;
+        }
     }
     rc_arena_release(&out_a);
     rc_arena_release(&in_a);
@@ -274,9 +280,10 @@ static struct run bench(size_t nunits)
 
 static void print_run(const char *label, const struct run *r)
 {
-    printf("%s: %zu decisions (%zu placed, %zu pending), %zu verdicts in %.3f s (cpu %.3f s) = "
+    printf("%s: %zu decisions (%zu placed, %zu of them by scale-up, %zu pending), %zu verdicts in "
+           "%.3f s (cpu %.3f s) = "
            "%.0f decisions/s; floor (sort + walk) %.3f s, engine/floor %.1fx\n",
-           label, r->decisions, r->placed, r->pending, r->verdicts, r->secs, r->cpu,
+           label, r->decisions, r->placed, r->scaled, r->pending, r->verdicts, r->secs, r->cpu,
            r->secs > 0 ? (double)r->decisions / r->secs : 0.0, r->floor,
            r->floor > 0 ? r->secs / r->floor : 0.0);
 }
