@@ -7,6 +7,7 @@
 #include "rc_mem.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -41,6 +42,9 @@ int rc_http_global_init(struct rc_err *err)
 {
     CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 
+    /* CURLOPT_NOSIGNAL (needed with threads) leaves SIGPIPE to us: a server that drops the
+     * connection must not kill the process */
+    signal(SIGPIPE, SIG_IGN);
     if (rc != CURLE_OK)
         return rc_err_set(err, RC_ERROR, "cannot initialise libcurl: %s", curl_easy_strerror(rc));
     return RC_OK;

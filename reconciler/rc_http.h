@@ -90,7 +90,8 @@ struct rc_http_response {
         0, RC_BUF_INIT, {0}, -1, 0                                                                 \
     }
 
-/* Process-wide libcurl setup; main calls it once before any thread starts. */
+/* Process-wide libcurl setup; main calls it once before any thread starts. It also ignores
+ * SIGPIPE (libcurl runs with CURLOPT_NOSIGNAL, so dropped connections are ours to survive). */
 int rc_http_global_init(struct rc_err *err);
 void rc_http_global_cleanup(void);
 

@@ -100,6 +100,22 @@ int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *conte
     return rc_kube_open_opts(out, &o, err);
 }
 
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err)
+{
+    struct rc_kube_options def = RC_KUBE_OPTIONS_INIT;
+    struct rc_kube_options use = o ? *o : def;
+
+    *out = NULL;
+    if (!conn->kubeconfig)
+        return rc_err_set(err, RC_EINVALID, "cluster '%s' is simulated: it has no kubeconfig",
+                          conn->name ? conn->name : "");
+    use.kubeconfig = conn->kubeconfig;
+    use.context = conn->context;
+    use.in_cluster = 0;
+    return rc_kube_open_opts(out, &use, err);
+}
+
 static void gv_clear(struct kgv *g)
 {
     for (size_t i = 0; i < g->nres; i++) {
@@ -454,6 +470,12 @@ static int check_segment(const char *s, const char *what, struct rc_err *err)
 int rc_kube_apply(struct rc_kube *k, const cJSON *obj, const char *field_manager, int force,
                   cJSON **result, struct rc_err *err)
 {
+    return rc_kube_apply_ex(k, obj, field_manager, force ? RC_KUBE_APPLY_FORCE : 0u, result, err);
+}
+
+int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_manager, unsigned flags,
+                     cJSON **result, struct rc_err *err)
+{
     const char *av = obj_str(obj, "apiVersion", NULL);
     const char *kind = obj_str(obj, "kind", NULL);
     const char *name = obj_str(obj, "metadata", "name");
@@ -477,7 +499,9 @@ int rc_kube_apply(struct rc_kube *k, const cJSON *obj, const char *field_manager
         goto done;
     rc_buf_puts(&path, "?fieldManager=", NULL);
     rc_kube_escape(&path, field_manager, NULL);
-    rc_buf_puts(&path, force ? "&force=true" : "&force=false", NULL);
+    rc_buf_puts(&path, (flags & RC_KUBE_APPLY_FORCE) ? "&force=true" : "&force=false", NULL);
+    if (flags & RC_KUBE_APPLY_DRY_RUN)
+        rc_buf_puts(&path, "&dryRun=All", NULL);
     body = cJSON_PrintUnformatted(obj);
     error = rc_kube_request(k, "PATCH", path.ptr, "application/apply-patch+yaml", body,
                             strlen(body), &resp, err);
@@ -555,7 +579,8 @@ int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector
         cJSON *list = NULL;
         const cJSON *it, *c;
 
-        rc_buf_printf(&url, NULL, "%s?limit=%ld", path, k->o.page_size);
+        rc_buf_printf(&url, NULL, "%s%climit=%ld", path, strchr(path, '?') ? '&' : '?',
+                      k->o.page_size);
         if (label_selector && *label_selector) {
             rc_buf_puts(&url, "&labelSelector=", NULL);
             rc_kube_escape(&url, label_selector, NULL);

@@ -35,6 +35,7 @@
 #include "rc_http.h"
 #include "rc_kubeconfig.h"
 #include "rc_log.h"
+#include "rd_cluster.h"
 
 struct rc_kube;
 
@@ -61,6 +62,11 @@ struct rc_kube_options {
 int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
                  const struct rc_log *log, struct rc_err *err);
 int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err);
+/* Open the client for a Cluster object's connection (conn->kubeconfig and conn->context;
+ * RC_EINVALID for a simulated cluster, which has none). o: NULL for RC_KUBE_OPTIONS_INIT;
+ * its kubeconfig/context are replaced by conn's. */
+int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
+                      const struct rc_kube_options *o, struct rc_err *err);
 void rc_kube_free(struct rc_kube *k);
 
 /* Server URL and default namespace of the context (borrowed, live as long as k). */
@@ -97,6 +103,15 @@ int rc_kube_path(struct rc_buf *out, struct rc_kube *k, const char *api_version,
  * cJSON_Deletes it). */
 int rc_kube_apply(struct rc_kube *k, const cJSON *obj, const char *field_manager, int force,
                   cJSON **result, struct rc_err *err);
+enum rc_kube_apply_flags {
+    RC_KUBE_APPLY_FORCE = 1,  /* force=true */
+    RC_KUBE_APPLY_DRY_RUN = 2 /* dryRun=All: the server computes the result, stores nothing */
+};
+/* rc_kube_apply with flags; with RC_KUBE_APPLY_DRY_RUN, *result is what the object would
+ * become (for drift checks against rc_kube_get). */
+int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_manager, unsigned flags,
+                     cJSON **result, struct rc_err *err);
+
 /* GET one object into *out (caller deletes). RC_ENOTFOUND when absent. */
 int rc_kube_get(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
                 const char *name, cJSON **out, struct rc_err *err);
@@ -111,7 +126,10 @@ int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind,
 typedef int (*rc_kube_item_fn)(void *payload, const cJSON *item, struct rc_err *err);
 
 /* List a collection path ("/api/v1/pods", "/apis/apps/v1/namespaces/x/deployments"),
- * page by page (options.page_size, continue tokens). label_selector may be NULL. */
+ * page by page (options.page_size, continue tokens). label_selector may be NULL. The path
+ * may carry a query already, e.g. "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded"
+ * (escape it with rc_kube_escape). A 410 Gone (expired continue token) is RC_EHTTP: items
+ * already delivered would be delivered again, so the caller decides whether to restart. */
 int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector,
                  rc_kube_item_fn fn, void *payload, struct rc_err *err);
 /* The same for a kind (ns NULL: all namespaces). */

@@ -199,40 +199,46 @@ static void kfiles_release(struct kfiles *fs)
     fs->n = fs->cap = 0;
 }
 
-/* Load one file; a missing file is skipped when optional. */
-static int kfiles_add(struct kfiles *fs, const char *path, int optional, struct rc_err *err)
+/* Parse one file's text (path names it in messages and anchors relative paths). */
+static int kfiles_add_text(struct kfiles *fs, const char *path, const char *text, size_t len,
+                           struct rc_err *err)
 {
-    struct rc_buf text = RC_BUF_INIT;
     struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
     struct rd_docs *docs = NULL;
     struct kfile *f;
     int error;
 
-    if (optional && access(path, F_OK) != 0)
-        return RC_OK;
-    rc_buf_init(&text, KUBECONFIG_MAX);
-    error = rc_buf_read_file(&text, path, err);
-    if (error < 0)
-        goto done;
     lim.max_bytes = KUBECONFIG_MAX;
     lim.max_documents = 1;
-    error = rd_yaml_load(&docs, path, text.ptr, text.len, &lim, NULL, err);
-    if (error < 0) {
-        /* the loader's message quotes positions, never values of scalars we care about */
-        goto done;
-    }
+    lim.max_nodes = 100000;
+    /* the loader's messages give positions and problems, never scalar values */
+    error = rd_yaml_load(&docs, path, text, len, &lim, NULL, err);
+    if (error < 0)
+        return error;
     if (rd_docs_count(docs) > 0 && !cJSON_IsObject(rd_docs_get(docs, 0))) {
-        error = rc_err_set(err, RC_EINVALID, "kubeconfig '%s' is not a mapping", path);
-        goto done;
+        rd_docs_free(docs);
+        return rc_err_set(err, RC_EINVALID, "kubeconfig '%s' is not a mapping", path);
     }
     fs->v = rc_xgrow(fs->v, &fs->cap, fs->n + 1, sizeof(*fs->v));
     f = &fs->v[fs->n++];
     f->path = rc_xstrdup(path);
     f->docs = docs;
     f->root = rd_docs_count(docs) > 0 ? rd_docs_get(docs, 0) : NULL;
-    docs = NULL;
-done:
-    rd_docs_free(docs);
+    return RC_OK;
+}
+
+/* Load one file; a missing file is skipped when optional. */
+static int kfiles_add(struct kfiles *fs, const char *path, int optional, struct rc_err *err)
+{
+    struct rc_buf text = RC_BUF_INIT;
+    int error;
+
+    if (optional && access(path, F_OK) != 0)
+        return RC_OK;
+    rc_buf_init(&text, KUBECONFIG_MAX);
+    error = rc_buf_read_file(&text, path, err);
+    if (error == RC_OK)
+        error = kfiles_add_text(fs, path, text.ptr, text.len, err);
     if (text.len)
         memset(text.ptr, 0, text.len);
     rc_buf_release(&text);
@@ -422,11 +428,58 @@ static int fill(struct rc_kubeconfig *kc, const struct kfiles *fs, const char *c
     return RC_OK;
 }
 
+/* Files named by the config must be readable now: a clear message beats a TLS error later. */
+static int check_files(const struct rc_kubeconfig *kc, struct rc_err *err)
+{
+    const char *const files[][2] = {{kc->ca_file, "certificate-authority"},
+                                    {kc->cert_file, "client-certificate"},
+                                    {kc->key_file, "client-key"}};
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        if (files[i][0] && access(files[i][0], R_OK) != 0)
+            return rc_err_set(err, RC_ENOTFOUND, "%s file '%s' of context '%s' is not readable",
+                              files[i][1], files[i][0], kc->context);
+    }
+    return RC_OK;
+}
+
+static int finish(struct rc_kubeconfig **out, const struct kfiles *fs, const char *context,
+                  int check, const struct rc_log *log, struct rc_err *err)
+{
+    struct rc_kubeconfig *kc = rc_xcalloc(1, sizeof(*kc));
+    int error;
+
+    kc->exec_timeout_ms = 30000;
+    kc->exec_expiry = -1;
+    error = fill(kc, fs, context, log, err);
+    if (error == RC_OK && check)
+        error = check_files(kc, err);
+    if (error < 0) {
+        rc_kubeconfig_free(kc);
+        return error;
+    }
+    *out = kc;
+    return RC_OK;
+}
+
+int rc_kubeconfig_parse(struct rc_kubeconfig **out, const char *path, const char *text, size_t len,
+                        const char *context, const struct rc_log *log, struct rc_err *err)
+{
+    struct kfiles fs = {NULL, 0, 0};
+    int error;
+
+    *out = NULL;
+    error = kfiles_add_text(&fs, path, text, len, err);
+    if (error == RC_OK)
+        error = finish(out, &fs, context, 0, log, err);
+    kfiles_release(&fs);
+    return error;
+}
+
 int rc_kubeconfig_load(struct rc_kubeconfig **out, const char *path, const char *context,
                        const struct rc_log *log, struct rc_err *err)
 {
     struct kfiles fs = {NULL, 0, 0};
-    struct rc_kubeconfig *kc = NULL;
     const char *env = getenv("KUBECONFIG");
     int error = RC_OK;
 
@@ -456,18 +509,8 @@ int rc_kubeconfig_load(struct rc_kubeconfig **out, const char *path, const char 
         error = kfiles_add(&fs, p.ptr, 0, err);
         rc_buf_release(&p);
     }
-    if (error < 0)
-        goto done;
-    kc = rc_xcalloc(1, sizeof(*kc));
-    kc->exec_timeout_ms = 30000;
-    kc->exec_expiry = -1;
-    error = fill(kc, &fs, context, log, err);
-    if (error < 0)
-        goto done;
-    *out = kc;
-    kc = NULL;
-done:
-    rc_kubeconfig_free(kc);
+    if (error == RC_OK)
+        error = finish(out, &fs, context, 1, log, err);
     kfiles_release(&fs);
     return error;
 }
@@ -522,9 +565,9 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
         rc_buf_release(&ns);
     }
     rc_buf_release(&b);
-    if (access(kc->token_file, R_OK) != 0) {
-        int error = rc_err_set(err, RC_ENOTFOUND, "service account token '%s' is not readable",
-                               kc->token_file);
+    if (access(kc->token_file, R_OK) != 0 || access(kc->ca_file, R_OK) != 0) {
+        int error =
+            rc_err_set(err, RC_ENOTFOUND, "service account files in '%s' are not readable", sa_dir);
         rc_kubeconfig_free(kc);
         return error;
     }

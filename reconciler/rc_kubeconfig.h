@@ -79,6 +79,11 @@ struct rc_kubeconfig {
 int rc_kubeconfig_load(struct rc_kubeconfig **out, const char *path, const char *context,
                        const struct rc_log *log, struct rc_err *err);
 
+/* The same for one kubeconfig given as text; path names it in messages and anchors relative
+ * paths. Files it names are not checked (for tests and fuzzing). */
+int rc_kubeconfig_parse(struct rc_kubeconfig **out, const char *path, const char *text, size_t len,
+                        const char *context, const struct rc_log *log, struct rc_err *err);
+
 /* In-cluster config: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, token file
  * and CA from sa_dir (NULL: /var/run/secrets/kubernetes.io/serviceaccount), namespace from
  * its namespace file. RC_ENOTFOUND when the environment variables are not set. */

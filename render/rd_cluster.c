@@ -13,6 +13,7 @@
 #include "pl_basics.h"
 #include "rc_arena.h"
 #include "rd_field.h"
+#include "rd_object.h"
 
 #define MAX_NODES 10000  /* declared nodes per simulated cluster, after expansion */
 #define DEFAULT_PODS 110 /* the kubelet's default maxPods */
@@ -193,6 +194,7 @@ static int nodes(struct cctx *c, struct pl_cluster *out, const cJSON *list)
     cJSON_ArrayForEach(it, list)
     {
         struct pl_node proto;
+        struct rc_err verr = RC_ERR_INIT;
         const char *name = NULL;
         int64_t count;
         int unsched;
@@ -207,6 +209,9 @@ static int nodes(struct cctx *c, struct pl_cluster *out, const cJSON *list)
             return rc;
         if (!name || !*name)
             return rd_err_at(c->err, RC_EINVALID, c->docs, it, "node has no name");
+        if (rd_validate_subdomain(name, "node name", &verr) < 0)
+            return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(it, "name"), "%s",
+                             verr.msg);
         proto.unschedulable = unsched;
         for (int64_t i = 1; i <= count; i++) {
             struct pl_node *n = &out->nodes[out->nnodes++];

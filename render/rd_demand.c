@@ -194,6 +194,7 @@ static int pod_requests(struct dctx *c, const cJSON *spec, const struct pl_res *
 
 static int toleration(struct dctx *c, const cJSON *t, struct pl_toleration *out)
 {
+    struct rc_err verr = RC_ERR_INIT;
     const char *op = NULL;
     int rc;
 
@@ -204,6 +205,8 @@ static int toleration(struct dctx *c, const cJSON *t, struct pl_toleration *out)
         (rc = rd_field_str(&out->value, t, "value", "", c->docs, c->a, c->err)) < 0 ||
         (rc = rd_field_str(&out->effect, t, "effect", "", c->docs, c->a, c->err)) < 0)
         return rc;
+    if (*out->key && rd_validate_label_key(out->key, &verr) < 0)
+        return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(t, "key"), "%s", verr.msg);
     if (!strcmp(op, "Exists"))
         out->exists = 1;
     else if (strcmp(op, "Equal"))

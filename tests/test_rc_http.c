@@ -70,7 +70,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    th_rmtree(certs.dir);
+    th_kube_rmtree(certs.dir);
     rc_http_global_cleanup();
     return 0;
 }
@@ -134,9 +134,9 @@ static void test_rc_http__ca_data_and_client_cert_data(void **state)
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
     struct rc_err err = RC_ERR_INIT;
     char p[TH_PATH];
-    char *ca = th_read_file(f->ca);
-    char *cert = th_read_file(th_certs_path(p, &certs, "client.crt"));
-    char *key = th_read_file(th_certs_path(p, &certs, "client.key"));
+    char *ca = th_kube_read(f->ca);
+    char *cert = th_kube_read(th_certs_path(p, &certs, "client.crt"));
+    char *key = th_kube_read(th_certs_path(p, &certs, "client.key"));
     cJSON *reqs;
 
     tls.ca_data = ca;

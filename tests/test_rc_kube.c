@@ -62,7 +62,7 @@ static const char state_json[] =
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p3\",\"namespace\":\"team-"
     "a\",\"labels\":{\"rightplace.dev/unit\":\"u2\"}}},"
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p4\",\"namespace\":"
-    "\"default\"}},"
+    "\"default\"},\"status\":{\"phase\":\"Succeeded\"}},"
     "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p5\",\"namespace\":"
     "\"default\",\"labels\":{\"rightplace.dev/unit\":\"u3\"}}}"
     "]}";
@@ -74,7 +74,7 @@ static int start(void **state, const struct th_kube_opts *opts)
     struct rc_err err = RC_ERR_INIT;
     char ca[TH_PATH + 64], p[TH_PATH];
 
-    if (th_kube_start(&f->kube, &certs, opts) != 0 || th_mkdtemp(f->dir) != 0)
+    if (th_kube_start(&f->kube, &certs, opts) != 0 || th_kube_mkdtemp(f->dir) != 0)
         return -1;
     snprintf(f->kubeconfig, sizeof(f->kubeconfig), "%s/config", f->dir);
     snprintf(ca, sizeof(ca), "    certificate-authority: %s\n", th_certs_path(p, &certs, "ca.crt"));
@@ -115,7 +115,7 @@ static int teardown(void **state)
 
     rc_kube_free(f->k);
     th_kube_stop(&f->kube);
-    th_rmtree(f->dir);
+    th_kube_rmtree(f->dir);
     fclose(f->log.out);
     /* the bearer token never reaches the log */
     assert_null(strstr(f->logtext ? f->logtext : "", "test-token-1"));
@@ -135,7 +135,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    th_rmtree(certs.dir);
+    th_kube_rmtree(certs.dir);
     rc_http_global_cleanup();
     return 0;
 }
@@ -301,6 +301,33 @@ static void test_rc_kube__apply_create_then_update(void **state)
     assert_string_equal(mdget(res2, "uid"), uid);
     cJSON_Delete(res2);
     cJSON_Delete(res);
+    cJSON_Delete(obj);
+}
+
+static void test_rc_kube__apply_dry_run_stores_nothing(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = rayjob("dry", "team-a", "x");
+    cJSON *res = NULL, *reqs;
+
+    assert_int_equal(rc_kube_apply_ex(f->k, obj, "rightplace",
+                                      RC_KUBE_APPLY_FORCE | RC_KUBE_APPLY_DRY_RUN, &res, &err),
+                     RC_OK);
+    assert_string_equal(sget(cJSON_GetObjectItem(res, "spec"), "entrypoint"), "x");
+    cJSON_Delete(res);
+    assert_int_equal(rc_kube_get(f->k, "ray.io/v1", "RayJob", "team-a", "dry", &res, &err),
+                     RC_ENOTFOUND);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"), "All");
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "true");
+    cJSON_Delete(reqs);
+    /* without force */
+    assert_int_equal(rc_kube_apply(f->k, obj, "rightplace", 0, NULL, &err), RC_OK);
+    reqs = th_kube_requests(&f->kube);
+    assert_string_equal(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "force"), "false");
+    assert_null(qget(th_kube_find(reqs, "PATCH", "/rayjobs/dry"), "dryRun"));
+    cJSON_Delete(reqs);
     cJSON_Delete(obj);
 }
 
@@ -474,6 +501,29 @@ static void test_rc_kube__list_paging_and_selectors(void **state)
     assert_non_null(th_kube_find(reqs, "GET", "/api/v1/namespaces/team-a/pods"));
     cJSON_Delete(reqs);
 
+    /* a field selector in the path (non-terminal pods), together with a label selector */
+    {
+        struct rc_buf path = RC_BUF_INIT;
+
+        rc_buf_puts(&path, "/api/v1/pods?fieldSelector=", NULL);
+        rc_kube_escape(&path, "status.phase!=Succeeded,status.phase!=Failed", NULL);
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, NULL, collect, &n, &err), RC_OK);
+        assert_int_equal(n.n, 4); /* p4 finished */
+        memset(&n, 0, sizeof(n));
+        assert_int_equal(rc_kube_list(f->k, path.ptr, "rightplace.dev/unit", collect, &n, &err),
+                         RC_OK);
+        assert_int_equal(n.n, 4);
+        reqs = th_kube_requests(&f->kube);
+        r = th_kube_find(reqs, "GET", "/api/v1/pods");
+        assert_string_equal(qget(r, "fieldSelector"),
+                            "status.phase!=Succeeded,status.phase!=Failed");
+        assert_string_equal(qget(r, "labelSelector"), "rightplace.dev/unit");
+        assert_string_equal(qget(r, "limit"), "3");
+        cJSON_Delete(reqs);
+        rc_buf_release(&path);
+    }
+
     /* the callback stops the list */
     memset(&n, 0, sizeof(n));
     n.stop_after = 4;
@@ -586,6 +636,26 @@ static void test_rc_kube__slow_response_times_out(void **state)
     rc_kube_free(k);
 }
 
+static void test_rc_kube__open_from_cluster_conn(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    struct rd_cluster_conn conn = {"static-cluster", NULL, NULL, 0};
+
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "cluster 'static-cluster' is simulated"));
+    conn.kubeconfig = f->kubeconfig;
+    conn.context = "test";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_OK);
+    rc_kube_free(k);
+    conn.context = "other";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "context 'other' not found"));
+    assert_null(k);
+}
+
 static void test_rc_kube__unreachable(void **state)
 {
     struct fixture *f = *state;
@@ -611,6 +681,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__discovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__apply_create_then_update, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__apply_dry_run_stores_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__apply_errors_are_the_servers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__get_not_found, setup, teardown),
@@ -622,6 +694,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__500_retried_then_success, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__dropped_connection_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__slow_response_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__open_from_cluster_conn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

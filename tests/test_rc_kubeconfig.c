@@ -29,7 +29,7 @@ static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
-    if (th_kube_start(&f->kube, &certs, NULL) != 0 || th_mkdtemp(f->dir) != 0)
+    if (th_kube_start(&f->kube, &certs, NULL) != 0 || th_kube_mkdtemp(f->dir) != 0)
         return -1;
     f->log.level = RC_LOG_DEBUG;
     f->log.out = open_memstream(&f->logtext, &f->loglen);
@@ -45,7 +45,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
 
     th_kube_stop(&f->kube);
-    th_rmtree(f->dir);
+    th_kube_rmtree(f->dir);
     fclose(f->log.out);
     free(f->logtext);
     free(f);
@@ -64,7 +64,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    th_rmtree(certs.dir);
+    th_kube_rmtree(certs.dir);
     rc_http_global_cleanup();
     return 0;
 }
@@ -156,7 +156,7 @@ static void test_rc_kubeconfig__token_file_rotates(void **state)
     struct rc_kube *k = NULL;
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
 
-    th_write_file(fpath(tok, f, "token"), "test-token-1\n");
+    th_kube_write(fpath(tok, f, "token"), "test-token-1\n");
     /* relative to the kubeconfig's folder */
     th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube, ca_line(ca, sizeof(ca)),
                        "    tokenFile: token\n");
@@ -164,14 +164,14 @@ static void test_rc_kubeconfig__token_file_rotates(void **state)
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     /* the token rotates: the server accepts only the new one, the file has it */
     th_kube_tokens(&f->kube, "rotated-token-2\n");
-    th_write_file(tok, "rotated-token-2\n");
+    th_kube_write(tok, "rotated-token-2\n");
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     assert_int_equal(resp.status, 200);
     rc_http_response_release(&resp);
     rc_kube_free(k);
     assert_no_secret(f, "rotated-token-2", &err);
 
-    th_write_file(tok, "\n");
+    th_kube_write(tok, "\n");
     assert_int_equal(probe(f, kc, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "is empty"));
 }
@@ -181,9 +181,9 @@ static void test_rc_kubeconfig__client_cert_data(void **state)
     struct fixture *f = *state;
     struct rc_err err = RC_ERR_INIT;
     char kc[TH_PATH], p[TH_PATH], auth[16];
-    char *ca = th_base64_file(th_certs_path(p, &certs, "ca.crt"));
-    char *crt = th_base64_file(th_certs_path(p, &certs, "client.crt"));
-    char *key = th_base64_file(th_certs_path(p, &certs, "client.key"));
+    char *ca = th_kube_base64_file(th_certs_path(p, &certs, "ca.crt"));
+    char *crt = th_kube_base64_file(th_certs_path(p, &certs, "client.crt"));
+    char *key = th_kube_base64_file(th_certs_path(p, &certs, "client.key"));
     char cl[8192], user[8192];
 
     snprintf(cl, sizeof(cl), "    certificate-authority-data: %s\n", ca);
@@ -225,9 +225,9 @@ static void test_rc_kubeconfig__ca_file_relative(void **state)
     struct fixture *f = *state;
     struct rc_err err = RC_ERR_INIT;
     char kc[TH_PATH], p[TH_PATH], copy[TH_PATH];
-    char *ca = th_read_file(th_certs_path(p, &certs, "ca.crt"));
+    char *ca = th_kube_read(th_certs_path(p, &certs, "ca.crt"));
 
-    th_write_file(fpath(copy, f, "cluster-ca.pem"), ca);
+    th_kube_write(fpath(copy, f, "cluster-ca.pem"), ca);
     free(ca);
     th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube,
                        "    certificate-authority: cluster-ca.pem\n", "    token: test-token-1\n");
@@ -301,8 +301,8 @@ static void test_rc_kubeconfig__several_files_first_wins(void **state)
              "    certificate-authority: %s\n"
              "contexts:\n- name: one\n  context: {cluster: fake, user: u, namespace: team-a}\n",
              f->kube.url, th_certs_path(p, &certs, "ca.crt"));
-    th_write_file(fpath(a, f, "a.yaml"), text);
-    th_write_file(fpath(b, f, "b.yaml"),
+    th_kube_write(fpath(a, f, "a.yaml"), text);
+    th_kube_write(fpath(b, f, "b.yaml"),
                   "apiVersion: v1\nkind: Config\ncurrent-context: two\n"
                   "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:1\n"
                   "contexts:\n- name: one\n  context: {cluster: nowhere, user: nobody}\n"
@@ -336,10 +336,10 @@ static void test_rc_kubeconfig__bad_files(void **state)
     char kc[TH_PATH];
     struct rc_kubeconfig *cfg = NULL;
 
-    th_write_file(fpath(kc, f, "config"), "apiVersion: v1\nclusters: [\n");
+    th_kube_write(fpath(kc, f, "config"), "apiVersion: v1\nclusters: [\n");
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "config:"));
-    th_write_file(kc, "apiVersion: v1\nkind: Config\n");
+    th_kube_write(kc, "apiVersion: v1\nkind: Config\n");
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "no current-context"));
     th_kube_kubeconfig(kc, &f->kube, NULL, "    auth-provider: {name: gcp}\n");
@@ -350,6 +350,10 @@ static void test_rc_kubeconfig__bad_files(void **state)
     assert_non_null(strstr(err.msg, "invalid base64 in 'certificate-authority-data'"));
     assert_int_equal(rc_kubeconfig_load(&cfg, "/nonexistent/kubeconfig", NULL, NULL, &err),
                      RC_ENOTFOUND);
+    th_kube_kubeconfig(kc, &f->kube, "    certificate-authority: no-such-ca.pem\n", NULL);
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "certificate-authority file '"));
+    assert_non_null(strstr(err.msg, "/no-such-ca.pem' of context 'test' is not readable"));
     assert_null(cfg);
 }
 
@@ -379,7 +383,7 @@ static void write_plugin(struct fixture *f, char *kc, const char *extra_exec)
     char script[TH_PATH], p[TH_PATH], ca[TH_PATH + 64], user[4096];
 
     fpath(script, f, "plugin.sh");
-    th_write_file(script, "#!/bin/sh\n"
+    th_kube_write(script, "#!/bin/sh\n"
                           "n=$(cat \"$STATE/runs\" 2>/dev/null || echo 0)\n"
                           "echo $((n+1)) > \"$STATE/runs\"\n"
                           "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$STATE/info\"\n"
@@ -390,8 +394,8 @@ static void write_plugin(struct fixture *f, char *kc, const char *extra_exec)
                           "\"expirationTimestamp\":\"%s\"}}' \"$(cat \"$STATE/plugin-token\")\" "
                           "\"$(cat \"$STATE/expiry\")\"\n");
     assert_int_equal(chmod(script, 0755), 0);
-    th_write_file(fpath(p, f, "plugin-token"), "exec-token-A");
-    th_write_file(fpath(p, f, "expiry"), "2999-01-01T00:00:00Z");
+    th_kube_write(fpath(p, f, "plugin-token"), "exec-token-A");
+    th_kube_write(fpath(p, f, "expiry"), "2999-01-01T00:00:00Z");
     snprintf(user, sizeof(user),
              "    exec:\n"
              "      apiVersion: client.authentication.k8s.io/v1\n"
@@ -408,7 +412,7 @@ static void write_plugin(struct fixture *f, char *kc, const char *extra_exec)
 static int plugin_runs(struct fixture *f)
 {
     char p[TH_PATH];
-    char *t = th_read_file(fpath(p, f, "runs"));
+    char *t = th_kube_read(fpath(p, f, "runs"));
     int n = t ? (int)strtol(t, NULL, 10) : 0;
 
     free(t);
@@ -431,10 +435,10 @@ static void test_rc_kubeconfig__exec_plugin(void **state)
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     assert_int_equal(rc_kube_request(k, "GET", "/apis", NULL, NULL, 0, &resp, &err), RC_OK);
     assert_int_equal(plugin_runs(f), 1); /* cached until expiry */
-    text = th_read_file(fpath(p, f, "args"));
+    text = th_kube_read(fpath(p, f, "args"));
     assert_string_equal(text, "get-token --cluster fake ");
     free(text);
-    text = th_read_file(fpath(p, f, "info"));
+    text = th_kube_read(fpath(p, f, "info"));
     assert_non_null(strstr(text, "\"kind\":\"ExecCredential\""));
     assert_non_null(strstr(text, "\"apiVersion\":\"client.authentication.k8s.io/v1\""));
     assert_non_null(strstr(text, f->kube.url));
@@ -443,15 +447,15 @@ static void test_rc_kubeconfig__exec_plugin(void **state)
 
     /* the server stops accepting the cached token: 401 → run again → retried */
     th_kube_tokens(&f->kube, "exec-token-B\n");
-    th_write_file(fpath(p, f, "plugin-token"), "exec-token-B");
+    th_kube_write(fpath(p, f, "plugin-token"), "exec-token-B");
     assert_int_equal(rc_kube_request(k, "GET", "/api/v1", NULL, NULL, 0, &resp, &err), RC_OK);
     assert_int_equal(resp.status, 200);
     assert_int_equal(plugin_runs(f), 2);
 
     /* an expired credential is not reused: the next credential comes with a past expiry */
-    th_write_file(fpath(p, f, "expiry"), "2001-01-01T00:00:00Z");
+    th_kube_write(fpath(p, f, "expiry"), "2001-01-01T00:00:00Z");
     th_kube_tokens(&f->kube, "exec-token-C\n");
-    th_write_file(fpath(p, f, "plugin-token"), "exec-token-C");
+    th_kube_write(fpath(p, f, "plugin-token"), "exec-token-C");
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     assert_int_equal(plugin_runs(f), 3);
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
@@ -460,7 +464,7 @@ static void test_rc_kubeconfig__exec_plugin(void **state)
     assert_int_equal(plugin_runs(f), 5);
 
     /* a failing plugin: a clear error, no output in it */
-    th_write_file(fpath(p, f, "fail"), "");
+    th_kube_write(fpath(p, f, "fail"), "");
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_ERROR);
     assert_non_null(strstr(err.msg, "credential plugin"));
     assert_non_null(strstr(err.msg, "plugin.sh' exited with status 3"));
@@ -480,20 +484,58 @@ static void test_rc_kubeconfig__exec_plugin_wrong_api_version(void **state)
     write_plugin(f, kc, NULL);
     /* asks for v1beta1, the script answers v1 */
     {
-        char *text = th_read_file(kc);
+        char *text = th_kube_read(kc);
         char *at = strstr(text, "k8s.io/v1\n");
         char *fixed = calloc(1, strlen(text) + 16);
 
         memcpy(fixed, text, (size_t)(at - text));
         memcpy(fixed + (at - text), "k8s.io/v1beta1\n", 15);
         memcpy(fixed + (at - text) + 15, at + 10, strlen(at + 10) + 1);
-        th_write_file(kc, fixed);
+        th_kube_write(kc, fixed);
         free(text);
         free(fixed);
     }
     th_kube_tokens(&f->kube, "exec-token-A\n");
     assert_int_equal(probe(f, kc, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "answered apiVersion 'client.authentication.k8s.io/v1'"));
+}
+
+static void test_rc_kubeconfig__exec_plugin_client_cert(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char kc[TH_PATH], p[TH_PATH], script[TH_PATH], ca[TH_PATH + 64], user[1024], auth[16];
+    char *crt = th_kube_read(th_certs_path(p, &certs, "client.crt"));
+    char *key = th_kube_read(th_certs_path(p, &certs, "client.key"));
+    cJSON *cred = cJSON_CreateObject();
+    cJSON *st;
+    char *text;
+
+    /* the plugin prints a prepared ExecCredential with a client certificate and key */
+    cJSON_AddStringToObject(cred, "apiVersion", "client.authentication.k8s.io/v1beta1");
+    cJSON_AddStringToObject(cred, "kind", "ExecCredential");
+    st = cJSON_AddObjectToObject(cred, "status");
+    cJSON_AddStringToObject(st, "clientCertificateData", crt);
+    cJSON_AddStringToObject(st, "clientKeyData", key);
+    text = cJSON_PrintUnformatted(cred);
+    th_kube_write(fpath(p, f, "cred.json"), text);
+    free(text);
+    cJSON_Delete(cred);
+    snprintf(script, sizeof(script), "%s/cert-plugin.sh", f->dir);
+    th_kube_write(script, "#!/bin/sh\ncat \"$(dirname \"$0\")/cred.json\"\n");
+    assert_int_equal(chmod(script, 0755), 0);
+    snprintf(user, sizeof(user),
+             "    exec:\n"
+             "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+             "      command: %s\n",
+             script);
+    th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube, ca_line(ca, sizeof(ca)), user);
+    assert_int_equal(probe(f, kc, NULL, &err), RC_OK);
+    assert_string_equal(last_auth(f, auth, sizeof(auth)), "cert");
+    fflush(f->log.out);
+    assert_null(strstr(f->logtext ? f->logtext : "", "PRIVATE KEY"));
+    free(crt);
+    free(key);
 }
 
 static void test_rc_kubeconfig__in_cluster(void **state)
@@ -504,17 +546,17 @@ static void test_rc_kubeconfig__in_cluster(void **state)
     struct rc_kube *k = NULL;
     struct rc_kube_options o = RC_KUBE_OPTIONS_INIT;
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
-    char *ca = th_read_file(th_certs_path(p, &certs, "ca.crt"));
+    char *ca = th_kube_read(th_certs_path(p, &certs, "ca.crt"));
 
     snprintf(sa, sizeof(sa), "%s/sa", f->dir);
     assert_int_equal(mkdir(sa, 0700), 0);
     snprintf(p, sizeof(p), "%s/ca.crt", sa);
-    th_write_file(p, ca);
+    th_kube_write(p, ca);
     free(ca);
     snprintf(p, sizeof(p), "%s/token", sa);
-    th_write_file(p, "sa-token-1\n");
+    th_kube_write(p, "sa-token-1\n");
     snprintf(p, sizeof(p), "%s/namespace", sa);
-    th_write_file(p, "rightplace-system\n");
+    th_kube_write(p, "rightplace-system\n");
     th_kube_tokens(&f->kube, "sa-token-1\n");
 
     o.sa_dir = sa;
@@ -539,7 +581,7 @@ static void test_rc_kubeconfig__in_cluster(void **state)
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     /* the projected token rotates */
     snprintf(p, sizeof(p), "%s/token", sa);
-    th_write_file(p, "sa-token-2\n");
+    th_kube_write(p, "sa-token-2\n");
     th_kube_tokens(&f->kube, "sa-token-2\n");
     assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
     rc_http_response_release(&resp);
@@ -566,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_rc_kubeconfig__base64),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_wrong_api_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_client_cert, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__in_cluster, setup, teardown),
     };

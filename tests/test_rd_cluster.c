@@ -214,6 +214,9 @@ static void test_rd_cluster__errors(void **state)
                      RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "'a-1'"));
     assert_int_equal(parse(f, HEAD "spec:\n  nodes: [{name: a, count: 20000}]\n"), RC_EINVALID);
+    assert_int_equal(parse(f, HEAD "spec:\n  nodes: [{name: Big_Node}]\n"), RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "c.yaml:5:18: "));
+    assert_non_null(strstr(f->err.msg, "Big_Node"));
     assert_int_equal(parse(f, HEAD "spec:\n  nodes: [{count: 2}]\n"), RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "no name"));
     assert_int_equal(parse(f, HEAD "spec:\n  nodes: [{name: a, taints: [{key: k, effect: "

@@ -306,6 +306,10 @@ static void test_rd_demand__constraints(void **state)
                                     "'operator':'Maybe'}]}")),
                      RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "'Maybe'"));
+    assert_int_equal(extract(f, POD("{'containers':[{'name':'c'}],'tolerations':[{'key':'a b',"
+                                    "'operator':'Exists'}]}")),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "'a b'"));
     assert_int_equal(extract(f, POD("{'containers':[{'name':'c'}],'nodeSelector':{'a':1}}")),
                      RC_EINVALID);
     assert_int_equal(

@@ -4,6 +4,8 @@
  */
 #include "th.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,6 +352,96 @@ static void test_rd_source__contract_violations(void **state)
     assert_int_equal(f->src.res.n, 3);
 }
 
+/* Every *.yaml under dir (relative to the skyray folder), placeholders filled, appended. */
+static void collect(struct rd_file *files, char **texts, size_t *n, size_t max, const char *rel)
+{
+    static const char *const vars[] = {"RAYCLUSTER_NAMESPACE=rayjob1",
+                                       "WORKLOAD_NAMESPACE=ns1",
+                                       "WORKLOAD_LABELKEY=app.kubernetes.io/instance",
+                                       "WORKLOAD_LABELVAL=rayservice",
+                                       "SORTED_CLUSTER_LIST=a, b",
+                                       "AWS_ACCESS_KEY_ID=x",
+                                       "AWS_SECRET_ACCESS_KEY=y",
+                                       "RAY_HEAD_CPU_COUNT=2",
+                                       "RAY_HEAD_MEMORY_SIZE=8Gi",
+                                       "NUM_REPLICAS=2",
+                                       "MIN_REPLICAS=1",
+                                       "MAX_REPLICAS=4",
+                                       "RAY_WORKER_CPU_COUNT=2",
+                                       "RAY_WORKER_MEMORY_SIZE=4Gi",
+                                       NULL};
+    char dir[4096], sub[1024], data[2048];
+    struct dirent *de;
+    DIR *d;
+
+    snprintf(dir, sizeof(dir), "%s/tests/data/skyray%s%s", RP_SOURCE_DIR, *rel ? "/" : "", rel);
+    d = opendir(dir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name);
+        if (de->d_type == DT_DIR) {
+            collect(files, texts, n, max, sub);
+        } else if (strstr(de->d_name, ".yaml")) {
+            char *raw;
+            assert_true(*n < max);
+            snprintf(data, sizeof(data), "tests/data/skyray/%s", sub);
+            raw = th_inputs_read(data, NULL);
+            texts[*n] = th_inputs_subst(raw, vars);
+            free(raw);
+            files[*n].path = strdup(sub);
+            files[*n].data = texts[*n];
+            files[*n].len = strlen(texts[*n]);
+            (*n)++;
+        }
+    }
+    closedir(d);
+}
+
+static void test_rd_source__every_skyray_file_loads(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_file files[64];
+    char *texts[64];
+    size_t n = 0;
+    const struct rd_source *s = &f->src;
+    const struct pl_object *o;
+
+    collect(files, texts, &n, 64, "");
+    assert_int_equal(n, 26);
+    assert_int_equal(rd_source_load(&f->src, files, n, &f->a, &err), RC_OK);
+    /* skyray reuses names: the same RayService in two folders, and three policies named
+     * rayservice-spread-upgrade-policy-<ns>, two rayservice-policy-<ns>. Later paths lose. */
+    assert_int_equal(s->nerrors, 4);
+    assert_string_equal(s->errors[0].path,
+                        "luna-hot-node-mitigation/ray-service.text-summarizer.cpu.guar.yaml");
+    assert_string_equal(s->errors[1].path, "policies/rayservicensprioritypolicy.yaml");
+    assert_string_equal(s->errors[2].path, "policies/rayservicespreadallpolicy.yaml");
+    assert_string_equal(s->errors[3].path, "policies/rayservicespreadpolicy.yaml");
+    for (size_t i = 0; i < s->nerrors; i++)
+        assert_non_null(strstr(s->errors[i].msg, "duplicate object"));
+    assert_int_equal(s->npolicies, 20 - 3);
+    assert_int_equal(s->nclusters, 0);
+    /* RayJob + ConfigMap, Namespace, two RayServices, a RayCluster */
+    assert_int_equal(s->nobjects, 6);
+    o = object(s, "default/RayJob/rayjob-train");
+    assert_non_null(o);
+    assert_int_equal(o->npods, 3);
+    o = object(s, "default/RayCluster/text-summarizer-cluster");
+    assert_non_null(o);
+    assert_int_equal(o->npods, 2);
+    assert_int_equal(o->pods[1].count, 2);
+    assert_non_null(object(s, "Namespace/rayjob1"));
+    assert_int_equal(s->nnamespaces, 2);
+    assert_string_equal(pl_labels_get(&s->namespaces[1].labels, "app"), "rayclustersetup");
+    for (size_t i = 0; i < n; i++) {
+        free((char *)files[i].path);
+        free(texts[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +451,7 @@ int main(void)
         T(warnings),
         T(order_does_not_matter),
         T(contract_violations),
+        T(every_skyray_file_loads),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

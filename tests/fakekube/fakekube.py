@@ -154,6 +154,44 @@ def selector_matches(reqs, labels):
     return True
 
 
+FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase",
+          "spec.unschedulable")
+
+
+def parse_field_selector(text):
+    """field selector: a=b, a==b, a!=b, comma-separated, on the fields the real server
+    supports for pods and nodes (others: 400 like the real one)."""
+    reqs = []
+    for p in [x.strip() for x in text.split(",") if x.strip()]:
+        if "!=" in p:
+            k, v = p.split("!=", 1)
+            op = "!="
+        elif "==" in p:
+            k, v = p.split("==", 1)
+            op = "="
+        elif "=" in p:
+            k, v = p.split("=", 1)
+            op = "="
+        else:
+            raise ValueError("invalid selector: '%s'; can't understand '%s'" % (text, p))
+        if k.strip() not in FIELDS:
+            raise ValueError('"%s" is not a known field selector: only "%s"'
+                             % (k.strip(), '", "'.join(FIELDS)))
+        reqs.append((k.strip(), op, v.strip()))
+    return reqs
+
+
+def field_matches(reqs, obj):
+    for k, op, v in reqs:
+        cur = obj
+        for part in k.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        cur = "" if cur is None else (str(cur).lower() if isinstance(cur, bool) else str(cur))
+        if (op == "=") != (cur == v):
+            return False
+    return True
+
+
 class Store:
     def __init__(self, args):
         self.lock = threading.RLock()
@@ -458,6 +496,10 @@ class API:
             reqs = parse_selector(query.get("labelSelector", [""])[0])
         except Exception:  # noqa
             return status(400, "BadRequest", "unable to parse requirement")
+        try:
+            fsel = parse_field_selector(query.get("fieldSelector", [""])[0])
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
         items = []
         for (g, r, ns, name), obj in sorted(self.s.objects.items(),
                                             key=lambda kv: (kv[0][2] or "", kv[0][3])):
@@ -466,6 +508,8 @@ class API:
             if c["ns"] is not None and ns != c["ns"]:
                 continue
             if not selector_matches(reqs, obj.get("metadata", {}).get("labels") or {}):
+                continue
+            if not field_matches(fsel, obj):
                 continue
             items.append(copy.deepcopy(obj))
         start = 0
@@ -498,6 +542,9 @@ class API:
             return status(400, "BadRequest",
                           'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
                           'value: is required for apply patch')
+        dry = query.get("dryRun", [""])[0]
+        if dry not in ("", "All"):
+            return status(400, "BadRequest", "Invalid dry run value: %s" % dry)
         force = query.get("force", ["false"])[0]
         if force not in ("true", "false"):
             return status(400, "BadRequest", "invalid value for force: %s" % force)
@@ -549,7 +596,8 @@ class API:
                     establish(new)
             if c["resource"] == "namespaces":
                 new["status"] = {"phase": "Active"}
-            self.s.objects[k] = new
+            if not dry:
+                self.s.objects[k] = new
             return 201, self.present(c, new)
         before = json.dumps(cur, sort_keys=True)
         new = copy.deepcopy(cur)
@@ -566,7 +614,8 @@ class API:
                 nmd["generation"] = cur["metadata"].get("generation", 1) + 1
         else:
             new = cur  # no-op apply: nothing changes, not even resourceVersion
-        self.s.objects[k] = new
+        if not dry:
+            self.s.objects[k] = new
         return 200, self.present(c, new)
 
     def delete(self, c, ctype, body):

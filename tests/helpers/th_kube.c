@@ -19,7 +19,7 @@
 #include "rc_mem.h"
 #include "rc_banned.h"
 
-void th_write_file(const char *path, const char *text)
+void th_kube_write(const char *path, const char *text)
 {
     char tmp[TH_PATH + 8];
     FILE *f;
@@ -32,7 +32,7 @@ void th_write_file(const char *path, const char *text)
     assert_int_equal(rename(tmp, path), 0);
 }
 
-char *th_read_file(const char *path)
+char *th_kube_read(const char *path)
 {
     FILE *f = fopen(path, "rb");
     char *data = NULL;
@@ -53,7 +53,7 @@ char *th_read_file(const char *path)
     return data;
 }
 
-char *th_base64(const char *data, size_t len)
+char *th_kube_base64(const char *data, size_t len)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const unsigned char *p = (const unsigned char *)data;
@@ -75,18 +75,18 @@ char *th_base64(const char *data, size_t len)
     return out;
 }
 
-char *th_base64_file(const char *path)
+char *th_kube_base64_file(const char *path)
 {
-    char *data = th_read_file(path);
+    char *data = th_kube_read(path);
     char *b;
 
     assert_non_null(data);
-    b = th_base64(data, strlen(data));
+    b = th_kube_base64(data, strlen(data));
     free(data);
     return b;
 }
 
-int th_mkdtemp(char out[TH_DIR])
+int th_kube_mkdtemp(char out[TH_DIR])
 {
     const char *tmp = getenv("TMPDIR");
 
@@ -103,13 +103,13 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
     return 0;
 }
 
-void th_rmtree(const char *dir)
+void th_kube_rmtree(const char *dir)
 {
     if (dir && *dir)
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int th_run(const char *const *argv)
+int th_kube_run(const char *const *argv)
 {
     pid_t pid = fork();
     int status;
@@ -171,7 +171,7 @@ static int make_cert(const struct th_certs *c, const char *name, const char *sub
                               "-days",
                               "3",
                               NULL};
-        return th_run(argv);
+        return th_kube_run(argv);
     } else {
         const char *req[] = {
             "openssl", "req",     "-newkey", "ec",   "-pkeyopt", "ec_paramgen_curve:prime256v1",
@@ -188,10 +188,10 @@ static int make_cert(const struct th_certs *c, const char *name, const char *sub
         th_certs_path(cakey, c, tmp);
         snprintf(tmp, sizeof(tmp), "%s.srl", ca);
         th_certs_path(serial, c, tmp);
-        th_write_file(extf, ext);
-        if (th_run(req) != 0)
+        th_kube_write(extf, ext);
+        if (th_kube_run(req) != 0)
             return -1;
-        return th_run(sign);
+        return th_kube_run(sign);
     }
 }
 
@@ -201,7 +201,7 @@ int th_certs_make(struct th_certs *c)
                                      "extendedKeyUsage=serverAuth\n";
     static const char client_ext[] = "extendedKeyUsage=clientAuth\n";
 
-    if (th_mkdtemp(c->dir) < 0)
+    if (th_kube_mkdtemp(c->dir) < 0)
         return -1;
     if (make_cert(c, "ca", "/CN=fake-kube-ca", NULL, NULL) != 0 ||
         make_cert(c, "server", "/CN=127.0.0.1", "ca", server_ext) != 0 ||
@@ -249,7 +249,7 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
         o = &none;
     memset(k, 0, sizeof(*k));
     k->certs = certs;
-    if (th_mkdtemp(k->dir) < 0)
+    if (th_kube_mkdtemp(k->dir) < 0)
         return -1;
     snprintf(script, sizeof(script), "%s/tests/fakekube/fakekube.py", RP_SOURCE_DIR);
     th_certs_path(crt, certs, o->wrong_ca ? "server2.crt" : "server.crt");
@@ -259,9 +259,9 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
     th_kube_path(portf, k, "port");
     th_kube_path(log, k, "log.jsonl");
     th_kube_path(faults, k, "faults.json");
-    th_write_file(tokens, o->tokens ? o->tokens : "test-token-1\n");
-    th_write_file(faults, "[]");
-    th_write_file(log, "");
+    th_kube_write(tokens, o->tokens ? o->tokens : "test-token-1\n");
+    th_kube_write(faults, "[]");
+    th_kube_write(log, "");
     snprintf(after, sizeof(after), "%d", o->crd_establish_after);
     argv[n++] = python();
     argv[n++] = script;
@@ -285,7 +285,7 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
         argv[n++] = "--gate-ray";
     if (o->state_json) {
         th_kube_path(state, k, "state.json");
-        th_write_file(state, o->state_json);
+        th_kube_write(state, o->state_json);
         argv[n++] = "--state";
         argv[n++] = state;
     }
@@ -299,7 +299,7 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
         _exit(127);
     }
     for (int i = 0; i < 1000; i++) { /* up to 20 s on a loaded machine */
-        char *text = th_read_file(portf);
+        char *text = th_kube_read(portf);
         int status;
 
         if (text) {
@@ -327,7 +327,7 @@ void th_kube_stop(struct th_kube *k)
             ;
         k->pid = 0;
     }
-    th_rmtree(k->dir);
+    th_kube_rmtree(k->dir);
     k->dir[0] = '\0';
 }
 
@@ -335,20 +335,20 @@ void th_kube_faults(struct th_kube *k, const char *json)
 {
     char p[TH_PATH];
 
-    th_write_file(th_kube_path(p, k, "faults.json"), json && *json ? json : "[]");
+    th_kube_write(th_kube_path(p, k, "faults.json"), json && *json ? json : "[]");
 }
 
 void th_kube_tokens(struct th_kube *k, const char *tokens)
 {
     char p[TH_PATH];
 
-    th_write_file(th_kube_path(p, k, "tokens"), tokens);
+    th_kube_write(th_kube_path(p, k, "tokens"), tokens);
 }
 
 cJSON *th_kube_requests(const struct th_kube *k)
 {
     char p[TH_PATH];
-    char *text = th_read_file(th_kube_path(p, k, "log.jsonl"));
+    char *text = th_kube_read(th_kube_path(p, k, "log.jsonl"));
     cJSON *arr = cJSON_CreateArray();
     char *line, *next;
 
@@ -444,6 +444,6 @@ void th_kube_kubeconfig(const char *path, const struct th_kube *k, const char *c
              "%s",
              k->url, cluster_extra ? cluster_extra : "",
              user_lines && *user_lines ? user_lines : "    {}\n");
-    th_write_file(path, text);
+    th_kube_write(path, text);
     free(text);
 }

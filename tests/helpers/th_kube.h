@@ -2,7 +2,7 @@
  * th_kube.h - test helpers for the fake Kubernetes API server (tests/fakekube/fakekube.py):
  * certificates made with the openssl CLI, start/stop, fault files, token files, kubeconfig
  * files, and the recorded request log. Everything lives in temporary folders that
- * th_rmtree removes.
+ * th_kube_rmtree removes.
  */
 #ifndef TH_KUBE_H
 #define TH_KUBE_H
@@ -67,13 +67,13 @@ void th_kube_kubeconfig(const char *path, const struct th_kube *k, const char *c
                         const char *user_lines);
 
 /* Small file helpers. */
-void th_write_file(const char *path, const char *text);
-char *th_read_file(const char *path);          /* malloc'd, NULL when absent */
-char *th_base64(const char *data, size_t len); /* malloc'd */
-char *th_base64_file(const char *path);        /* malloc'd base64 of a file's bytes */
-int th_mkdtemp(char out[TH_DIR]);
-void th_rmtree(const char *dir);
+void th_kube_write(const char *path, const char *text);
+char *th_kube_read(const char *path);               /* malloc'd, NULL when absent */
+char *th_kube_base64(const char *data, size_t len); /* malloc'd */
+char *th_kube_base64_file(const char *path);        /* malloc'd base64 of a file's bytes */
+int th_kube_mkdtemp(char out[TH_DIR]);
+void th_kube_rmtree(const char *dir);
 /* Run argv (no shell), output discarded; returns the exit status or -1. */
-int th_run(const char *const *argv);
+int th_kube_run(const char *const *argv);
 
 #endif
