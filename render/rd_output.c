@@ -1,0 +1,707 @@
+/*
+ * rd_output.c - the deploy tree: per-cluster directories with rightplace's labels, Namespaces
+ * following their objects, a kustomization.yaml per cluster; plus helpers shared by the
+ * record, capacity and message writers (rd_output_internal.h).
+ *
+ * What it does not do: decide anything (placement/), read or write git (reconciler/), or
+ * parse YAML text (rd_yaml). The decision record is rd_record.c, the capacity snapshot
+ * rd_capacity.c, the commit message rd_message.c.
+ */
+#include "rd_output.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "pl_engine.h"
+#include "rc_arena.h"
+#include "rc_mem.h"
+#include "rd_demand.h"
+#include "rd_object.h"
+#include "rd_output_internal.h"
+#include "rd_yaml.h"
+
+/* ==== Shared helpers ==== */
+
+static int cmp_decision(const void *x, const void *y)
+{
+    const struct pl_decision *const *a = x;
+    const struct pl_decision *const *b = y;
+    return strcmp((*a)->unit, (*b)->unit);
+}
+
+const struct pl_decision **rd_out_sorted_decisions(const struct pl_result *res, size_t *n,
+                                                   struct rc_arena *a)
+{
+    const struct pl_decision **v = rc_arena_calloc(a, res->ndecisions + 1, sizeof(*v));
+    size_t k = 0;
+
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        if (res->decisions[i].change != PL_CHANGE_REMOVED)
+            v[k++] = &res->decisions[i];
+    }
+    qsort(v, k, sizeof(*v), cmp_decision);
+    *n = k;
+    return v;
+}
+
+int rd_out_emit(const char **data, size_t *len, const cJSON *root, struct rc_arena *a,
+                struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    int error = rd_yaml_emit(&b, root, err);
+
+    if (error == 0) {
+        *data = rc_arena_strndup(a, b.ptr, b.len);
+        *len = b.len;
+    }
+    rc_buf_release(&b);
+    return error;
+}
+
+static void *oom(void *p)
+{
+    if (!p)
+        abort(); /* out of memory: see rc_mem.h */
+    return p;
+}
+
+cJSON *rd_out_add(cJSON *obj, const char *key, cJSON *item)
+{
+    oom(item);
+    if (!cJSON_AddItemToObject(obj, key, item))
+        abort();
+    return item;
+}
+
+cJSON *rd_out_str(const char *s)
+{
+    return oom(cJSON_CreateString(s));
+}
+
+cJSON *rd_out_add_str(cJSON *obj, const char *key, const char *s)
+{
+    return rd_out_add(obj, key, rd_out_str(s));
+}
+
+cJSON *rd_out_add_int(cJSON *obj, const char *key, int64_t v)
+{
+    return rd_out_add(obj, key, cJSON_CreateNumber((double)v));
+}
+
+cJSON *rd_out_add_bool(cJSON *obj, const char *key, int v)
+{
+    return rd_out_add(obj, key, cJSON_CreateBool(v ? 1 : 0));
+}
+
+cJSON *rd_out_push(cJSON *arr, cJSON *item)
+{
+    oom(item);
+    if (!cJSON_AddItemToArray(arr, item))
+        abort();
+    return item;
+}
+
+cJSON *rd_out_str_array(const char *const *v, size_t n)
+{
+    cJSON *arr = oom(cJSON_CreateArray());
+
+    for (size_t i = 0; i < n; i++)
+        rd_out_push(arr, rd_out_str(v[i]));
+    return arr;
+}
+
+int rd_out_err_at(struct rc_err *err, const struct rd_docs *docs, const char *file,
+                  const cJSON *node, const char *fmt, ...)
+{
+    struct rd_pos pos = {0, 0};
+    char msg[RC_ERR_MSG_MAX];
+    va_list ap;
+
+    if (docs && node)
+        pos = rd_docs_pos(docs, node);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (pos.line > 0)
+        return rc_err_set(err, RC_EINVALID, "%s:%d:%d: %s", file, pos.line, pos.col, msg);
+    return rc_err_set(err, RC_EINVALID, "%s: %s", file, msg);
+}
+
+int rd_out_get_str(const char **out, const cJSON *obj, const char *key, int required,
+                   const struct rd_docs *docs, const char *file, struct rc_arena *a,
+                   struct rc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    *out = NULL;
+    if (!v || cJSON_IsNull(v)) {
+        if (required)
+            return rd_out_err_at(err, docs, file, obj, "missing field '%s'", key);
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return rd_out_err_at(err, docs, file, v, "field '%s' is not a string", key);
+    *out = rc_arena_strdup(a, v->valuestring);
+    return 0;
+}
+
+int rd_out_get_strs(const char ***out, size_t *n, const cJSON *obj, const char *key,
+                    const struct rd_docs *docs, const char *file, struct rc_arena *a,
+                    struct rc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    const cJSON *it;
+    size_t k = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return rd_out_err_at(err, docs, file, v, "field '%s' is not a list", key);
+    *out = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(v) + 1, sizeof(**out));
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!cJSON_IsString(it))
+            return rd_out_err_at(err, docs, file, it, "'%s' entry is not a string", key);
+        (*out)[k++] = rc_arena_strdup(a, it->valuestring);
+    }
+    *n = k;
+    return 0;
+}
+
+/* Kinds whose objects create pods, for picking a unit's main workload by key. */
+static int kind_creates_pods(const char *kind)
+{
+    static const char *const kinds[] = {"Pod",    "Deployment", "ReplicaSet", "StatefulSet",
+                                        "Job",    "CronJob",    "DaemonSet",  "RayCluster",
+                                        "RayJob", "RayService"};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (!strcmp(kind, kinds[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* "<ns>/<Kind>/<name>" -> "<ns>/<name>"; "<Kind>/<name>" -> "<name>"; sets *kind. */
+static const char *title_from_key(const char *key, const char **kind, struct rc_arena *a)
+{
+    const char *s1 = strchr(key, '/');
+    const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+
+    if (s2) {
+        *kind = rc_arena_strndup(a, s1 + 1, (size_t)(s2 - s1 - 1));
+        return rc_arena_printf(a, "%.*s/%s", (int)(s1 - key), key, s2 + 1);
+    }
+    if (s1) {
+        *kind = rc_arena_strndup(a, key, (size_t)(s1 - key));
+        return s1 + 1;
+    }
+    *kind = "";
+    return key;
+}
+
+const char *rd_out_unit_title(const struct pl_decision *d, struct rc_arena *a)
+{
+    const char *best = NULL;
+    int best_rank = -1;
+
+    for (size_t i = 0; i < d->nobjects; i++) {
+        const struct pl_object *o = d->objects ? d->objects[i] : NULL;
+        const char *title, *kind;
+        int rank;
+
+        if (o) {
+            title = o->ns ? rc_arena_printf(a, "%s/%s", o->ns, o->name) : o->name;
+            rank = o->npods > 0 ? 2 : kind_creates_pods(o->kind) ? 1 : 0;
+        } else if (d->object_keys && d->object_keys[i]) {
+            title = title_from_key(d->object_keys[i], &kind, a);
+            rank = kind_creates_pods(kind) ? 1 : 0;
+        } else {
+            continue;
+        }
+        if (rank > best_rank) {
+            best_rank = rank;
+            best = title;
+        }
+    }
+    if (best)
+        return best;
+    if (!d->policy) {
+        const char *kind;
+        return title_from_key(d->unit, &kind, a); /* the unit is the object's key */
+    }
+    return d->unit;
+}
+
+/* ==== The per-cluster tree ==== */
+
+struct files {
+    size_t n, cap;
+    struct rd_tree_file *v;
+};
+
+static void files_add(struct files *f, const char *path, const char *data, size_t len)
+{
+    f->v = rc_xgrow(f->v, &f->cap, f->n + 1, sizeof(*f->v));
+    f->v[f->n].path = path;
+    f->v[f->n].data = data;
+    f->v[f->n].len = len;
+    f->n++;
+}
+
+/* A Namespace needed on a cluster, or one placed there as an object. */
+struct nsneed {
+    const char *cluster;
+    const char *ns;
+};
+
+struct nsset {
+    size_t n, cap;
+    struct nsneed *v;
+};
+
+static void nsset_add(struct nsset *s, const char *cluster, const char *ns)
+{
+    s->v = rc_xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
+    s->v[s->n].cluster = cluster;
+    s->v[s->n].ns = ns;
+    s->n++;
+}
+
+static int cmp_nsneed(const void *x, const void *y)
+{
+    const struct nsneed *a = x, *b = y;
+    int c = strcmp(a->cluster, b->cluster);
+    return c ? c : strcmp(a->ns, b->ns);
+}
+
+static int cmp_file(const void *x, const void *y)
+{
+    const struct rd_tree_file *a = x, *b = y;
+    return strcmp(a->path, b->path);
+}
+
+/* Add item as the first member of obj (metadata reads best before spec). */
+static cJSON *add_first(cJSON *obj, const char *key, cJSON *item)
+{
+    cJSON *rest = obj->child, *last;
+
+    obj->child = NULL;
+    rd_out_add(obj, key, item);
+    if (rest) {
+        last = rest->prev;
+        item->next = rest;
+        rest->prev = item;
+        item->prev = last;
+    }
+    return item;
+}
+
+static cJSON *ensure_object(cJSON *parent, const char *key)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+    if (cJSON_IsObject(v))
+        return v;
+    if (v)
+        cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    if (!strcmp(key, "metadata"))
+        return add_first(parent, key, oom(cJSON_CreateObject()));
+    return rd_out_add(parent, key, cJSON_CreateObject());
+}
+
+static void set_str(cJSON *obj, const char *key, const char *value)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (v) {
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(obj, key, rd_out_str(value)))
+            abort();
+        return;
+    }
+    rd_out_add_str(obj, key, value);
+}
+
+static void set_labels(cJSON *obj, const char *unit_label, const char *luna_key,
+                       const char *luna_value)
+{
+    cJSON *labels = ensure_object(ensure_object(obj, "metadata"), "labels");
+
+    set_str(labels, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
+    if (unit_label)
+        set_str(labels, PL_LABEL_UNIT, unit_label);
+    if (luna_key)
+        set_str(labels, luna_key, luna_value ? luna_value : "true");
+}
+
+/* Fields the API server fills in: never part of a desired manifest. */
+static void strip_server_fields(cJSON *root)
+{
+    static const char *const meta[] = {
+        "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"};
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+
+    for (size_t i = 0; cJSON_IsObject(md) && i < sizeof(meta) / sizeof(meta[0]); i++)
+        cJSON_DeleteItemFromObjectCaseSensitive(md, meta[i]);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "status");
+}
+
+/* metadata.namespace = ns, right after metadata.name when it is new. */
+static void set_namespace(cJSON *root, const char *ns)
+{
+    cJSON *md = ensure_object(root, "metadata");
+    cJSON *cur = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+    cJSON *fresh, *item;
+
+    if (cur) {
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(md, "namespace", rd_out_str(ns)))
+            abort();
+        return;
+    }
+    /* rebuild metadata in order, with namespace after name */
+    fresh = oom(cJSON_CreateObject());
+    while ((item = md->child) != NULL) {
+        char *key = rc_xstrdup(item->string);
+        int is_name = !strcmp(key, "name");
+        cJSON_DetachItemViaPointer(md, item);
+        rd_out_add(fresh, key, item);
+        free(key);
+        if (is_name)
+            rd_out_add_str(fresh, "namespace", ns);
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(fresh, "namespace"))
+        rd_out_add_str(fresh, "namespace", ns);
+    if (!cJSON_ReplaceItemInObjectCaseSensitive(root, "metadata", fresh))
+        abort();
+}
+
+static void set_replicas(cJSON *root, int64_t n)
+{
+    cJSON *spec = ensure_object(root, "spec");
+    cJSON *cur = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+    cJSON *num = oom(cJSON_CreateNumber((double)n));
+
+    if (cur) {
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(spec, "replicas", num))
+            abort();
+        return;
+    }
+    rd_out_add(spec, "replicas", num);
+}
+
+/* A file name part must not walk out of its folder. */
+static int path_part_ok(const char *s)
+{
+    return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+static const char *kind_lower(const char *kind, struct rc_arena *a)
+{
+    char *s = rc_arena_strdup(a, kind);
+
+    for (char *p = s; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return s;
+}
+
+static const char *object_path(const char *cluster, const char *ns, const char *kind,
+                               const char *name, struct rc_arena *a)
+{
+    return rc_arena_printf(a, "clusters/%s/%s/%s.%s.yaml", cluster, ns ? ns : "_cluster",
+                           kind_lower(kind, a), name);
+}
+
+/* Namespaces every cluster has and nobody may delete: never written as followers. */
+static int is_system_namespace(const char *ns)
+{
+    return !strcmp(ns, "default") || !strcmp(ns, "kube-system") || !strcmp(ns, "kube-public") ||
+           !strcmp(ns, "kube-node-lease");
+}
+
+static int is_namespace_object(const struct pl_object *o)
+{
+    return !o->ns && !strcmp(o->kind, "Namespace") && !strcmp(o->api_version, "v1");
+}
+
+#define RD_MAX_TEMPLATES 32
+
+static int render_object(struct files *f, const struct pl_object *o, const char *cluster,
+                         const char *unit_label, int64_t percent,
+                         const struct rd_render_options *opts, struct rc_arena *a,
+                         struct rc_err *err)
+{
+    const struct rd_object *ro = o->payload;
+    cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
+    const char *data = NULL;
+    size_t len = 0, nt;
+    int error;
+
+    if (!ro || !ro->root)
+        return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
+    if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
+        return rc_err_set(err, RC_EINVALID, "object '%s' has a name unfit for a file name", o->key);
+    copy = oom(cJSON_Duplicate(ro->root, 1));
+    strip_server_fields(copy);
+    if (o->ns)
+        set_namespace(copy, o->ns);
+    set_labels(copy, unit_label, NULL, NULL);
+    nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
+    if (nt > RD_MAX_TEMPLATES) {
+        tmpl = rc_xcalloc(nt, sizeof(*tmpl));
+        nt = rd_pod_templates(copy, tmpl, nt);
+    }
+    for (size_t i = 0; i < nt; i++)
+        set_labels(tmpl[i], unit_label, opts->luna_key, opts->luna_value);
+    if (tmpl != small)
+        free(tmpl);
+    if (o->replicas >= 0 && percent != 100)
+        set_replicas(copy, pl_divide_replicas(o->replicas, percent));
+    error = rd_out_emit(&data, &len, copy, a, err);
+    cJSON_Delete(copy);
+    if (error < 0)
+        return error;
+    files_add(f, object_path(cluster, o->ns, o->kind, o->name, a), data, len);
+    return 0;
+}
+
+/* The repo's Namespace objects, sorted by name, for following. */
+struct nsobjs {
+    size_t n;
+    const struct pl_object **v;
+};
+
+static int cmp_obj_name(const void *x, const void *y)
+{
+    const struct pl_object *const *a = x;
+    const struct pl_object *const *b = y;
+    return strcmp((*a)->name, (*b)->name);
+}
+
+static void nsobjs_init(struct nsobjs *s, const struct pl_input *in, struct rc_arena *a)
+{
+    s->n = 0;
+    s->v = rc_arena_calloc(a, in->nobjects + 1, sizeof(*s->v));
+    for (size_t i = 0; i < in->nobjects; i++) {
+        const struct pl_object *o = &in->objects[i];
+        if (is_namespace_object(o) && o->payload && ((const struct rd_object *)o->payload)->root)
+            s->v[s->n++] = o;
+    }
+    qsort(s->v, s->n, sizeof(*s->v), cmp_obj_name);
+}
+
+static const struct pl_object *find_namespace_object(const struct nsobjs *s, const char *ns)
+{
+    size_t lo = 0, hi = s->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->v[mid]->name, ns);
+        if (c == 0)
+            return s->v[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int render_namespace(struct files *f, const struct nsobjs *nso, const char *cluster,
+                            const char *ns, struct rc_arena *a, struct rc_err *err)
+{
+    const struct pl_object *o = find_namespace_object(nso, ns);
+    cJSON *root;
+    const char *data = NULL;
+    size_t len = 0;
+    int error;
+
+    if (!path_part_ok(ns))
+        return rc_err_set(err, RC_EINVALID, "namespace '%s' is unfit for a file name", ns);
+    if (o) {
+        root = oom(cJSON_Duplicate(((const struct rd_object *)o->payload)->root, 1));
+        strip_server_fields(root);
+    } else {
+        root = oom(cJSON_CreateObject());
+        rd_out_add_str(root, "apiVersion", "v1");
+        rd_out_add_str(root, "kind", "Namespace");
+        rd_out_add_str(rd_out_add(root, "metadata", cJSON_CreateObject()), "name", ns);
+    }
+    set_labels(root, NULL, NULL, NULL);
+    error = rd_out_emit(&data, &len, root, a, err);
+    cJSON_Delete(root);
+    if (error < 0)
+        return error;
+    files_add(f, object_path(cluster, NULL, "Namespace", ns, a), data, len);
+    return 0;
+}
+
+static int render_kustomization(struct files *f, const char *cluster, const struct files *all,
+                                struct rc_arena *a, struct rc_err *err)
+{
+    const char *prefix = rc_arena_printf(a, "clusters/%s/", cluster);
+    size_t plen = strlen(prefix);
+    cJSON *root = oom(cJSON_CreateObject()), *list;
+    const char *data = NULL;
+    size_t len = 0;
+    int error;
+
+    rd_out_add_str(root, "apiVersion", "kustomize.config.k8s.io/v1beta1");
+    rd_out_add_str(root, "kind", "Kustomization");
+    list = rd_out_add(root, "resources", cJSON_CreateArray());
+    /* all is sorted, so the list is too */
+    for (size_t i = 0; i < all->n; i++) {
+        if (!strncmp(all->v[i].path, prefix, plen))
+            rd_out_push(list, rd_out_str(all->v[i].path + plen));
+    }
+    error = rd_out_emit(&data, &len, root, a, err);
+    cJSON_Delete(root);
+    if (error < 0)
+        return error;
+    files_add(f, rc_arena_printf(a, "%skustomization.yaml", prefix), data, len);
+    return 0;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struct pl_input *in,
+                   const char *source_commit, const struct rd_render_options *opts,
+                   struct rc_arena *a, struct rc_err *err)
+{
+    static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
+    struct files f = {0, 0, NULL}, kust = {0, 0, NULL};
+    struct nsset need = {0, 0, NULL}, have = {0, 0, NULL};
+    struct nsobjs nso;
+    const struct pl_decision **dec;
+    const char **clusters = NULL;
+    size_t ndec, nclusters = 0, ccap = 0;
+    const char *data = NULL;
+    size_t len = 0;
+    struct rc_buf b = RC_BUF_INIT;
+    int error = 0;
+
+    if (!opts)
+        opts = &defaults;
+    dec = rd_out_sorted_decisions(res, &ndec, a);
+
+    /* placed objects */
+    for (size_t i = 0; i < ndec; i++) {
+        const struct pl_decision *d = dec[i];
+        char unit_label[17];
+
+        if (d->state != PL_STATE_PLACED)
+            continue;
+        pl_unit_label(d->unit, unit_label);
+        for (size_t t = 0; t < d->ntargets; t++) {
+            const char *cluster = d->targets[t].cluster;
+            if (!path_part_ok(cluster)) {
+                error =
+                    rc_err_set(err, RC_EINVALID, "cluster name '%s' is unfit for a path", cluster);
+                goto done;
+            }
+            for (size_t k = 0; k < d->nobjects; k++) {
+                const struct pl_object *o = d->objects[k];
+                error = render_object(&f, o, cluster, rc_arena_strdup(a, unit_label),
+                                      d->targets[t].percent, opts, a, err);
+                if (error < 0)
+                    goto done;
+                if (o->ns && !is_system_namespace(o->ns))
+                    nsset_add(&need, cluster, o->ns);
+                else if (is_namespace_object(o))
+                    nsset_add(&have, cluster, o->name);
+            }
+        }
+    }
+
+    /* namespaces follow their objects, once per cluster */
+    nsobjs_init(&nso, in, a);
+    if (need.n)
+        qsort(need.v, need.n, sizeof(*need.v), cmp_nsneed);
+    if (have.n)
+        qsort(have.v, have.n, sizeof(*have.v), cmp_nsneed);
+    for (size_t i = 0; i < need.n; i++) {
+        if (i > 0 && !cmp_nsneed(&need.v[i - 1], &need.v[i]))
+            continue;
+        if (have.n && bsearch(&need.v[i], have.v, have.n, sizeof(*have.v), cmp_nsneed))
+            continue;
+        error = render_namespace(&f, &nso, need.v[i].cluster, need.v[i].ns, a, err);
+        if (error < 0)
+            goto done;
+    }
+
+    if (f.n)
+        qsort(f.v, f.n, sizeof(*f.v), cmp_file);
+    for (size_t i = 1; i < f.n; i++) {
+        if (!strcmp(f.v[i - 1].path, f.v[i].path)) {
+            error =
+                rc_err_set(err, RC_EINVALID, "two objects would be written to '%s'", f.v[i].path);
+            goto done;
+        }
+    }
+
+    /* a kustomization for every cluster of the fleet and every target */
+    for (size_t i = 0; i < in->nclusters; i++) {
+        clusters = rc_xgrow(clusters, &ccap, nclusters + 1, sizeof(*clusters));
+        clusters[nclusters++] = in->clusters[i].name;
+    }
+    for (size_t i = 0; i < ndec; i++) {
+        for (size_t t = 0; dec[i]->state == PL_STATE_PLACED && t < dec[i]->ntargets; t++) {
+            clusters = rc_xgrow(clusters, &ccap, nclusters + 1, sizeof(*clusters));
+            clusters[nclusters++] = dec[i]->targets[t].cluster;
+        }
+    }
+    if (nclusters)
+        qsort(clusters, nclusters, sizeof(*clusters), cmp_str);
+    for (size_t i = 0; i < nclusters; i++) {
+        if (i > 0 && !strcmp(clusters[i - 1], clusters[i]))
+            continue;
+        if (!path_part_ok(clusters[i])) {
+            error =
+                rc_err_set(err, RC_EINVALID, "cluster name '%s' is unfit for a path", clusters[i]);
+            goto done;
+        }
+        error = render_kustomization(&kust, clusters[i], &f, a, err);
+        if (error < 0)
+            goto done;
+    }
+    for (size_t i = 0; i < kust.n; i++)
+        files_add(&f, kust.v[i].path, kust.v[i].data, kust.v[i].len);
+
+    /* the record and the capacity snapshot */
+    error = rd_record_emit(&b, res, source_commit, opts, err);
+    if (error < 0)
+        goto done;
+    files_add(&f, "placements.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
+    rc_buf_reset(&b);
+    {
+        const struct pl_cluster *cv = in->clusters;
+        error = rd_capacity_emit(&b, cv, in->nclusters, in->res, res->usage, res->nusage,
+                                 source_commit, err);
+    }
+    if (error < 0)
+        goto done;
+    data = rc_arena_strndup(a, b.ptr, b.len);
+    len = b.len;
+    files_add(&f, ".rightplace/capacity.yaml", data, len);
+
+    qsort(f.v, f.n, sizeof(*f.v), cmp_file);
+    out->nfiles = f.n;
+    out->files = rc_arena_calloc(a, f.n + 1, sizeof(*out->files));
+    if (f.n)
+        memcpy(out->files, f.v, f.n * sizeof(*f.v));
+done:
+    rc_buf_release(&b);
+    free(f.v);
+    free(kust.v);
+    free(need.v);
+    free(have.v);
+    free(clusters);
+    return error;
+}

@@ -1,0 +1,140 @@
+/*
+ * rd_output.h - the deploy branch's content: per-cluster directories, the decision record
+ * (placements.yaml), the capacity snapshot (.rightplace/capacity.yaml), the commit message;
+ * and the parsers that read the record and the snapshot back (for stickiness and replay).
+ *
+ * Layout of the tree rd_render_tree builds (see DESIGN.md "Deploy branch format"):
+ *
+ *   clusters/<cluster>/kustomization.yaml              every file below it, sorted
+ *   clusters/<cluster>/<namespace>/<kind>.<name>.yaml  one object per file, kind in lower case
+ *   clusters/<cluster>/_cluster/<kind>.<name>.yaml     cluster-scoped objects
+ *   placements.yaml                                    the decision record
+ *   .rightplace/capacity.yaml                          the fleet the decisions were made against
+ *
+ * Every function here is pure (no I/O) and deterministic: the same inputs give the same
+ * bytes. Everything returned is allocated in the arena passed in.
+ */
+#ifndef RD_OUTPUT_H
+#define RD_OUTPUT_H
+
+#include <stddef.h>
+
+#include "pl_types.h"
+#include "rc_buf.h"
+#include "rc_err.h"
+
+struct rc_arena;
+struct rd_file_error; /* rd_source.h: {path, msg}; msg is "path:line:col: ..." */
+
+struct rd_render_options {
+    const char *luna_key;   /* pod-template label for Luna; NULL: none. Default "elotl-luna" */
+    const char *luna_value; /* default "true" */
+    /* Source files that failed to load this pass (their objects kept their previous
+     * placements); listed in placements.yaml under `errors`. */
+    size_t nfile_errors;
+    const struct rd_file_error *file_errors;
+    /* Extra warnings (e.g. from loading the source) listed after the engine's. */
+    size_t nwarnings;
+    const char *const *warnings;
+};
+
+#define RD_RENDER_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        "elotl-luna", "true", 0, NULL, 0, NULL                                                     \
+    }
+
+struct rd_tree_file {
+    const char *path;
+    const char *data;
+    size_t len;
+};
+
+struct rd_tree {
+    size_t nfiles;
+    struct rd_tree_file *files; /* sorted by path (strcmp) */
+};
+
+/*
+ * Build the whole desired deploy tree from the engine's result and its input.
+ *
+ * Objects of placed units are written to every target cluster: deep copies of the manifests
+ * (in->objects[i].payload is a struct rd_object *), with metadata.namespace set for
+ * namespaced objects, server-populated fields removed (metadata.uid, resourceVersion,
+ * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
+ * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
+ * object and on every pod template (plus the Luna label there), and spec.replicas set to the
+ * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
+ * N too (the repo's Namespace object when there is one, else a minimal one), once, except
+ * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
+ * cluster of in->clusters gets a kustomization.yaml, even an empty one.
+ *
+ * source_commit: the source commit id written to placements.yaml and capacity.yaml.
+ * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be
+ * written (no manifest, a name that is not a file name), or what the YAML emitter reports.
+ */
+int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struct pl_input *in,
+                   const char *source_commit, const struct rd_render_options *opts,
+                   struct rc_arena *a, struct rc_err *err);
+
+/* ==== placements.yaml ==== */
+
+struct rd_record {
+    const char *source; /* "" when the record has none */
+    size_t nunits;
+    struct pl_prev_unit *units; /* in file order (sorted by unit when written by us) */
+};
+
+/*
+ * Read a decision record. Unknown fields are ignored (forward compatible); missing or
+ * mistyped required fields (apiVersion, kind, units[].unit, units[].state) are RC_EINVALID
+ * with "placements.yaml:line:col: ..." messages.
+ */
+int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
+                    struct rc_err *err);
+
+/* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
+int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
+                   const struct rd_render_options *opts, struct rc_err *err);
+
+/* ==== .rightplace/capacity.yaml ==== */
+
+/*
+ * Write the capacity snapshot: every cluster with everything placement reads of it (labels,
+ * live, reachable, autoscaler, shapes, cost, nodes, present units), amounts as exact
+ * quantity strings. Nodes that differ only in name are grouped (`names: [...]`). usage
+ * (nusage entries, matched by cluster name; may be NULL) adds a summary per cluster for
+ * people, which the parser ignores.
+ */
+int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size_t nclusters,
+                     const struct pl_resnames *res, const struct pl_usage *usage, size_t nusage,
+                     const char *source_commit, struct rc_err *err);
+
+/*
+ * Read a capacity snapshot back into clusters (*out, *n, allocated in a), interning resource
+ * names into res (which must be initialised with pl_resnames_init). Parsing what
+ * rd_capacity_emit wrote and emitting again gives the same bytes.
+ */
+int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *res, const char *text,
+                      size_t len, struct rc_arena *a, struct rc_err *err);
+
+/* ==== The commit message ==== */
+
+/*
+ * Append the deploy commit's message to out: a subject saying what moved ("place
+ * rayjob3/rayjob-train on dynamic-cluster", "place 3 units, move 1, 2 pending"), one paragraph
+ * per changed decision (wrapped at 72 columns), the source files that were not loaded, and
+ * trailers: Rightplace-Source, Rightplace-Placed, Rightplace-Pending, Rightplace-Unplaced
+ * (counts of units in each state after this pass).
+ */
+int rd_commit_message(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
+                      size_t nfile_errors, const struct rd_file_error *file_errors,
+                      struct rc_err *err);
+
+/* The same, with the previous record's units so that moves name where they came from
+ * ("move a/b from x to y"). prev may be NULL. */
+int rd_commit_message_prev(struct rc_buf *out, const struct pl_result *res,
+                           const struct pl_prev_unit *prev, size_t nprev, const char *source_commit,
+                           size_t nfile_errors, const struct rd_file_error *file_errors,
+                           struct rc_err *err);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * rd_record.c - placements.yaml, the decision record: written from the engine's result,
+ * read back as the previous placements of the next pass (and of replay).
+ *
+ * Format (DESIGN.md "Deploy branch format"), with our extensions marked +:
+ *
+ *   apiVersion: rightplace.dev/v1alpha1
+ *   kind: PlacementRecord
+ *   source: <source commit id>
+ *   units:                       # sorted by unit id; removed units are not written
+ *   - unit: <id>
+ *     policy: <name>             # absent when no policy governs the unit
+ *     policyDigest: <digest>     # +  for stickiness: a changed policy may move the unit
+ *     objects: [<key>, ...]
+ *     state: placed | pending | unplaced
+ *     clusters: [<name>, ...]
+ *     shares: [{cluster, percent}]   # +  Divide: each target's share
+ *     reason: <one line>
+ *     cause: <one line>          # +  moves: why
+ *     verdicts:
+ *     - {cluster, verdict, detail, nodesAdded +}
+ *   warnings: [<line>, ...]      # +
+ *   errors: [{file, message}]    # +  source files not loaded this pass
+ *
+ * The reader ignores what it does not know, so later versions can add fields.
+ */
+#include "rd_output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_engine.h"
+#include "rc_arena.h"
+#include "rd_output_internal.h"
+#include "rd_source.h"
+#include "rd_yaml.h"
+
+#define RECORD_FILE "placements.yaml"
+
+/* ==== Writing ==== */
+
+static cJSON *unit_json(const struct pl_decision *d)
+{
+    cJSON *u = cJSON_CreateObject(), *arr;
+    int divide = 0;
+
+    rd_out_add_str(u, "unit", d->unit);
+    if (d->policy)
+        rd_out_add_str(u, "policy", d->policy);
+    if (d->policy_digest)
+        rd_out_add_str(u, "policyDigest", d->policy_digest);
+    arr = rd_out_add(u, "objects", cJSON_CreateArray());
+    for (size_t i = 0; i < d->nobjects; i++) {
+        const char *key = d->object_keys  ? d->object_keys[i]
+                          : d->objects[i] ? d->objects[i]->key
+                                          : NULL;
+        if (key)
+            rd_out_push(arr, rd_out_str(key));
+    }
+    rd_out_add_str(u, "state", pl_state_name(d->state));
+    arr = rd_out_add(u, "clusters", cJSON_CreateArray());
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++) {
+        rd_out_push(arr, rd_out_str(d->targets[i].cluster));
+        if (d->targets[i].percent != 100)
+            divide = 1;
+    }
+    if (divide) {
+        arr = rd_out_add(u, "shares", cJSON_CreateArray());
+        for (size_t i = 0; i < d->ntargets; i++) {
+            cJSON *s = rd_out_push(arr, cJSON_CreateObject());
+            rd_out_add_str(s, "cluster", d->targets[i].cluster);
+            rd_out_add_int(s, "percent", d->targets[i].percent);
+        }
+    }
+    if (d->reason)
+        rd_out_add_str(u, "reason", d->reason);
+    if (d->cause)
+        rd_out_add_str(u, "cause", d->cause);
+    arr = rd_out_add(u, "verdicts", cJSON_CreateArray());
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        cJSON *j = rd_out_push(arr, cJSON_CreateObject());
+        rd_out_add_str(j, "cluster", v->cluster);
+        rd_out_add_str(j, "verdict", pl_verdict_name(v->kind));
+        rd_out_add_str(j, "detail", v->detail ? v->detail : "");
+        if (v->nodes_added > 0)
+            rd_out_add_int(j, "nodesAdded", v->nodes_added);
+    }
+    return u;
+}
+
+int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
+                   const struct rd_render_options *opts, struct rc_err *err)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    cJSON *root = cJSON_CreateObject(), *units, *arr;
+    const struct pl_decision **dec;
+    size_t ndec;
+    int error;
+
+    rd_out_add_str(root, "apiVersion", RD_API_VERSION);
+    rd_out_add_str(root, "kind", "PlacementRecord");
+    rd_out_add_str(root, "source", source_commit ? source_commit : "");
+    units = rd_out_add(root, "units", cJSON_CreateArray());
+    dec = rd_out_sorted_decisions(res, &ndec, &a);
+    for (size_t i = 0; i < ndec; i++)
+        rd_out_push(units, unit_json(dec[i]));
+    if (res->nwarnings || (opts && opts->nwarnings)) {
+        arr = rd_out_add(root, "warnings", cJSON_CreateArray());
+        for (size_t i = 0; i < res->nwarnings; i++)
+            rd_out_push(arr, rd_out_str(res->warnings[i]));
+        for (size_t i = 0; opts && i < opts->nwarnings; i++)
+            rd_out_push(arr, rd_out_str(opts->warnings[i]));
+    }
+    if (opts && opts->nfile_errors) {
+        arr = rd_out_add(root, "errors", cJSON_CreateArray());
+        for (size_t i = 0; i < opts->nfile_errors; i++) {
+            cJSON *e = rd_out_push(arr, cJSON_CreateObject());
+            rd_out_add_str(e, "file", opts->file_errors[i].path);
+            rd_out_add_str(e, "message", opts->file_errors[i].msg);
+        }
+    }
+    error = rd_yaml_emit(out, root, err);
+    cJSON_Delete(root);
+    rc_arena_release(&a);
+    return error;
+}
+
+/* ==== Reading ==== */
+
+static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
+                      struct rc_arena *a, struct rc_err *err)
+{
+    const char *state = NULL;
+    int error;
+
+    if (!cJSON_IsObject(j))
+        return rd_out_err_at(err, docs, RECORD_FILE, j, "unit entry is not a mapping");
+    error = rd_out_get_str(&u->unit, j, "unit", 1, docs, RECORD_FILE, a, err);
+    if (!error)
+        error = rd_out_get_str(&u->policy, j, "policy", 0, docs, RECORD_FILE, a, err);
+    if (!error)
+        error = rd_out_get_str(&u->policy_digest, j, "policyDigest", 0, docs, RECORD_FILE, a, err);
+    if (!error)
+        error = rd_out_get_strs(&u->objects, &u->nobjects, j, "objects", docs, RECORD_FILE, a, err);
+    if (!error)
+        error = rd_out_get_str(&state, j, "state", 1, docs, RECORD_FILE, a, err);
+    if (!error && pl_state_parse(&u->state, state) < 0)
+        error = rd_out_err_at(err, docs, RECORD_FILE, cJSON_GetObjectItemCaseSensitive(j, "state"),
+                              "unknown state '%s' of unit '%s'", state, u->unit);
+    if (!error)
+        error =
+            rd_out_get_strs(&u->clusters, &u->nclusters, j, "clusters", docs, RECORD_FILE, a, err);
+    if (!error && u->state == PL_STATE_PLACED && u->nclusters == 0)
+        error =
+            rd_out_err_at(err, docs, RECORD_FILE, j, "placed unit '%s' has no clusters", u->unit);
+    return error;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int check_unique(const struct rd_record *r, struct rc_arena *a, struct rc_err *err)
+{
+    const char **ids = rc_arena_calloc(a, r->nunits + 1, sizeof(*ids));
+
+    for (size_t i = 0; i < r->nunits; i++)
+        ids[i] = r->units[i].unit;
+    qsort(ids, r->nunits, sizeof(*ids), cmp_str);
+    for (size_t i = 1; i < r->nunits; i++) {
+        if (!strcmp(ids[i - 1], ids[i]))
+            return rc_err_set(err, RC_EINVALID, "%s: unit '%s' listed twice", RECORD_FILE, ids[i]);
+    }
+    return 0;
+}
+
+int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
+                    struct rc_err *err)
+{
+    struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    struct rd_docs *docs = NULL;
+    const cJSON *root, *units, *it;
+    const char *s = NULL;
+    struct rd_record r = {"", 0, NULL};
+    size_t k = 0;
+    int error;
+
+    limits.max_bytes = 256u << 20; /* a fleet's record can be large; bounded all the same */
+    error = rd_yaml_load(&docs, RECORD_FILE, text, len, &limits, NULL, err);
+    if (error < 0)
+        goto done;
+    if (rd_docs_count(docs) != 1) {
+        error = rc_err_set(err, RC_EINVALID, "%s: expected one document, found %zu", RECORD_FILE,
+                           rd_docs_count(docs));
+        goto done;
+    }
+    root = rd_docs_get(docs, 0);
+    if (!cJSON_IsObject(root)) {
+        error = rd_out_err_at(err, docs, RECORD_FILE, root, "record is not a mapping");
+        goto done;
+    }
+    error = rd_out_get_str(&s, root, "apiVersion", 1, docs, RECORD_FILE, a, err);
+    if (error < 0)
+        goto done;
+    if (strcmp(s, RD_API_VERSION)) {
+        error = rd_out_err_at(err, docs, RECORD_FILE,
+                              cJSON_GetObjectItemCaseSensitive(root, "apiVersion"),
+                              "unsupported apiVersion '%s'", s);
+        goto done;
+    }
+    error = rd_out_get_str(&s, root, "kind", 1, docs, RECORD_FILE, a, err);
+    if (error < 0)
+        goto done;
+    if (strcmp(s, "PlacementRecord")) {
+        error =
+            rd_out_err_at(err, docs, RECORD_FILE, cJSON_GetObjectItemCaseSensitive(root, "kind"),
+                          "kind is '%s', expected 'PlacementRecord'", s);
+        goto done;
+    }
+    error = rd_out_get_str(&s, root, "source", 0, docs, RECORD_FILE, a, err);
+    if (error < 0)
+        goto done;
+    if (s)
+        r.source = s;
+    units = cJSON_GetObjectItemCaseSensitive(root, "units");
+    if (units && !cJSON_IsNull(units) && !cJSON_IsArray(units)) {
+        error = rd_out_err_at(err, docs, RECORD_FILE, units, "field 'units' is not a list");
+        goto done;
+    }
+    r.units = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(units) + 1, sizeof(*r.units));
+    cJSON_ArrayForEach(it, units)
+    {
+        error = parse_unit(&r.units[k], it, docs, a, err);
+        if (error < 0)
+            goto done;
+        k++;
+    }
+    r.nunits = k;
+    error = check_unique(&r, a, err);
+    if (error < 0)
+        goto done;
+    *out = r;
+done:
+    rd_docs_free(docs);
+    return error;
+}
