@@ -5,7 +5,8 @@
  * Luna autoscaler with two node shapes), three policies (capacity with groupBy, a cluster
  * label selector, an ordered selector), and N units: a mix of RayJob-like gangs (head + gpu
  * workers + a ConfigMap in the same group) and Deployments of a few sizes. Runs N = 10,000
- * and 20,000 and prints decisions per second, the growth ratio, peak RSS, and a floor
+ * and 20,000 (best of 3 runs each) and prints decisions per second, the growth ratio, peak
+ * RSS, and a floor
  * measured in the same run (sorting and walking the same input), so that the figures mean
  * something on whatever machine runs it. Prints; never asserts on time.
  */
@@ -278,13 +279,30 @@ static struct run bench(size_t nunits)
     return r;
 }
 
+static struct run best_of(size_t n, int times)
+{
+    struct run best = bench(n);
+
+    for (int i = 1; i < times; i++) {
+        struct run r = bench(n);
+        if (r.secs < best.secs)
+            best.secs = r.secs;
+        if (r.cpu < best.cpu)
+            best.cpu = r.cpu;
+        if (r.floor < best.floor)
+            best.floor = r.floor;
+    }
+    return best;
+}
+
 static void print_run(const char *label, const struct run *r)
 {
-    printf("%s: %zu decisions (%zu placed, %zu of them by scale-up, %zu pending), %zu verdicts in "
-           "%.3f s (cpu %.3f s) = "
-           "%.0f decisions/s; floor (sort + walk) %.3f s, engine/floor %.1fx\n",
-           label, r->decisions, r->placed, r->scaled, r->pending, r->verdicts, r->secs, r->cpu,
-           r->secs > 0 ? (double)r->decisions / r->secs : 0.0, r->floor,
+    printf("%s: %zu decisions (%zu placed, %zu of them by scale-up, %zu pending), %zu verdicts\n"
+           "  wall %.3f s = %.0f decisions/s; cpu %.3f s = %.0f decisions/s; floor (sort + walk) "
+           "%.3f s, engine/floor %.1fx\n",
+           label, r->decisions, r->placed, r->scaled, r->pending, r->verdicts, r->secs,
+           r->secs > 0 ? (double)r->decisions / r->secs : 0.0, r->cpu,
+           r->cpu > 0 ? (double)r->decisions / r->cpu : 0.0, r->floor,
            r->floor > 0 ? r->secs / r->floor : 0.0);
 }
 
@@ -304,9 +322,10 @@ int main(int argc, char **argv)
         n = (size_t)v;
     }
     printf("fleet: %d clusters x %d nodes\n", NCLUSTERS, NNODES);
-    one = bench(n);
+    /* the machine is shared: of 3 runs, keep the fastest (wall and cpu separately) */
+    one = best_of(n, 3);
     print_run("units=N ", &one);
-    two = bench(2 * n);
+    two = best_of(2 * n, 3);
     print_run("units=2N", &two);
     printf("growth: time(2N)/time(N) = %.2f, cpu %.2f (linear: 2.0; target <= 2.2)\n",
            one.secs > 0 ? two.secs / one.secs : 0.0, one.cpu > 0 ? two.cpu / one.cpu : 0.0);
