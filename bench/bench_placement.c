@@ -137,6 +137,10 @@ static void build_policies(struct pl_input *in, struct pl_policy *p, struct rc_a
     in->policies = p;
 }
 
+/* Every Deployment with its own cpu request: no two units share a demand, so no verdict can
+ * be reused from another unit (the worst case for the verdict cache). */
+static int distinct;
+
 /* n units; returns the number of objects written */
 static size_t build_units(struct pl_object *o, size_t n, struct rc_arena *a)
 {
@@ -188,7 +192,7 @@ static size_t build_units(struct pl_object *o, size_t n, struct rc_arena *a)
             pl_labels_set(&d->labels, a, "app", i % 4 == 3 ? "batch" : "web");
             pod->role = "pod";
             pod->count = (uint32_t)d->replicas;
-            pod->req.v[0] = 250 * (int64_t)(1 + i % 8);
+            pod->req.v[0] = distinct ? 100 + (int64_t)i : 250 * (int64_t)(1 + i % 8);
             pod->req.v[1] = 512LL * 1048576000LL * (int64_t)(1 + i % 3);
             d->npods = 1;
             d->pods = pod;
@@ -312,16 +316,22 @@ int main(int argc, char **argv)
     struct run one, two;
     struct rusage ru;
 
-    if (argc > 1) {
+    for (int i = 1; i < argc; i++) {
         char *end;
-        long v = strtol(argv[1], &end, 10);
+        long v;
+        if (!strcmp(argv[i], "distinct")) {
+            distinct = 1;
+            continue;
+        }
+        v = strtol(argv[i], &end, 10);
         if (*end || v <= 0) {
-            fprintf(stderr, "usage: bench_placement [units]\n");
+            fprintf(stderr, "usage: bench_placement [units] [distinct]\n");
             return 2;
         }
         n = (size_t)v;
     }
-    printf("fleet: %d clusters x %d nodes\n", NCLUSTERS, NNODES);
+    printf("fleet: %d clusters x %d nodes%s\n", NCLUSTERS, NNODES,
+           distinct ? "; every Deployment with its own demand" : "");
     /* the machine is shared: of 3 runs, keep the fastest (wall and cpu separately) */
     one = best_of(n, 3);
     print_run("units=N ", &one);
