@@ -52,6 +52,7 @@ struct cstate {
     size_t nclass;
     uint32_t *class_rep; /* a node of each class */
     uint32_t *taint_class;
+    size_t nsched; /* schedulable real nodes */
     size_t ntclass;
     uint32_t *tclass_rep;
     size_t nshapes;
@@ -412,6 +413,7 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
             cs->node_class[i] = cs->taint_class[i] = UINT32_MAX;
             continue;
         }
+        cs->nsched++;
         cs->node_class[i] =
             classify(cs->real, i, node_class_hash(n, 1), 1, chash, cs->class_rep, &cs->nclass);
         cs->taint_class[i] =
@@ -963,8 +965,7 @@ static void pack(struct pl_fit *f, uint32_t sig, size_t ci, int commit, int want
     if (want_detail && pi->fail1 >= 0) {
         const struct podshape *ps = &f->shapes[s->shape[pi->fail1]];
         best_node(f, cs, ps, get_elig(f, &f->shapes[s->shape[pi->fail1]], ci), pi);
-        for (size_t i = 0; i < cs->nreal; i++)
-            pi->nsched += cs->node_class[i] != UINT32_MAX;
+        pi->nsched = cs->nsched;
     }
     if (!need_scale) {
         pi->kind = PL_VERDICT_FITS_NOW;
