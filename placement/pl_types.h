@@ -198,6 +198,8 @@ struct pl_policy {
 
 /* ==== Previous placements (the deploy branch's placements.yaml) ==== */
 
+struct pl_verdict;
+
 enum pl_state { PL_STATE_PLACED = 0, PL_STATE_PENDING = 1, PL_STATE_UNPLACED = 2 };
 
 struct pl_prev_unit {
@@ -209,6 +211,10 @@ struct pl_prev_unit {
     enum pl_state state;
     size_t nclusters;
     const char **clusters;
+    const char *reason; /* as recorded; NULL: none */
+    const char *cause;  /* as recorded; NULL: none */
+    size_t nverdicts;   /* as recorded */
+    struct pl_verdict *verdicts;
 };
 
 /* ==== Engine input and output ==== */

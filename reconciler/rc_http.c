@@ -212,6 +212,9 @@ int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
         } else if (tls->ca_file) {
             curl_easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
         }
+        /* a cluster CA replaces the system store entirely, as in kubectl: no CA directory */
+        if (tls->ca_data || tls->ca_file)
+            curl_easy_setopt(h->curl, CURLOPT_CAPATH, NULL);
         if (tls->cert_data) {
             h->cert = dupmem(tls->cert_data, tls->cert_len);
             h->cert_len = tls->cert_len;

@@ -138,8 +138,9 @@ int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *ki
                       struct rc_err *err);
 
 /* Poll the CRD `name` ("rayjobs.ray.io") until its Established condition is True, at most
- * timeout_ms (counted in poll intervals, not wall time). Invalidates discovery on success.
- * RC_ETRANSPORT-free timeout: RC_ERROR "crd 'x' not established after N ms". */
+ * timeout_ms (counted in poll intervals, not wall time; a missing CRD counts as not yet
+ * established). Invalidates discovery on success. Running out of time is RC_ERROR
+ * "crd 'x' not established after N ms"; request errors are returned as they come. */
 int rc_kube_wait_crd(struct rc_kube *k, const char *name, long timeout_ms, struct rc_err *err);
 
 /* A raw request to path (with query) relative to the server, with auth and Status error

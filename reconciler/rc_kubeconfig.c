@@ -301,6 +301,11 @@ static int parse_exec(struct rc_kubeconfig *kc, const cJSON *ex, const struct kf
         return rc_err_set(err, RC_EINVALID,
                           "exec plugin apiVersion '%s' is not supported in kubeconfig '%s'",
                           api ? api : "", kf->path);
+    if (jstr(ex, "interactiveMode") && !strcmp(jstr(ex, "interactiveMode"), "Always"))
+        return rc_err_set(err, RC_EINVALID,
+                          "exec plugin '%s' needs a terminal (interactiveMode Always) in "
+                          "kubeconfig '%s'",
+                          cmd, kf->path);
     e = rc_xcalloc(1, sizeof(*e));
     kc->exec = e;
     e->command = strchr(cmd, '/') ? resolve(kf->path, cmd) : rc_xstrdup(cmd);

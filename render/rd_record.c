@@ -128,6 +128,45 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *
 
 /* ==== Reading ==== */
 
+/* The recorded verdicts, so that a unit that keeps its placement keeps its record entry. */
+static int parse_verdicts(struct pl_prev_unit *u, const cJSON *arr, const struct rd_docs *docs,
+                          struct rc_arena *a, struct rc_err *err)
+{
+    const cJSON *it;
+    size_t k = 0;
+
+    if (!arr || cJSON_IsNull(arr))
+        return 0;
+    if (!cJSON_IsArray(arr))
+        return rd_out_err_at(err, docs, RECORD_FILE, arr, "field 'verdicts' is not a list");
+    u->verdicts = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*u->verdicts));
+    cJSON_ArrayForEach(it, arr)
+    {
+        struct pl_verdict *v = &u->verdicts[k];
+        const char *kind = NULL;
+        const cJSON *added;
+        int error;
+
+        if (!cJSON_IsObject(it))
+            return rd_out_err_at(err, docs, RECORD_FILE, it, "verdict is not a mapping");
+        error = rd_out_get_str(&v->cluster, it, "cluster", 1, docs, RECORD_FILE, a, err);
+        if (!error)
+            error = rd_out_get_str(&kind, it, "verdict", 1, docs, RECORD_FILE, a, err);
+        if (!error && pl_verdict_parse(&v->kind, kind) < 0)
+            error = rd_out_err_at(err, docs, RECORD_FILE, it, "unknown verdict '%s'", kind);
+        if (!error)
+            error = rd_out_get_str(&v->detail, it, "detail", 0, docs, RECORD_FILE, a, err);
+        if (error)
+            return error;
+        added = cJSON_GetObjectItemCaseSensitive(it, "nodesAdded");
+        if (cJSON_IsNumber(added) && added->valuedouble >= 0 && added->valuedouble < 1e15)
+            v->nodes_added = (int64_t)added->valuedouble;
+        k++;
+    }
+    u->nverdicts = k;
+    return 0;
+}
+
 static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
                       struct rc_arena *a, struct rc_err *err)
 {
@@ -154,6 +193,12 @@ static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_do
     if (!error && u->state == PL_STATE_PLACED && u->nclusters == 0)
         error =
             rd_out_err_at(err, docs, RECORD_FILE, j, "placed unit '%s' has no clusters", u->unit);
+    if (!error)
+        error = rd_out_get_str(&u->reason, j, "reason", 0, docs, RECORD_FILE, a, err);
+    if (!error)
+        error = rd_out_get_str(&u->cause, j, "cause", 0, docs, RECORD_FILE, a, err);
+    if (!error)
+        error = parse_verdicts(u, cJSON_GetObjectItemCaseSensitive(j, "verdicts"), docs, a, err);
     return error;
 }
 

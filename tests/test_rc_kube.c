@@ -7,6 +7,7 @@
 #include "th.h"
 #include "th_kube.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,6 +657,84 @@ static void test_rc_kube__open_from_cluster_conn(void **state)
     assert_null(k);
 }
 
+static void test_rc_kube__wrong_certificate_fault(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+
+    /* the server starts presenting a certificate from another CA: refused, not retried */
+    th_kube_faults(&f->kube, "[{\"wrong_cert\": true}]");
+    assert_int_equal(rc_kube_open_opts(&k, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_ETRANSPORT);
+    assert_non_null(strstr(err.msg, "tls with"));
+    assert_int_equal(f->sleeps.n, 0);
+    rc_kube_free(k);
+    /* back to the right one: a new client connects again */
+    th_kube_faults(&f->kube, "[]");
+    assert_int_equal(rc_kube_open_opts(&k, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_discover(k, &err), RC_OK);
+    rc_kube_free(k);
+}
+
+struct par {
+    const char *kubeconfig;
+    const struct rc_kube_options *o;
+    int rc;
+    int nodes;
+};
+
+static int count_item(void *payload, const cJSON *item, struct rc_err *err)
+{
+    (void)item;
+    (void)err;
+    ((struct par *)payload)->nodes++;
+    return 0;
+}
+
+static void *par_run(void *arg)
+{
+    struct par *p = arg;
+    struct rc_kube_options o = *p->o;
+    struct rc_kube *k = NULL;
+    struct rc_err err = RC_ERR_INIT;
+
+    o.kubeconfig = p->kubeconfig;
+    o.http.sleep_ms = NULL; /* the recorder is not shared between threads */
+    p->rc = rc_kube_open_opts(&k, &o, &err);
+    for (int i = 0; p->rc == RC_OK && i < 5; i++) {
+        p->rc = rc_kube_discover(k, &err);
+        if (p->rc == RC_OK)
+            p->rc = rc_kube_list_kind(k, "v1", "Node", NULL, NULL, count_item, p, &err);
+    }
+    rc_kube_free(k);
+    return NULL;
+}
+
+static void test_rc_kube__clusters_in_parallel(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube other;
+    struct th_kube_opts opts = {state_json, NULL, 0, 0, 0};
+    char kc2[TH_PATH + 8], ca[TH_PATH + 64], p[TH_PATH];
+    struct par a = {f->kubeconfig, &f->o, -1, 0}, b = {kc2, &f->o, -1, 0};
+    pthread_t ta, tb;
+
+    assert_int_equal(th_kube_start(&other, &certs, &opts), 0);
+    snprintf(kc2, sizeof(kc2), "%s/config2", f->dir);
+    snprintf(ca, sizeof(ca), "    certificate-authority: %s\n", th_certs_path(p, &certs, "ca.crt"));
+    th_kube_kubeconfig(kc2, &other, ca, "    token: test-token-1\n");
+    assert_int_equal(pthread_create(&ta, NULL, par_run, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, par_run, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(a.rc, RC_OK);
+    assert_int_equal(b.rc, RC_OK);
+    assert_int_equal(a.nodes, 35);
+    assert_int_equal(b.nodes, 35);
+    th_kube_stop(&other);
+}
+
 static void test_rc_kube__unreachable(void **state)
 {
     struct fixture *f = *state;
@@ -695,6 +774,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__dropped_connection_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__slow_response_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__open_from_cluster_conn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__wrong_certificate_fault, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__clusters_in_parallel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -345,6 +345,16 @@ static void test_rc_kubeconfig__bad_files(void **state)
     th_kube_kubeconfig(kc, &f->kube, NULL, "    auth-provider: {name: gcp}\n");
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "'auth-provider' of user 'u' is not supported"));
+    th_kube_kubeconfig(kc, &f->kube, NULL,
+                       "    exec: {apiVersion: client.authentication.k8s.io/v1, command: login, "
+                       "interactiveMode: Always}\n");
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "exec plugin 'login' needs a terminal"));
+    th_kube_kubeconfig(kc, &f->kube, NULL,
+                       "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, "
+                       "command: x}\n");
+    assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "v1alpha1' is not supported"));
     th_kube_kubeconfig(kc, &f->kube, "    certificate-authority-data: '!!notbase64'\n", NULL);
     assert_int_equal(rc_kubeconfig_load(&cfg, kc, NULL, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "invalid base64 in 'certificate-authority-data'"));
@@ -538,6 +548,47 @@ static void test_rc_kubeconfig__exec_plugin_client_cert(void **state)
     free(key);
 }
 
+/* A plugin that runs `body` (sh), with the given exec timeout. */
+static int run_plugin_body(struct fixture *f, const char *body, long timeout_ms, struct rc_err *err)
+{
+    char kc[TH_PATH], script[TH_PATH + 16], ca[TH_PATH + 64], user[1024];
+    struct rc_kube *k = NULL;
+    struct rc_kube_options o = RC_KUBE_OPTIONS_INIT;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    int error;
+
+    snprintf(script, sizeof(script), "%s/body-plugin.sh", f->dir);
+    th_kube_write(script, body);
+    assert_int_equal(chmod(script, 0755), 0);
+    snprintf(user, sizeof(user),
+             "    exec:\n"
+             "      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: %s\n",
+             script);
+    th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube, ca_line(ca, sizeof(ca)), user);
+    o.kubeconfig = kc;
+    o.exec_timeout_ms = timeout_ms;
+    assert_int_equal(rc_kube_open_opts(&k, &o, err), RC_OK);
+    error = rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, err);
+    rc_http_response_release(&resp);
+    rc_kube_free(k);
+    return error;
+}
+
+static void test_rc_kubeconfig__exec_plugin_bounded(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+
+    assert_int_equal(run_plugin_body(f, "#!/bin/sh\nexec sleep 30\n", 300, &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "body-plugin.sh' timed out after 300 ms"));
+    assert_int_equal(run_plugin_body(f, "#!/bin/sh\nexec yes\n", 30000, &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "wrote more than 1048576 bytes"));
+    assert_int_equal(run_plugin_body(f, "#!/bin/sh\necho not json\n", 30000, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "did not print an ExecCredential"));
+    assert_null(strstr(err.msg, "not json"));
+}
+
 static void test_rc_kubeconfig__in_cluster(void **state)
 {
     struct fixture *f = *state;
@@ -611,6 +662,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_client_cert, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__in_cluster, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -19,6 +19,7 @@ real API server where rightplace depends on it:
 - faults from --faults-file (JSON, re-read when it changes): a list of
   {"path": regex, "method": "GET", "status": 500, "retry_after": 1, "delay": 2.5,
    "drop": true, "count": 2}; count (default: unlimited) is the number of requests hit.
+  {"wrong_cert": true, "count": n} serves --wrong-cert (another CA) to new connections.
 - every request is appended to --log as one JSON line: method, path, query, content_type,
   accept, body, auth ("bearer" | "cert" | "none"), status. Token values are never written.
 - --state: JSON {"objects": [...]} preloaded (nodes, pods, namespaces, ...).
@@ -269,6 +270,8 @@ class Faults:
                         text = f.read()
                     self.rules = json.loads(text) if text.strip() else []
             for r in self.rules:
+                if bool(r.get("wrong_cert")) != (method == "TLS"):
+                    continue
                 if r.get("method") and r["method"] != method:
                     continue
                 if not re.search(r.get("path", ""), path):
@@ -681,9 +684,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def finish_request(self, request, client_address):
         # TLS handshake in the connection's own thread, so a client that stalls or aborts
         # cannot block the listener.
+        ctx = self.ssl_ctx
+        if self.wrong_ctx is not None and self.faults.match("TLS", ""):
+            ctx = self.wrong_ctx  # a certificate from another CA for this connection
         try:
             request.settimeout(30)
-            conn = self.ssl_ctx.wrap_socket(request, server_side=True)
+            conn = ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError):
             return
         try:
@@ -724,6 +730,8 @@ def main():
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--client-ca", required=True)
+    ap.add_argument("--wrong-cert")
+    ap.add_argument("--wrong-key")
     ap.add_argument("--tokens-file", required=True)
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--log", required=True)
@@ -743,6 +751,10 @@ def main():
 
     srv = Server(("127.0.0.1", 0), Handler)
     srv.ssl_ctx = ctx
+    srv.wrong_ctx = None
+    if args.wrong_cert:
+        srv.wrong_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        srv.wrong_ctx.load_cert_chain(args.wrong_cert, args.wrong_key)
     srv.args = args
     srv.api = API(store)
     srv.faults = Faults(args.faults_file)

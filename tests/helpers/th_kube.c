@@ -241,7 +241,7 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
 {
     static const struct th_kube_opts none = {NULL, NULL, 0, 0, 0};
     char script[TH_PATH], crt[TH_PATH], key[TH_PATH], ca[TH_PATH], tokens[TH_PATH], portf[TH_PATH],
-        log[TH_PATH], faults[TH_PATH], state[TH_PATH], after[16];
+        log[TH_PATH], faults[TH_PATH], state[TH_PATH], after[16], wcrt[TH_PATH], wkey[TH_PATH];
     const char *argv[32];
     int n = 0;
 
@@ -271,6 +271,10 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
     argv[n++] = key;
     argv[n++] = "--client-ca";
     argv[n++] = ca;
+    argv[n++] = "--wrong-cert";
+    argv[n++] = th_certs_path(wcrt, certs, "server2.crt");
+    argv[n++] = "--wrong-key";
+    argv[n++] = th_certs_path(wkey, certs, "server2.key");
     argv[n++] = "--tokens-file";
     argv[n++] = tokens;
     argv[n++] = "--port-file";

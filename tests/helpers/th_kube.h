@@ -47,7 +47,8 @@ int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct 
 void th_kube_stop(struct th_kube *k);
 /* dir/name of this server into out (TH_PATH bytes). */
 const char *th_kube_path(char *out, const struct th_kube *k, const char *name);
-/* Replace the fault rules (JSON array, see fakekube.py); "" or "[]" clears them. */
+/* Replace the fault rules (JSON array, see fakekube.py); "" or "[]" clears them.
+ * [{"wrong_cert": true}] makes new connections see server2.crt (signed by ca2). */
 void th_kube_faults(struct th_kube *k, const char *json);
 /* Replace the valid tokens (one a line). */
 void th_kube_tokens(struct th_kube *k, const char *tokens);

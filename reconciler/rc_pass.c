@@ -1,0 +1,598 @@
+/*
+ * rc_pass.c - one reconcile pass, and the replay of a deploy commit.
+ *
+ * The pass is a pipeline over per-pass data in one arena:
+ *   sync (fetch) -> resolve S and D -> previous record (D:placements.yaml) -> load S
+ *   (broken files replaced by their last good version) -> fleet (declared or observed)
+ *   -> pl_place -> rd_render_tree -> diff against D -> commit + compare-and-swap -> apply.
+ * It does not talk to libgit2 or the API server itself: rc_git and rc_observe/rc_apply do.
+ */
+#include "rc_pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pl_basics.h"
+#include "pl_engine.h"
+#include "rc_apply.h"
+#include "rc_buf.h"
+#include "rc_git.h"
+#include "rc_mem.h"
+#include "rc_observe.h"
+#include "rd_output.h"
+#include "rd_source.h"
+
+#include "rc_banned.h"
+
+#define RECORD_PATH "placements.yaml"
+#define CAPACITY_PATH ".rightplace/capacity.yaml"
+#define MAX_HISTORY_WALK 64 /* commits searched for a file's last good version */
+
+/* ==== Loading the source, with broken files kept at their last good version ==== */
+
+struct loaded {
+    struct rd_source src;
+    int have_src;
+    size_t nerrors; /* the errors as found at S, before substitution */
+    struct rd_file_error *errors;
+};
+
+static void loaded_release(struct loaded *l)
+{
+    if (l->have_src)
+        rd_source_release(&l->src);
+    l->have_src = 0;
+}
+
+static int file_loads_alone(const char *path, const char *data, size_t len, struct rc_arena *a)
+{
+    struct rd_source one;
+    struct rd_file f = {path, data, len};
+    struct rc_err err = RC_ERR_INIT;
+    int ok;
+
+    memset(&one, 0, sizeof(one));
+    if (rd_source_load(&one, &f, 1, a, &err) < 0)
+        return 0;
+    ok = one.nerrors == 0;
+    rd_source_release(&one);
+    return ok;
+}
+
+/* The newest version of `path` that loads, searching from `from` back along first parents. */
+static int last_good_version(const char **data, size_t *len, struct rc_git *g, const char *from,
+                             const char *path, struct rc_arena *a)
+{
+    char cur[41];
+    struct rc_err err = RC_ERR_INIT;
+
+    if (!from || !from[0])
+        return RC_ENOTFOUND;
+    memcpy(cur, from, sizeof(cur));
+    for (int i = 0; i < MAX_HISTORY_WALK; i++) {
+        char *d = NULL;
+        size_t n = 0;
+        char parent[41];
+
+        if (rc_git_read_file(&d, &n, g, cur, path, a, &err) == RC_OK &&
+            file_loads_alone(path, d, n, a)) {
+            *data = d;
+            *len = n;
+            return RC_OK;
+        }
+        if (rc_git_commit_parent(parent, g, cur, &err) < 0)
+            break;
+        memcpy(cur, parent, sizeof(cur));
+    }
+    return RC_ENOTFOUND;
+}
+
+static int load_source(struct loaded *out, struct rc_git *g, const char *source,
+                       const char *prev_source, const struct rc_pass_options *o,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    struct rc_git_blob *blobs = NULL;
+    struct rd_file *files;
+    size_t nblobs = 0;
+    size_t replaced = 0;
+    int error;
+
+    memset(out, 0, sizeof(*out));
+    error = rc_git_read_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
+    if (error < 0)
+        return error;
+    files = rc_arena_calloc(a, nblobs ? nblobs : 1, sizeof(*files));
+    for (size_t i = 0; i < nblobs; i++) {
+        files[i].path = blobs[i].path;
+        files[i].data = blobs[i].data;
+        files[i].len = blobs[i].len;
+    }
+    error = rd_source_load(&out->src, files, nblobs, a, err);
+    if (error < 0)
+        return error;
+    out->have_src = 1;
+    if (out->src.nerrors == 0)
+        return RC_OK;
+
+    /* Keep the errors as found, then swap each broken file for its last good version. */
+    out->nerrors = out->src.nerrors;
+    out->errors = rc_arena_calloc(a, out->nerrors, sizeof(*out->errors));
+    for (size_t e = 0; e < out->nerrors; e++) {
+        out->errors[e].path = rc_arena_strdup(a, out->src.errors[e].path);
+        out->errors[e].msg = rc_arena_strdup(a, out->src.errors[e].msg);
+        for (size_t i = 0; i < nblobs; i++) {
+            const char *d;
+            size_t n;
+            if (strcmp(files[i].path, out->errors[e].path))
+                continue;
+            if (last_good_version(&d, &n, g, prev_source, files[i].path, a) == RC_OK) {
+                files[i].data = d;
+                files[i].len = n;
+                replaced++;
+                if (o->log)
+                    rc_log_warn(o->log, "%s (placements of its objects are kept)",
+                                out->errors[e].msg);
+            } else if (o->log) {
+                rc_log_warn(o->log, "%s (not loaded)", out->errors[e].msg);
+            }
+        }
+    }
+    if (replaced == 0)
+        return RC_OK;
+    rd_source_release(&out->src);
+    out->have_src = 0;
+    memset(&out->src, 0, sizeof(out->src));
+    error = rd_source_load(&out->src, files, nblobs, a, err);
+    if (error < 0)
+        return error;
+    out->have_src = 1;
+    return RC_OK;
+}
+
+/* ==== Previous record ==== */
+
+static int read_record(struct rd_record *rec, struct rc_git *g, const char *deploy,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int error;
+
+    memset(rec, 0, sizeof(*rec));
+    if (!deploy || !deploy[0])
+        return RC_OK;
+    error = rc_git_read_file(&text, &len, g, deploy, RECORD_PATH, a, err);
+    if (error == RC_ENOTFOUND) {
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error < 0)
+        return error;
+    error = rd_record_parse(rec, text, len, a, err);
+    if (error < 0)
+        return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
+    return RC_OK;
+}
+
+/* ==== Diffing the rendered tree against a commit ==== */
+
+static int managed_path(const char *p)
+{
+    return !strncmp(p, "clusters/", 9) || !strcmp(p, RECORD_PATH) || !strncmp(p, ".rightplace/", 12);
+}
+
+static int cmp_change(const void *x, const void *y)
+{
+    const struct rc_path_change *a = x, *b = y;
+
+    return strcmp(a->path, b->path);
+}
+
+/* Changes that writing `tree` over commit `base` would make to the managed paths. */
+static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, const char *base,
+                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
+{
+    struct rc_git_blob *old = NULL;
+    size_t nold = 0, cap = 0, cnt = 0;
+    struct rc_path_change *ch = NULL;
+    size_t i = 0, j = 0;
+    int error;
+
+    if (base && base[0]) {
+        error = rc_git_read_tree(&old, &nold, g, base, "", a, err);
+        if (error < 0)
+            return error;
+    }
+    cap = nold + tree->nfiles + 1;
+    ch = rc_arena_calloc(a, cap, sizeof(*ch));
+    /* both lists are sorted by path (strcmp) */
+    while (i < nold || j < tree->nfiles) {
+        int c;
+        if (i < nold && !managed_path(old[i].path)) {
+            i++;
+            continue;
+        }
+        if (i >= nold)
+            c = 1;
+        else if (j >= tree->nfiles)
+            c = -1;
+        else
+            c = strcmp(old[i].path, tree->files[j].path);
+        if (c < 0) {
+            ch[cnt].path = old[i].path;
+            ch[cnt++].op = 'D';
+            i++;
+        } else if (c > 0) {
+            ch[cnt].path = tree->files[j].path;
+            ch[cnt++].op = 'A';
+            j++;
+        } else {
+            if (old[i].len != tree->files[j].len ||
+                memcmp(old[i].data, tree->files[j].data, old[i].len)) {
+                ch[cnt].path = tree->files[j].path;
+                ch[cnt++].op = 'M';
+            }
+            i++;
+            j++;
+        }
+    }
+    qsort(ch, cnt, sizeof(*ch), cmp_change);
+    *out = ch;
+    *n = cnt;
+    return RC_OK;
+}
+
+/* ==== The computation shared by pass and replay ==== */
+
+struct compute {
+    struct loaded load;
+    struct pl_input in;
+    struct pl_result res;
+    struct rd_tree tree;
+};
+
+/* Units made only of a Namespace that no policy governs are not decisions: namespaces follow
+ * their workloads. Drop them so that they do not show up as "unplaced". */
+static void drop_bare_namespaces(struct pl_result *res)
+{
+    size_t w = 0;
+
+    for (size_t r = 0; r < res->ndecisions; r++) {
+        const struct pl_decision *d = &res->decisions[r];
+        if (!d->policy && d->nobjects == 1 && d->objects[0] && !d->objects[0]->ns &&
+            !strcmp(d->objects[0]->kind, "Namespace") && d->state == PL_STATE_UNPLACED)
+            continue;
+        res->decisions[w++] = res->decisions[r];
+    }
+    res->ndecisions = w;
+}
+
+static int cmp_prev(const void *x, const void *y)
+{
+    const struct pl_prev_unit *a = x, *b = y;
+
+    return strcmp(a->unit, b->unit);
+}
+
+/* A unit whose decision did not change keeps its record entry as written when the decision
+ * was made (reason and verdicts), so that an unchanged fleet makes no new commit and the
+ * record keeps saying why the unit went where it is. */
+static void keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev,
+                                  struct rc_arena *a)
+{
+    struct pl_prev_unit *sorted;
+
+    if (!prev->nunits)
+        return;
+    sorted = rc_arena_calloc(a, prev->nunits, sizeof(*sorted));
+    memcpy(sorted, prev->units, prev->nunits * sizeof(*sorted));
+    qsort(sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        struct pl_decision *d = &res->decisions[i];
+        struct pl_prev_unit key, *p;
+        if (d->change != PL_CHANGE_NONE)
+            continue;
+        key.unit = d->unit;
+        p = bsearch(&key, sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+        if (!p || !p->reason)
+            continue;
+        d->reason = p->reason;
+        d->cause = p->cause;
+        d->nverdicts = p->nverdicts;
+        d->verdicts = p->verdicts;
+    }
+}
+
+/* Load the source at S (step 1 of a computation). */
+static int compute_load(struct compute *c, struct rc_git *g, const char *source,
+                        const struct rd_record *prev, const struct rc_pass_options *o,
+                        struct rc_arena *a, struct rc_err *err)
+{
+    return load_source(&c->load, g, source, prev->source, o, a, err);
+}
+
+/* Place and render against `fleet` (NULL: the clusters as declared in the source). The
+ * fleet's resource indices must come from c->load.src.res. */
+static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
+                         const struct pl_cluster *fleet, size_t nfleet,
+                         const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+{
+    int error;
+
+    memset(&c->in, 0, sizeof(c->in));
+    c->in.res = &c->load.src.res;
+    c->in.nobjects = c->load.src.nobjects;
+    c->in.objects = c->load.src.objects;
+    c->in.nnamespaces = c->load.src.nnamespaces;
+    c->in.namespaces = c->load.src.namespaces;
+    c->in.npolicies = c->load.src.npolicies;
+    c->in.policies = c->load.src.policies;
+    c->in.nclusters = fleet ? nfleet : c->load.src.nclusters;
+    c->in.clusters = fleet ? fleet : c->load.src.clusters;
+    c->in.nprev = prev->nunits;
+    c->in.prev = prev->units;
+    error = pl_place(&c->res, &c->in, a, err);
+    if (error < 0)
+        return error;
+    drop_bare_namespaces(&c->res);
+    keep_recorded_reasons(&c->res, prev, a);
+    return rd_render_tree(&c->tree, &c->res, &c->in, source, &o->render, a, err);
+}
+
+static void compute_release(struct compute *c)
+{
+    loaded_release(&c->load);
+}
+
+static void count_states(struct rc_pass_result *out, const struct pl_result *res)
+{
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        const struct pl_decision *d = &res->decisions[i];
+        if (d->change == PL_CHANGE_REMOVED) {
+            out->changed++;
+            continue;
+        }
+        if (d->change != PL_CHANGE_NONE)
+            out->changed++;
+        if (d->state == PL_STATE_PLACED)
+            out->placed++;
+        else if (d->state == PL_STATE_PENDING)
+            out->pending++;
+        else
+            out->unplaced++;
+    }
+}
+
+static int record_has_pending(const struct rd_record *rec)
+{
+    for (size_t i = 0; i < rec->nunits; i++) {
+        if (rec->units[i].state == PL_STATE_PENDING)
+            return 1;
+    }
+    return 0;
+}
+
+/* ==== The pass ==== */
+
+static void backoff(int attempt)
+{
+    struct timespec ts;
+    long ms = 100L << (attempt < 6 ? attempt : 6);
+
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
+                     struct rc_arena *a, struct rc_err *err)
+{
+    struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
+    struct rd_record prev;
+    struct rc_path_change *changes = NULL;
+    size_t nchanges = 0;
+    struct pl_cluster *fleet = NULL;
+    size_t nfleet = 0;
+    char deploy_ref[512];
+    int error;
+    int decisions_changed = 0;
+
+    snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch);
+
+    error = rc_git_fetch(g, err);
+    if (error < 0)
+        goto done;
+    error = rc_git_resolve(out->source, g, o->source_rev ? o->source_rev : o->source_branch, err);
+    if (error < 0) {
+        if (error == RC_ENOTFOUND)
+            rc_err_set(err, RC_ENOTFOUND, "source branch '%s' not found",
+                       o->source_rev ? o->source_rev : o->source_branch);
+        goto done;
+    }
+    out->deploy_old[0] = '\0';
+    error = rc_git_resolve(out->deploy_old, g, deploy_ref, err);
+    if (error == RC_ENOTFOUND) {
+        out->deploy_old[0] = '\0';
+        rc_err_clear(err);
+    } else if (error < 0) {
+        goto done;
+    }
+    memcpy(out->deploy_new, out->deploy_old, sizeof(out->deploy_new));
+
+    error = read_record(&prev, g, out->deploy_old, a, err);
+    if (error < 0)
+        goto done;
+
+    error = compute_load(cp, g, out->source, &prev, o, a, err);
+    if (error < 0)
+        goto done;
+
+    /* Quick exit: nothing that could change a decision has changed. */
+    if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src)) {
+        out->skipped = 1;
+        error = RC_OK;
+        goto apply;
+    }
+
+    /* Observe live clusters; simulated ones keep their declared capacity. */
+    error = rc_observe_fleet(&fleet, &nfleet, &cp->load.src, o->log, a, err);
+    if (error < 0)
+        goto done;
+    error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
+    if (error < 0)
+        goto done;
+    out->result = &cp->res;
+    out->input = &cp->in;
+    out->nfile_errors = cp->load.nerrors;
+    out->file_errors = cp->load.errors;
+    count_states(out, &cp->res);
+
+    error = diff_tree(&changes, &nchanges, g, out->deploy_old, &cp->tree, a, err);
+    if (error < 0)
+        goto done;
+    out->paths_changed = changes;
+    out->npaths_changed = nchanges;
+    for (size_t i = 0; i < nchanges; i++) {
+        if (strcmp(changes[i].path, CAPACITY_PATH))
+            decisions_changed = 1;
+    }
+    if (o->dry_run || !decisions_changed)
+        goto apply;
+
+    {
+        struct rc_git_file *files = rc_arena_calloc(a, cp->tree.nfiles + 1, sizeof(*files));
+        struct rc_buf msg = RC_BUF_INIT;
+        char tree[41], commit[41];
+
+        for (size_t i = 0; i < cp->tree.nfiles; i++) {
+            files[i].path = cp->tree.files[i].path;
+            files[i].data = cp->tree.files[i].data;
+            files[i].len = cp->tree.files[i].len;
+        }
+        error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
+                                  cp->tree.nfiles, err);
+        if (error < 0)
+            goto done;
+        error = rd_commit_message(&msg, &cp->res, out->source, cp->load.nerrors, cp->load.errors, err);
+        if (error == RC_OK)
+            error = rc_git_commit(commit, g, tree, out->deploy_old[0] ? out->deploy_old : NULL,
+                                  msg.ptr, rc_git_commit_time(g, out->source), err);
+        rc_buf_release(&msg);
+        if (error < 0)
+            goto done;
+        error = rc_git_update_ref(g, deploy_ref, commit,
+                                  out->deploy_old[0] ? out->deploy_old : NULL,
+                                  "rightplace: placement commit", err);
+        if (error < 0)
+            goto done;
+        memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
+        out->committed = 1;
+    }
+
+apply:
+    if (o->apply && !o->dry_run && out->deploy_new[0]) {
+        int incomplete = 0;
+        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
+                                a, err);
+        if (error < 0)
+            goto done;
+        out->apply_incomplete = incomplete;
+    }
+    error = RC_OK;
+done:
+    /* The cJSON trees go now; decisions and rendered files live on in the arena. Objects'
+     * payloads must not be followed after the pass. */
+    compute_release(cp);
+    return error;
+}
+
+int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
+                struct rc_arena *a, struct rc_err *err)
+{
+    int attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+    int error = RC_OK;
+
+    for (int i = 0; i < attempts; i++) {
+        memset(out, 0, sizeof(*out));
+        out->attempts = i + 1;
+        rc_err_clear(err);
+        error = pass_once(out, g, o, a, err);
+        if (error != RC_ECONFLICT)
+            return error;
+        if (o->log)
+            rc_log_info(o->log, "deploy branch moved under us (%s); redoing the pass", err->msg);
+        backoff(i);
+    }
+    return rc_err_set(err, RC_ECONFLICT,
+                      "deploy branch '%s' kept moving; gave up after %d attempts",
+                      o->deploy_branch, attempts);
+}
+
+/* ==== Replay ==== */
+
+int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit,
+              const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+{
+    struct compute c;
+    struct rd_record rec, prev;
+    char id[41], parent[41];
+    char *cap = NULL;
+    size_t caplen = 0;
+    struct pl_cluster *fleet = NULL;
+    size_t nfleet = 0;
+    struct rc_path_change *changes = NULL;
+    size_t nchanges = 0;
+    int error;
+
+    memset(&c, 0, sizeof(c));
+    memset(out, 0, sizeof(*out));
+    error = rc_git_resolve(id, g, commit, err);
+    if (error < 0)
+        goto done;
+    error = read_record(&rec, g, id, a, err);
+    if (error < 0)
+        goto done;
+    if (!rec.source) {
+        error = rc_err_set(err, RC_EINVALID, "commit %.12s has no %s", id, RECORD_PATH);
+        goto done;
+    }
+    memcpy(out->source, rec.source, strlen(rec.source) < 40 ? strlen(rec.source) + 1 : 41);
+    out->source[40] = '\0';
+    error = rc_git_commit_parent(parent, g, id, err);
+    if (error == RC_ENOTFOUND) {
+        memset(&prev, 0, sizeof(prev));
+        rc_err_clear(err);
+    } else if (error < 0) {
+        goto done;
+    } else {
+        error = read_record(&prev, g, parent, a, err);
+        if (error < 0)
+            goto done;
+    }
+    error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
+    if (error < 0)
+        goto done;
+    error = compute_load(&c, g, rec.source, &prev, o, a, err);
+    if (error < 0)
+        goto done;
+    error = rd_capacity_parse(&fleet, &nfleet, &c.load.src.res, cap, caplen, a, err);
+    if (error < 0) {
+        rc_err_prefix(err, "commit %.12s: %s: ", id, CAPACITY_PATH);
+        goto done;
+    }
+    error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
+    if (error < 0)
+        goto done;
+    error = diff_tree(&changes, &nchanges, g, id, &c.tree, a, err);
+    if (error < 0)
+        goto done;
+    out->match = nchanges == 0;
+    out->nmismatch = nchanges;
+    out->mismatch = changes;
+done:
+    compute_release(&c);
+    return error;
+}

@@ -1,0 +1,85 @@
+/*
+ * rc_pass.h - one reconcile pass: sync, load, observe, place, render, commit, apply.
+ *
+ * A pass reads the source branch head S and the deploy branch head D, loads every manifest
+ * at S (a file that does not parse is replaced by its newest version that does, at or
+ * before the source commit D was made from, so that a parse error never moves or removes
+ * anything), places every unit against the fleet, renders the deploy tree, and commits it
+ * on D when the decisions changed. The same computation serves `plan` (nothing written),
+ * `explain`, `status` and `replay` (recompute a deploy commit from what it recorded).
+ */
+#ifndef RC_PASS_H
+#define RC_PASS_H
+
+#include <stddef.h>
+
+#include "pl_types.h"
+#include "rc_arena.h"
+#include "rc_err.h"
+#include "rc_log.h"
+#include "rd_output.h"
+#include "rd_source.h"
+
+struct rc_git;
+
+struct rc_pass_options {
+    const char *source_branch; /* default "main" */
+    const char *deploy_branch; /* default "deploy" */
+    const char *source_rev;    /* plan --source: any revision; NULL: the source branch head */
+    const char *const *paths;  /* source paths to load; npaths == 0: the whole tree */
+    size_t npaths;
+    int dry_run;      /* compute only: no commit, no apply */
+    int force;        /* run even when nothing seems to have changed */
+    int apply;        /* apply to live clusters after committing */
+    int resync;       /* apply everything, not only what changed */
+    int max_attempts; /* passes redone when another writer moved the deploy branch */
+    struct rd_render_options render;
+    const struct rc_log *log;
+};
+
+#define RC_PASS_OPTIONS_INIT                                                                      \
+    {"main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL}
+
+/* A path whose content a pass would change. */
+struct rc_path_change {
+    const char *path;
+    char op; /* 'A' added, 'M' modified, 'D' deleted */
+};
+
+struct rc_pass_result {
+    char source[41];     /* source commit S */
+    char deploy_old[41]; /* deploy head before the pass; "" when the branch did not exist */
+    char deploy_new[41]; /* deploy head after the pass (== deploy_old when nothing committed) */
+    int skipped;         /* quick exit: source unchanged, nothing pending, no live cluster */
+    int committed;
+    int attempts;
+    size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */
+    size_t nfile_errors;
+    const struct rd_file_error *file_errors;
+    size_t npaths_changed;
+    const struct rc_path_change *paths_changed;
+    const struct pl_result *result; /* the decisions (arena) */
+    const struct pl_input *input;
+    int apply_incomplete; /* some live cluster was not fully applied */
+};
+
+/* Run one pass. Everything in *out lives in `a`. Returns RC_OK also when some files did not
+ * parse (see out->nfile_errors) or the pass was skipped; errors are for git, I/O and
+ * exhausted retries. */
+int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
+                struct rc_arena *a, struct rc_err *err);
+
+/* The outcome of recomputing a deploy commit. */
+struct rc_replay_result {
+    char source[41];
+    int match;
+    size_t nmismatch; /* paths whose recomputed content differs from the commit's */
+    const struct rc_path_change *mismatch;
+};
+
+/* Recompute deploy commit `commit`'s decisions from its source commit, its parent's
+ * placements and its recorded capacity, and compare the rendered tree with the commit's. */
+int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit,
+              const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err);
+
+#endif

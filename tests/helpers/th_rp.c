@@ -1,0 +1,73 @@
+/*
+ * th_rp.c - helpers to run the rightplace binary on example repositories (see th_rp.h).
+ */
+#include "th.h"
+
+#include "th_git.h"
+#include "th_rp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_banned.h"
+
+#define TH_RP_ARGS_MAX 64
+
+int th_rp(char **out, char **errout, ...)
+{
+    const char *argv[TH_RP_ARGS_MAX + 2];
+    size_t n = 0;
+    va_list ap;
+    const char *s;
+
+    argv[n++] = RP_BINARY;
+    va_start(ap, errout);
+    while ((s = va_arg(ap, const char *)) != NULL && n < TH_RP_ARGS_MAX)
+        argv[n++] = s;
+    va_end(ap);
+    argv[n] = NULL;
+    return th_run(NULL, out, errout, argv);
+}
+
+char *th_example_repo(void)
+{
+    char *repo = th_git_init("example", 0);
+    char src[4096];
+    const char *cp[] = {"cp", "-r", src, repo, NULL};
+    char *id;
+
+    snprintf(src, sizeof(src), "%s/examples/repo/.", RP_SOURCE_DIR);
+    if (th_run(NULL, NULL, NULL, cp) != 0)
+        fail_msg("cannot copy the example repository");
+    free(th_git_ok(repo, "add", "-A", NULL));
+    id = th_git_ok(repo, "commit", "-q", "-m", "example fleet", NULL);
+    free(id);
+    return repo;
+}
+
+char *th_git_show(const char *repo, const char *rev, const char *path)
+{
+    char spec[4096];
+    char *out = NULL;
+
+    snprintf(spec, sizeof(spec), "%s:%s", rev, path);
+    if (th_git(repo, &out, NULL, "show", spec, NULL) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int th_count(const char *s, const char *needle)
+{
+    int n = 0;
+    size_t len = strlen(needle);
+
+    if (!s || !len)
+        return 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + len, needle))
+        n++;
+    return n;
+}

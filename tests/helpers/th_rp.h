@@ -1,0 +1,20 @@
+/*
+ * th_rp.h - running the rightplace binary from tests, and example repositories to run it on.
+ */
+#ifndef TH_RP_H
+#define TH_RP_H
+
+/* Run RP_BINARY with the given arguments (NULL-terminated) in the current directory.
+ * *out and *errout (when non-NULL) get stdout and stderr (malloc'd). Returns the exit status. */
+int th_rp(char **out, char **errout, ...);
+
+/* A non-bare repository (branch main) holding a copy of examples/repo, committed. */
+char *th_example_repo(void);
+
+/* `git show <rev>:<path>` in repo, or NULL when it does not exist (malloc'd). */
+char *th_git_show(const char *repo, const char *rev, const char *path);
+
+/* Number of occurrences of `needle` in s (s may be NULL). */
+int th_count(const char *s, const char *needle);
+
+#endif
