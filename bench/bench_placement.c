@@ -5,7 +5,8 @@
  * Luna autoscaler with two node shapes), three policies (capacity with groupBy, a cluster
  * label selector, an ordered selector), and N units: a mix of RayJob-like gangs (head + gpu
  * workers + a ConfigMap in the same group) and Deployments of a few sizes. Runs N = 10,000
- * and 20,000 and prints decisions per second, the growth ratio, peak RSS, and a floor
+ * and 20,000 (best of 3 runs each) and prints decisions per second, the growth ratio, peak
+ * RSS, and a floor
  * measured in the same run (sorting and walking the same input), so that the figures mean
  * something on whatever machine runs it. Prints; never asserts on time.
  */
@@ -136,6 +137,10 @@ static void build_policies(struct pl_input *in, struct pl_policy *p, struct rc_a
     in->policies = p;
 }
 
+/* Every Deployment with its own cpu request: no two units share a demand, so no verdict can
+ * be reused from another unit (the worst case for the verdict cache). */
+static int distinct;
+
 /* n units; returns the number of objects written */
 static size_t build_units(struct pl_object *o, size_t n, struct rc_arena *a)
 {
@@ -187,7 +192,7 @@ static size_t build_units(struct pl_object *o, size_t n, struct rc_arena *a)
             pl_labels_set(&d->labels, a, "app", i % 4 == 3 ? "batch" : "web");
             pod->role = "pod";
             pod->count = (uint32_t)d->replicas;
-            pod->req.v[0] = 250 * (int64_t)(1 + i % 8);
+            pod->req.v[0] = distinct ? 100 + (int64_t)i : 250 * (int64_t)(1 + i % 8);
             pod->req.v[1] = 512LL * 1048576000LL * (int64_t)(1 + i % 3);
             d->npods = 1;
             d->pods = pod;
@@ -224,7 +229,7 @@ static double floor_time(const struct pl_input *in, size_t nunits)
 
 struct run {
     double secs, cpu, floor;
-    size_t decisions, placed, pending, verdicts;
+    size_t decisions, placed, pending, verdicts, scaled;
 };
 
 static struct run bench(size_t nunits)
@@ -264,6 +269,12 @@ static struct run bench(size_t nunits)
         r.placed += out.decisions[i].state == PL_STATE_PLACED;
         r.pending += out.decisions[i].state == PL_STATE_PENDING;
         r.verdicts += out.decisions[i].nverdicts;
+        for (size_t k = 0; k < out.decisions[i].nverdicts; k++) {
+            const struct pl_verdict *v = &out.decisions[i].verdicts[k];
+            if (out.decisions[i].ntargets &&
+                !strcmp(v->cluster, out.decisions[i].targets[0].cluster))
+                r.scaled += v->kind == PL_VERDICT_FITS_AFTER_SCALE_UP;
+        }
     }
     rc_arena_release(&out_a);
     rc_arena_release(&in_a);
@@ -272,12 +283,30 @@ static struct run bench(size_t nunits)
     return r;
 }
 
+static struct run best_of(size_t n, int times)
+{
+    struct run best = bench(n);
+
+    for (int i = 1; i < times; i++) {
+        struct run r = bench(n);
+        if (r.secs < best.secs)
+            best.secs = r.secs;
+        if (r.cpu < best.cpu)
+            best.cpu = r.cpu;
+        if (r.floor < best.floor)
+            best.floor = r.floor;
+    }
+    return best;
+}
+
 static void print_run(const char *label, const struct run *r)
 {
-    printf("%s: %zu decisions (%zu placed, %zu pending), %zu verdicts in %.3f s (cpu %.3f s) = "
-           "%.0f decisions/s; floor (sort + walk) %.3f s, engine/floor %.1fx\n",
-           label, r->decisions, r->placed, r->pending, r->verdicts, r->secs, r->cpu,
-           r->secs > 0 ? (double)r->decisions / r->secs : 0.0, r->floor,
+    printf("%s: %zu decisions (%zu placed, %zu of them by scale-up, %zu pending), %zu verdicts\n"
+           "  wall %.3f s = %.0f decisions/s; cpu %.3f s = %.0f decisions/s; floor (sort + walk) "
+           "%.3f s, engine/floor %.1fx\n",
+           label, r->decisions, r->placed, r->scaled, r->pending, r->verdicts, r->secs,
+           r->secs > 0 ? (double)r->decisions / r->secs : 0.0, r->cpu,
+           r->cpu > 0 ? (double)r->decisions / r->cpu : 0.0, r->floor,
            r->floor > 0 ? r->secs / r->floor : 0.0);
 }
 
@@ -287,19 +316,26 @@ int main(int argc, char **argv)
     struct run one, two;
     struct rusage ru;
 
-    if (argc > 1) {
+    for (int i = 1; i < argc; i++) {
         char *end;
-        long v = strtol(argv[1], &end, 10);
+        long v;
+        if (!strcmp(argv[i], "distinct")) {
+            distinct = 1;
+            continue;
+        }
+        v = strtol(argv[i], &end, 10);
         if (*end || v <= 0) {
-            fprintf(stderr, "usage: bench_placement [units]\n");
+            fprintf(stderr, "usage: bench_placement [units] [distinct]\n");
             return 2;
         }
         n = (size_t)v;
     }
-    printf("fleet: %d clusters x %d nodes\n", NCLUSTERS, NNODES);
-    one = bench(n);
+    printf("fleet: %d clusters x %d nodes%s\n", NCLUSTERS, NNODES,
+           distinct ? "; every Deployment with its own demand" : "");
+    /* the machine is shared: of 3 runs, keep the fastest (wall and cpu separately) */
+    one = best_of(n, 3);
     print_run("units=N ", &one);
-    two = bench(2 * n);
+    two = best_of(2 * n, 3);
     print_run("units=2N", &two);
     printf("growth: time(2N)/time(N) = %.2f, cpu %.2f (linear: 2.0; target <= 2.2)\n",
            one.secs > 0 ? two.secs / one.secs : 0.0, one.cpu > 0 ? two.cpu / one.cpu : 0.0);

@@ -351,18 +351,21 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         n = w;
     }
     e->ns = all;
-    e->nns = n;
+    e->nns = n; /* find_ns looks at the declared ones only while undeclared ones are added */
     for (size_t i = 0; i < e->nobj; i++) {
         const char *ns = e->obj[i]->ns;
-        if (ns && find_ns(e, ns) < 0) {
+        /* objects are sorted by key, so one namespace's objects are adjacent */
+        if (ns && find_ns(e, ns) < 0 && (n == e->nns || strcmp(all[n - 1].name, ns))) {
             struct pl_labels *l = rc_arena_calloc(&e->s, 1, sizeof(*l));
             pl_labels_set(l, &e->s, PL_LABEL_CLUSTER_NAME, ns);
-            all[e->nns].name = ns;
-            all[e->nns].labels = l;
-            e->nns++;
-            qsort(all, e->nns, sizeof(*all), cmp_ns); /* rare: undeclared namespaces */
+            all[n].name = ns;
+            all[n].labels = l;
+            n++;
         }
     }
+    /* undeclared names are unique and distinct from declared ones: one sort merges them */
+    qsort(all, n, sizeof(*all), cmp_ns);
+    e->nns = n;
     return 0;
 }
 
@@ -677,9 +680,8 @@ static int cmp_target(const void *a, const void *b)
 static void decide_kept(struct engine *e, struct eunit *u)
 {
     struct pl_decision *d = u->d;
-    const struct epol *ep = &e->pol[u->pol];
     const char *c0 = u->prev->clusters[0];
-    long ci = find_cluster(e, c0);
+    long ci = find_cluster(e, c0); /* sticky_check made sure it exists */
 
     d->state = PL_STATE_PLACED;
     d->ntargets = 1;
@@ -691,7 +693,6 @@ static void decide_kept(struct engine *e, struct eunit *u)
     verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
     take(e, u, u->sig, (size_t)ci);
     d->reason = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
-    (void)ep;
 }
 
 static const char *no_candidate_reason(struct engine *e, const struct epol *ep)

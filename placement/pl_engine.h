@@ -20,6 +20,10 @@
  * overcommits. A node whose allocatable "pods" is 0 has not declared a pod limit: unlimited.
  * Every pod also takes one "pods" (1000 milli) on its node.
  *
+ * Preference order of candidates: orderedClusterSelector priority (the index of the cluster's
+ * value in the values of its first In requirement), then clusters without an autoscaler, then
+ * lower cost_micro (0, unknown, counts as 0), then name.
+ *
  * Autoscalers: declared node shapes (pl_shape) may be added up to `max` nodes each (existing
  * nodes whose `shape` names it count against it; -1: no limit), cheapest shape first (cost,
  * unknown cost last, then smaller cpu, memory, then name); a pod must fit an empty node of a

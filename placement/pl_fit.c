@@ -52,11 +52,13 @@ struct cstate {
     size_t nclass;
     uint32_t *class_rep; /* a node of each class */
     uint32_t *taint_class;
+    size_t nsched; /* schedulable real nodes */
     size_t ntclass;
     uint32_t *tclass_rep;
     size_t nshapes;
     const struct pl_shape **shapes; /* in preference order */
     int64_t *shape_used;            /* nodes of each shape: existing + virtual */
+    struct nstate *shape_free;      /* an empty node of each shape */
     uint64_t version;               /* starts at 1; +1 per commit */
     int64_t committed[PL_RES_MAX];
     int64_t nodes_added;
@@ -64,9 +66,16 @@ struct cstate {
 
 struct elig {
     size_t n;
-    uint32_t *nodes;         /* schedulable real nodes the shape may use, in node order */
+    uint32_t *nodes;         /* schedulable real nodes the pods may use, in node order */
     unsigned char *shape_ok; /* per autoscaler shape: labels and taints accepted */
-    int64_t *shape_k;        /* pods of this shape an empty node of that shape holds */
+};
+
+/* Placement constraints (node selector, tolerations, affinity) shared by pod shapes that
+ * differ only in requests or role: where pods may go is computed once per class. */
+struct cclass {
+    const struct pl_pod *pod; /* representative */
+    uint64_t hash;
+    struct elig **elig; /* per cluster, lazily */
 };
 
 struct podshape {
@@ -75,7 +84,7 @@ struct podshape {
     int64_t req[PL_RES_MAX]; /* with the pod itself (+1 pods) */
     int nnz;
     unsigned char nz[PL_RES_MAX]; /* resources with req > 0, in index order */
-    struct elig **elig;           /* per cluster, lazily */
+    uint32_t cc;                  /* constraint class */
 };
 
 struct vcache {
@@ -115,6 +124,9 @@ struct pl_fit {
     size_t nshapes, capshapes;
     struct podshape *shapes;
     struct htab shape_tab;
+    size_t ncc, capcc;
+    struct cclass *cc;
+    struct htab cc_tab;
     size_t nsigs, capsigs;
     struct sig *sigs;
     struct htab sig_tab;
@@ -154,13 +166,10 @@ static uint64_t hash_selector(uint64_t h, const struct pl_selector *s)
     return h;
 }
 
-static uint64_t hash_pod(const struct pl_pod *p, int nres)
+static uint64_t hash_constraints(const struct pl_pod *p)
 {
     uint64_t h = RC_FNV_INIT;
 
-    h = hash_str(h, p->role);
-    for (int r = 0; r < nres; r++)
-        h = hash_i64(h, p->req.v[r]);
     h = hash_i64(h, (int64_t)p->node_selector.n);
     for (size_t i = 0; i < p->node_selector.n; i++) {
         h = hash_str(h, p->node_selector.v[i].key);
@@ -176,6 +185,16 @@ static uint64_t hash_pod(const struct pl_pod *p, int nres)
     h = hash_i64(h, (int64_t)p->naffinity);
     for (size_t i = 0; i < p->naffinity; i++)
         h = hash_selector(h, &p->affinity[i]);
+    return h;
+}
+
+static uint64_t hash_pod(const struct pl_pod *p, int nres)
+{
+    uint64_t h = hash_constraints(p);
+
+    h = hash_str(h, p->role);
+    for (int r = 0; r < nres; r++)
+        h = hash_i64(h, p->req.v[r]);
     return h;
 }
 
@@ -200,17 +219,13 @@ static int selector_eq(const struct pl_selector *a, const struct pl_selector *b)
     return 1;
 }
 
-static int pod_eq(const struct pl_pod *a, const struct pl_pod *b, int nres)
+static int constraints_eq(const struct pl_pod *a, const struct pl_pod *b)
 {
     if (a == b)
         return 1;
-    if (!str_eq(a->role, b->role) || a->node_selector.n != b->node_selector.n ||
-        a->ntolerations != b->ntolerations || a->naffinity != b->naffinity)
+    if (a->node_selector.n != b->node_selector.n || a->ntolerations != b->ntolerations ||
+        a->naffinity != b->naffinity)
         return 0;
-    for (int r = 0; r < nres; r++) {
-        if (a->req.v[r] != b->req.v[r])
-            return 0;
-    }
     for (size_t i = 0; i < a->node_selector.n; i++) {
         if (!str_eq(a->node_selector.v[i].key, b->node_selector.v[i].key) ||
             !str_eq(a->node_selector.v[i].value, b->node_selector.v[i].value))
@@ -227,6 +242,19 @@ static int pod_eq(const struct pl_pod *a, const struct pl_pod *b, int nres)
             return 0;
     }
     return 1;
+}
+
+static int pod_eq(const struct pl_pod *a, const struct pl_pod *b, int nres)
+{
+    if (a == b)
+        return 1;
+    if (!str_eq(a->role, b->role))
+        return 0;
+    for (int r = 0; r < nres; r++) {
+        if (a->req.v[r] != b->req.v[r])
+            return 0;
+    }
+    return constraints_eq(a, b);
 }
 
 /* ==== Open-addressing table of indices ==== */
@@ -385,6 +413,7 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
             cs->node_class[i] = cs->taint_class[i] = UINT32_MAX;
             continue;
         }
+        cs->nsched++;
         cs->node_class[i] =
             classify(cs->real, i, node_class_hash(n, 1), 1, chash, cs->class_rep, &cs->nclass);
         cs->taint_class[i] =
@@ -397,6 +426,9 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
         cs->shapes[i] = &c->shapes[i];
     if (c->nshapes > 1)
         qsort(cs->shapes, c->nshapes, sizeof(*cs->shapes), shape_cmp);
+    cs->shape_free = rc_arena_calloc(sa, c->nshapes ? c->nshapes : 1, sizeof(*cs->shape_free));
+    for (size_t i = 0; i < c->nshapes; i++)
+        node_free_init(&cs->shape_free[i], &cs->shapes[i]->allocatable, NULL, f->nres);
     for (size_t i = 0; i < c->nnodes; i++) {
         if (!c->nodes[i].shape)
             continue;
@@ -437,6 +469,8 @@ void pl_fit_free(struct pl_fit *f)
     free(f->sigs);
     free(f->shapes);
     free(f->shape_tab.slot);
+    free(f->cc);
+    free(f->cc_tab.slot);
     free(f->sig_tab.slot);
     free(f->undo);
     free(f->tmp);
@@ -459,6 +493,36 @@ static uint64_t shape_hash_at(const struct pl_fit *f, uint32_t idx)
     return f->shapes[idx].hash;
 }
 
+static int cc_key_eq(const struct pl_fit *f, uint32_t idx, const void *key)
+{
+    return constraints_eq(f->cc[idx].pod, key);
+}
+
+static uint64_t cc_hash_at(const struct pl_fit *f, uint32_t idx)
+{
+    return f->cc[idx].hash;
+}
+
+static uint32_t intern_cc(struct pl_fit *f, const struct pl_pod *p)
+{
+    uint64_t h = hash_constraints(p);
+    uint32_t *slot;
+
+    if (f->cc_tab.cap == 0 || (f->cc_tab.n + 1) * 2 > f->cc_tab.cap)
+        htab_grow(f, &f->cc_tab, cc_hash_at);
+    slot = htab_find(f, &f->cc_tab, h, p, cc_key_eq);
+    if (*slot)
+        return *slot - 1;
+    f->cc = rc_xgrow(f->cc, &f->capcc, f->ncc + 1, sizeof(*f->cc));
+    f->cc[f->ncc].pod = p;
+    f->cc[f->ncc].hash = h;
+    f->cc[f->ncc].elig =
+        rc_arena_calloc(&f->scratch, f->nclusters ? f->nclusters : 1, sizeof(struct elig *));
+    *slot = (uint32_t)f->ncc + 1;
+    f->cc_tab.n++;
+    return (uint32_t)f->ncc++;
+}
+
 static uint32_t intern_shape(struct pl_fit *f, const struct pl_pod *p)
 {
     uint64_t h = hash_pod(p, f->nres);
@@ -475,6 +539,7 @@ static uint32_t intern_shape(struct pl_fit *f, const struct pl_pod *p)
     memset(s, 0, sizeof(*s));
     s->pod = p;
     s->hash = h;
+    s->cc = intern_cc(f, p);
     for (int r = 0; r < f->nres; r++) {
         int64_t v = p->req.v[r];
         if (r == PL_RES_PODS)
@@ -654,16 +719,15 @@ static int64_t fit_count(const int64_t *free_, const struct podshape *s, int64_t
 static struct elig *get_elig(struct pl_fit *f, struct podshape *s, size_t ci)
 {
     struct cstate *cs = &f->cl[ci];
-    const struct pl_pod *p = s->pod;
+    struct cclass *cc = &f->cc[s->cc];
+    const struct pl_pod *p = cc->pod;
     struct elig *e;
     unsigned char *ok;
     const uint32_t *cls, *rep;
     size_t ncls;
 
-    if (!s->elig)
-        s->elig = rc_arena_calloc(&f->scratch, f->nclusters ? f->nclusters : 1, sizeof(*s->elig));
-    if (s->elig[ci])
-        return s->elig[ci];
+    if (cc->elig[ci])
+        return cc->elig[ci];
     e = rc_arena_calloc(&f->scratch, 1, sizeof(*e));
     if (p->node_selector.n == 0 && p->naffinity == 0) {
         cls = cs->taint_class; /* node labels do not matter to this pod */
@@ -686,16 +750,12 @@ static struct elig *get_elig(struct pl_fit *f, struct podshape *s, size_t ci)
             e->nodes[e->n++] = (uint32_t)i;
     }
     e->shape_ok = rc_arena_calloc(&f->scratch, cs->nshapes ? cs->nshapes : 1, 1);
-    e->shape_k = rc_arena_calloc(&f->scratch, cs->nshapes ? cs->nshapes : 1, sizeof(int64_t));
     for (size_t k = 0; k < cs->nshapes; k++) {
         const struct pl_shape *sh = cs->shapes[k];
-        struct nstate empty;
         e->shape_ok[k] = pl_pod_node_labels_ok(p, &sh->labels) &&
                          pl_tolerates_all(p->tolerations, p->ntolerations, sh->taints, sh->ntaints);
-        node_free_init(&empty, &sh->allocatable, NULL, f->nres);
-        e->shape_k[k] = fit_count(empty.free, s, INT64_MAX);
     }
-    s->elig[ci] = e;
+    cc->elig[ci] = e;
     return e;
 }
 
@@ -834,7 +894,7 @@ static void scale_up(struct pl_fit *f, struct cstate *cs, uint32_t sh, struct el
         if (!e->shape_ok[k])
             continue;
         accepted = 1;
-        per = e->shape_k[k];
+        per = fit_count(cs->shape_free[k].free, &f->shapes[sh], INT64_MAX);
         if (per <= 0) {
             if (!small)
                 small = shp;
@@ -905,8 +965,7 @@ static void pack(struct pl_fit *f, uint32_t sig, size_t ci, int commit, int want
     if (want_detail && pi->fail1 >= 0) {
         const struct podshape *ps = &f->shapes[s->shape[pi->fail1]];
         best_node(f, cs, ps, get_elig(f, &f->shapes[s->shape[pi->fail1]], ci), pi);
-        for (size_t i = 0; i < cs->nreal; i++)
-            pi->nsched += cs->node_class[i] != UINT32_MAX;
+        pi->nsched = cs->nsched;
     }
     if (!need_scale) {
         pi->kind = PL_VERDICT_FITS_NOW;

@@ -372,17 +372,19 @@ static int push_update_cb(const char *refname, const char *status, void *payload
     return 0;
 }
 
-/* A rejection that means "someone else moved the ref": refetch and redo. */
-static int status_is_conflict(const char *status)
+/* A rejection that means "someone else moved the ref": refetch and redo. receive-pack says
+ * "failed to update ref" both for a lost race (its messages then say "cannot lock ref ...
+ * but expected ...") and for server trouble, so the messages decide. */
+static int status_is_conflict(const char *status, const char *msgs)
 {
     static const char *const moved[] = {"non-fast-forward",    "fetch first",     "stale info",
-                                        "incorrect old value", "cannot lock ref", "failed to lock",
-                                        "already exists"};
+                                        "incorrect old value", "cannot lock ref", "failed to lock"};
 
     for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
         if (strstr(status, moved[i]))
             return 1;
-    return 0;
+    return strstr(status, "failed to update ref") &&
+           (strstr(msgs, "cannot lock ref") || strstr(msgs, "but expected"));
 }
 
 static void remote_callbacks(git_remote_callbacks *cb, struct remote_state *st)
@@ -424,6 +426,7 @@ static int do_fetch(struct rc_git *g, struct rc_err *err)
     git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
     remote_callbacks(&fo.callbacks, &st);
     fo.prune = GIT_FETCH_PRUNE;
+    fo.proxy_opts.type = GIT_PROXY_AUTO;              /* http.proxy or $https_proxy, as git does */
     fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE; /* tags come through the refspec */
 
     if ((error = remote_new(&remote, g, err)) < 0)
@@ -447,8 +450,9 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err)
     return do_fetch(g, err);
 }
 
-/* Push refs (full names) without force. See rc_git_push_refs. */
-static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+/* Push refs over a smart transport (ssh, https, git): the server's receive-pack checks the
+ * old values under its ref locks and runs its hooks. */
+static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
 {
     git_remote *remote = NULL;
     git_push_options po;
@@ -459,6 +463,7 @@ static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, stru
     remote_state_init(&st, g);
     git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
     remote_callbacks(&po.callbacks, &st);
+    po.proxy_opts.type = GIT_PROXY_AUTO;
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]);
@@ -483,18 +488,11 @@ static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, stru
         /* trim spaces left by newlines */
         for (size_t n = strlen(msgs); n > 0 && msgs[n - 1] == ' ';)
             msgs[--n] = '\0';
-        error = rc_err_set(err, status_is_conflict(st.rejected_status) ? RC_ECONFLICT : RC_ERROR,
+        error = rc_err_set(err,
+                           status_is_conflict(st.rejected_status, st.remote_msgs.ptr) ? RC_ECONFLICT
+                                                                                      : RC_ERROR,
                            "push of '%s' refused by '%s': %s%s%s", st.rejected_ref, g->url_shown,
                            st.rejected_status, msgs[0] ? ": remote: " : "", msgs);
-    }
-    if (error < 0) {
-        struct rc_err ferr = RC_ERR_INIT;
-
-        /* Put the local mirror back to what the remote has. */
-        if (do_fetch(g, &ferr) < 0 && g->log)
-            rc_log_warn(g->log, "%s", ferr.msg);
-    } else if (g->log) {
-        rc_log_debug(g->log, "pushed %zu ref(s) to '%s'", nrefs, g->url_shown);
     }
 done:
     for (size_t i = 0; i < specs.count; i++)
@@ -502,6 +500,187 @@ done:
     free(specs.strings);
     git_remote_free(remote);
     rc_buf_release(&st.remote_msgs);
+    return error;
+}
+
+/* "file:///a/b%20c" → "/a/b c" (malloc'd); NULL when not a file:// URL with a path. */
+static char *file_url_path(const char *url)
+{
+    const char *p = url + strlen("file://");
+    char *out, *o;
+
+    if (strncmp(url, "file://", 7) || *p != '/')
+        return NULL;
+    out = o = rc_xmalloc(strlen(p) + 1);
+    for (; *p; p++) {
+        if (p[0] == '%' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+            char hex[3] = {p[1], p[2], 0};
+
+            *o++ = (char)strtol(hex, NULL, 16);
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+struct hide_walk {
+    git_repository *remote;
+    git_odb *local_odb;
+    git_revwalk *walk;
+};
+
+/* Hide every remote tip we also have, so only what the remote lacks is packed. */
+static int hide_remote_tip(const char *name, void *payload)
+{
+    struct hide_walk *h = payload;
+    git_oid id;
+
+    if (git_reference_name_to_id(&id, h->remote, name) == 0 && git_odb_exists(h->local_odb, &id) &&
+        git_revwalk_hide(h->walk, &id) < 0)
+        git_error_clear(); /* not a commit: nothing to hide */
+    git_error_clear();
+    return 0;
+}
+
+/* Push refs to a file:// remote. libgit2's local transport writes the remote's refs with
+ * force and no check of their current value, so two writers racing would silently lose one
+ * update. Instead: write a pack of what the remote lacks into its object store, then under
+ * the remote's ref locks (a transaction) refuse any ref whose current value is not an
+ * ancestor of ours, and move all refs at once or none (like `git push --atomic`). */
+static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+{
+    char *path = file_url_path(g->url), *pack_dir = NULL;
+    git_repository *rr = NULL;
+    git_revwalk *walk = NULL;
+    git_packbuilder *pb = NULL;
+    git_transaction *tx = NULL;
+    git_odb *rodb = NULL;
+    struct hide_walk h = {NULL, NULL, NULL};
+    git_oid *ids = rc_xcalloc(nrefs ? nrefs : 1, sizeof(git_oid));
+    int e, error = RC_OK;
+
+    if (!path) {
+        error = rc_err_set(err, RC_EINVALID, "unsupported file URL '%s'", g->url_shown);
+        goto done;
+    }
+    if ((e = git_repository_open_ext(&rr, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL)) < 0) {
+        error = fail(err, RC_ERROR, "cannot open remote '%s'", g->url_shown);
+        goto done;
+    }
+    if (!git_repository_is_bare(rr)) {
+        error =
+            rc_err_set(err, RC_ERROR, "cannot push to '%s': not a bare repository", g->url_shown);
+        goto done;
+    }
+    for (size_t i = 0; i < nrefs; i++)
+        if ((e = git_reference_name_to_id(&ids[i], g->repo, refs[i])) < 0) {
+            error = fail(err, rc_code(e), "cannot push '%s'", refs[i]);
+            goto done;
+        }
+
+    /* 1. objects */
+    if ((e = git_revwalk_new(&walk, g->repo)) < 0 ||
+        (e = git_repository_odb(&h.local_odb, g->repo)) < 0) {
+        error = fail(err, RC_ERROR, "cannot walk '%s'", g->path);
+        goto done;
+    }
+    for (size_t i = 0; i < nrefs; i++)
+        if ((e = git_revwalk_push(walk, &ids[i])) < 0) {
+            error = fail(err, RC_EINVALID, "cannot push '%s'", refs[i]);
+            goto done;
+        }
+    h.remote = rr;
+    h.walk = walk;
+    git_reference_foreach_name(rr, hide_remote_tip, &h);
+    if ((e = git_packbuilder_new(&pb, g->repo)) < 0 ||
+        (e = git_packbuilder_insert_walk(pb, walk)) < 0) {
+        error = fail(err, RC_ERROR, "cannot pack objects for '%s'", g->url_shown);
+        goto done;
+    }
+    if (git_packbuilder_object_count(pb) > 0) {
+        size_t n = strlen(git_repository_path(rr));
+
+        pack_dir = rc_xmalloc(n + sizeof("objects/pack"));
+        memcpy(pack_dir, git_repository_path(rr), n); /* ends with '/' */
+        memcpy(pack_dir + n, "objects/pack", sizeof("objects/pack"));
+        if ((e = git_packbuilder_write(pb, pack_dir, 0, NULL, NULL)) < 0) {
+            error = fail(err, RC_ERROR, "cannot write objects to '%s'", g->url_shown);
+            goto done;
+        }
+        if ((e = git_repository_odb(&rodb, rr)) < 0 || (e = git_odb_refresh(rodb)) < 0) {
+            error = fail(err, RC_ERROR, "cannot read objects of '%s'", g->url_shown);
+            goto done;
+        }
+    }
+
+    /* 2. refs, under the remote's locks */
+    if ((e = git_transaction_new(&tx, rr)) < 0) {
+        error = fail(err, RC_ERROR, "cannot update '%s'", g->url_shown);
+        goto done;
+    }
+    for (size_t i = 0; i < nrefs; i++) {
+        git_oid cur;
+
+        if ((e = git_transaction_lock_ref(tx, refs[i])) < 0) {
+            error = fail(err, e == GIT_ELOCKED ? RC_ECONFLICT : RC_ERROR,
+                         "push of '%s' refused by '%s'", refs[i], g->url_shown);
+            goto done;
+        }
+        e = git_reference_name_to_id(&cur, rr, refs[i]);
+        if (e == 0 && !git_oid_equal(&cur, &ids[i]) &&
+            git_graph_descendant_of(rr, &ids[i], &cur) != 1) {
+            error = rc_err_set(err, RC_ECONFLICT,
+                               "push of '%s' refused by '%s': non-fast-forward (the remote "
+                               "moved)",
+                               refs[i], g->url_shown);
+            goto done;
+        }
+        if (e < 0 && e != GIT_ENOTFOUND) {
+            error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", refs[i], g->url_shown);
+            goto done;
+        }
+        git_error_clear();
+        if ((e = git_transaction_set_target(tx, refs[i], &ids[i], NULL, "push")) < 0) {
+            error = fail(err, RC_ERROR, "cannot update '%s' in '%s'", refs[i], g->url_shown);
+            goto done;
+        }
+    }
+    if ((e = git_transaction_commit(tx)) < 0)
+        error = fail(err, RC_ERROR, "cannot update refs of '%s'", g->url_shown);
+done:
+    git_transaction_free(tx); /* releases the locks when not committed */
+    git_packbuilder_free(pb);
+    git_revwalk_free(walk);
+    git_odb_free(h.local_odb);
+    git_odb_free(rodb);
+    git_repository_free(rr);
+    free(pack_dir);
+    free(path);
+    free(ids);
+    return error;
+}
+
+/* Push refs (full names) without force; on failure fetch again so that the local mirror
+ * shows the remote's refs. See rc_git_push_refs. */
+static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+{
+    int error;
+
+    if (!strncmp(g->url, "file://", 7))
+        error = push_file(g, refs, nrefs, err);
+    else
+        error = push_smart(g, refs, nrefs, err);
+    if (error < 0) {
+        struct rc_err ferr = RC_ERR_INIT;
+
+        if (do_fetch(g, &ferr) < 0 && g->log)
+            rc_log_warn(g->log, "%s", ferr.msg);
+    } else if (g->log) {
+        rc_log_debug(g->log, "pushed %zu ref(s) to '%s'", nrefs, g->url_shown);
+    }
     return error;
 }
 
@@ -1328,7 +1507,8 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
 /* ==== Notes ==== */
 
-int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err)
+static int note_write(struct rc_git *g, const char *commit, const char *text, int push,
+                      struct rc_err *err)
 {
     static const char *const notes_ref[] = {RC_GIT_NOTES_REF};
     git_commit *c = NULL;
@@ -1351,7 +1531,7 @@ int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, st
             error = fail(err, RC_ERROR, "cannot write note on '%s'", commit);
             break;
         }
-        if (!g->remote)
+        if (!g->remote || !push)
             break;
         error = do_push(g, notes_ref, 1, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
@@ -1361,6 +1541,17 @@ int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, st
     }
     git_signature_free(sig);
     return error;
+}
+
+int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err)
+{
+    return note_write(g, commit, text, 1, err);
+}
+
+int rc_git_note_write_local(struct rc_git *g, const char *commit, const char *text,
+                            struct rc_err *err)
+{
+    return note_write(g, commit, text, 0, err);
 }
 
 int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,

@@ -58,18 +58,24 @@ int rc_git_is_url(const char *repo);
 
 /* Open a repository.
  * - A local path (bare, non-bare, or a .git folder) is opened in place and never searched
- *   upwards. Its work tree and index are never read or written.
+ *   upwards. Its work tree and index are never read or written. RC_ENOTFOUND: no repository
+ *   at the path.
  * - A URL (file://, https://, ssh://, scp-like, git://) is mirrored into the bare repository
  *   <o->state_dir>/repo.git: created and fetched on first use (also while it holds no refs,
  *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
- *   The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not applied.
- *   Note: over file:// libgit2 writes the remote's refs in process, so the remote's hooks
- *   do not run; over ssh://, https:// and git:// the server's receive-pack runs them. Fetched with
- * force and prune: every branch to refs/heads/<b>, and refs/tags/..., refs/notes/... and
- * refs/rightplace/... to the same names, so local refs mirror the remote's. A state directory
- * holding a mirror of another URL is RC_EINVALID. The options' strings are copied; o->log is
- * borrowed and must outlive the handle. *out is set only on success; free it with rc_git_free.
- * RC_ENOTFOUND: no repository at the path. */
+ *   Fetches force-update and prune: every branch to refs/heads/<b>, and refs/tags/...,
+ *   refs/notes/... and refs/rightplace/... to the same names, so local refs mirror the
+ *   remote's. The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not
+ *   applied. A state directory holding a mirror of another URL is RC_EINVALID. HTTP(S)
+ *   proxies: libgit2's automatic lookup (GIT_PROXY_AUTO, git config http.proxy); a test
+ *   showed libgit2 1.5.1 ignoring $http_proxy for an in-memory remote.
+ * - Pushes over ssh://, https:// and git:// go to the server's receive-pack (which checks old
+ *   values under its locks and runs hooks). Over file:// rc_git pushes itself: objects into
+ *   the remote's store, then all refs at once under the remote's ref locks, each only if it
+ *   fast-forwards (libgit2's own file:// push overwrites refs unchecked and loses updates when
+ *   two writers race). The remote's hooks do not run over file://.
+ * The options' strings are copied; o->log is borrowed and must outlive the handle. *out is
+ * set only on success; free it with rc_git_free. */
 int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,
                 struct rc_err *err);
 /* Close the repository; accepts NULL. */
@@ -103,9 +109,9 @@ struct rc_git_blob {
 
 /* Every blob under `paths` (npaths entries; NULL or npaths 0, or a path "" / ".": the whole
  * tree) whose name ends in ".yaml" or ".yml", sorted by path (strcmp), each file once even if
- * the paths overlap. A path may name a directory or a file (a file not named *.yaml or
- * *.yml contributes nothing). Symlinks, submodules and other
- * non-regular entries are skipped silently. Sizes are not limited here (the loader does).
+ * the paths overlap. A path may name a directory or a file (a file not named *.yaml or *.yml
+ * contributes nothing). Symlinks, submodules and other non-regular entries are skipped
+ * silently. Sizes are not limited here (the loader does).
  * *out is an array of *n blobs allocated in `a` (NULL when *n is 0). RC_ENOTFOUND when a path
  * is not in the tree (so a mistyped source path is not read as "no objects"). */
 int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
@@ -138,7 +144,7 @@ int rc_git_path_id(char out[41], struct rc_git *g, const char *commit, const cha
  * base's file at that path. The same content always gives the same tree id, so comparing
  * out_tree with rc_git_commit_tree_id(base) tells whether anything changed.
  * Paths are relative, '/'-separated: RC_EINVALID for an empty path or component, "." or "..",
- * a leading or doubled '/', a ".git" component, a NUL byte, or the same path twice or as both
+ * a leading or doubled '/', a ".git" component (any case), or the same path twice or as both
  * a file and a directory. Blobs are written to the object database; out_tree gets 40 hex. */
 struct rc_git_file {
     const char *path;
@@ -172,11 +178,15 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
                       const char *log_message, struct rc_err *err);
 
 /* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
- * with rc_git_push_refs). */
+ * with rc_git_push_refs). For a remote repository, note that every fetch, including the one
+ * after any failed push (rc_git_note_write's too), puts all mirrored refs back to the
+ * remote's values: a ref moved here and not pushed yet is lost then. Push such refs together
+ * (rc_git_update_ref_local + rc_git_note_write_local, then one rc_git_push_refs). */
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
                             const char *old_id, const char *log_message, struct rc_err *err);
 
-/* Push the local values of `refs` (full names) to the remote in one push, without force.
+/* Push the local values of `refs` (full names) to the remote in one push, without force
+ * (over file:// all or none of the refs move; over other transports each ref on its own).
  * RC_ECONFLICT / RC_ERROR as rc_git_update_ref (on any rejection the local mirror is fetched
  * again). A ref that does not exist locally is RC_ENOTFOUND. No-op for a local repository. */
 int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err);
@@ -192,6 +202,10 @@ int64_t rc_git_commit_time(struct rc_git *g, const char *commit);
  * RC_ECONFLICT). */
 #define RC_GIT_NOTES_REF "refs/notes/rightplace"
 int rc_git_note_write(struct rc_git *g, const char *commit, const char *text, struct rc_err *err);
+/* rc_git_note_write without the push (to push it with other refs in one rc_git_push_refs,
+ * which then reports a conflict instead of retrying). */
+int rc_git_note_write_local(struct rc_git *g, const char *commit, const char *text,
+                            struct rc_err *err);
 /* The note on a commit, allocated in `a` (NUL-terminated); RC_ENOTFOUND when there is none. */
 int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct rc_arena *a,
                      struct rc_err *err);

@@ -318,6 +318,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
                          const struct pl_cluster *fleet, size_t nfleet,
                          const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
 {
+    struct rd_render_options ropts;
     int error;
 
     memset(&c->in, 0, sizeof(c->in));
@@ -337,7 +338,12 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
         return error;
     drop_bare_namespaces(&c->res);
     keep_recorded_reasons(&c->res, prev, a);
-    return rd_render_tree(&c->tree, &c->res, &c->in, source, &o->render, a, err);
+    ropts = o->render;
+    ropts.nfile_errors = c->load.nerrors;
+    ropts.file_errors = c->load.errors;
+    ropts.nwarnings = c->load.src.nwarnings;
+    ropts.warnings = c->load.src.warnings;
+    return rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
 }
 
 static void compute_release(struct compute *c)
@@ -440,6 +446,12 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = rc_observe_fleet(&fleet, &nfleet, &cp->load.src, o->log, a, err);
     if (error < 0)
         goto done;
+    /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
+     * sync, which the exit status says */
+    for (size_t i = 0; i < nfleet; i++) {
+        if (fleet[i].live && !fleet[i].reachable)
+            out->apply_incomplete = 1;
+    }
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
@@ -475,7 +487,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
                                   cp->tree.nfiles, err);
         if (error < 0)
             goto done;
-        error = rd_commit_message(&msg, &cp->res, out->source, cp->load.nerrors, cp->load.errors, err);
+        error = rd_commit_message_prev(&msg, &cp->res, prev.units, prev.nunits, out->source,
+                                       cp->load.nerrors, cp->load.errors, err);
         if (error == RC_OK)
             error = rc_git_commit(commit, g, tree, out->deploy_old[0] ? out->deploy_old : NULL,
                                   msg.ptr, rc_git_commit_time(g, out->source), err);
@@ -499,7 +512,7 @@ apply:
                                 a, err);
         if (error < 0)
             goto done;
-        out->apply_incomplete = incomplete;
+        out->apply_incomplete |= incomplete;
     }
     error = RC_OK;
 done:

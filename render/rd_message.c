@@ -30,6 +30,7 @@
 #include "rd_source.h"
 
 #define WIDTH 72
+#define MAX_PARAGRAPHS 100 /* a burst of units gets a readable message; the record has all */
 
 enum what { W_PLACE, W_MOVE, W_PENDING, W_REMOVE, W_UNPLACED, W_COUNT };
 
@@ -317,11 +318,14 @@ int rd_commit_message_prev(struct rc_buf *out, const struct pl_result *res,
     if (!error)
         error = rc_buf_puts(out, "\n", err);
 
-    for (size_t i = 0; i < nchanged && !error; i++) {
+    for (size_t i = 0; i < nchanged && i < MAX_PARAGRAPHS && !error; i++) {
         error = rc_buf_putc(out, '\n', err);
         if (!error)
             error = paragraph(out, changed[i], find_prev(prev, nprev, changed[i]->unit), &a, err);
     }
+    if (!error && nchanged > MAX_PARAGRAPHS)
+        error = rc_buf_printf(out, err, "\n... and %zu more changed units: see placements.yaml\n",
+                              nchanged - MAX_PARAGRAPHS);
     if (!error && nfile_errors) {
         error = rc_buf_putc(out, '\n', err);
         for (size_t i = 0; i < nfile_errors && !error; i++) {

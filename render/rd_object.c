@@ -266,7 +266,7 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     struct octx c;
     struct rd_object o;
     const char *api = NULL, *kind = NULL, *name = NULL, *slash;
-    const cJSON *meta, *nsnode, *labels, *namenode;
+    const cJSON *meta, *nsnode, *labels, *annotations, *namenode;
     int error;
 
     memset(out, 0, sizeof(*out));
@@ -354,11 +354,14 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
             if (rd_validate_label_key(l->string, err) < 0)
                 return at(&c, l);
             if (!cJSON_IsString(l))
-                return fail(&c, l, "label '%.80s' must have a string value (quote it: \"%s\")",
+                return fail(&c, l,
+                            "label '%.80s' must have a string value: YAML reads this unquoted "
+                            "value as %s; quote it",
                             l->string,
-                            cJSON_IsTrue(l)    ? "true"
-                            : cJSON_IsFalse(l) ? "false"
-                                               : "...");
+                            cJSON_IsBool(l)     ? "a boolean"
+                            : cJSON_IsNumber(l) ? "a number"
+                            : cJSON_IsNull(l)   ? "null"
+                                                : "a collection");
             if (rd_validate_label_value(l->valuestring, err) < 0) {
                 rc_err_prefix(err, "label '%.80s': ", l->string);
                 return at(&c, l);
@@ -366,6 +369,22 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
             pl_labels_set(&o.labels, a, rc_arena_strdup(a, l->string),
                           rc_arena_strdup(a, l->valuestring));
         }
+    }
+    /* the API server takes annotations as map[string]string too */
+    annotations = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    if (annotations && !cJSON_IsNull(annotations)) {
+        if (!cJSON_IsObject(annotations))
+            return fail(&c, annotations, "metadata.annotations must be a mapping");
+        for (const cJSON *n = annotations->child; n; n = n->next)
+            if (!cJSON_IsString(n))
+                return fail(&c, n,
+                            "annotation '%.80s' must have a string value: YAML reads this "
+                            "unquoted value as %s; quote it",
+                            n->string,
+                            cJSON_IsBool(n)     ? "a boolean"
+                            : cJSON_IsNumber(n) ? "a number"
+                            : cJSON_IsNull(n)   ? "null"
+                                                : "a collection");
     }
     o.file = rc_arena_strdup(a, c.file);
     o.pos = c.pos;

@@ -449,6 +449,9 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
     strip_server_fields(copy);
     if (o->ns)
         set_namespace(copy, o->ns);
+    else /* cluster-scoped: a stray namespace would only confuse apply */
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+                                                "namespace");
     set_labels(copy, unit_label, NULL, NULL);
     nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
     if (nt > RD_MAX_TEMPLATES) {
@@ -582,8 +585,6 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     const struct pl_decision **dec;
     const char **clusters = NULL;
     size_t ndec, nclusters = 0, ccap = 0;
-    const char *data = NULL;
-    size_t len = 0;
     struct rc_buf b = RC_BUF_INIT;
     int error = 0;
 
@@ -680,16 +681,11 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         goto done;
     files_add(&f, "placements.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
     rc_buf_reset(&b);
-    {
-        const struct pl_cluster *cv = in->clusters;
-        error = rd_capacity_emit(&b, cv, in->nclusters, in->res, res->usage, res->nusage,
-                                 source_commit, err);
-    }
+    error = rd_capacity_emit(&b, in->clusters, in->nclusters, in->res, res->usage, res->nusage,
+                             source_commit, err);
     if (error < 0)
         goto done;
-    data = rc_arena_strndup(a, b.ptr, b.len);
-    len = b.len;
-    files_add(&f, ".rightplace/capacity.yaml", data, len);
+    files_add(&f, ".rightplace/capacity.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
 
     qsort(f.v, f.n, sizeof(*f.v), cmp_file);
     out->nfiles = f.n;

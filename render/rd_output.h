@@ -111,8 +111,9 @@ int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size
 
 /*
  * Read a capacity snapshot back into clusters (*out, *n, allocated in a), interning resource
- * names into res (which must be initialised with pl_resnames_init). Parsing what
- * rd_capacity_emit wrote and emitting again gives the same bytes.
+ * names into res (initialised with pl_resnames_init, or already holding names). For replay,
+ * pass the table the objects' demand was loaded with (rd_source.res), so that the indices of
+ * pl_res agree. Parsing what rd_capacity_emit wrote and emitting again gives the same bytes.
  */
 int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *res, const char *text,
                       size_t len, struct rc_arena *a, struct rc_err *err);
@@ -122,7 +123,8 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
 /*
  * Append the deploy commit's message to out: a subject saying what moved ("place
  * rayjob3/rayjob-train on dynamic-cluster", "place 3 units, move 1, 2 pending"), one paragraph
- * per changed decision (wrapped at 72 columns), the source files that were not loaded, and
+ * per changed decision in unit order (wrapped at 72 columns; the first 100, then a line saying
+ * how many more), the source files that were not loaded, and
  * trailers: Rightplace-Source, Rightplace-Placed, Rightplace-Pending, Rightplace-Unplaced
  * (counts of units in each state after this pass).
  */

@@ -152,10 +152,14 @@ static int parse_verdicts(struct pl_prev_unit *u, const cJSON *arr, const struct
         error = rd_out_get_str(&v->cluster, it, "cluster", 1, docs, RECORD_FILE, a, err);
         if (!error)
             error = rd_out_get_str(&kind, it, "verdict", 1, docs, RECORD_FILE, a, err);
-        if (!error && pl_verdict_parse(&v->kind, kind) < 0)
-            error = rd_out_err_at(err, docs, RECORD_FILE, it, "unknown verdict '%s'", kind);
-        if (!error)
-            error = rd_out_get_str(&v->detail, it, "detail", 0, docs, RECORD_FILE, a, err);
+        if (error)
+            return error;
+        if (pl_verdict_parse(&v->kind, kind) < 0) {
+            /* written by a later version: skip it rather than lose the whole record */
+            memset(v, 0, sizeof(*v));
+            continue;
+        }
+        error = rd_out_get_str(&v->detail, it, "detail", 0, docs, RECORD_FILE, a, err);
         if (error)
             return error;
         added = cJSON_GetObjectItemCaseSensitive(it, "nodesAdded");

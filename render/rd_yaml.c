@@ -584,7 +584,7 @@ static void bury(struct ld *l, cJSON *node)
 static int count_node(struct ld *l, struct rd_pos pos, size_t n)
 {
     if (n > l->lim.max_nodes || l->nodes > l->lim.max_nodes - n)
-        return ld_fail(l, pos, "document has more than %zu nodes (aliases expanded)",
+        return ld_fail(l, pos, "input has more than %zu nodes (aliases expanded)",
                        l->lim.max_nodes);
     l->nodes += n;
     return RC_OK;
@@ -627,7 +627,7 @@ static void anchors_clear(struct ld *l)
 }
 
 /* Copy a subtree (an alias's target), giving each copy its original's position. The root
- * gets `root_pos` (where the alias is). Budgets were checked by the caller. */
+ * gets `pos` (where the alias is). Budgets were checked by the caller. */
 static cJSON *dup_tree(struct ld *l, const cJSON *src, struct rd_pos pos)
 {
     cJSON *out;
@@ -765,26 +765,40 @@ struct mkey {
     int merged; /* came from a << merge: a written key replaces it silently */
 };
 
+/* A mapping being built. Small mappings find keys by a linear scan; from MB_HASH_AT keys
+ * on, a hash table (key -> index + 1) keeps big mappings linear in time. */
+#define MB_HASH_AT 12
+
 struct mbuild {
     cJSON *obj;
-    struct str_map keys; /* key -> struct mkey * */
-    struct mkey **all;
-    size_t nall, capall;
+    struct mkey *keys;
+    size_t n, cap;
+    struct str_map index;
 };
 
 static void mb_release(struct mbuild *mb)
 {
-    for (size_t i = 0; i < mb->nall; i++)
-        free(mb->all[i]);
-    free(mb->all);
-    str_map_release(&mb->keys);
+    free(mb->keys);
+    str_map_release(&mb->index);
+}
+
+static struct mkey *mb_find(const struct mbuild *mb, const char *key)
+{
+    if (mb->n >= MB_HASH_AT) {
+        uintptr_t i = (uintptr_t)str_map_get(&mb->index, key);
+        return i ? &mb->keys[i - 1] : NULL;
+    }
+    for (size_t i = 0; i < mb->n; i++)
+        if (strcmp(mb->keys[i].item->string, key) == 0)
+            return &mb->keys[i];
+    return NULL;
 }
 
 /* Add key: value to the mapping. `merged`: from a merge key (never replaces). */
 static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *value, int merged,
                    struct rd_pos keypos)
 {
-    struct mkey *k = str_map_get(&mb->keys, key);
+    struct mkey *k = mb_find(mb, key);
 
     if (k) {
         if (merged) {
@@ -795,30 +809,45 @@ static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *valu
             ld_warn(l, keypos, "duplicate key '%.64s': the last value wins", key);
         bury(l, cJSON_DetachItemViaPointer(mb->obj, k->item));
     } else {
-        k = rc_xcalloc(1, sizeof(*k));
-        mb->all = rc_xgrow(mb->all, &mb->capall, mb->nall + 1, sizeof(*mb->all));
-        mb->all[mb->nall++] = k;
+        mb->keys = rc_xgrow(mb->keys, &mb->cap, mb->n + 1, sizeof(*mb->keys));
+        k = &mb->keys[mb->n++];
+        if (mb->n == MB_HASH_AT) {
+            for (size_t i = 0; i + 1 < mb->n; i++)
+                str_map_put(&mb->index, mb->keys[i].item->string, (void *)(uintptr_t)(i + 1));
+        }
     }
     cJSON_AddItemToObject(mb->obj, key, value);
     if (!value->string)
         abort();
     k->item = value;
     k->merged = merged;
-    str_map_put(&mb->keys, value->string, k);
+    if (mb->n >= MB_HASH_AT)
+        str_map_put(&mb->index, value->string, (void *)(uintptr_t)(k - mb->keys + 1));
+}
+
+/* Nodes and string bytes of a subtree (depth is bounded by max_depth). */
+static void tree_size(const cJSON *n, size_t *nodes, size_t *bytes)
+{
+    (*nodes)++;
+    if (cJSON_IsString(n))
+        *bytes += strlen(n->valuestring);
+    for (const cJSON *c = n->child; c; c = c->next)
+        tree_size(c, nodes, bytes);
 }
 
 /* Merge one mapping's keys into the mapping being built; written keys and earlier merges
- * win. */
+ * win. The copies count against the budgets like any other node. */
 static int mb_merge_one(struct ld *l, struct mbuild *mb, const cJSON *m, struct rd_pos pos)
 {
     for (const cJSON *c = m->child; c; c = c->next) {
-        size_t n = 1;
+        size_t nodes = 0, bytes = 0;
         int error;
-        if (str_map_get(&mb->keys, c->string))
+        if (mb_find(mb, c->string))
             continue;
-        for (const cJSON *g = c->child; g; g = g->next)
-            n++; /* a rough count: enough to bound repeated merges */
-        error = count_node(l, pos, n);
+        tree_size(c, &nodes, &bytes);
+        error = count_node(l, pos, nodes);
+        if (error == RC_OK)
+            error = count_bytes(l, pos, bytes);
         if (error < 0)
             return error;
         mb_set(l, mb, c->string, dup_tree(l, c, rd_docs_pos(l->docs, c)), 1, pos);
@@ -1396,8 +1425,6 @@ static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
         return rc_buf_puts(b, "false", err);
     if (cJSON_IsNumber(n))
         return put_number(b, n->valuedouble, err);
-    if (cJSON_IsRaw(n))
-        return rc_buf_puts(b, n->valuestring ? n->valuestring : "null", err);
     if (cJSON_IsString(n)) {
         struct str_info info;
         const char *s = n->valuestring ? n->valuestring : "";

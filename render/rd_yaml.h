@@ -1,15 +1,36 @@
 /*
  * rd_yaml.h - YAML text <-> cJSON trees: the only module that calls libyaml.
  *
- * Loading reads scalars the way kubectl (sigs.k8s.io/yaml, YAML 1.1 core-ish) does: quoted
- * scalars stay strings; plain true/false, integers, floats, null/~ get their types. A
- * duplicate mapping key keeps the last value and yields a warning. Anchors and aliases work,
- * within a bound on expansion. File size, nesting depth, document count are bounded. Every
- * error names the file, line and column: "examples/a.yaml:3:7: found a tab character ...".
+ * Loading reads scalars the way kubectl (sigs.k8s.io/yaml, i.e. go-yaml v2.4) does: quoted
+ * and block scalars stay strings; plain scalars are typed:
+ *   null  "" ~ null Null NULL
+ *   bool  true True TRUE false False FALSE, and YAML 1.1's y Y yes Yes YES n N no No NO
+ *         on On ON off Off OFF (so `enabled: yes` is true, `country: NO` is false: quote them)
+ *   int   [+-] decimal, 0x hex, 0o or leading-0 octal (0644 is 420), 0b binary, '_' ignored,
+ *         within int64/uint64
+ *   float [+-](.5 | 1 | 1. | 1.5)(e[+-]?3)? and .inf -.inf .nan (any of their 3 spellings)
+ *   else  string (timestamps too)
+ * cJSON keeps numbers as doubles: integers beyond 2^53 are rounded to the nearest double.
+ * Tags: !!str makes a string of anything; !!int !!float !!bool !!null demand that type;
+ * other tags are ignored. Mapping keys are the scalar's text ("1: a" has the key "1");
+ * collections as keys are refused. Strings with a NUL character are refused.
  *
- * Emitting writes canonical YAML: the same tree gives the same bytes; keys in the tree's
- * order; strings that would read back as another type are quoted; multi-line strings are
- * block scalars. emit(load(x)) loads back to the same tree.
+ * A duplicate mapping key keeps the last value and yields a warning. Anchors and aliases
+ * work (per document); merge keys (<<) follow the YAML merge spec: written keys win over
+ * merged ones, earlier merged mappings over later ones. Limits: input bytes (checked before
+ * parsing), nesting depth (aliases included), nodes (aliases and merges expanded, counted
+ * before anything is copied: a "billion laughs" stops at the first alias over the limit),
+ * documents, and text expanded through aliases (4 x max_bytes + 1 MiB). Every error names
+ * the file, line and column: "examples/a.yaml:3:7: found a tab character ...".
+ *
+ * Emitting writes canonical YAML: the same tree gives the same bytes; block style, 2-space
+ * indentation, sequences inside a mapping at the mapping's indentation ("- name: x", as
+ * kubectl prints them); keys in the tree's order; strings that would read back as another
+ * type, or that YAML cannot hold plain, double-quoted with escapes; multi-line strings as
+ * literal block scalars (|, |-, |+, with an indentation indicator when needed); integers
+ * up to 2^53 without ".0", other numbers in the shortest form that reads back exactly;
+ * {} and [] for empty collections. emit(load(x)) loads back to the same tree, and emit is a
+ * fixed point of load+emit.
  */
 #ifndef RD_YAML_H
 #define RD_YAML_H
@@ -51,8 +72,10 @@ struct rd_diag {
 
 /*
  * Load every document of `text` (len bytes; need not be NUL-terminated). `file` names the
- * input in messages. Empty documents (only comments) are skipped. On error nothing is
- * returned and err says "<file>:<line>:<col>: <problem>". *out is freed with rd_docs_free.
+ * input in messages. Empty documents (only comments, or a bare null) are skipped, as kubectl
+ * does. On error nothing is returned and err says "<file>:<line>:<col>: <problem>" (code
+ * RC_EINVALID). limits NULL: RD_YAML_LIMITS_INIT. Warnings (duplicate keys) go to diag
+ * (NULL: dropped). *out is freed with rd_docs_free.
  */
 int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_t len,
                  const struct rd_yaml_limits *limits, const struct rd_diag *diag,

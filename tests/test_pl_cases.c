@@ -32,6 +32,7 @@
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rd_output.h"
 #include "rd_source.h"
 #include "rd_yaml.h"
 
@@ -157,54 +158,6 @@ static void apply_setup(struct ctx *c, const cJSON *setup, struct rd_source *src
             cl->nodes[0].requested.v[r] = q;
         }
     }
-}
-
-static const char **str_list(const cJSON *arr, size_t *n, struct rc_arena *a)
-{
-    const char **v = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*v));
-    const cJSON *it;
-
-    *n = 0;
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (cJSON_IsString(it))
-            v[(*n)++] = rc_arena_strdup(a, it->valuestring);
-    }
-    return v;
-}
-
-/* The previous record: placements.yaml's units. */
-static int parse_previous(struct pl_prev_unit **out, size_t *n, const struct rc_buf *text,
-                          struct rc_arena *a, struct rc_err *err)
-{
-    struct rd_docs *docs = NULL;
-    const cJSON *units, *u;
-    struct pl_prev_unit *v;
-    size_t k = 0;
-
-    if (rd_yaml_load(&docs, "previous.yaml", text->ptr, text->len, NULL, NULL, err) < 0)
-        return err->code;
-    units = cJSON_GetObjectItemCaseSensitive(rd_docs_get(docs, 0), "units");
-    v = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(units) + 1, sizeof(*v));
-    cJSON_ArrayForEach(u, units)
-    {
-        const char *s;
-        v[k].unit = rc_arena_strdup(a, str_item(u, "unit") ? str_item(u, "unit") : "");
-        v[k].policy = (s = str_item(u, "policy")) ? rc_arena_strdup(a, s) : NULL;
-        v[k].policy_digest = (s = str_item(u, "policyDigest")) ? rc_arena_strdup(a, s) : NULL;
-        v[k].objects = str_list(cJSON_GetObjectItemCaseSensitive(u, "objects"), &v[k].nobjects, a);
-        v[k].clusters =
-            str_list(cJSON_GetObjectItemCaseSensitive(u, "clusters"), &v[k].nclusters, a);
-        if (pl_state_parse(&v[k].state, str_item(u, "state")) < 0) {
-            rd_docs_free(docs);
-            return rc_err_set(err, RC_EINVALID, "bad state of unit '%s'", v[k].unit);
-        }
-        k++;
-    }
-    rd_docs_free(docs);
-    *out = v;
-    *n = k;
-    return 0;
 }
 
 static void dump_decisions(struct rc_buf *b, const struct pl_result *r)
@@ -369,6 +322,43 @@ static void check_order_independent(struct ctx *c, const struct pl_input *in,
     rc_arena_release(&a);
 }
 
+/* Feed the decisions back as the previous record: nothing may change. */
+static void check_second_pass_quiet(struct ctx *c, const struct pl_input *in,
+                                    const struct pl_result *first)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_buf rec_text = RC_BUF_INIT;
+    struct rd_record rec = {"", 0, NULL};
+    struct pl_input again = *in;
+    struct pl_result out;
+    struct rc_err err = RC_ERR_INIT;
+
+    if (rd_record_emit(&rec_text, first, "0000000000000000000000000000000000000000", NULL, &err) <
+            0 ||
+        rd_record_parse(&rec, rec_text.ptr, rec_text.len, &a, &err) < 0) {
+        bad(c, "record round trip: %s", err.msg);
+        goto done;
+    }
+    again.nprev = rec.nunits;
+    again.prev = rec.units;
+    if (pl_place(&out, &again, &a, &err) < 0) {
+        bad(c, "second pass: %s", err.msg);
+        goto done;
+    }
+    for (size_t i = 0; i < out.ndecisions; i++) {
+        const struct pl_decision *d = &out.decisions[i];
+        const struct pl_decision *f = find_decision(first, d->unit);
+        if (d->change != PL_CHANGE_NONE)
+            bad(c, "second pass: %s changed (%s%s%s)", d->unit, pl_change_name(d->change),
+                d->cause ? ": " : "", d->cause ? d->cause : "");
+        if (!f || f->state != d->state || f->ntargets != d->ntargets)
+            bad(c, "second pass: %s decided differently", d->unit);
+    }
+done:
+    rc_buf_release(&rec_text);
+    rc_arena_release(&a);
+}
+
 static void run_case(struct ctx *c, const char *dir)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -376,8 +366,7 @@ static void run_case(struct ctx *c, const char *dir)
                   exptext = RC_BUF_INIT;
     struct rd_source src = RD_SOURCE_INIT;
     struct rd_docs *exp = NULL;
-    struct pl_prev_unit *prev = NULL;
-    size_t nprev = 0;
+    struct rd_record rec = {"", 0, NULL};
     struct rc_err err = RC_ERR_INIT;
     struct pl_input in;
     struct pl_result out;
@@ -420,7 +409,7 @@ static void run_case(struct ctx *c, const char *dir)
     rc_buf_printf(&path, NULL, "%s/previous.yaml", dir);
     if (file_exists(path.ptr)) {
         if (read_text(&prevtext, path.ptr) < 0 ||
-            parse_previous(&prev, &nprev, &prevtext, &a, &err) < 0) {
+            rd_record_parse(&rec, prevtext.ptr, prevtext.len, &a, &err) < 0) {
             bad(c, "previous.yaml: %s", err.msg);
             goto done;
         }
@@ -435,8 +424,8 @@ static void run_case(struct ctx *c, const char *dir)
     in.clusters = src.clusters;
     in.npolicies = src.npolicies;
     in.policies = src.policies;
-    in.nprev = nprev;
-    in.prev = prev;
+    in.nprev = rec.nunits;
+    in.prev = rec.units;
     if (pl_place(&out, &in, &a, &err) < 0) {
         bad(c, "pl_place: %s", err.msg);
         goto done;
@@ -466,6 +455,7 @@ static void run_case(struct ctx *c, const char *dir)
             bad(c, "%zu warnings, expected %zu", out.nwarnings, nw);
     }
     check_order_independent(c, &in, &out);
+    check_second_pass_quiet(c, &in, &out);
     if (c->failed > failed_before) {
         rc_buf_printf(c->log, NULL, "%s: decisions were:\n", c->name);
         dump_decisions(c->log, &out);

@@ -1142,6 +1142,93 @@ static void test_pl_engine__input_order_independent(void **state)
     free(one);
 }
 
+static int rnd(uint64_t *seed, int n)
+{
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int)((*seed >> 33) % (uint64_t)n);
+}
+
+/* Random fleets and bursts (no autoscaler): whatever is decided, no cluster is committed
+ * beyond its free capacity, every placed single-target unit went to a candidate with a
+ * fitting verdict (or to its policy's only cluster), and the same input decides the same. */
+static void test_pl_engine__random_bursts_never_overcommit(void **state)
+{
+    struct fx *f = *state;
+    uint64_t seed = 7;
+    size_t placed = 0, pending = 0;
+
+    for (int round = 0; round < 40; round++) {
+        size_t ncl, nobj;
+        char *one, *two;
+        rc_arena_release(&f->a);
+        memset(f, 0, sizeof(*f));
+        pl_resnames_init(&f->res);
+        pl_resnames_intern(&f->res, &f->a, "nvidia.com/gpu");
+        ncl = 1 + (size_t)rnd(&seed, 5);
+        for (size_t i = 0; i < ncl; i++) {
+            struct pl_cluster *c = cluster(f, rc_arena_printf(&f->a, "c%zu", i));
+            clabel(f, c, "class", rnd(&seed, 2) ? "x" : "y");
+            nodes(f, c, "cpu", rnd(&seed, 4), 1 + rnd(&seed, 8), 1 + rnd(&seed, 32), 0);
+            nodes(f, c, "gpu", rnd(&seed, 3), 1 + rnd(&seed, 8), 1 + rnd(&seed, 32),
+                  1 + rnd(&seed, 2));
+            if (c->nnodes && rnd(&seed, 3) == 0)
+                c->nodes[0].unschedulable = 1;
+            if (c->nnodes && rnd(&seed, 2))
+                c->nodes[c->nnodes - 1].requested.v[0] = CPU(rnd(&seed, 2));
+        }
+        policy(f, "any", "a");
+        cluster_selector(f, policy(f, "only-x", "b"), "class", "x");
+        policy(f, "grouped", "c")->group_by = "g";
+        nobj = 1 + (size_t)rnd(&seed, 30);
+        for (size_t i = 0; i < nobj; i++) {
+            static const char *apps[] = {"a", "b", "c", "zzz"};
+            struct pl_object *o =
+                object(f, "ns", "Pod", rc_arena_printf(&f->a, "o%02zu", i), apps[rnd(&seed, 4)]);
+            pl_labels_set(&o->labels, &f->a, "g", rnd(&seed, 2) ? "g1" : "g2");
+            for (int k = 1 + rnd(&seed, 3); k > 0; k--)
+                pod(f, o, rnd(&seed, 2) ? "head" : "worker", (uint32_t)(1 + rnd(&seed, 3)),
+                    250 * (1 + rnd(&seed, 12)), rnd(&seed, 4), rnd(&seed, 4) == 0);
+        }
+        run(f);
+        for (size_t i = 0; i < f->out.nusage; i++) {
+            const struct pl_usage *u = &f->out.usage[i];
+            const struct pl_cluster *c = NULL;
+            for (size_t k = 0; k < f->ncl; k++)
+                if (!strcmp(f->cl[k].name, u->cluster))
+                    c = &f->cl[k];
+            assert_non_null(c);
+            for (int r = 0; r < f->res.n; r++) {
+                if (r == PL_RES_PODS)
+                    continue;
+                if (u->committed.v[r] > u->allocatable.v[r] - u->requested.v[r])
+                    fail_msg("round %d: %s overcommitted on %s: %" PRId64 " > %" PRId64, round,
+                             u->cluster, f->res.name[r], u->committed.v[r],
+                             u->allocatable.v[r] - u->requested.v[r]);
+            }
+        }
+        for (size_t i = 0; i < f->out.ndecisions; i++) {
+            const struct pl_decision *d = &f->out.decisions[i];
+            const struct pl_verdict *v;
+            pending += d->state == PL_STATE_PENDING;
+            if (d->state != PL_STATE_PLACED)
+                continue;
+            placed++;
+            assert_int_equal(d->ntargets, 1);
+            v = verdict(d, d->targets[0].cluster);
+            assert_true(v->kind == PL_VERDICT_FITS_NOW || d->nverdicts == 1);
+        }
+        one = dump(&f->out);
+        run(f);
+        two = dump(&f->out);
+        assert_string_equal(one, two);
+        free(one);
+        free(two);
+    }
+    /* the rounds exercise both outcomes */
+    assert_true(placed > 50);
+    assert_true(pending > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1179,6 +1266,7 @@ int main(void)
         T(no_candidate_pending),
         T(duplicate_names_rejected),
         T(input_order_independent),
+        T(random_bursts_never_overcommit),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -258,6 +258,33 @@ static void test_rc_git__read_yaml_at_rev(void **state)
     free(sub);
 }
 
+static void test_rc_git__read_yaml_matches_git_ls_files(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *b = NULL;
+    size_t n = 0, lines = 0;
+    char *repo = th_git_repo_from_dir("skyray", RP_SOURCE_DIR "/tests/data/skyray", "skyray");
+    char *ls = th_git_ok(repo, "ls-files", "*.yaml", "*.yml", NULL);
+
+    f->g = open_ok(repo, NULL);
+    assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+    lines = *ls ? 1 : 0;
+    for (const char *p = ls; *p; p++)
+        lines += *p == '\n';
+    assert_true(n > 0);
+    assert_int_equal(n, lines);
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(strstr(ls, b[i].path));
+        assert_int_equal(strlen(b[i].data), b[i].len);
+        if (i)
+            assert_true(strcmp(b[i - 1].path, b[i].path) < 0);
+    }
+    free(ls);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 static void test_rc_git__read_file_and_tree(void **state)
 {
     struct fx *f = *state;
@@ -664,6 +691,30 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     assert_string_equal(out, deploy2);
     free(out);
 
+    /* a batch is all or none over file://: one ref that does not fast-forward stops both */
+    {
+        const char *refs[] = {"refs/rightplace/applied/static-cluster", "refs/heads/deploy"};
+        char stale[41], applied[41];
+
+        assert_int_equal(rc_git_commit(stale, f->g, tree, NULL, "unrelated\n", 1, &err), RC_OK);
+        assert_int_equal(
+            rc_git_update_ref_local(f->g, "refs/heads/deploy", stale, deploy2, "x", &err), RC_OK);
+        assert_int_equal(rc_git_commit(applied, f->g, tree, deploy2, "next\n", 2, &err), RC_OK);
+        assert_int_equal(rc_git_update_ref_local(f->g, refs[0], applied, deploy2, "x", &err),
+                         RC_OK);
+        assert_int_equal(rc_git_note_write_local(f->g, applied, "local note\n", &err), RC_OK);
+        assert_int_equal(rc_git_push_refs(f->g, refs, 2, &err), RC_ECONFLICT);
+        assert_non_null(strstr(err.msg, "refs/heads/deploy"));
+        out = th_git_ok(remote, "rev-parse", refs[0], NULL);
+        assert_string_equal(out, deploy2); /* not moved */
+        free(out);
+        /* and the mirror was put back to the remote's values */
+        assert_int_equal(rc_git_resolve(id, f->g, refs[0], &err), RC_OK);
+        assert_string_equal(id, deploy2);
+        assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+        assert_string_equal(id, deploy2);
+    }
+
     /* a branch deleted on the remote disappears from the mirror */
     free(th_git_ok(remote, "branch", "-q", "-D", "deploy", NULL));
     assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
@@ -738,51 +789,113 @@ static void test_rc_git__notes_push_retries_when_notes_moved(void **state)
     free(head);
 }
 
-/* git daemon on 127.0.0.1 serving `base` with receive-pack enabled, so hooks run (libgit2's
- * file:// transport writes refs in process and runs no hooks). Returns its pid, or -1. */
-static pid_t start_daemon(const char *base, int *port_out)
+/* One racer: `rounds` commits on refs/heads/deploy, each adding log/<who>-<i>.txt on top of
+ * whatever the remote has, retrying on conflict. Returns 0 or a failing step number. */
+static int race(const char *url, const char *state_dir, const char *who, int rounds)
 {
-    for (int attempt = 0; attempt < 20; attempt++) {
-        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 20000);
-        char portarg[32], basearg[4096];
-        pid_t pid;
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    int rc = 0;
 
-        snprintf(portarg, sizeof(portarg), "--port=%d", port);
-        snprintf(basearg, sizeof(basearg), "--base-path=%s", base);
-        pid = fork();
-        if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
+    o.state_dir = state_dir;
+    if (rc_git_global_init(&err) < 0 || rc_git_open(&g, url, &o, &err) < 0)
+        return 1;
+    for (int i = 0; i < rounds && rc == 0; i++) {
+        int done = 0;
 
-            if (devnull >= 0)
-                dup2(devnull, 2);
-            execlp("git", "git", "daemon", "--listen=127.0.0.1", portarg, basearg, "--export-all",
-                   "--enable=receive-pack", "--reuseaddr", "--informative-errors", base,
-                   (char *)NULL);
-            _exit(127);
-        }
-        /* wait until it accepts connections, or exited (port taken) */
-        for (int i = 0; i < 100; i++) {
-            struct sockaddr_in sa;
-            int s = socket(AF_INET, SOCK_STREAM, 0), status;
+        for (int attempt = 0; attempt < 200 && !done; attempt++) {
+            char old[41], tree[41], c[41], path[64], msg[64];
+            struct rc_git_file file = {path, who, strlen(who)};
+            int r;
 
-            memset(&sa, 0, sizeof(sa));
-            sa.sin_family = AF_INET;
-            sa.sin_port = htons((uint16_t)port);
-            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-                close(s);
-                *port_out = port;
-                return pid;
-            }
-            close(s);
-            if (waitpid(pid, &status, WNOHANG) == pid)
+            snprintf(path, sizeof(path), "log/%s-%02d.txt", who, i);
+            snprintf(msg, sizeof(msg), "%s round %d\n", who, i);
+            if (rc_git_fetch(g, &err) < 0) {
+                rc = 2;
                 break;
-            usleep(50000);
+            }
+            r = rc_git_resolve(old, g, "refs/heads/deploy", &err);
+            if (r < 0 && r != RC_ENOTFOUND) {
+                rc = 3;
+                break;
+            }
+            if (rc_git_build_tree(tree, g, r == 0 ? old : NULL, &file, 1, &err) < 0 ||
+                rc_git_commit(c, g, tree, r == 0 ? old : NULL, msg, 1700000000 + i, &err) < 0) {
+                rc = 4;
+                break;
+            }
+            r = rc_git_update_ref(g, "refs/heads/deploy", c, r == 0 ? old : NULL, "race", &err);
+            if (r == RC_OK)
+                done = 1;
+            else if (r != RC_ECONFLICT)
+                rc = 5;
         }
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
+        if (!done && rc == 0)
+            rc = 6;
     }
-    return -1;
+    if (rc)
+        fprintf(stderr, "racer %s: step %d: %s\n", who, rc, err.msg);
+    rc_git_free(g);
+    rc_git_global_shutdown();
+    return rc;
+}
+
+/* Two processes racing `rounds` rounds each on `url`; checks that every round landed exactly
+ * once, in a linear history, in the bare repository `remote`. */
+static void run_race(struct fx *f, const char *url, const char *remote, int rounds)
+{
+    const char *who[2] = {"a", "b"};
+    pid_t pids[2];
+    char *out, last[32];
+
+    for (int k = 0; k < 2; k++) {
+        char sd[4096];
+
+        snprintf(sd, sizeof(sd), "%s/%s", f->state, who[k]);
+        pids[k] = fork();
+        assert_true(pids[k] >= 0);
+        if (pids[k] == 0)
+            _exit(race(url, sd, who[k], rounds));
+    }
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+
+        assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    out = th_git_ok(remote, "rev-list", "--count", "deploy", NULL);
+    assert_int_equal(strtol(out, NULL, 10), 2 * rounds);
+    free(out);
+    out = th_git_ok(remote, "rev-list", "--count", "--min-parents=2", "deploy", NULL);
+    assert_string_equal(out, "0");
+    free(out);
+    out = th_git_ok(remote, "ls-tree", "-r", "--name-only", "deploy", "log/", NULL);
+    {
+        size_t lines = 1;
+
+        for (const char *p = out; *p; p++)
+            lines += *p == '\n';
+        assert_int_equal(lines, 2 * rounds);
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(last, sizeof(last), "log/%s-%02d.txt", who[k], rounds - 1);
+        assert_non_null(strstr(out, last));
+    }
+    free(out);
+    free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
+}
+
+static void test_rc_git__two_writers_race_on_file_remote(void **state)
+{
+    struct fx *f = *state;
+    char *remote = make_remote(f), *url = file_url(remote);
+
+    run_race(f, url, remote, 20);
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
 }
 
 static void test_rc_git__push_declined_by_hook(void **state)
@@ -804,7 +917,7 @@ static void test_rc_git__push_declined_by_hook(void **state)
                   "#!/bin/sh\necho \"deploy is frozen by policy\" >&2\nexit 1\n", (size_t)-1);
     assert_int_equal(chmod(hook, 0755), 0);
 
-    daemon = start_daemon(served, &port);
+    daemon = th_git_daemon_start(served, &port);
     if (daemon < 0)
         fail_msg("cannot start git daemon");
     snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
@@ -829,8 +942,28 @@ static void test_rc_git__push_declined_by_hook(void **state)
     assert_string_equal(out, c);
     free(out);
 
-    kill(daemon, SIGTERM);
-    waitpid(daemon, NULL, 0);
+    th_git_daemon_stop(daemon);
+    th_rm_rf(served);
+    free(served);
+}
+
+static void test_rc_git__two_writers_race_over_git_daemon(void **state)
+{
+    struct fx *f = *state;
+    char *served = th_tmpdir("served"), url[256], remote[2048];
+    int port = 0;
+    pid_t daemon;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", served);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    daemon = th_git_daemon_start(served, &port);
+    if (daemon < 0)
+        fail_msg("cannot start git daemon");
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    run_race(f, url, remote, 10);
+    th_git_daemon_stop(daemon);
     th_rm_rf(served);
     free(served);
 }
@@ -973,6 +1106,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__open_local_nonbare_and_bare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__resolve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_at_rev, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_matches_git_ls_files, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
@@ -986,7 +1121,11 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_on_file_remote, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_over_git_daemon, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
                                         teardown),
     };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "pl_basics.h"
+#include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
 #include "rc_buf.h"
@@ -74,7 +75,8 @@ static const char *const frontend_json =
 
 static const char *const clusterrole_json =
     "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\",\"metadata\":{"
-    "\"name\":\"web-reader\"},\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],"
+    "\"name\":\"web-reader\",\"namespace\":\"stray\"},\"rules\":[{\"apiGroups\":[\"\"],"
+    "\"resources\":[\"pods\"],"
     "\"verbs\":[\"get\",\"list\"]}]}";
 
 static const char *const api_json =
@@ -941,7 +943,15 @@ static void test_rd_output__record_round_trip(void **state)
     assert_int_equal(u->nobjects, 2);
     assert_string_equal(u->objects[0], "rayjob3/ConfigMap/code");
     assert_string_equal(u->objects[1], "rayjob3/RayJob/rayjob-train");
+    assert_string_equal(u->reason, "no cluster fits now; beta's autoscaler (luna) can add 2 nodes");
+    assert_int_equal(u->nverdicts, 2);
+    assert_string_equal(u->verdicts[1].cluster, "beta");
+    assert_int_equal(u->verdicts[1].kind, PL_VERDICT_FITS_AFTER_SCALE_UP);
+    assert_int_equal(u->verdicts[1].nodes_added, 2);
+    assert_string_equal(u->verdicts[0].detail, "worker needs nvidia.com/gpu 1; best node has 0");
     assert_int_equal(r.units[6].state, PL_STATE_PENDING);
+    assert_int_equal(r.units[6].nverdicts, 3);
+    assert_int_equal(r.units[6].verdicts[2].kind, PL_VERDICT_UNREACHABLE);
     /* what we write has the DESIGN.md fields and our extensions */
     assert_non_null(strstr(file->data, "kind: PlacementRecord"));
     assert_non_null(strstr(file->data, "verdict: fits-after-scale-up"));
@@ -984,10 +994,19 @@ static void test_rd_output__record_parse_errors(void **state)
                      "\"source\":\"abc\",\"future\":{\"x\":1},\"units\":[{\"unit\":\"u\","
                      "\"state\":\"placed\",\"clusters\":[\"c\"],\"newField\":[1,2]}]}";
 
+    const char *later = "{\"apiVersion\":\"rightplace.dev/v1alpha1\",\"kind\":\"PlacementRecord\","
+                        "\"units\":[{\"unit\":\"u\",\"state\":\"pending\",\"verdicts\":["
+                        "{\"cluster\":\"a\",\"verdict\":\"fits-someday\"},"
+                        "{\"cluster\":\"b\",\"verdict\":\"fits-now\",\"detail\":\"ok\"}]}]}";
+
     /* unknown fields are fine */
     assert_int_equal(rd_record_parse(&r, ok, strlen(ok), &f->a, &err), 0);
     assert_int_equal(r.nunits, 1);
     assert_string_equal(r.units[0].clusters[0], "c");
+    /* and so are verdicts of a later version: skipped */
+    assert_int_equal(rd_record_parse(&r, later, strlen(later), &f->a, &err), 0);
+    assert_int_equal(r.units[0].nverdicts, 1);
+    assert_string_equal(r.units[0].verdicts[0].cluster, "b");
 
     expect_record_error(f, "{\"apiVersion\":\"v1\",\"kind\":\"PlacementRecord\"}", "apiVersion");
     expect_record_error(f, "{\"apiVersion\":\"rightplace.dev/v1alpha1\",\"kind\":\"Other\"}",
@@ -1310,6 +1329,31 @@ static void test_rd_output__message_subject_fits(void **state)
     free(m);
 }
 
+static void test_rd_output__message_bounded(void **state)
+{
+    struct fx *f = *state;
+    struct pl_decision *d = rc_arena_calloc(&f->a, 150, sizeof(*d));
+    char *m, *out;
+    int status;
+
+    for (size_t i = 0; i < 150; i++) {
+        d[i] = f->result.decisions[0];
+        d[i].unit = rc_arena_printf(&f->a, "p/ns/unit-%03zu", i);
+        d[i].change = PL_CHANGE_NEW;
+    }
+    f->result.decisions = d;
+    f->result.ndecisions = 150;
+    m = message(f, NULL, 0, 0);
+    assert_true(!strncmp(m, "place 150 units\n", 16));
+    assert_non_null(strstr(m, "unit: p/ns/unit-099"));
+    assert_null(strstr(m, "unit: p/ns/unit-100"));
+    assert_non_null(strstr(m, "... and 50 more changed units: see placements.yaml\n"));
+    out = run("git interpret-trailers --parse", m, &status);
+    assert_non_null(strstr(out, "Rightplace-Placed: 150\n"));
+    free(out);
+    free(m);
+}
+
 static void test_rd_output__message_wraps_at_72(void **state)
 {
     struct fx *f = *state;
@@ -1353,6 +1397,155 @@ static void test_rd_output__message_trailers_parse(void **state)
     assert_non_null(strstr(out, "Rightplace-Pending: 1\n"));
     free(out);
     free(m);
+}
+
+/* ==== Tests: with the engine (replay and stickiness) ==== */
+
+static const char fleet_src[] =
+    "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: static-cluster, "
+    "labels: {cluster.class: production}}\nspec:\n  autoscaler: {type: none}\n  nodes:\n"
+    "  - {name: cpu, count: 2, allocatable: {cpu: \"8\", memory: 32Gi}}\n"
+    "  - {name: gpu, count: 2, allocatable: {cpu: \"8\", memory: 32Gi, nvidia.com/gpu: \"1\"},"
+    " taints: [{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]}\n"
+    "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: dynamic-cluster, "
+    "labels: {cluster.class: production}}\nspec:\n  autoscaler:\n    type: luna\n"
+    "    nodeShapes:\n    - {name: g4dn.xlarge, max: 10, costPerHour: 0.526, allocatable: "
+    "{cpu: \"4\", memory: 16Gi, nvidia.com/gpu: \"1\"}, taints: [{key: nvidia.com/gpu, value: "
+    "\"true\", effect: NoSchedule}]}\n  nodes:\n  - {name: cpu, count: 1, allocatable: "
+    "{cpu: \"4\", memory: 16Gi}}\n"
+    "---\napiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: "
+    "rayjob-capacity-policy}\nspec:\n  namespaceSelector: {matchExpressions: [{key: "
+    "kubernetes.io/metadata.name, operator: Exists}]}\n  resourceSelectors: {labelSelectors: "
+    "[{matchLabels: {app.kubernetes.io/instance: rayjob}}]}\n  groupBy: {labelKey: "
+    "app.kubernetes.io/instance}\n";
+
+static const char job_fmt[] =
+    "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: rayjob-train, namespace: rayjob%d, "
+    "labels: {app.kubernetes.io/instance: rayjob}}\nspec:\n  entrypoint: python train.py\n"
+    "  rayClusterSpec:\n    headGroupSpec:\n      rayStartParams: {}\n      template:\n"
+    "        spec:\n          containers:\n          - name: head\n            image: ray\n"
+    "            resources: {requests: {cpu: \"1\", memory: 2Gi}}\n"
+    "    workerGroupSpecs:\n    - groupName: gpu\n      replicas: 2\n      rayStartParams: {}\n"
+    "      template:\n        spec:\n          tolerations: [{key: nvidia.com/gpu, operator: "
+    "Exists, effect: NoSchedule}]\n          containers:\n          - name: worker\n"
+    "            image: ray\n            resources: {requests: {cpu: \"2\", memory: 8Gi, "
+    "nvidia.com/gpu: \"1\"}, limits: {nvidia.com/gpu: \"1\"}}\n"
+    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: code, namespace: rayjob%d, "
+    "labels: {app.kubernetes.io/instance: rayjob}}\ndata: {train.py: print(1)}\n";
+
+static void load_fleet_source(struct fx *f, struct rd_source *src, int njobs)
+{
+    struct rd_file files[4];
+    struct rc_err err = RC_ERR_INIT;
+
+    files[0].path = "fleet.yaml";
+    files[0].data = fleet_src;
+    files[0].len = sizeof(fleet_src) - 1;
+    for (int i = 1; i <= njobs; i++) {
+        files[i].path = rc_arena_printf(&f->a, "jobs/rayjob%d.yaml", i);
+        files[i].data = rc_arena_printf(&f->a, job_fmt, i, i);
+        files[i].len = strlen(files[i].data);
+    }
+    if (rd_source_load(src, files, (size_t)njobs + 1, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    if (src->nerrors)
+        fail_msg("%s", src->errors[0].msg);
+}
+
+static void input_from(struct pl_input *in, const struct rd_source *src,
+                       const struct pl_resnames *res, const struct pl_cluster *clusters,
+                       size_t nclusters, const struct rd_record *prev)
+{
+    memset(in, 0, sizeof(*in));
+    in->res = res;
+    in->nobjects = src->nobjects;
+    in->objects = src->objects;
+    in->nnamespaces = src->nnamespaces;
+    in->namespaces = src->namespaces;
+    in->npolicies = src->npolicies;
+    in->policies = src->policies;
+    in->nclusters = nclusters;
+    in->clusters = clusters;
+    if (prev) {
+        in->nprev = prev->nunits;
+        in->prev = prev->units;
+    }
+}
+
+static void place_render(struct fx *f, struct rd_tree *t, struct pl_result *res,
+                         const struct pl_input *in)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    if (pl_place(res, in, &f->a, &err) < 0)
+        fail_msg("pl_place: %s", err.msg);
+    if (rd_render_tree(t, res, in, SOURCE, NULL, &f->a, &err) < 0)
+        fail_msg("rd_render_tree: %s", err.msg);
+}
+
+static void assert_same_tree(const struct rd_tree *a, const struct rd_tree *b)
+{
+    assert_int_equal(a->nfiles, b->nfiles);
+    for (size_t i = 0; i < a->nfiles; i++) {
+        assert_string_equal(a->files[i].path, b->files[i].path);
+        if (a->files[i].len != b->files[i].len ||
+            memcmp(a->files[i].data, b->files[i].data, a->files[i].len))
+            fail_msg("%s differs:\n%s\n---\n%s", a->files[i].path, a->files[i].data,
+                     b->files[i].data);
+    }
+}
+
+/* Replay: the decisions recomputed from the recorded capacity are the recorded ones; and the
+ * next pass with the record as previous placements changes nothing (stickiness). */
+static void test_rd_output__replay_and_stickiness(void **state)
+{
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct pl_input in;
+    struct pl_result r1, r2, r3;
+    struct rd_tree t1, t2, t3;
+    struct rd_record rec;
+    struct pl_resnames res;
+    struct pl_cluster *cap = NULL;
+    size_t ncap = 0;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rd_tree_file *file;
+    struct rc_buf msg = RC_BUF_INIT;
+
+    load_fleet_source(f, &src, 3);
+    input_from(&in, &src, &src.res, src.clusters, src.nclusters, NULL);
+    place_render(f, &t1, &r1, &in);
+    file = find(&t1, "placements.yaml");
+    assert_non_null(strstr(file->data, "clusters:\n  - static-cluster"));
+    assert_non_null(strstr(file->data, "clusters:\n  - dynamic-cluster"));
+
+    /* replay from the snapshot */
+    file = find(&t1, ".rightplace/capacity.yaml");
+    res = src.res; /* intern into the source's table, so that demand indices agree */
+    if (rd_capacity_parse(&cap, &ncap, &res, file->data, file->len, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.n, src.res.n);
+    input_from(&in, &src, &res, cap, ncap, NULL);
+    place_render(f, &t2, &r2, &in);
+    assert_same_tree(&t1, &t2);
+
+    /* the next pass, with the record as previous placements: nothing changes */
+    file = find(&t1, "placements.yaml");
+    if (rd_record_parse(&rec, file->data, file->len, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(rec.source, SOURCE);
+    input_from(&in, &src, &src.res, src.clusters, src.nclusters, &rec);
+    place_render(f, &t3, &r3, &in);
+    for (size_t i = 0; i < r3.ndecisions; i++)
+        assert_int_equal(r3.decisions[i].change, PL_CHANGE_NONE);
+    assert_int_equal(rd_commit_message(&msg, &r3, SOURCE, 0, NULL, &err), 0);
+    assert_true(!strncmp(msg.ptr, "update placement record\n", 24));
+    rc_buf_release(&msg);
+    /* the first pass's message names what it placed */
+    assert_int_equal(rd_commit_message(&msg, &r1, SOURCE, 0, NULL, &err), 0);
+    assert_true(!strncmp(msg.ptr, "place 3 units", 13));
+    rc_buf_release(&msg);
+    rd_source_release(&src);
 }
 
 /* ==== Tests: determinism and errors ==== */
@@ -1421,8 +1614,10 @@ int main(void)
         T(test_rd_output__message_move_pending_remove),
         T(test_rd_output__message_summary),
         T(test_rd_output__message_subject_fits),
+        T(test_rd_output__message_bounded),
         T(test_rd_output__message_wraps_at_72),
         T(test_rd_output__message_trailers_parse),
+        T(test_rd_output__replay_and_stickiness),
         T(test_rd_output__deterministic),
         T(test_rd_output__rejects_unwritable_objects),
     };

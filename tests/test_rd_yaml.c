@@ -335,6 +335,40 @@ static void test_rd_yaml__skyray_rayjob_duplicate_key(void **state)
     free(raw);
 }
 
+static void test_rd_yaml__big_mapping_duplicates_and_merge(void **state)
+{
+    struct warns w = {0};
+    struct rd_diag diag = {collect_warn, &w};
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    const cJSON *big, *m;
+
+    (void)state;
+    rc_buf_puts(&b, "big: &big\n", NULL);
+    for (int i = 0; i < 40; i++)
+        rc_buf_printf(&b, NULL, "  k%d: %d\n", i, i);
+    rc_buf_puts(&b, "  k3: last\n  k30: last\nm:\n", NULL);
+    for (int i = 35; i < 50; i++)
+        rc_buf_printf(&b, NULL, "  k%d: own\n", i);
+    rc_buf_puts(&b, "  <<: *big\n  k36: again\n", NULL);
+    assert_int_equal(rd_yaml_load(&d, "t.yaml", b.ptr, b.len, NULL, &diag, &err), RC_OK);
+    big = cJSON_GetObjectItem(rd_docs_get(d, 0), "big");
+    assert_int_equal(cJSON_GetArraySize(big), 40);
+    assert_string_equal(cJSON_GetObjectItem(big, "k3")->valuestring, "last");
+    assert_string_equal(cJSON_GetObjectItem(big, "k30")->valuestring, "last");
+    assert_int_equal(cJSON_GetObjectItem(big, "k39")->valuedouble, 39);
+    m = cJSON_GetObjectItem(rd_docs_get(d, 0), "m");
+    assert_int_equal(cJSON_GetArraySize(m), 50);
+    assert_string_equal(cJSON_GetObjectItem(m, "k36")->valuestring, "again");
+    assert_string_equal(cJSON_GetObjectItem(m, "k35")->valuestring, "own");
+    assert_string_equal(cJSON_GetObjectItem(m, "k3")->valuestring, "last");
+    assert_int_equal(cJSON_GetObjectItem(m, "k0")->valuedouble, 0);
+    assert_int_equal(w.n, 3); /* k3, k30 and k36 (written twice); merged keys do not warn */
+    rd_docs_free(d);
+    rc_buf_release(&b);
+}
+
 static void test_rd_yaml__keys_are_scalar_text(void **state)
 {
     struct rd_docs *d = load_ok("1: a\ntrue: b\n\"x y\": c\n");
@@ -496,7 +530,8 @@ static void test_rd_yaml__size_and_document_limits(void **state)
                "t.yaml:6:1: more than 3 documents in one file");
     lim = (struct rd_yaml_limits)RD_YAML_LIMITS_INIT;
     lim.max_nodes = 10;
-    load_fails("[1,2,3,4,5,6,7,8,9,10,11,12]", 28, &lim, "t.yaml:1:20: document has more than 10");
+    load_fails("[1,2,3,4,5,6,7,8,9,10,11,12]", 28, &lim,
+               "t.yaml:1:20: input has more than 10 nodes");
 }
 
 static void test_rd_yaml__syntax_errors_name_the_place(void **state)
@@ -510,6 +545,32 @@ static void test_rd_yaml__syntax_errors_name_the_place(void **state)
     load_fails("a: [1, 2\n", 9, NULL, "t.yaml:2:1: did not find expected ',' or ']'");
     load_fails("a: b: c\n", 8, NULL, "t.yaml:1:5: mapping values are not allowed");
     load_fails("a: \xff\n", 5, NULL, "t.yaml:1:4: invalid leading UTF-8 octet");
+}
+
+static void test_rd_yaml__equal_is_strict(void **state)
+{
+    cJSON *a = cJSON_Parse("{\"x\": 1, \"y\": [true, null, \"s\"]}");
+    cJSON *same = cJSON_Parse("{\"x\": 1, \"y\": [true, null, \"s\"]}");
+    cJSON *reordered = cJSON_Parse("{\"y\": [true, null, \"s\"], \"x\": 1}");
+    cJSON *near = cJSON_Parse("{\"x\": 1.0000000000000002, \"y\": [true, null, \"s\"]}");
+    cJSON *n1 = cJSON_CreateNumber(0), *n2 = cJSON_CreateNumber(0);
+
+    (void)state;
+    assert_true(rd_yaml_equal(a, same));
+    assert_false(rd_yaml_equal(a, reordered)); /* cJSON_Compare says equal */
+    assert_true(cJSON_Compare(a, reordered, 1));
+    assert_false(rd_yaml_equal(a, near)); /* cJSON_Compare says equal */
+    assert_false(rd_yaml_equal(a, NULL));
+    assert_true(rd_yaml_equal(NULL, NULL));
+    n1->valuedouble = NAN;
+    n2->valuedouble = NAN;
+    assert_true(rd_yaml_equal(n1, n2));
+    cJSON_Delete(a);
+    cJSON_Delete(same);
+    cJSON_Delete(reordered);
+    cJSON_Delete(near);
+    cJSON_Delete(n1);
+    cJSON_Delete(n2);
 }
 
 /* ==== emitting ==== */
@@ -724,6 +785,21 @@ static void test_rd_yaml__emit_refuses_invalid_utf8(void **state)
     cJSON_Delete(o);
 }
 
+static void test_rd_yaml__emit_refuses_raw_nodes(void **state)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    cJSON_AddItemToObject(o, "k", cJSON_CreateRaw("{not: yaml"));
+    assert_int_equal(rd_yaml_emit(&b, o, &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "cannot emit a cJSON node of type"));
+    assert_int_equal(b.len, 0);
+    rc_buf_release(&b);
+    cJSON_Delete(o);
+}
+
 static void test_rd_yaml__emit_long_key(void **state)
 {
     char key[1500];
@@ -916,7 +992,9 @@ static void test_rd_yaml__generated_trees_round_trip(void **state)
     uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
     (void)state;
-    for (int i = 0; i < 3000; i++) {
+    for (int i = 0;
+         i < (getenv("RD_YAML_TREES") ? (int)strtol(getenv("RD_YAML_TREES"), NULL, 10) : 3000);
+         i++) {
         cJSON *t = random_tree(&rng, 0);
         char name[32];
         snprintf(name, sizeof(name), "generated tree %d", i);
@@ -936,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__take_keeps_positions),
         cmocka_unit_test(test_rd_yaml__duplicate_key_last_wins_with_warning),
         cmocka_unit_test(test_rd_yaml__skyray_rayjob_duplicate_key),
+        cmocka_unit_test(test_rd_yaml__big_mapping_duplicates_and_merge),
         cmocka_unit_test(test_rd_yaml__keys_are_scalar_text),
         cmocka_unit_test(test_rd_yaml__anchors_and_merge),
         cmocka_unit_test(test_rd_yaml__bad_merge_and_alias),
@@ -945,12 +1024,14 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__depth_through_aliases),
         cmocka_unit_test(test_rd_yaml__size_and_document_limits),
         cmocka_unit_test(test_rd_yaml__syntax_errors_name_the_place),
+        cmocka_unit_test(test_rd_yaml__equal_is_strict),
         cmocka_unit_test(test_rd_yaml__emit_canonical_form),
         cmocka_unit_test(test_rd_yaml__emit_quotes_what_would_change_type),
         cmocka_unit_test(test_rd_yaml__emit_block_scalars),
         cmocka_unit_test(test_rd_yaml__emit_numbers),
         cmocka_unit_test(test_rd_yaml__emit_roots_and_empties),
         cmocka_unit_test(test_rd_yaml__emit_refuses_invalid_utf8),
+        cmocka_unit_test(test_rd_yaml__emit_refuses_raw_nodes),
         cmocka_unit_test(test_rd_yaml__emit_long_key),
         cmocka_unit_test(test_rd_yaml__skyray_round_trip),
         cmocka_unit_test(test_rd_yaml__generated_trees_round_trip),

@@ -6,13 +6,17 @@
 
 #include "th_git.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +89,8 @@ void th_write_file(const char *dir, const char *rel, const char *data, size_t le
 
 char *th_git_env_setup(void)
 {
+    static const char *const proxies[] = {"http_proxy",  "https_proxy", "HTTP_PROXY",
+                                          "HTTPS_PROXY", "all_proxy",   "ALL_PROXY"};
     char *home = th_tmpdir("home");
 
     setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
@@ -95,6 +101,8 @@ char *th_git_env_setup(void)
     setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
     setenv("GIT_COMMITTER_NAME", "Test Author", 1);
     setenv("GIT_COMMITTER_EMAIL", "author@example.com", 1);
+    for (size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
+        unsetenv(proxies[i]);
     unsetenv("GIT_DIR");
     unsetenv("GIT_WORK_TREE");
     unsetenv("GIT_ASKPASS");
@@ -261,4 +269,71 @@ char *th_git_commit_files(const char *dir, const char *message, ...)
     free(th_git_ok(dir, "add", "-A", ".", NULL));
     free(th_git_ok(dir, "commit", "-q", "--allow-empty", "-m", message, NULL));
     return th_git_ok(dir, "rev-parse", "HEAD", NULL);
+}
+
+pid_t th_git_daemon_start(const char *base, int *port_out)
+{
+    for (int attempt = 0; attempt < 20; attempt++) {
+        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 20000);
+        char portarg[32], basearg[4096];
+        pid_t pid;
+
+        snprintf(portarg, sizeof(portarg), "--port=%d", port);
+        snprintf(basearg, sizeof(basearg), "--base-path=%s", base);
+        pid = fork();
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_WRONLY);
+
+            if (devnull >= 0)
+                dup2(devnull, 2);
+            execlp("git", "git", "daemon", "--listen=127.0.0.1", portarg, basearg, "--export-all",
+                   "--enable=receive-pack", "--reuseaddr", "--informative-errors", base,
+                   (char *)NULL);
+            _exit(127);
+        }
+        /* wait until it accepts connections, or exited (port taken) */
+        for (int i = 0; i < 100; i++) {
+            struct sockaddr_in sa;
+            int s = socket(AF_INET, SOCK_STREAM, 0), status;
+
+            memset(&sa, 0, sizeof(sa));
+            sa.sin_family = AF_INET;
+            sa.sin_port = htons((uint16_t)port);
+            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+                close(s);
+                *port_out = port;
+                return pid;
+            }
+            close(s);
+            if (waitpid(pid, &status, WNOHANG) == pid)
+                break;
+            usleep(50000);
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+void th_git_daemon_stop(pid_t pid)
+{
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+char *th_git_repo_from_dir(const char *tag, const char *src, const char *message)
+{
+    char *dir = th_git_init(tag, 0);
+    char from[4096];
+    const char *cp[] = {"cp", "-R", from, dir, NULL};
+
+    snprintf(from, sizeof(from), "%s/.", src);
+    if (th_run(NULL, NULL, NULL, cp) != 0)
+        fail_msg("cannot copy '%s' into '%s'", src, dir);
+    free(th_git_ok(dir, "add", "-A", ".", NULL));
+    free(th_git_ok(dir, "commit", "-q", "--allow-empty", "-m", message, NULL));
+    return dir;
 }

@@ -9,6 +9,7 @@
 #define TH_GIT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Isolate git from the user's setup for the whole test process: GIT_CONFIG_NOSYSTEM=1, HOME
  * set to a fresh temporary folder (returned; remove it with th_rm_rf at the end), no askpass,
@@ -44,5 +45,16 @@ char *th_git_init(const char *tag, int bare);
 /* Write files (pairs of path, content, terminated by NULL) into the work tree `dir`, add all
  * and commit with `message`. Returns the new commit id (malloc'd 40 hex). */
 char *th_git_commit_files(const char *dir, const char *message, ...);
+
+/* A new work-tree repository holding a copy of the folder `src` (e.g. RP_SOURCE_DIR
+ * "/examples/repo"), committed on main with `message`. Returns its path. */
+char *th_git_repo_from_dir(const char *tag, const char *src, const char *message);
+
+/* Start `git daemon` on 127.0.0.1 (a free port from a few tries, *port set) serving the bare
+ * repositories under `base` with receive-pack enabled, so pushes go through a real
+ * receive-pack and run hooks (git://127.0.0.1:<port>/<name>.git). Returns the daemon's pid
+ * once it accepts connections, or -1. Stop it with th_git_daemon_stop. */
+pid_t th_git_daemon_start(const char *base, int *port);
+void th_git_daemon_stop(pid_t pid);
 
 #endif

@@ -33,18 +33,10 @@ int th_rp(char **out, char **errout, ...)
 
 char *th_example_repo(void)
 {
-    char *repo = th_git_init("example", 0);
     char src[4096];
-    const char *cp[] = {"cp", "-r", src, repo, NULL};
-    char *id;
 
-    snprintf(src, sizeof(src), "%s/examples/repo/.", RP_SOURCE_DIR);
-    if (th_run(NULL, NULL, NULL, cp) != 0)
-        fail_msg("cannot copy the example repository");
-    free(th_git_ok(repo, "add", "-A", NULL));
-    id = th_git_ok(repo, "commit", "-q", "-m", "example fleet", NULL);
-    free(id);
-    return repo;
+    snprintf(src, sizeof(src), "%s/examples/repo", RP_SOURCE_DIR);
+    return th_git_repo_from_dir("example", src, "example fleet");
 }
 
 char *th_git_show(const char *repo, const char *rev, const char *path)
