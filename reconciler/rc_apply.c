@@ -6,8 +6,8 @@
  * client and arena; the calling thread then moves the applied refs and writes the note.
  * The plan (cJSON manifests, strings in the caller's arena) is only read by the workers.
  *
- * Failure policy per cluster: an object the server refuses (4xx other than 401/403/429) is a
- * failure of that object and the others are still applied; no answer, 401/403, 429 or 5xx
+ * Failure policy per cluster: an object the server refuses (4xx other than 401/429) is a
+ * failure of that object and the others are still applied; no answer, 401, 429 or 5xx
  * after the client's retries means the cluster is unreachable and its work stops there.
  * Either way nothing is deleted on it and its applied ref stays, so the next pass retries.
  */
@@ -62,7 +62,8 @@ static int cluster_down(const struct rc_kube *k, int code)
 {
     long st = rc_kube_last_status(k);
 
-    return code == RC_ETRANSPORT || st == 0 || st == 401 || st == 403 || st == 429 || st >= 500;
+    /* 403 is not here: RBAC may refuse one namespace or kind and allow the rest */
+    return code == RC_ETRANSPORT || st == 0 || st == 401 || st == 429 || st >= 500;
 }
 
 static void unreachable(struct job *j, const char *msg)
