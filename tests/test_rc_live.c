@@ -5,8 +5,11 @@
  * results as a git note, prunes a removed workload, applies only what changed, survives a
  * faulty cluster, and never prints a token.
  *
- * Set RIGHTPLACE_ONLINE_KUBECONFIG (and optionally RIGHTPLACE_ONLINE_CONTEXTS=static,dynamic)
- * to run the first case against real clusters instead (ctest label "online").
+ * With RIGHTPLACE_ONLINE_KUBECONFIG set (and RIGHTPLACE_ONLINE_CONTEXT, default: the current
+ * context), the program instead runs the online case against that real cluster: a small
+ * Deployment is placed, applied, checked with GET, removed from the source and checked gone.
+ * ctest registers it as rc_live_online (label "online") when configured with
+ * -DRC_ONLINE_TESTS=ON; README.md has the steps.
  */
 #include "th.h"
 
@@ -34,25 +37,25 @@ struct fleet {
     char kc_static[TH_PATH], kc_dynamic[TH_PATH];
 };
 
-#define STATIC_NODES \
-    "{\"objects\": [" \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-1\",\"labels\":" \
-    "{\"kubernetes.io/hostname\":\"cpu-1\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
-    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":" \
-    "\"True\"}]}}," \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-2\",\"labels\":" \
-    "{\"kubernetes.io/hostname\":\"cpu-2\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
-    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":" \
-    "\"True\"}]}}," \
-    "%s" \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}" \
+#define STATIC_NODES                                                                               \
+    "{\"objects\": ["                                                                              \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-1\",\"labels\":"        \
+    "{\"kubernetes.io/hostname\":\"cpu-1\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\","          \
+    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"        \
+    "\"True\"}]}},"                                                                                \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-2\",\"labels\":"        \
+    "{\"kubernetes.io/hostname\":\"cpu-2\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\","          \
+    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"        \
+    "\"True\"}]}},"                                                                                \
+    "%s"                                                                                           \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"default\"}}"           \
     "]}"
 
-#define GPU_NODE \
-    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-%d\",\"labels\":" \
-    "{\"kubernetes.io/hostname\":\"gpu-%d\"}},\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\"," \
-    "\"value\":\"true\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{\"cpu\":\"8\"," \
-    "\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\",\"pods\":\"110\"},\"conditions\":[{\"type\":" \
+#define GPU_NODE                                                                                   \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-%d\",\"labels\":"       \
+    "{\"kubernetes.io/hostname\":\"gpu-%d\"}},\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\","  \
+    "\"value\":\"true\",\"effect\":\"NoSchedule\"}]},\"status\":{\"allocatable\":{\"cpu\":\"8\","  \
+    "\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\",\"pods\":\"110\"},\"conditions\":[{\"type\":"    \
     "\"Ready\",\"status\":\"True\"}]}},"
 
 static const char *dynamic_nodes =
@@ -155,8 +158,7 @@ static void test_rc_live__scenarios_applied_then_pruned(void **state)
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(patch, "content_type")),
                         "application/apply-patch+yaml");
     q = cJSON_GetObjectItem(patch, "query");
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(q, "fieldManager")),
-                        "rightplace");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(q, "fieldManager")), "rightplace");
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(q, "force")), "true");
     assert_non_null(th_kube_find(reqs, "PATCH", "/apis/ray.io/v1/namespaces/rayjob2/rayjobs/"));
     assert_non_null(th_kube_find(reqs, "PATCH", "/api/v1/namespaces/rayjob1"));
@@ -231,8 +233,8 @@ static void test_rc_live__one_change_applies_one_object(void **state)
     changed = strstr(text, "import time");
     assert_non_null(changed);
     memcpy(changed, "import math", 11);
-    free(th_git_commit_files(repo, "tweak the driver", "fill-and-spill/rayjob-rayjob1.yaml",
-                             text, NULL));
+    free(th_git_commit_files(repo, "tweak the driver", "fill-and-spill/rayjob-rayjob1.yaml", text,
+                             NULL));
     free(text);
     th_kube_clear_requests(&f.stat);
     th_kube_clear_requests(&f.dyn);
@@ -335,24 +337,97 @@ static void test_rc_live__faulty_cluster_keeps_its_objects(void **state)
     fleet_stop(&f);
 }
 
+/* ==== Online: a real cluster through a kubeconfig ==== */
+
+static void test_rc_live__online(void **state)
+{
+    const char *kc = getenv("RIGHTPLACE_ONLINE_KUBECONFIG");
+    const char *ctx = getenv("RIGHTPLACE_ONLINE_CONTEXT");
+    char cluster[4096];
+    char *repo, *out = NULL, *err = NULL;
+    struct rc_kube *k = NULL;
+    struct rc_err e = RC_ERR_INIT;
+    cJSON *obj = NULL;
+    const char *ns = "rightplace-online-test";
+    int st;
+    (void)state;
+
+    snprintf(cluster, sizeof(cluster),
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: online\n"
+             "spec:\n  kubeconfig: {path: %s%s%s}\n",
+             kc, ctx ? ", context: " : "", ctx ? ctx : "");
+    repo = th_git_init("online", 0);
+    free(th_git_commit_files(
+        repo, "online test", "cluster.yaml", cluster, "policy.yaml",
+        "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata:\n  name: online\n"
+        "spec:\n  clusterSelector:\n    matchLabels: {kubernetes.io/metadata.name: online}\n"
+        "  namespaceSelector:\n    matchLabels: {kubernetes.io/metadata.name: "
+        "rightplace-online-test}\n  resourceSelectors:\n    labelSelectors:\n"
+        "    - matchLabels: {app: rightplace-online-test}\n",
+        "web.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+        "  namespace: rightplace-online-test\n  labels: {app: rightplace-online-test}\nspec:\n"
+        "  replicas: 1\n  selector:\n    matchLabels: {app: rightplace-online-test}\n"
+        "  template:\n    metadata:\n      labels: {app: rightplace-online-test}\n    spec:\n"
+        "      containers:\n      - name: pause\n        image: registry.k8s.io/pause:3.9\n"
+        "        resources:\n          requests: {cpu: 10m, memory: 16Mi}\n",
+        NULL));
+    st = th_rp(&out, &err, "reconcile", "--repo", repo, "--once", "--no-luna-label", NULL);
+    if (st != 0)
+        fail_msg("reconcile against the real cluster exited %d\n%s\n%s", st, out, err);
+    free(out);
+    free(err);
+    assert_int_equal(rc_kube_open(&k, kc, ctx, NULL, &e), RC_OK);
+    assert_int_equal(rc_kube_get(k, "apps/v1", "Deployment", ns, "web", &obj, &e), RC_OK);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(
+                            cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "labels"),
+                            "app.kubernetes.io/managed-by")),
+                        "rightplace");
+    cJSON_Delete(obj);
+    /* remove it from the source: pruned */
+    free(th_git_ok(repo, "rm", "-q", "web.yaml", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "done", NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", NULL), 0);
+    obj = NULL;
+    assert_int_equal(rc_kube_get(k, "apps/v1", "Deployment", ns, "web", &obj, &e), RC_ENOTFOUND);
+    cJSON_Delete(obj);
+    rc_kube_free(k);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rc_live__scenarios_applied_then_pruned),
-        cmocka_unit_test(test_rc_live__one_change_applies_one_object),
-        cmocka_unit_test(test_rc_live__finished_rayjob_is_not_recreated),
-        cmocka_unit_test(test_rc_live__faulty_cluster_keeps_its_objects),
+    const struct CMUnitTest online[] = {
+        cmocka_unit_test(test_rc_live__online),
     };
-    int rc;
 
-    home = th_git_env_setup();
-    if (th_certs_make(&certs) != 0) {
-        fprintf(stderr, "cannot make test certificates\n");
-        return 1;
+    if (getenv("RIGHTPLACE_ONLINE_KUBECONFIG")) {
+        int orc;
+        home = th_git_env_setup();
+        orc = cmocka_run_group_tests(online, NULL, NULL);
+        th_rm_rf(home);
+        free(home);
+        return orc;
     }
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
-    th_kube_rmtree(certs.dir);
-    th_rm_rf(home);
-    free(home);
-    return rc;
+    {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_rc_live__scenarios_applied_then_pruned),
+            cmocka_unit_test(test_rc_live__one_change_applies_one_object),
+            cmocka_unit_test(test_rc_live__finished_rayjob_is_not_recreated),
+            cmocka_unit_test(test_rc_live__faulty_cluster_keeps_its_objects),
+        };
+        int rc;
+
+        home = th_git_env_setup();
+        if (th_certs_make(&certs) != 0) {
+            fprintf(stderr, "cannot make test certificates\n");
+            return 1;
+        }
+        rc = cmocka_run_group_tests(tests, NULL, NULL);
+        th_kube_rmtree(certs.dir);
+        th_rm_rf(home);
+        free(home);
+        return rc;
+    }
 }
