@@ -89,6 +89,14 @@ struct nsent {
 struct cluster_ent {
     struct pl_cluster c;
     struct rd_cluster_conn conn;
+    const char *file;
+};
+
+/* A later file that defined an object an accepted file already had. */
+struct collision {
+    const char *first; /* the accepted file */
+    const char *later; /* the file refused for it */
+    const char *key;
 };
 
 struct stage {
@@ -107,6 +115,7 @@ struct loader {
     struct stage file; /* the file being read */
     VEC(struct rd_docs *) docs;
     VEC(struct rd_file_error) errors;
+    VEC(struct collision) collisions;
 };
 
 static void stage_reset(struct stage *s)
@@ -138,6 +147,12 @@ static int claim(struct loader *l, const char *key, const struct rd_object *o,
 {
     const struct keyent *prev = keyset_find(&l->seen, key);
 
+    if (prev) {
+        struct collision *c = VEC_PUSH(l->collisions);
+        c->first = prev->path;
+        c->later = o->file;
+        c->key = key;
+    }
     if (prev)
         return rd_err_at(err, RC_EINVALID, docs, o->root,
                          "duplicate object '%s' (already in '%s' at line %d)", key, prev->path,
@@ -174,8 +189,16 @@ static int load_doc(struct loader *l, struct rd_docs *docs, size_t i, const char
     if (is_core(o, "List"))
         return rd_err_at(err, RC_EINVALID, docs, root,
                          "kind 'List' is not supported: write one object per document");
+    if ((!strcmp(o->group, "rightplace.dev") || !strcmp(o->group, "policy.elotl.co")) &&
+        !rd_is_cluster(o) && !rd_is_policy(o))
+        /* a typo here would silently turn a cluster or a policy into a workload */
+        return rd_err_at(err, RC_EINVALID, docs, root, "unknown kind '%s' in %s (expected %s)",
+                         o->kind, o->api_version,
+                         !strcmp(o->group, "rightplace.dev") ? "Cluster or SchedulePolicy"
+                                                             : "SchedulePolicy");
     if (rd_is_cluster(o)) {
         struct cluster_ent *c = VEC_PUSH(l->file.clusters);
+        c->file = path;
         if ((rc = rd_cluster_parse(&c->c, &c->conn, o, docs, &l->out->res, l->a, err)) < 0)
             return rc;
         return claim(l, rc_arena_printf(l->a, "Cluster/%s", o->name), o, docs, err);
@@ -240,6 +263,77 @@ static void load_file(struct loader *l, const struct rd_file *f)
     for (size_t i = 0; i < l->file.keys.n; i++)
         keyset_add(&l->seen, l->file.keys.v[i].key, l->file.keys.v[i].path, l->file.keys.v[i].line);
     *VEC_PUSH(l->docs) = docs;
+}
+
+/* ==== Duplicates break every file that defines the object ==== */
+
+static int is_broken(const struct loader *l, const char *path)
+{
+    for (size_t i = 0; i < l->errors.n; i++) {
+        if (!strcmp(l->errors.v[i].path, path))
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_error(const void *x, const void *y)
+{
+    return strcmp(((const struct rd_file_error *)x)->path, ((const struct rd_file_error *)y)->path);
+}
+
+/*
+ * Files are read in path order, so the later of two files defining one object is refused
+ * first. Which of them is right cannot be told from the tree alone (a new file sorting first
+ * would otherwise take over an object placed long ago), so the earlier file is refused too,
+ * and the caller keeps both files' objects as they were.
+ */
+static void refuse_both_sides(struct loader *l)
+{
+    size_t w;
+
+    for (size_t c = 0; c < l->collisions.n; c++) {
+        const struct collision *col = &l->collisions.v[c];
+        struct rd_file_error *e;
+        if (is_broken(l, col->first))
+            continue;
+        e = VEC_PUSH(l->errors);
+        e->path = col->first;
+        e->msg = rc_arena_printf(l->a, "%s: duplicate object '%s' (also in '%s')", col->first,
+                                 col->key, col->later);
+    }
+    if (!l->collisions.n)
+        return;
+    qsort(l->errors.v, l->errors.n, sizeof(*l->errors.v), cmp_error);
+    w = 0;
+    for (size_t r = 0; r < l->all.objects.n; r++) {
+        if (!is_broken(l, l->all.objects.v[r].file))
+            l->all.objects.v[w++] = l->all.objects.v[r];
+    }
+    l->all.objects.n = w;
+    w = 0;
+    for (size_t r = 0; r < l->all.policies.n; r++) {
+        if (!is_broken(l, l->all.policies.v[r].file))
+            l->all.policies.v[w++] = l->all.policies.v[r];
+    }
+    l->all.policies.n = w;
+    w = 0;
+    for (size_t r = 0; r < l->all.clusters.n; r++) {
+        if (!is_broken(l, l->all.clusters.v[r].file))
+            l->all.clusters.v[w++] = l->all.clusters.v[r];
+    }
+    l->all.clusters.n = w;
+    w = 0;
+    for (size_t r = 0; r < l->all.warnings.n; r++) {
+        const char *warn = l->all.warnings.v[r];
+        int drop = 0;
+        for (size_t i = 0; i < l->errors.n && !drop; i++) {
+            size_t n = strlen(l->errors.v[i].path);
+            drop = !strncmp(warn, l->errors.v[i].path, n) && warn[n] == ':';
+        }
+        if (!drop)
+            l->all.warnings.v[w++] = warn;
+    }
+    l->all.warnings.n = w;
 }
 
 /* ==== Sorting and namespaces ==== */
@@ -347,6 +441,7 @@ int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nf
     }
     for (size_t i = 0; i < nfiles; i++)
         load_file(&l, order[i]);
+    refuse_both_sides(&l);
 
     if (l.all.objects.n)
         qsort(l.all.objects.v, l.all.objects.n, sizeof(*l.all.objects.v), cmp_object);
@@ -377,6 +472,7 @@ int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nf
 done:
     free(l.docs.v);
     free(l.errors.v);
+    free(l.collisions.v);
     free(l.seen.v);
     stage_free(&l.all);
     stage_free(&l.file);

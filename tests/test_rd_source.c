@@ -189,7 +189,16 @@ static void test_rd_source__loads_a_tree(void **state)
     const struct pl_object *o;
     const struct rd_object *ro;
 
-    assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
+    struct rd_file clean[16];
+    size_t n = 0;
+
+    /* without the files that duplicate objects (a duplicate breaks both sides) */
+    for (size_t i = 0; i < f->nfiles; i++) {
+        if (strcmp(f->files[i].path, "apps/web.yaml") &&
+            strcmp(f->files[i].path, "clusters/zz-dup.yaml"))
+            clean[n++] = f->files[i];
+    }
+    assert_int_equal(rd_source_load(&f->src, clean, n, &f->a, &err), RC_OK);
     /* clusters, sorted by name, with their connections */
     assert_int_equal(s->nclusters, 2);
     assert_string_equal(s->clusters[0].name, "dynamic-cluster");
@@ -248,7 +257,16 @@ static void test_rd_source__broken_files_contribute_nothing(void **state)
     const char *m;
 
     assert_int_equal(rd_source_load(&f->src, f->files, f->nfiles, &f->a, &err), RC_OK);
-    assert_int_equal(s->nerrors, 7);
+    assert_int_equal(s->nerrors, 9);
+    /* a duplicate object breaks both files that define it: which one is right cannot be
+     * told from the tree, and a new file must not take over an object placed long ago */
+    m = error_of(s, "apps/a-web.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "duplicate object 'web/Deployment/web' (also in 'apps/web.yaml')"));
+    assert_null(object(s, "web/Deployment/web"));
+    m = error_of(s, "clusters/fleet.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "duplicate object"));
     for (size_t i = 1; i < s->nerrors; i++)
         assert_true(strcmp(s->errors[i - 1].path, s->errors[i].path) < 0);
     /* a bad quantity in the second document: the first (a fine ConfigMap) is dropped too */
@@ -412,20 +430,24 @@ static void test_rd_source__every_skyray_file_loads(void **state)
     collect(files, texts, &n, 64, "");
     assert_int_equal(n, 26);
     assert_int_equal(rd_source_load(&f->src, files, n, &f->a, &err), RC_OK);
-    /* skyray reuses names: the same RayService in two folders, and three policies named
-     * rayservice-spread-upgrade-policy-<ns>, two rayservice-policy-<ns>. Later paths lose. */
-    assert_int_equal(s->nerrors, 4);
-    assert_string_equal(s->errors[0].path,
+    /* skyray reuses names: the same RayService in two folders, and policies named
+     * rayservice-spread-upgrade-policy-<ns> (three files) and rayservice-policy-<ns> (two).
+     * A duplicate breaks every file that defines the object. */
+    assert_int_equal(s->nerrors, 7);
+    assert_string_equal(s->errors[0].path, "deploy-scripts/ray-service.text-summarizer.yaml");
+    assert_string_equal(s->errors[1].path,
                         "luna-hot-node-mitigation/ray-service.text-summarizer.cpu.guar.yaml");
-    assert_string_equal(s->errors[1].path, "policies/rayservicensprioritypolicy.yaml");
-    assert_string_equal(s->errors[2].path, "policies/rayservicespreadallpolicy.yaml");
-    assert_string_equal(s->errors[3].path, "policies/rayservicespreadpolicy.yaml");
+    assert_string_equal(s->errors[2].path, "policies/rayservicecapacitypolicy.yaml");
+    assert_string_equal(s->errors[3].path, "policies/rayservicensclusterpolicy.yaml");
+    assert_string_equal(s->errors[4].path, "policies/rayservicensprioritypolicy.yaml");
+    assert_string_equal(s->errors[5].path, "policies/rayservicespreadallpolicy.yaml");
+    assert_string_equal(s->errors[6].path, "policies/rayservicespreadpolicy.yaml");
     for (size_t i = 0; i < s->nerrors; i++)
         assert_non_null(strstr(s->errors[i].msg, "duplicate object"));
-    assert_int_equal(s->npolicies, 20 - 3);
+    assert_int_equal(s->npolicies, 20 - 5);
     assert_int_equal(s->nclusters, 0);
-    /* RayJob + ConfigMap, Namespace, two RayServices, a RayCluster */
-    assert_int_equal(s->nobjects, 6);
+    /* RayJob + ConfigMap, Namespace, the sample RayService, a RayCluster */
+    assert_int_equal(s->nobjects, 5);
     o = object(s, "default/RayJob/rayjob-train");
     assert_non_null(o);
     assert_int_equal(o->npods, 3);
