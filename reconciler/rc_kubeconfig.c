@@ -700,7 +700,7 @@ static int run_plugin(struct rc_buf *out, const struct rc_kubeconfig *kc, struct
     envp[n++] = infoenv.ptr;
     envp[n] = NULL;
 
-    if (pipe(pipefd) < 0) {
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot create a pipe: %s", strerror(errno));
         goto done;
     }

@@ -27,7 +27,8 @@
 
 #define RECORD_PATH "placements.yaml"
 #define CAPACITY_PATH ".rightplace/capacity.yaml"
-#define MAX_HISTORY_WALK 64 /* commits searched for a file's last good version */
+#define MAX_SOURCE_BYTES (64 << 20) /* all manifests of one source commit together */
+#define MAX_HISTORY_WALK 1000       /* distinct versions tried for a file's last good version */
 
 /* ==== Loading the source, with broken files kept at their last good version ==== */
 
@@ -36,6 +37,7 @@ struct loaded {
     int have_src;
     size_t nerrors; /* the errors as found at S, before substitution */
     struct rd_file_error *errors;
+    size_t unresolved; /* broken files without a last good version */
 };
 
 static void loaded_release(struct loaded *l)
@@ -43,6 +45,34 @@ static void loaded_release(struct loaded *l)
     if (l->have_src)
         rd_source_release(&l->src);
     l->have_src = 0;
+}
+
+/* A copy with every byte that is not part of valid UTF-8 replaced by '?': messages quote
+ * file names and contents, and the record (YAML) and JSON logs must stay valid. */
+static char *utf8_clean(struct rc_arena *a, const char *s)
+{
+    size_t n = strlen(s);
+    unsigned char *o = (unsigned char *)rc_arena_strndup(a, s, n);
+
+    for (size_t i = 0; i < n;) {
+        unsigned char c = o[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (o[i + k] & 0xc0) == 0x80;
+        if (ok && len == 2)
+            ok = c >= 0xc2;
+        if (ok && len == 3)
+            ok = !(c == 0xe0 && o[i + 1] < 0xa0) && !(c == 0xed && o[i + 1] >= 0xa0);
+        if (ok && len == 4)
+            ok = c <= 0xf4 && !(c == 0xf0 && o[i + 1] < 0x90) && !(c == 0xf4 && o[i + 1] >= 0x90);
+        if (!ok) {
+            o[i++] = '?';
+            continue;
+        }
+        i += len;
+    }
+    return (char *)o;
 }
 
 static int file_loads_alone(const char *path, const char *data, size_t len, struct rc_arena *a)
@@ -60,37 +90,67 @@ static int file_loads_alone(const char *path, const char *data, size_t len, stru
     return ok;
 }
 
-/* The newest version of `path` that loads, searching from `from` back along first parents. */
+/*
+ * The version of `path` that the deploy branch was built from: starting at `from` (the
+ * source commit of the previous record), walk first parents back to the newest version that
+ * loads. The walk stops where the file does not exist: a file deleted and later re-added
+ * broken has nothing to keep (its objects were removed when it was deleted). Consecutive
+ * commits sharing one blob are tested once. RC_ENOTFOUND: nothing to keep. Any other error
+ * (git I/O, or a walk longer than MAX_HISTORY_WALK distinct versions) fails the pass rather
+ * than dropping the file's objects.
+ */
 static int last_good_version(const char **data, size_t *len, struct rc_git *g, const char *from,
-                             const char *path, struct rc_arena *a)
+                             const char *path, struct rc_arena *a, struct rc_err *err)
 {
-    char cur[41];
-    struct rc_err err = RC_ERR_INIT;
+    char cur[41], blob[41], tested[41] = "";
+    int versions = 0;
+    int error;
 
     if (!from || !from[0])
         return RC_ENOTFOUND;
     memcpy(cur, from, sizeof(cur));
-    for (int i = 0; i < MAX_HISTORY_WALK; i++) {
-        char *d = NULL;
-        size_t n = 0;
+    for (;;) {
         char parent[41];
 
-        if (rc_git_read_file(&d, &n, g, cur, path, a, &err) == RC_OK &&
-            file_loads_alone(path, d, n, a)) {
-            *data = d;
-            *len = n;
-            return RC_OK;
+        error = rc_git_path_id(blob, g, cur, path, err);
+        if (error == RC_ENOTFOUND) {
+            rc_err_clear(err);
+            return RC_ENOTFOUND;
         }
-        if (rc_git_commit_parent(parent, g, cur, &err) < 0)
-            break;
+        if (error < 0)
+            return error;
+        if (strcmp(blob, tested)) {
+            char *d = NULL;
+            size_t n = 0;
+            if (++versions > MAX_HISTORY_WALK)
+                return rc_err_set(err, RC_ERROR,
+                                  "'%s' has not loaded for %d versions; cannot tell which "
+                                  "objects to keep (fix the file)",
+                                  path, MAX_HISTORY_WALK);
+            error = rc_git_read_file(&d, &n, g, cur, path, a, err);
+            if (error < 0)
+                return error;
+            if (file_loads_alone(path, d, n, a)) {
+                *data = d;
+                *len = n;
+                return RC_OK;
+            }
+            memcpy(tested, blob, sizeof(tested));
+        }
+        error = rc_git_commit_parent(parent, g, cur, err);
+        if (error == RC_ENOTFOUND) {
+            rc_err_clear(err);
+            return RC_ENOTFOUND;
+        }
+        if (error < 0)
+            return error;
         memcpy(cur, parent, sizeof(cur));
     }
-    return RC_ENOTFOUND;
 }
 
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
-                       const char *prev_source, const struct rc_pass_options *o,
-                       struct rc_arena *a, struct rc_err *err)
+                       const char *prev_source, const struct rc_pass_options *o, struct rc_arena *a,
+                       struct rc_err *err)
 {
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
@@ -102,6 +162,18 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     error = rc_git_read_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
     if (error < 0)
         return error;
+    {
+        /* Each file is bounded by the YAML loader; the whole tree is bounded here, so that
+         * many files each under the limits cannot exhaust memory together. */
+        size_t total = 0;
+        for (size_t i = 0; i < nblobs; i++)
+            total += blobs[i].len;
+        if (total > MAX_SOURCE_BYTES)
+            return rc_err_set(err, RC_EINVALID,
+                              "the source holds %zu MiB of YAML; the limit is %d MiB (use --path "
+                              "to load part of the tree)",
+                              total >> 20, MAX_SOURCE_BYTES >> 20);
+    }
     files = rc_arena_calloc(a, nblobs ? nblobs : 1, sizeof(*files));
     for (size_t i = 0; i < nblobs; i++) {
         files[i].path = blobs[i].path;
@@ -119,14 +191,26 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     out->nerrors = out->src.nerrors;
     out->errors = rc_arena_calloc(a, out->nerrors, sizeof(*out->errors));
     for (size_t e = 0; e < out->nerrors; e++) {
-        out->errors[e].path = rc_arena_strdup(a, out->src.errors[e].path);
-        out->errors[e].msg = rc_arena_strdup(a, out->src.errors[e].msg);
+        out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
+        out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
         for (size_t i = 0; i < nblobs; i++) {
             const char *d;
             size_t n;
+            int found;
             if (strcmp(files[i].path, out->errors[e].path))
                 continue;
-            if (last_good_version(&d, &n, g, prev_source, files[i].path, a) == RC_OK) {
+            found = last_good_version(&d, &n, g, prev_source, files[i].path, a, err);
+            if (found < 0 && found != RC_ENOTFOUND)
+                return found;
+            if (found == RC_ENOTFOUND) {
+                /* nothing to keep: left out of the reload, so that it cannot break another
+                 * file again (a duplicate breaks both sides) */
+                files[i].data = NULL;
+                files[i].len = 0;
+                out->unresolved++;
+                replaced++;
+            }
+            if (found == RC_OK) {
                 files[i].data = d;
                 files[i].len = n;
                 replaced++;
@@ -143,10 +227,31 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     rd_source_release(&out->src);
     out->have_src = 0;
     memset(&out->src, 0, sizeof(out->src));
+    {
+        size_t w = 0;
+        for (size_t i = 0; i < nblobs; i++) {
+            if (files[i].data)
+                files[w++] = files[i];
+        }
+        nblobs = w;
+    }
     error = rd_source_load(&out->src, files, nblobs, a, err);
     if (error < 0)
         return error;
     out->have_src = 1;
+    /* A kept old version may clash with a file that loaded before (an object moved from the
+     * broken file to another one). Either side dropping would remove placed objects, so the
+     * pass stops here and commits nothing. */
+    for (size_t e = 0; e < out->src.nerrors; e++) {
+        int known = 0;
+        for (size_t k = 0; k < out->nerrors; k++)
+            known |= !strcmp(out->src.errors[e].path, out->errors[k].path);
+        if (!known)
+            return rc_err_set(err, RC_EINVALID,
+                              "%s (while keeping the last good version of a broken file; "
+                              "fix the broken file)",
+                              out->src.errors[e].msg);
+    }
     return RC_OK;
 }
 
@@ -179,7 +284,8 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
 
 static int managed_path(const char *p)
 {
-    return !strncmp(p, "clusters/", 9) || !strcmp(p, RECORD_PATH) || !strncmp(p, ".rightplace/", 12);
+    return !strncmp(p, "clusters/", 9) || !strcmp(p, RECORD_PATH) ||
+           !strncmp(p, ".rightplace/", 12);
 }
 
 static int cmp_change(const void *x, const void *y)
@@ -187,6 +293,36 @@ static int cmp_change(const void *x, const void *y)
     const struct rc_path_change *a = x, *b = y;
 
     return strcmp(a->path, b->path);
+}
+
+/* Split a record around its "source: <id>" line: head before it, tail from its newline. */
+static int split_record(const char *p, size_t len, size_t *head, const char **tail, size_t *tlen)
+{
+    const char *src = memmem(p, len, "\nsource: ", 9);
+    const char *eol;
+
+    if (!src)
+        return 0;
+    eol = memchr(src + 1, '\n', len - (size_t)(src + 1 - p));
+    if (!eol)
+        return 0;
+    *head = (size_t)(src - p);
+    *tail = eol;
+    *tlen = len - (size_t)(eol - p);
+    return 1;
+}
+
+/* Equal content; for placements.yaml, equal but for the source commit it names: a source
+ * commit that changes no decision (a README edit) makes no deploy commit. */
+static int same_content(const char *path, const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t ah, bh, at, bt;
+    const char *ap, *bp;
+
+    if (!strcmp(path, RECORD_PATH) && split_record(a, alen, &ah, &ap, &at) &&
+        split_record(b, blen, &bh, &bp, &bt))
+        return ah == bh && !memcmp(a, b, ah) && at == bt && !memcmp(ap, bp, at);
+    return alen == blen && !memcmp(a, b, alen);
 }
 
 /* Changes that writing `tree` over commit `base` would make to the managed paths. */
@@ -228,8 +364,8 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
             ch[cnt++].op = 'A';
             j++;
         } else {
-            if (old[i].len != tree->files[j].len ||
-                memcmp(old[i].data, tree->files[j].data, old[i].len)) {
+            if (!same_content(old[i].path, old[i].data, old[i].len, tree->files[j].data,
+                              tree->files[j].len)) {
                 ch[cnt].path = tree->files[j].path;
                 ch[cnt++].op = 'M';
             }
@@ -404,7 +540,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     int error;
     int decisions_changed = 0;
 
-    snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch);
+    if (snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch) >=
+        (int)sizeof(deploy_ref))
+        return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
+                          o->deploy_branch);
 
     error = rc_git_fetch(g, err);
     if (error < 0)
@@ -433,6 +572,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = compute_load(cp, g, out->source, &prev, o, a, err);
     if (error < 0)
         goto done;
+    out->nfile_errors = cp->load.nerrors;
+    out->file_errors = cp->load.errors;
 
     /* Quick exit: nothing that could change a decision has changed. */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
@@ -457,9 +598,23 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     out->result = &cp->res;
     out->input = &cp->in;
-    out->nfile_errors = cp->load.nerrors;
-    out->file_errors = cp->load.errors;
     count_states(out, &cp->res);
+
+    /* A broken file without an earlier version may be a renamed file whose objects are placed
+     * (under its old path): while one exists, nothing is moved or removed. */
+    if (cp->load.unresolved) {
+        for (size_t i = 0; i < cp->res.ndecisions; i++) {
+            const struct pl_decision *d = &cp->res.decisions[i];
+            if (d->change != PL_CHANGE_MOVED && d->change != PL_CHANGE_REMOVED)
+                continue;
+            error = rc_err_set(err, RC_EINVALID,
+                               "unit '%s' would be %s while a source file that did not load has "
+                               "no earlier version (renamed?); nothing is moved or removed until "
+                               "it is fixed",
+                               d->unit, d->change == PL_CHANGE_MOVED ? "moved" : "removed");
+            goto done;
+        }
+    }
 
     error = diff_tree(&changes, &nchanges, g, out->deploy_old, &cp->tree, a, err);
     if (error < 0)
@@ -487,17 +642,21 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
                                   cp->tree.nfiles, err);
         if (error < 0)
             goto done;
+        int64_t when = rc_git_commit_time(g, out->source);
+
         error = rd_commit_message_prev(&msg, &cp->res, prev.units, prev.nunits, out->source,
                                        cp->load.nerrors, cp->load.errors, err);
+        if (error == RC_OK && when < 0)
+            error = rc_err_set(err, RC_ERROR, "cannot read the time of commit %.12s", out->source);
         if (error == RC_OK)
             error = rc_git_commit(commit, g, tree, out->deploy_old[0] ? out->deploy_old : NULL,
-                                  msg.ptr, rc_git_commit_time(g, out->source), err);
+                                  msg.ptr, when, err);
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
-        error = rc_git_update_ref(g, deploy_ref, commit,
-                                  out->deploy_old[0] ? out->deploy_old : NULL,
-                                  "rightplace: placement commit", err);
+        error =
+            rc_git_update_ref(g, deploy_ref, commit, out->deploy_old[0] ? out->deploy_old : NULL,
+                              "rightplace: placement commit", err);
         if (error < 0)
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
@@ -510,8 +669,13 @@ apply:
         error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
                                 cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
                                 a, err);
-        if (error < 0)
+        if (error < 0) {
+            /* only the deploy branch moving may redo the pass; a conflict while applying
+             * (a notes push) is an error of its own */
+            if (error == RC_ECONFLICT)
+                error = err->code = RC_ERROR;
             goto done;
+        }
         out->apply_incomplete |= incomplete;
     }
     error = RC_OK;
@@ -526,6 +690,7 @@ int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pa
                 struct rc_arena *a, struct rc_err *err)
 {
     int attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+    char last[RC_ERR_MSG_MAX] = "";
     int error = RC_OK;
 
     for (int i = 0; i < attempts; i++) {
@@ -537,11 +702,11 @@ int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pa
             return error;
         if (o->log)
             rc_log_info(o->log, "deploy branch moved under us (%s); redoing the pass", err->msg);
+        snprintf(last, sizeof(last), "%s", err->msg);
         backoff(i);
     }
-    return rc_err_set(err, RC_ECONFLICT,
-                      "deploy branch '%s' kept moving; gave up after %d attempts",
-                      o->deploy_branch, attempts);
+    return rc_err_set(err, RC_ECONFLICT, "deploy branch '%s': gave up after %d attempts: %s",
+                      o->deploy_branch, attempts, last);
 }
 
 /* ==== Replay ==== */
@@ -562,13 +727,16 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
 
     memset(&c, 0, sizeof(c));
     memset(out, 0, sizeof(*out));
+    error = rc_git_fetch(g, err);
+    if (error < 0)
+        goto done;
     error = rc_git_resolve(id, g, commit, err);
     if (error < 0)
         goto done;
     error = read_record(&rec, g, id, a, err);
     if (error < 0)
         goto done;
-    if (!rec.source) {
+    if (!rec.source || !rec.source[0]) {
         error = rc_err_set(err, RC_EINVALID, "commit %.12s has no %s", id, RECORD_PATH);
         goto done;
     }
