@@ -510,8 +510,7 @@ static int cmd_reconcile_once(struct run *r)
     if (lock_fd < 0) {
         if (!locked_by_other)
             return RC_EXIT_SYSTEM;
-        rc_log_error(&r->cli->log, "another rightplace pass holds the lock on '%s'",
-                     r->state_dir);
+        rc_log_error(&r->cli->log, "another rightplace pass holds the lock on '%s'", r->state_dir);
         return RC_EXIT_LOCKED;
     }
     error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
@@ -562,15 +561,17 @@ static int cmd_reconcile(struct run *r)
         return cmd_reconcile_once(r);
     rc_log_info(&r->cli->log, "reconciling every %ld s; SIGTERM or SIGINT stops after the pass",
                 r->cli->interval);
+    /* A long-running service keeps going whatever one pass met (a branch not pushed yet, an
+     * unreachable cluster, the lock held by a manual run): each pass logs its own problem. */
     do {
         status = cmd_reconcile_once(r);
-        if (status == RC_EXIT_USAGE)
-            return status;
-        /* RC_EXIT_LOCKED in a loop: another process ran this tick; try again next one */
+        if (status != RC_EXIT_OK)
+            rc_log_warn(&r->cli->log, "pass ended with status %d; next pass in %ld s", status,
+                        r->cli->interval);
         sleep_interruptible(r->cli->interval);
     } while (!stop_requested);
     rc_log_info(&r->cli->log, "stopping");
-    return status;
+    return RC_EXIT_OK;
 }
 
 static int dry_run(struct run *r, struct rc_pass_result *res, struct rc_arena *a)
@@ -747,8 +748,7 @@ static void human_amount(char *out, size_t n, int k, int64_t milli)
     }
 }
 
-static void format_res(char *out, size_t n, const struct pl_resnames *names,
-                       const struct pl_res *v)
+static void format_res(char *out, size_t n, const struct pl_resnames *names, const struct pl_res *v)
 {
     size_t used = 0;
 
@@ -758,8 +758,8 @@ static void format_res(char *out, size_t n, const struct pl_resnames *names,
         if (k == PL_RES_PODS || (!v->v[k] && k >= PL_RES_FIRST_EXTENDED))
             continue;
         human_amount(q, sizeof(q), k, v->v[k]);
-        used += (size_t)snprintf(out + used, n - used, "%s%s %s", used ? ", " : "",
-                                 names->name[k], q);
+        used +=
+            (size_t)snprintf(out + used, n - used, "%s%s %s", used ? ", " : "", names->name[k], q);
     }
 }
 
@@ -846,7 +846,8 @@ static int cmd_status(struct run *r)
                 continue;
             if (!header++)
                 printf("\nnot placed:\n");
-            printf("  %-50s %s: %s\n", d->unit, pl_state_name(d->state), d->reason ? d->reason : "");
+            printf("  %-50s %s: %s\n", d->unit, pl_state_name(d->state),
+                   d->reason ? d->reason : "");
         }
     }
 done:
@@ -870,7 +871,8 @@ static int cmd_replay(struct run *r)
     error = rc_replay(&res, r->git, r->cli->args[0], &r->cli->pass, &a, &err);
     if (error < 0) {
         rc_log_error(&r->cli->log, "%s", err.msg);
-        status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : exit_for(error);
+        /* a commit that does not exist or is not a placement commit: the caller's mistake */
+        status = (error == RC_ENOTFOUND || error == RC_EINVALID) ? RC_EXIT_USAGE : exit_for(error);
         goto done;
     }
     if (json) {
@@ -886,8 +888,8 @@ static int cmd_replay(struct run *r)
         printf("match: %s recomputes to the same decisions and files (source %s)\n",
                r->cli->args[0], short_id(res.source));
     } else {
-        printf("mismatch: %s does not recompute to the same result (source %s)\n",
-               r->cli->args[0], short_id(res.source));
+        printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
+               short_id(res.source));
         for (size_t i = 0; i < res.nmismatch; i++)
             printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
     }
@@ -915,8 +917,8 @@ int main(int argc, char **argv)
     c.pass = pass_init;
     c.git = git_init;
     c.log = log_init;
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-                      !strcmp(argv[1], "help"))) {
+    if (argc >= 2 &&
+        (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
         usage(stdout);
         return RC_EXIT_OK;
     }
@@ -933,6 +935,10 @@ int main(int argc, char **argv)
         strcmp(c.command, "status")) {
         fprintf(stderr, "rightplace: unknown command '%s'\n", c.command);
         usage(stderr);
+        return RC_EXIT_USAGE;
+    }
+    if (c.source_rev && !strcmp(c.command, "reconcile")) {
+        fprintf(stderr, "rightplace: --source is for plan, explain and status, not reconcile\n");
         return RC_EXIT_USAGE;
     }
     c.pass.paths = c.paths;
@@ -953,10 +959,13 @@ int main(int argc, char **argv)
     }
     c.git.state_dir = state_dir;
 
-    {
+    if (c.interval) {
+        /* loop mode stops after the current pass; SA_RESTART keeps that pass's network I/O
+         * from failing with EINTR. One-shot commands keep the default: stop now. */
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
@@ -969,7 +978,20 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     r.cli = &c;
     r.state_dir = state_dir;
-    error = rc_git_open(&r.git, c.repo, &c.git, &err);
+    {
+        /* the first open of a URL clones into the state directory: not while a pass runs */
+        int once = !strcmp(c.command, "reconcile") && !c.interval;
+        int other = 0;
+        int fd = take_lock(state_dir, !once, &c.log, &other);
+        if (fd < 0) {
+            if (other)
+                rc_log_error(&c.log, "another rightplace pass holds the lock on '%s'", state_dir);
+            status = other ? RC_EXIT_LOCKED : RC_EXIT_SYSTEM;
+            goto done;
+        }
+        error = rc_git_open(&r.git, c.repo, &c.git, &err);
+        close(fd);
+    }
     if (error < 0) {
         rc_log_error(&c.log, "%s", err.msg);
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;

@@ -51,8 +51,8 @@ static char *unit_state(const char *repo, const char *rev, const char *unit)
         n = (size_t)snprintf(buf, sizeof(buf), "%s:", cJSON_GetStringValue(state));
         cJSON_ArrayForEach(c, clusters)
         {
-            n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
-                                  c == clusters->child ? "" : ",", cJSON_GetStringValue(c));
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", c == clusters->child ? "" : ",",
+                                  cJSON_GetStringValue(c));
         }
         res = strdup(buf);
     }
@@ -81,8 +81,7 @@ static void reconcile_ok(const char *repo, int want_status)
     int st = th_rp(&out, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL);
 
     if (st != want_status)
-        fail_msg("reconcile exited %d, want %d\nstdout: %s\nstderr: %s", st, want_status, out,
-                 err);
+        fail_msg("reconcile exited %d, want %d\nstdout: %s\nstderr: %s", st, want_status, out, err);
     free(out);
     free(err);
 }
@@ -197,9 +196,8 @@ static void test_rc_e2e__three_scenarios_and_spill(void **state)
     /* explain says why */
     {
         char *eout = NULL;
-        assert_int_equal(th_rp(&eout, NULL, "explain", "--repo", repo, "rayjob3/rayjob-train",
-                               NULL),
-                         0);
+        assert_int_equal(
+            th_rp(&eout, NULL, "explain", "--repo", repo, "rayjob3/rayjob-train", NULL), 0);
         assert_non_null(strstr(eout, "dynamic-cluster"));
         assert_non_null(strstr(eout, "fits-after-scale-up"));
         assert_non_null(strstr(eout, "does-not-fit"));
@@ -312,9 +310,8 @@ static void test_rc_e2e__broken_file_keeps_placements(void **state)
     f1 = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
     assert_non_null(strstr(f1, "rayjob-rayjob1.yaml"));
     /* a second pass with the file still broken keeps it too */
-    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", "--no-apply",
-                           "--force", NULL),
-                     3);
+    assert_int_equal(
+        th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", "--no-apply", "--force", NULL), 3);
     f2 = th_git_show(repo, "deploy", job1);
     assert_string_equal(before, f2);
     free(f1);
@@ -343,7 +340,8 @@ static const char *any_policy =
 static const char *big_job =
     "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: big\n  namespace: ml\n  labels: {team: "
     "ml}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n"
-    "      - name: c\n        image: busybox\n        resources:\n          requests: {cpu: \"3\"}\n";
+    "      - name: c\n        image: busybox\n        resources:\n          requests: {cpu: "
+    "\"3\"}\n";
 
 static void test_rc_e2e__pending_until_capacity_appears(void **state)
 {
@@ -589,6 +587,176 @@ static void test_rc_e2e__two_reconcilers_race(void **state)
     free(s2);
 }
 
+/* ==== Bad input loses nothing (regressions found by probing) ==== */
+
+static char *example_placed(void)
+{
+    char *repo = th_example_repo();
+
+    reconcile_ok(repo, 0);
+    return repo;
+}
+
+static int rp_reconcile(const char *repo, char **err)
+{
+    return th_rp(NULL, err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL);
+}
+
+static void test_rc_e2e__broken_file_reported_every_pass(void **state)
+{
+    char *repo = example_placed();
+    (void)state;
+
+    free(th_git_commit_files(repo, "oops", "fill-and-spill/rayjob-rayjob1.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    /* the same source again: still reported, still exit 3 (cron must keep seeing it) */
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__source_commit_without_decisions_makes_no_commit(void **state)
+{
+    char *repo = example_placed();
+    char *before = rev(repo, "deploy"), *after, *out = NULL;
+    (void)state;
+
+    free(th_git_commit_files(repo, "docs", "NOTES.md", "# notes\n", NULL));
+    reconcile_ok(repo, 0);
+    after = rev(repo, "deploy");
+    assert_string_equal(before, after);
+    assert_int_equal(th_rp(&out, NULL, "plan", "--repo", repo, NULL), 0);
+    free(out);
+    free(before);
+    free(after);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__new_duplicate_does_not_take_over(void **state)
+{
+    char *repo = example_placed();
+    const char *path = "clusters/static-cluster/rayjob1/rayjob.rayjob-train.yaml";
+    char *before = th_git_show(repo, "deploy", path), *after, *text, *p;
+    (void)state;
+
+    /* a new file, sorting first, defines rayjob1's RayJob again with another image */
+    text = th_git_show(repo, "HEAD", "fill-and-spill/rayjob-rayjob1.yaml");
+    p = strstr(text, "ray-ml:2.2.0-gpu");
+    assert_non_null(p);
+    memcpy(p, "ray-ml:2.3.0-gpu", 16);
+    free(th_git_commit_files(repo, "dup", "aa-dup.yaml", text, NULL));
+    free(text);
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    after = th_git_show(repo, "deploy", path);
+    assert_non_null(after);
+    assert_string_equal(before, after);
+    assert_unit(repo, "deploy", "rayjob-capacity-policy-rayjob1/rayjob1/rayjob",
+                "placed:static-cluster");
+    free(before);
+    free(after);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__deleted_file_readded_broken_stays_deleted(void **state)
+{
+    char *repo = example_placed();
+    char *left;
+    (void)state;
+
+    free(th_git_ok(repo, "rm", "-q", "fill-and-spill/rayjob-rayjob2.yaml", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "rayjob2 done", NULL));
+    reconcile_ok(repo, 0);
+    assert_null(unit_state(repo, "deploy", "rayjob-capacity-policy-rayjob2/rayjob2/rayjob"));
+    free(th_git_commit_files(repo, "again, broken", "fill-and-spill/rayjob-rayjob2.yaml",
+                             "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    left = unit_state(repo, "deploy", "rayjob-capacity-policy-rayjob2/rayjob2/rayjob");
+    assert_null(left);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__renamed_and_broken_moves_nothing(void **state)
+{
+    char *repo = example_placed();
+    char *before = rev(repo, "deploy"), *after, *err = NULL;
+    (void)state;
+
+    free(th_git_ok(repo, "mv", "fleet/static-cluster.yaml", "fleet/static.yaml", NULL));
+    th_write_file(repo, "fleet/static.yaml",
+                  "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+                  "  name: static-cluster\nspec:\n  nodes:\n  - {name: x, count: five}\n",
+                  (size_t)-1);
+    free(th_git_ok(repo, "commit", "-q", "-am", "rename and break", NULL));
+    assert_int_equal(rp_reconcile(repo, &err), 3);
+    assert_non_null(strstr(err, "fleet/static.yaml"));
+    after = rev(repo, "deploy");
+    assert_string_equal(before, after);
+    free(err);
+    free(before);
+    free(after);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__kind_typo_in_our_groups_is_an_error(void **state)
+{
+    char *repo = example_placed();
+    char *text = th_git_show(repo, "HEAD", "fleet/static-cluster.yaml");
+    char *p = strstr(text, "kind: Cluster");
+    (void)state;
+
+    memcpy(p, "kind: Clustr ", 13);
+    free(th_git_commit_files(repo, "typo", "fleet/static-cluster.yaml", text, NULL));
+    free(text);
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    assert_unit(repo, "deploy", "rayjob-capacity-policy-rayjob1/rayjob1/rayjob",
+                "placed:static-cluster");
+    assert_null(unit_state(repo, "deploy", "default/Clustr/static-cluster"));
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_e2e__invalid_utf8_in_a_message_blocks_nothing(void **state)
+{
+    char *repo = example_placed();
+    char bad[256];
+    (void)state;
+
+    /* the error message quotes the name cut at 80 bytes, in the middle of a character */
+    snprintf(bad, sizeof(bad),
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %0*d\xc3\xa9"
+             "b\n  namespace: "
+             "rayjob1\n",
+             79, 0);
+    free(th_git_commit_files(repo, "bad name", "bad.yaml", bad, NULL));
+    {
+        char src[4096], *data;
+        FILE *f;
+        long n;
+        snprintf(src, sizeof(src), "%s/examples/rayjob3.yaml", RP_SOURCE_DIR);
+        f = fopen(src, "rb");
+        fseek(f, 0, SEEK_END);
+        n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        data = malloc((size_t)n + 1);
+        assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
+        data[n] = 0;
+        fclose(f);
+        free(
+            th_git_commit_files(repo, "rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", data, NULL));
+        free(data);
+    }
+    assert_int_equal(rp_reconcile(repo, NULL), 3);
+    assert_unit(repo, "deploy", "rayjob-capacity-policy-rayjob3/rayjob3/rayjob",
+                "placed:dynamic-cluster");
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +769,13 @@ int main(void)
         cmocka_unit_test(test_rc_e2e__plan_writes_nothing),
         cmocka_unit_test(test_rc_e2e__loop_stops_on_sigterm),
         cmocka_unit_test(test_rc_e2e__two_reconcilers_race),
+        cmocka_unit_test(test_rc_e2e__broken_file_reported_every_pass),
+        cmocka_unit_test(test_rc_e2e__source_commit_without_decisions_makes_no_commit),
+        cmocka_unit_test(test_rc_e2e__new_duplicate_does_not_take_over),
+        cmocka_unit_test(test_rc_e2e__deleted_file_readded_broken_stays_deleted),
+        cmocka_unit_test(test_rc_e2e__renamed_and_broken_moves_nothing),
+        cmocka_unit_test(test_rc_e2e__kind_typo_in_our_groups_is_an_error),
+        cmocka_unit_test(test_rc_e2e__invalid_utf8_in_a_message_blocks_nothing),
     };
     int rc;
 
