@@ -550,9 +550,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     error = rc_git_resolve(out->source, g, o->source_rev ? o->source_rev : o->source_branch, err);
     if (error < 0) {
-        if (error == RC_ENOTFOUND)
-            rc_err_set(err, RC_ENOTFOUND, "source branch '%s' not found",
-                       o->source_rev ? o->source_rev : o->source_branch);
+        if (error == RC_ENOTFOUND && o->source_rev)
+            rc_err_set(err, RC_ENOTFOUND, "revision '%s' not found", o->source_rev);
+        else if (error == RC_ENOTFOUND)
+            rc_err_set(err, RC_ENOTFOUND, "source branch '%s' not found", o->source_branch);
         goto done;
     }
     out->deploy_old[0] = '\0';
