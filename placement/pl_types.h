@@ -141,8 +141,8 @@ struct pl_node {
 /* A kind of node the autoscaler can add. */
 struct pl_shape {
     const char *name;
-    int64_t max;             /* most nodes of this shape, existing ones included; -1: no limit */
-    int64_t cost_micro;      /* cost per hour in millionths of a currency unit; 0: unknown */
+    int64_t max;        /* most nodes of this shape, existing ones included; -1: no limit */
+    int64_t cost_micro; /* cost per hour in millionths of a currency unit; 0: unknown */
     struct pl_res allocatable;
     struct pl_labels labels; /* labels a new node of this shape gets */
     size_t ntaints;
@@ -223,7 +223,10 @@ struct pl_options {
     int max_reason; /* reserved; 0 */
 };
 
-#define PL_OPTIONS_INIT {0}
+#define PL_OPTIONS_INIT                                                                            \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
 struct pl_input {
     const struct pl_resnames *res;
@@ -250,8 +253,8 @@ enum pl_verdict_kind {
 struct pl_verdict {
     const char *cluster;
     enum pl_verdict_kind kind;
-    const char *detail;    /* the numbers: "worker needs nvidia.com/gpu 1; best node has 0" */
-    int64_t nodes_added;   /* fits-after-scale-up: nodes the autoscaler must add */
+    const char *detail;  /* the numbers: "worker needs nvidia.com/gpu 1; best node has 0" */
+    int64_t nodes_added; /* fits-after-scale-up: nodes the autoscaler must add */
 };
 
 struct pl_target {

@@ -9,9 +9,9 @@
  * directory are deleted, each only when the live object carries
  * app.kubernetes.io/managed-by=rightplace, with a uid precondition; never on a cluster that
  * was unreachable or had any failure in this call. A Namespace is kept while pods without
- * rightplace's unit label run in it (deleting it would delete them). A cluster applied completely gets its
- * applied ref moved to the deploy commit (compare-and-swap; pushed when the repo is remote).
- * The results go into a git note (refs/notes/rightplace) on the deploy commit.
+ * rightplace's unit label run in it (deleting it would delete them). A cluster applied completely
+ * gets its applied ref moved to the deploy commit (compare-and-swap; pushed when the repo is
+ * remote). The results go into a git note (refs/notes/rightplace) on the deploy commit.
  *
  * An unchanged file is never applied again (unless resync): a finished RayJob that KubeRay
  * deleted is not re-created by the next pass. kustomization.yaml is not applied.

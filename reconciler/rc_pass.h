@@ -37,8 +37,10 @@ struct rc_pass_options {
     const struct rc_log *log;
 };
 
-#define RC_PASS_OPTIONS_INIT                                                                      \
-    {"main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL}
+#define RC_PASS_OPTIONS_INIT                                                                       \
+    {                                                                                              \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL               \
+    }
 
 /* A path whose content a pass would change. */
 struct rc_path_change {
@@ -64,9 +66,9 @@ struct rc_pass_result {
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
- * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK also when some files did not
- * parse (see out->nfile_errors) or the pass was skipped; errors are for git, I/O and
- * exhausted retries. */
+ * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK
+ * also when some files did not parse (see out->nfile_errors) or the pass was skipped; errors are
+ * for git, I/O and exhausted retries. */
 int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                 struct rc_arena *a, struct rc_err *err);
 

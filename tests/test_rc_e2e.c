@@ -17,11 +17,25 @@
 
 #include "rd_yaml.h"
 #include "th_git.h"
+#include "th_kube.h"
 #include "th_rp.h"
 
 #include "rc_banned.h"
 
 static char *home;
+
+/* A file of this checkout, malloc'd. */
+static char *example_file(const char *rel)
+{
+    char path[4096];
+    char *data;
+
+    snprintf(path, sizeof(path), "%s/%s", RP_SOURCE_DIR, rel);
+    data = th_kube_read(path);
+    if (!data)
+        fail_msg("cannot read '%s'", path);
+    return data;
+}
 
 /* "placed:static-cluster", "pending:", ... for a unit of the record at rev, or NULL. */
 static char *unit_state(const char *repo, const char *rev, const char *unit)
@@ -161,19 +175,7 @@ static void test_rc_e2e__three_scenarios_and_spill(void **state)
 
     /* push rayjob3: it spills to the autoscaled cluster; the others stay */
     {
-        char src[4096], *data;
-        FILE *f;
-        long n;
-        snprintf(src, sizeof(src), "%s/examples/rayjob3.yaml", RP_SOURCE_DIR);
-        f = fopen(src, "rb");
-        assert_non_null(f);
-        fseek(f, 0, SEEK_END);
-        n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        data = malloc((size_t)n + 1);
-        assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
-        data[n] = 0;
-        fclose(f);
+        char *data = example_file("examples/rayjob3.yaml");
         free(th_git_commit_files(repo, "train rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", data,
                                  NULL));
         free(data);
@@ -734,18 +736,7 @@ static void test_rc_e2e__invalid_utf8_in_a_message_blocks_nothing(void **state)
              79, 0);
     free(th_git_commit_files(repo, "bad name", "bad.yaml", bad, NULL));
     {
-        char src[4096], *data;
-        FILE *f;
-        long n;
-        snprintf(src, sizeof(src), "%s/examples/rayjob3.yaml", RP_SOURCE_DIR);
-        f = fopen(src, "rb");
-        fseek(f, 0, SEEK_END);
-        n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        data = malloc((size_t)n + 1);
-        assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
-        data[n] = 0;
-        fclose(f);
+        char *data = example_file("examples/rayjob3.yaml");
         free(
             th_git_commit_files(repo, "rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", data, NULL));
         free(data);
