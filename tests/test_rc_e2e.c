@@ -17,25 +17,12 @@
 
 #include "rd_yaml.h"
 #include "th_git.h"
-#include "th_kube.h"
+#include "th_inputs.h"
 #include "th_rp.h"
 
 #include "rc_banned.h"
 
 static char *home;
-
-/* A file of this checkout, malloc'd. */
-static char *example_file(const char *rel)
-{
-    char path[4096];
-    char *data;
-
-    snprintf(path, sizeof(path), "%s/%s", RP_SOURCE_DIR, rel);
-    data = th_kube_read(path);
-    if (!data)
-        fail_msg("cannot read '%s'", path);
-    return data;
-}
 
 /* "placed:static-cluster", "pending:", ... for a unit of the record at rev, or NULL. */
 static char *unit_state(const char *repo, const char *rev, const char *unit)
@@ -175,7 +162,7 @@ static void test_rc_e2e__three_scenarios_and_spill(void **state)
 
     /* push rayjob3: it spills to the autoscaled cluster; the others stay */
     {
-        char *data = example_file("examples/rayjob3.yaml");
+        char *data = th_inputs_read("examples/rayjob3.yaml", NULL);
         free(th_git_commit_files(repo, "train rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", data,
                                  NULL));
         free(data);
@@ -736,7 +723,7 @@ static void test_rc_e2e__invalid_utf8_in_a_message_blocks_nothing(void **state)
              79, 0);
     free(th_git_commit_files(repo, "bad name", "bad.yaml", bad, NULL));
     {
-        char *data = example_file("examples/rayjob3.yaml");
+        char *data = th_inputs_read("examples/rayjob3.yaml", NULL);
         free(
             th_git_commit_files(repo, "rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", data, NULL));
         free(data);

@@ -34,6 +34,10 @@ char *th_inputs_subst(const char *text, const char *const *vars)
         if (p[0] == '$' && p[1] == '{' && (end = strchr(p + 2, '}')) != NULL) {
             size_t n = (size_t)(end - (p + 2));
             for (const char *const *v = vars; v && *v; v++) {
+                if (!strncmp(*v, "*=", 2)) {
+                    rc_buf_puts(&b, *v + 2, &err);
+                    break;
+                }
                 if (!strncmp(*v, p + 2, n) && (*v)[n] == '=') {
                     rc_buf_puts(&b, *v + n + 1, &err);
                     break;

@@ -12,7 +12,8 @@
 char *th_inputs_read(const char *relpath, size_t *len);
 
 /* A malloc'd copy of text with every ${NAME} replaced by the value of the matching
- * "NAME=value" entry of vars (NULL-terminated); unknown names become "" as with envsubst. */
+ * "NAME=value" entry of vars (NULL-terminated); unknown names become "" as with envsubst.
+ * An entry "*=value" matches every name (put it last, as the fallback). */
 char *th_inputs_subst(const char *text, const char *const *vars);
 
 #endif
