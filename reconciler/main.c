@@ -27,6 +27,8 @@
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
+#include "rc_kube.h"
+#include "rc_kubeconfig.h"
 #include "rc_log.h"
 #include "rc_pass.h"
 #include "rc_version.h"
@@ -66,6 +68,11 @@ struct cli {
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
+    const char *kubeconfig_files[64];
+    size_t nkubeconfig_files;
+    const char *kubeconfig_dir;
+    struct rc_kubeconfig_sources kubeconfigs; /* the operator's: Clusters select among them */
+    struct rc_kube_options kube;
 };
 
 static void usage(FILE *f)
@@ -96,6 +103,11 @@ static void usage(FILE *f)
           "  --source REV         plan: use REV instead of the source branch head\n"
           "  --luna-label K=V     label added to pod templates (default elotl-luna=true)\n"
           "  --no-luna-label      add no Luna label\n"
+          "  --kubeconfig F       a kubeconfig Cluster objects may select contexts of\n"
+          "                       (repeatable; default $RIGHTPLACE_KUBECONFIG, $KUBECONFIG,\n"
+          "                       ~/.kube/config)\n"
+          "  --kubeconfig-dir D   kubeconfigs Cluster objects may select by file name\n"
+          "                       (default $RIGHTPLACE_KUBECONFIG_DIR)\n"
           "  --token-file F       HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)\n"
           "  --ssh-key F          SSH private key for the git remote (default: ssh-agent)\n"
           "  --output text|json   output format of plan, explain, replay, status\n"
@@ -125,6 +137,8 @@ enum {
     OPT_LUNA,
     OPT_NO_LUNA,
     OPT_TOKEN_FILE,
+    OPT_KUBECONFIG,
+    OPT_KUBECONFIG_DIR,
     OPT_SSH_KEY,
     OPT_OUTPUT,
     OPT_LOG_LEVEL,
@@ -149,6 +163,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
         {"luna-label", required_argument, NULL, OPT_LUNA},
         {"no-luna-label", no_argument, NULL, OPT_NO_LUNA},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+        {"kubeconfig-dir", required_argument, NULL, OPT_KUBECONFIG_DIR},
         {"ssh-key", required_argument, NULL, OPT_SSH_KEY},
         {"output", required_argument, NULL, OPT_OUTPUT},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -225,6 +241,17 @@ static int parse_args(struct cli *c, int argc, char **argv)
             break;
         case OPT_TOKEN_FILE:
             c->git.token_file = optarg;
+            break;
+        case OPT_KUBECONFIG:
+            if (c->nkubeconfig_files ==
+                sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
+                fprintf(stderr, "rightplace: too many --kubeconfig options\n");
+                return -1;
+            }
+            c->kubeconfig_files[c->nkubeconfig_files++] = optarg;
+            break;
+        case OPT_KUBECONFIG_DIR:
+            c->kubeconfig_dir = optarg;
             break;
         case OPT_SSH_KEY:
             c->git.ssh_key = optarg;
@@ -908,6 +935,8 @@ int main(int argc, char **argv)
     struct rc_pass_options pass_init = RC_PASS_OPTIONS_INIT;
     struct rc_git_options git_init = RC_GIT_OPTIONS_INIT;
     struct rc_log log_init = RC_LOG_INIT;
+    struct rc_kube_options kube_init = RC_KUBE_OPTIONS_INIT;
+    struct rc_kubeconfig_sources kc_init = RC_KUBECONFIG_SOURCES_INIT;
     struct rc_err err = RC_ERR_INIT;
     char state_dir[PATH_MAX];
     int status;
@@ -917,6 +946,8 @@ int main(int argc, char **argv)
     c.pass = pass_init;
     c.git = git_init;
     c.log = log_init;
+    c.kube = kube_init;
+    c.kubeconfigs = kc_init;
     if (argc >= 2 &&
         (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
         usage(stdout);
@@ -978,6 +1009,17 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     r.cli = &c;
     r.state_dir = state_dir;
+    /* the operator's kubeconfigs: the only credentials Cluster objects can select */
+    for (size_t i = 0; i < c.nkubeconfig_files; i++)
+        rc_kubeconfig_sources_add_file(&c.kubeconfigs, c.kubeconfig_files[i]);
+    rc_kubeconfig_sources_set_dir(&c.kubeconfigs, c.kubeconfig_dir);
+    if (rc_kubeconfig_sources_env(&c.kubeconfigs, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    c.kube.sources = &c.kubeconfigs;
+    c.pass.kube = &c.kube;
     {
         /* the first open of a URL clones into the state directory: not while a pass runs */
         int once = !strcmp(c.command, "reconcile") && !c.interval;
@@ -1011,5 +1053,6 @@ done:
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();
+    rc_kubeconfig_sources_release(&c.kubeconfigs);
     return status;
 }

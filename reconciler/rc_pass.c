@@ -585,7 +585,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
 
     /* Observe live clusters; simulated ones keep their declared capacity. */
-    error = rc_observe_fleet(&fleet, &nfleet, &cp->load.src, o->log, a, err);
+    error = rc_observe_fleet_opts(&fleet, &nfleet, &cp->load.src, o->kube, o->log, a, err);
     if (error < 0)
         goto done;
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
@@ -667,9 +667,9 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 apply:
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
-                                a, err);
+        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                     o->kube, o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */

@@ -21,6 +21,7 @@
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_kube_options;
 
 struct rc_pass_options {
     const char *source_branch; /* default "main" */
@@ -35,11 +36,15 @@ struct rc_pass_options {
     int max_attempts; /* passes redone when another writer moved the deploy branch */
     struct rd_render_options render;
     const struct rc_log *log;
+    /* client options for observe and apply, with the operator's kubeconfigs (sources) that
+     * Cluster objects select among; NULL: defaults and no kubeconfig, so live clusters are
+     * not connectable */
+    const struct rc_kube_options *kube;
 };
 
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL               \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL         \
     }
 
 /* A path whose content a pass would change. */
