@@ -24,6 +24,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
@@ -93,6 +94,8 @@ static void usage(FILE *f)
           "  --no-apply           commit placements, but do not apply them to clusters\n"
           "  --resync             apply every object, not only what changed\n"
           "  --force              run the pass even when nothing seems to have changed\n"
+          "  --max-source-mib N   YAML one pass may hold (default 1024; env\n"
+          "                       RIGHTPLACE_MAX_SOURCE_MIB); files beyond it are refused\n"
           "  --source REV         plan: use REV instead of the source branch head\n"
           "  --luna-label K=V     label added to pod templates (default elotl-luna=true)\n"
           "  --no-luna-label      add no Luna label\n"
@@ -129,8 +132,23 @@ enum {
     OPT_OUTPUT,
     OPT_LOG_LEVEL,
     OPT_LOG_JSON,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_MAX_SOURCE
 };
+
+/* "N" MiB (1 .. 2^20) into bytes; -1 when malformed. */
+static int parse_mib(size_t *out, const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > (1L << 20))
+        return -1;
+    *out = (size_t)v << 20;
+    return 0;
+}
 
 static int parse_args(struct cli *c, int argc, char **argv)
 {
@@ -155,6 +173,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"max-source-mib", required_argument, NULL, OPT_MAX_SOURCE},
         {NULL, 0, NULL, 0},
     };
     static char luna_buf[256];
@@ -202,6 +221,12 @@ static int parse_args(struct cli *c, int argc, char **argv)
             break;
         case OPT_FORCE:
             c->pass.force = 1;
+            break;
+        case OPT_MAX_SOURCE:
+            if (parse_mib(&c->pass.max_source_bytes, optarg) < 0) {
+                fprintf(stderr, "rightplace: invalid --max-source-mib '%s'\n", optarg);
+                return -1;
+            }
             break;
         case OPT_SOURCE:
             c->source_rev = optarg;
@@ -941,6 +966,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "rightplace: --source is for plan, explain and status, not reconcile\n");
         return RC_EXIT_USAGE;
     }
+    if (!c.pass.max_source_bytes && getenv("RIGHTPLACE_MAX_SOURCE_MIB") &&
+        parse_mib(&c.pass.max_source_bytes, getenv("RIGHTPLACE_MAX_SOURCE_MIB")) < 0) {
+        fprintf(stderr, "rightplace: invalid RIGHTPLACE_MAX_SOURCE_MIB '%s'\n",
+                getenv("RIGHTPLACE_MAX_SOURCE_MIB"));
+        return RC_EXIT_USAGE;
+    }
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
     c.pass.log = &c.log;
@@ -997,6 +1028,12 @@ int main(int argc, char **argv)
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
+    /* what the last pass saw, so that a pass with nothing to do stops early */
+    if (!strcmp(c.command, "reconcile") && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
     if (!strcmp(c.command, "reconcile"))
         status = cmd_reconcile(&r);
     else if (!strcmp(c.command, "plan"))
@@ -1008,6 +1045,7 @@ int main(int argc, char **argv)
     else
         status = cmd_status(&r);
 done:
+    rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();
