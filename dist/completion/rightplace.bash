@@ -11,7 +11,7 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --force --source --luna-label --no-luna-label --token-file
+        --no-apply --resync --force --max-source-mib --source --luna-label --no-luna-label --token-file
         --ssh-key --output --log-level --log-json --help --version"
 
     case $prev in
