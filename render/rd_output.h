@@ -3,7 +3,7 @@
  * (placements.yaml), the capacity snapshot (.rightplace/capacity.yaml), the commit message;
  * and the parsers that read the record and the snapshot back (for stickiness and replay).
  *
- * Layout of the tree rd_render_tree builds (see DESIGN.md "Deploy branch format"):
+ * Layout of the tree rd_render_tree builds (see docs/formats.md "Deploy branch"):
  *
  *   clusters/<cluster>/kustomization.yaml              every file below it, sorted
  *   clusters/<cluster>/<namespace>/<kind>.<name>.yaml  one object per file, kind in lower case

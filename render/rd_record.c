@@ -2,7 +2,7 @@
  * rd_record.c - placements.yaml, the decision record: written from the engine's result,
  * read back as the previous placements of the next pass (and of replay).
  *
- * Format (DESIGN.md "Deploy branch format"), with our extensions marked +:
+ * Format (docs/formats.md "placements.yaml"), with our extensions marked +:
  *
  *   apiVersion: rightplace.dev/v1alpha1
  *   kind: PlacementRecord
