@@ -656,7 +656,7 @@ static void test_rd_output__luna_label_configurable(void **state)
     struct fx *f = *state;
     struct rd_tree t;
     struct rc_err err = RC_ERR_INIT;
-    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL};
+    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL, NULL};
     cJSON *dep;
     const cJSON *l;
 
