@@ -10,8 +10,9 @@
  *   - one verdict per candidate cluster (fits-now / fits-after-scale-up / does-not-fit /
  *     unreachable) from a first-fit-decreasing per-node bin-packing of every pod of the unit,
  *     with the numbers behind it in `detail`;
- *   - the clusters it goes to (the choice rule and stickiness of DESIGN.md), a one-line reason,
- *     and how that differs from the previous record (enum pl_change, with a cause for moves).
+ *   - the clusters it goes to (the choice rule and stickiness of docs/architecture.md), a
+ *     one-line reason, and how that differs from the previous record (enum pl_change, with a
+ *     cause for moves).
  *
  * Capacity model: free(node) = allocatable - requested - what this pass committed. Committed
  * placements of the previous record are deducted first (unless the unit's pods were observed

@@ -1,7 +1,7 @@
 /*
  * rd_cluster.h - rightplace.dev/v1alpha1 Cluster manifests -> struct pl_cluster.
  *
- * The fleet is declared in the source repository (DESIGN.md "Source repository format"):
+ * The fleet is declared in the source repository (docs/formats.md "Source repository"):
  * labels (plus kubernetes.io/metadata.name = name, as Nova sets it), how to reach the
  * cluster (a kubeconfig named by path and context, never embedded; absent: a simulated
  * cluster whose capacity is the declared nodes), its autoscaler and the node shapes it can

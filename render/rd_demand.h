@@ -4,7 +4,7 @@
  * For each kind that makes pods, the pods as the kube-scheduler will see them: effective
  * requests (containers summed, init containers by max, restartable init containers and
  * overhead added, limits where requests are absent), nodeSelector, tolerations and required
- * node affinity. KubeRay kinds follow ../shared/reference/nova-and-kuberay.md section 3:
+ * node affinity. KubeRay kinds follow docs/architecture.md "Placement":
  * head, worker groups x clamp(replicas, min, max) x numOfHosts, CRD defaults applied by hand,
  * the autoscaler sidecar, the RayJob submitter. Nothing here reads Ray-level settings
  * (rayStartParams, group `resources`): they never reach the Kubernetes scheduler.

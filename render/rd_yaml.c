@@ -1142,6 +1142,225 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
     return RC_OK;
 }
 
+/* ==== Streaming the items of one sequence ==== */
+
+/* Build one item of the streamed sequence with budgets of its own and hand it over. The
+ * item's nodes get their own position table (and graveyard), freed with it. */
+static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_items *items)
+{
+    struct rd_docs *root_docs = l->docs;
+    size_t nodes = l->nodes, bytes = l->bytes;
+    struct built b = {0};
+    int error;
+
+    l->docs = rc_xcalloc(1, sizeof(*l->docs));
+    l->docs->file = rc_xstrdup(l->file);
+    l->nodes = 0;
+    l->bytes = 0;
+    anchors_clear(l); /* anchors do not reach across items */
+    error = ld_node(l, ev, 2, &b);
+    if (error == RC_OK) {
+        docs_push(l->docs, b.node);
+        error = items->each(items->payload, b.node, l->docs, l->err);
+        if (error > 0)
+            error = RC_OK;
+    }
+    anchors_clear(l);
+    rd_docs_free(l->docs);
+    l->docs = root_docs;
+    l->nodes = nodes;
+    l->bytes = bytes;
+    return error;
+}
+
+/* The root mapping, with the value of items->key streamed. */
+static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_items *items,
+                          struct built *out)
+{
+    struct mbuild mb = {0};
+    yaml_event_t ev;
+    char *keytext = NULL;
+    int streamed = 0;
+    int error;
+
+    error = count_node(l, pos, 1);
+    if (error < 0)
+        return error;
+    mb.obj = must(cJSON_CreateObject());
+    note_pos(l, mb.obj, pos);
+    out->node = mb.obj;
+    out->count = 1;
+    out->height = 1;
+    for (;;) {
+        struct built kb = {0}, vb = {0};
+        struct rd_pos kpos;
+
+        error = ld_next(l, &ev);
+        if (error < 0)
+            goto done;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        kpos = mark_pos(ev.start_mark);
+        if (ev.type != YAML_SCALAR_EVENT) {
+            yaml_event_delete(&ev);
+            error = ld_fail(l, kpos, "only scalar keys are supported at the top of this file");
+            goto done;
+        }
+        keytext = rc_xstrdup((const char *)ev.data.scalar.value);
+        if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(keytext, "<<")) {
+            yaml_event_delete(&ev);
+            error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
+            goto done;
+        }
+        error = ld_node(l, &ev, 1, &kb);
+        if (error < 0)
+            goto done;
+        bury(l, kb.node);
+        error = ld_next(l, &ev);
+        if (error < 0)
+            goto done;
+        if (!strcmp(keytext, items->key) && streamed) {
+            yaml_event_delete(&ev);
+            error = ld_fail(l, kpos, "key '%.64s' appears twice", keytext);
+            goto done;
+        }
+        if (!strcmp(keytext, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
+            struct rd_pos spos = mark_pos(ev.start_mark);
+            cJSON *empty;
+
+            yaml_event_delete(&ev);
+            streamed = 1;
+            error = count_node(l, spos, 1);
+            if (error < 0)
+                goto done;
+            for (;;) {
+                error = ld_next(l, &ev);
+                if (error < 0)
+                    goto done;
+                if (ev.type == YAML_SEQUENCE_END_EVENT) {
+                    yaml_event_delete(&ev);
+                    break;
+                }
+                error = ld_stream_item(l, &ev, items);
+                if (error < 0)
+                    goto done;
+            }
+            /* the key stays, with an empty sequence where the items were */
+            empty = must(cJSON_CreateArray());
+            note_pos(l, empty, spos);
+            mb_set(l, &mb, keytext, empty, 0, kpos);
+        } else {
+            streamed |= !strcmp(keytext, items->key);
+            error = ld_node(l, &ev, 1, &vb);
+            if (error < 0)
+                goto done;
+            if (vb.height + 1 > out->height)
+                out->height = vb.height + 1;
+            mb_set(l, &mb, keytext, vb.node, 0, kpos);
+        }
+        free(keytext);
+        keytext = NULL;
+    }
+done:
+    free(keytext);
+    mb_release(&mb);
+    if (error < 0) {
+        cJSON_Delete(mb.obj);
+        out->node = NULL;
+    }
+    return error;
+}
+
+int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text, size_t len,
+                       const struct rd_yaml_limits *limits, const struct rd_yaml_items *items,
+                       struct rc_err *err)
+{
+    static const struct rd_yaml_limits defaults = RD_YAML_LIMITS_INIT;
+    struct ld l;
+    struct rd_pos start = {1, 1};
+    yaml_event_t ev;
+    int ndocs = 0;
+    int error;
+
+    assert(out && (text || !len) && items && items->key && items->each);
+    *out = NULL;
+    memset(&l, 0, sizeof(l));
+    l.file = file ? file : "<input>";
+    l.text = text;
+    l.len = len;
+    l.lim = limits ? *limits : defaults;
+    l.err = err;
+    l.bytes_max =
+        l.lim.max_bytes > (SIZE_MAX - (1u << 20)) / 4 ? SIZE_MAX : l.lim.max_bytes * 4 + (1u << 20);
+    if (len > l.lim.max_bytes)
+        return ld_fail(&l, start, "input of %zu bytes is larger than the limit of %zu bytes", len,
+                       l.lim.max_bytes);
+    l.docs = rc_xcalloc(1, sizeof(*l.docs));
+    l.docs->file = rc_xstrdup(l.file);
+    if (!yaml_parser_initialize(&l.parser))
+        abort();
+    yaml_parser_set_input_string(&l.parser, (const unsigned char *)(text ? text : ""), len);
+    for (;;) {
+        struct built b = {0};
+        struct rd_pos pos;
+
+        error = ld_next(&l, &ev);
+        if (error < 0)
+            break;
+        pos = mark_pos(ev.start_mark);
+        if (ev.type == YAML_STREAM_START_EVENT) {
+            yaml_event_delete(&ev);
+            continue;
+        }
+        if (ev.type == YAML_STREAM_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (ev.type != YAML_DOCUMENT_START_EVENT) {
+            yaml_event_delete(&ev);
+            error = ld_fail(&l, pos, "unexpected YAML event");
+            break;
+        }
+        yaml_event_delete(&ev);
+        if (++ndocs > 1) {
+            error = ld_fail(&l, pos, "expected one document, found more");
+            break;
+        }
+        error = ld_next(&l, &ev);
+        if (error < 0)
+            break;
+        if (ev.type == YAML_MAPPING_START_EVENT) {
+            struct rd_pos mpos = mark_pos(ev.start_mark);
+            yaml_event_delete(&ev);
+            error = ld_stream_root(&l, mpos, items, &b);
+        } else {
+            error = ld_node(&l, &ev, 0, &b);
+        }
+        if (error < 0)
+            break;
+        error = ld_next(&l, &ev);
+        if (error < 0) {
+            cJSON_Delete(b.node);
+            break;
+        }
+        yaml_event_delete(&ev); /* DOCUMENT-END */
+        if (cJSON_IsNull(b.node))
+            bury(&l, b.node);
+        else
+            docs_push(l.docs, b.node);
+    }
+    yaml_parser_delete(&l.parser);
+    anchors_clear(&l);
+    if (error < 0) {
+        rd_docs_free(l.docs);
+        return error;
+    }
+    *out = l.docs;
+    return RC_OK;
+}
+
 /* ==== Comparing ==== */
 
 int rd_yaml_equal(const cJSON *a, const cJSON *b)

@@ -92,6 +92,29 @@ cJSON *rd_docs_take(struct rd_docs *docs, size_t i);
 struct rd_pos rd_docs_pos(const struct rd_docs *docs, const cJSON *node);
 const char *rd_docs_file(const struct rd_docs *docs);
 
+/*
+ * Load one document whose root is a mapping, streaming the items of the sequence under the
+ * root key items->key: each item is built, handed to items->each and freed before the next
+ * one is read, so that memory holds one item at a time. This is how rightplace reads its
+ * own records (placements.yaml, .rightplace/capacity.yaml), which grow with the fleet.
+ * Limits: max_bytes bounds the whole input; max_nodes, max_depth (counted from the root)
+ * and the alias text budget bound each item on its own, and the rest of the document
+ * together. Anchors do not reach across items. Top-level merge keys and a repeated
+ * items->key are refused. each() gets the item (freed after it returns: copy what is kept)
+ * and a document set for rd_docs_pos; a negative return stops the load with that code and
+ * err as each() set it. *out holds the root with an empty sequence in place of the items
+ * (rd_docs_count 0 for an empty input); free it with rd_docs_free.
+ */
+struct rd_yaml_items {
+    const char *key;
+    int (*each)(void *payload, const cJSON *item, const struct rd_docs *docs, struct rc_err *err);
+    void *payload;
+};
+
+int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text, size_t len,
+                       const struct rd_yaml_limits *limits, const struct rd_yaml_items *items,
+                       struct rc_err *err);
+
 /* Are two trees the same: same types, same keys in the same order, numbers equal as
  * doubles (NaN equals NaN), strings byte for byte? Stricter than cJSON_Compare, which ignores
  * key order and compares numbers approximately. */

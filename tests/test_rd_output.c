@@ -656,7 +656,7 @@ static void test_rd_output__luna_label_configurable(void **state)
     struct fx *f = *state;
     struct rd_tree t;
     struct rc_err err = RC_ERR_INIT;
-    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL};
+    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL, NULL};
     cJSON *dep;
     const cJSON *l;
 
@@ -952,7 +952,7 @@ static void test_rd_output__record_round_trip(void **state)
     assert_int_equal(r.units[6].state, PL_STATE_PENDING);
     assert_int_equal(r.units[6].nverdicts, 3);
     assert_int_equal(r.units[6].verdicts[2].kind, PL_VERDICT_UNREACHABLE);
-    /* what we write has the DESIGN.md fields and our extensions */
+    /* what we write has the docs/formats.md fields and our extensions */
     assert_non_null(strstr(file->data, "kind: PlacementRecord"));
     assert_non_null(strstr(file->data, "verdict: fits-after-scale-up"));
     assert_non_null(strstr(file->data, "shares:"));
