@@ -5,6 +5,7 @@
  */
 #include "rc_kube.h"
 #include "rc_mem.h"
+#include "rd_yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,7 +519,11 @@ int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_mana
     rc_buf_puts(&path, (flags & RC_KUBE_APPLY_FORCE) ? "&force=true" : "&force=false", NULL);
     if (flags & RC_KUBE_APPLY_DRY_RUN)
         rc_buf_puts(&path, "&dryRun=All", NULL);
-    body = cJSON_PrintUnformatted(obj);
+    body = rd_json_print(obj, err); /* exact integers, numbers as kubectl writes them */
+    if (!body) {
+        error = RC_EINVALID;
+        goto done;
+    }
     error = rc_kube_request(k, "PATCH", path.ptr, "application/apply-patch+yaml", body,
                             strlen(body), &resp, err);
     if (error < 0)
