@@ -279,8 +279,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
         out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
         for (size_t i = 0; i < nblobs; i++) {
-            const char *d;
-            size_t n;
+            const char *d = NULL;
+            size_t n = 0;
             char kept_id[41];
             int found;
             if (strcmp(files[i].path, out->src.errors[e].path))
@@ -307,11 +307,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 out->kept[out->nkept].path = files[i].path;
                 memcpy(out->kept[out->nkept++].id, kept_id, 41);
                 replaced++;
-                if (o->log)
-                    rc_log_warn(o->log, "%s (placements of its objects are kept)",
-                                out->errors[e].msg);
+                if (o->log) {
+                    struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                    rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
+                              out->errors[e].msg);
+                }
             } else if (o->log) {
-                rc_log_warn(o->log, "%s (not loaded)", out->errors[e].msg);
+                struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
             }
         }
     }
