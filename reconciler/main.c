@@ -96,6 +96,8 @@ static void usage(FILE *f)
           "  --source REV         plan: use REV instead of the source branch head\n"
           "  --luna-label K=V     label added to pod templates (default elotl-luna=true)\n"
           "  --no-luna-label      add no Luna label\n"
+          "  --mode push|pull     pull: Flux or Argo CD applies the deploy branch; no apply,\n"
+          "                       no managed-by label (docs/pull-mode.md; default push)\n"
           "  --token-file F       HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)\n"
           "  --ssh-key F          SSH private key for the git remote (default: ssh-agent)\n"
           "  --output text|json   output format of plan, explain, replay, status\n"
@@ -124,6 +126,7 @@ enum {
     OPT_SOURCE,
     OPT_LUNA,
     OPT_NO_LUNA,
+    OPT_MODE,
     OPT_TOKEN_FILE,
     OPT_SSH_KEY,
     OPT_OUTPUT,
@@ -148,6 +151,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
         {"source", required_argument, NULL, OPT_SOURCE},
         {"luna-label", required_argument, NULL, OPT_LUNA},
         {"no-luna-label", no_argument, NULL, OPT_NO_LUNA},
+        {"mode", required_argument, NULL, OPT_MODE},
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"ssh-key", required_argument, NULL, OPT_SSH_KEY},
         {"output", required_argument, NULL, OPT_OUTPUT},
@@ -223,6 +227,13 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->pass.render.luna_key = NULL;
             c->pass.render.luna_value = NULL;
             break;
+        case OPT_MODE:
+            if (strcmp(optarg, "push") && strcmp(optarg, "pull")) {
+                fprintf(stderr, "rightplace: --mode wants push or pull, got '%s'\n", optarg);
+                return -1;
+            }
+            c->pass.render.pull = !strcmp(optarg, "pull");
+            break;
         case OPT_TOKEN_FILE:
             c->git.token_file = optarg;
             break;
@@ -274,6 +285,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr, "rightplace: --repo is required\n");
         return -1;
     }
+    if (c->pass.render.pull) /* Flux or Argo CD applies */
+        c->pass.apply = 0;
     if (c->once && c->interval) {
         fprintf(stderr, "rightplace: --once and --interval exclude each other\n");
         return -1;

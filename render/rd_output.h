@@ -36,11 +36,16 @@ struct rd_render_options {
     /* Extra warnings (e.g. from loading the source) listed after the engine's. */
     size_t nwarnings;
     const char *const *warnings;
+    /* Pull mode (docs/pull-mode.md): Flux or Argo CD applies the cluster directories, so
+     * objects carry no app.kubernetes.io/managed-by label (rightplace's apply would take them
+     * for its own) and Namespaces carry the annotations that keep both agents from pruning a
+     * Namespace, which would delete everything in it. */
+    int pull;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL                                                     \
+        "elotl-luna", "true", 0, NULL, 0, NULL, 0                                                  \
     }
 
 struct rd_tree_file {
@@ -61,8 +66,8 @@ struct rd_tree {
  * (in->objects[i].payload is a struct rd_object *), with metadata.namespace set for
  * namespaced objects, server-populated fields removed (metadata.uid, resourceVersion,
  * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
- * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
- * object and on every pod template (plus the Luna label there), and spec.replicas set to the
+ * (app.kubernetes.io/managed-by: rightplace unless opts->pull, rightplace.dev/unit:
+ * pl_unit_label(unit)) on the object and on every pod template (plus the Luna label there), and spec.replicas set to the
  * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
  * N too (the repo's Namespace object when there is one, else a minimal one), once, except
  * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every

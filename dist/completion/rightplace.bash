@@ -11,7 +11,7 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --force --source --luna-label --no-luna-label --token-file
+        --no-apply --resync --force --source --luna-label --no-luna-label --mode --token-file
         --ssh-key --output --log-level --log-json --help --version"
 
     case $prev in
@@ -21,6 +21,9 @@ _rightplace()
         return ;;
     --output)
         COMPREPLY=($(compgen -W "text json" -- "$cur"))
+        return ;;
+    --mode)
+        COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
     --log-level)
         COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
