@@ -585,9 +585,15 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
 
     /* Observe live clusters; simulated ones keep their declared capacity. */
-    error = rc_observe_fleet(&fleet, &nfleet, &cp->load.src, o->log, a, err);
-    if (error < 0)
-        goto done;
+    {
+        struct rc_observe_report rep;
+        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        if (error < 0)
+            goto done;
+        out->nunreachable = rep.nunreachable;
+        out->nconfig_errors = rep.nconfig;
+        memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
+    }
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
      * sync, which the exit status says */
     for (size_t i = 0; i < nfleet; i++) {

@@ -62,7 +62,10 @@ struct rc_pass_result {
     const struct rc_path_change *paths_changed;
     const struct pl_result *result; /* the decisions (arena) */
     const struct pl_input *input;
-    int apply_incomplete; /* some live cluster was not fully applied */
+    int apply_incomplete;              /* some live cluster was not fully applied */
+    size_t nunreachable;               /* live clusters that could not be observed */
+    size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
+    char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind

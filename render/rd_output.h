@@ -68,10 +68,10 @@ struct rd_tree {
  * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
  * (app.kubernetes.io/managed-by: rightplace unless opts->pull, rightplace.dev/unit:
  * pl_unit_label(unit)) on the object and on every pod template (plus the Luna label there),
- * and spec.replicas set to the target's share for Divide. A cluster that receives an object in namespace N gets Namespace
- * N too (the repo's Namespace object when there is one, else a minimal one), once, except
- * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
- * cluster of in->clusters gets a kustomization.yaml, even an empty one.
+ * and spec.replicas set to the target's share for Divide. A cluster that receives an object in
+ * namespace N gets Namespace N too (the repo's Namespace object when there is one, else a minimal
+ * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
+ * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
  * source_commit: the source commit id written to placements.yaml and capacity.yaml.
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be

@@ -9,17 +9,17 @@ _rightplace()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="reconcile plan explain replay status"
+    local commands="reconcile plan explain replay status version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --force --source --luna-label --no-luna-label --mode --token-file
-        --ssh-key --output --log-level --log-json --help --version"
+        --ssh-key --output -o --lock-timeout --log-level --log-json --help --version"
 
     case $prev in
     --repo|--state-dir|--path|--token-file|--ssh-key)
         COMPREPLY=($(compgen -f -- "$cur"))
         compopt -o filenames 2>/dev/null
         return ;;
-    --output)
+    --output|-o)
         COMPREPLY=($(compgen -W "text json" -- "$cur"))
         return ;;
     --mode)
@@ -28,13 +28,14 @@ _rightplace()
     --log-level)
         COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
         return ;;
-    --interval|--source-branch|--deploy-branch|--source|--luna-label)
+    --interval|--lock-timeout|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
     esac
     local i have_cmd=
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        reconcile|plan|explain|replay|status) have_cmd=${words[i]} ;;
+        reconcile|plan|explain|replay|status|version) have_cmd=${words[i]} ;;
+        help) have_cmd= ; COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
         esac
     done
     if [[ $cur == -* || -n $have_cmd ]]; then
