@@ -404,40 +404,58 @@ static void drop_bare_namespaces(struct pl_result *res)
     res->ndecisions = w;
 }
 
-static int cmp_prev(const void *x, const void *y)
+static int cmp_prev_index(const void *x, const void *y, void *units)
 {
-    const struct pl_prev_unit *a = x, *b = y;
+    const struct pl_prev_unit *u = units;
 
-    return strcmp(a->unit, b->unit);
+    return strcmp(u[*(const size_t *)x].unit, u[*(const size_t *)y].unit);
 }
 
 /* A unit whose decision did not change keeps its record entry as written when the decision
- * was made (reason and verdicts), so that an unchanged fleet makes no new commit and the
- * record keeps saying why the unit went where it is. */
-static void keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev,
-                                  struct rc_arena *a)
+ * was made (reason, verdicts and their tally), so that an unchanged fleet makes no new
+ * commit and the record keeps saying why the unit went where it is. Returns the tallies
+ * for rd_render_options.tallies (NULL entries for decisions made now). */
+static const struct rd_verdict_tally **
+keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev, struct rc_arena *a)
 {
-    struct pl_prev_unit *sorted;
+    const struct rd_verdict_tally **tallies;
+    size_t *order;
 
     if (!prev->nunits)
-        return;
-    sorted = rc_arena_calloc(a, prev->nunits, sizeof(*sorted));
-    memcpy(sorted, prev->units, prev->nunits * sizeof(*sorted));
-    qsort(sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+        return NULL;
+    tallies = rc_arena_calloc(a, res->ndecisions + 1, sizeof(*tallies));
+    order = rc_arena_calloc(a, prev->nunits, sizeof(*order));
+    for (size_t i = 0; i < prev->nunits; i++)
+        order[i] = i;
+    qsort_r(order, prev->nunits, sizeof(*order), cmp_prev_index, prev->units);
     for (size_t i = 0; i < res->ndecisions; i++) {
         struct pl_decision *d = &res->decisions[i];
-        struct pl_prev_unit key, *p;
+        const struct pl_prev_unit *p = NULL;
+        size_t lo = 0, hi = prev->nunits;
         if (d->change != PL_CHANGE_NONE)
             continue;
-        key.unit = d->unit;
-        p = bsearch(&key, sorted, prev->nunits, sizeof(*sorted), cmp_prev);
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = strcmp(prev->units[order[mid]].unit, d->unit);
+            if (c == 0) {
+                p = &prev->units[order[mid]];
+                break;
+            }
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
         if (!p || !p->reason)
             continue;
         d->reason = p->reason;
         d->cause = p->cause;
         d->nverdicts = p->nverdicts;
         d->verdicts = p->verdicts;
+        if (prev->tallies)
+            tallies[i] = &prev->tallies[p - prev->units];
     }
+    return tallies;
 }
 
 /* Load the source at S (step 1 of a computation). */
@@ -454,6 +472,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
                          const struct pl_cluster *fleet, size_t nfleet,
                          const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
 {
+    const struct rd_verdict_tally **tallies;
     struct rd_render_options ropts;
     int error;
 
@@ -473,8 +492,9 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (error < 0)
         return error;
     drop_bare_namespaces(&c->res);
-    keep_recorded_reasons(&c->res, prev, a);
+    tallies = keep_recorded_reasons(&c->res, prev, a);
     ropts = o->render;
+    ropts.tallies = tallies;
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;

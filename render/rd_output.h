@@ -25,6 +25,7 @@
 
 struct rc_arena;
 struct rd_file_error; /* rd_source.h: {path, msg}; msg is "path:line:col: ..." */
+struct rd_verdict_tally;
 
 struct rd_render_options {
     const char *luna_key;   /* pod-template label for Luna; NULL: none. Default "elotl-luna" */
@@ -36,6 +37,10 @@ struct rd_render_options {
     /* Extra warnings (e.g. from loading the source) listed after the engine's. */
     size_t nwarnings;
     const char *const *warnings;
+    /* NULL, or one entry per res->decisions: for a decision whose verdicts were taken from
+     * the previous record (a unit that kept its entry), that entry's tally, so that the
+     * entry is written again as it was; NULL entries: the tally is counted from verdicts. */
+    const struct rd_verdict_tally *const *tallies;
     /* Pull mode (docs/pull-mode.md): Flux or Argo CD applies the cluster directories, so
      * objects carry no app.kubernetes.io/managed-by label (rightplace's apply would take them
      * for its own) and Namespaces carry the annotations that keep both agents from pruning a
@@ -45,7 +50,7 @@ struct rd_render_options {
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, 0                                                  \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0                                            \
     }
 
 struct rd_tree_file {
@@ -83,10 +88,36 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 
 /* ==== placements.yaml ==== */
 
+/*
+ * The record lists a bounded few verdicts per unit, so that its size does not depend on the
+ * size of the fleet: those of the chosen clusters (at most RD_RECORD_CHOSEN_VERDICTS, in
+ * preference order) and of the most preferred clusters passed over (at most
+ * RD_RECORD_PASSED_VERDICTS: candidates ranked above a chosen one, or any candidate of a
+ * unit that is not placed). When it leaves verdicts out it says how many (verdictsOmitted)
+ * and counts every verdict by kind (verdictCounts); the full verdicts are recomputed from
+ * the commit's capacity snapshot (rc_verdicts_recompute, `rightplace explain`).
+ */
+#define RD_RECORD_CHOSEN_VERDICTS 3
+#define RD_RECORD_PASSED_VERDICTS 3
+
+struct rd_verdict_tally {
+    size_t omitted;  /* verdicts the entry does not list; 0: the list is complete */
+    size_t count[4]; /* every verdict of the decision by kind (enum pl_verdict_kind) */
+};
+
+/*
+ * rightplace reads back whatever it writes: records are read item by item (rd_yaml_load_items),
+ * each unit and each cluster within the reader's usual limits (1,000,000 nodes, depth 64),
+ * the whole file within RD_RECORD_MAX_BYTES, so no fleet rightplace accepts makes a record
+ * it cannot read, while a hostile file still costs bounded memory per item.
+ */
+#define RD_RECORD_MAX_BYTES ((size_t)1 << 30)
+
 struct rd_record {
     const char *source; /* "" when the record has none */
     size_t nunits;
-    struct pl_prev_unit *units; /* in file order (sorted by unit when written by us) */
+    struct pl_prev_unit *units;       /* in file order (sorted by unit when written by us) */
+    struct rd_verdict_tally *tallies; /* nunits entries, parallel to units */
 };
 
 /*

@@ -12,7 +12,7 @@ _rightplace()
     local commands="reconcile plan explain replay status version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --force --source --luna-label --no-luna-label --mode --token-file
-        --ssh-key --output -o --lock-timeout --log-level --log-json --help --version"
+        --ssh-key --output --lock-timeout --log-level --log-json --help --version"
 
     case $prev in
     --repo|--state-dir|--path|--token-file|--ssh-key)
@@ -22,11 +22,11 @@ _rightplace()
     --output|-o)
         COMPREPLY=($(compgen -W "text json" -- "$cur"))
         return ;;
-    --mode)
-        COMPREPLY=($(compgen -W "push pull" -- "$cur"))
-        return ;;
     --log-level)
         COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
+        return ;;
+    --mode)
+        COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
     --interval|--lock-timeout|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
@@ -34,8 +34,7 @@ _rightplace()
     local i have_cmd=
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        reconcile|plan|explain|replay|status|version) have_cmd=${words[i]} ;;
-        help) have_cmd= ; COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
+        reconcile|plan|explain|replay|status|version|help) have_cmd=${words[i]} ;;
         esac
     done
     if [[ $cur == -* || -n $have_cmd ]]; then
