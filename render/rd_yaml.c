@@ -1440,7 +1440,7 @@ static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_i
     l->nodes = 0;
     l->bytes = 0;
     anchors_clear(l); /* anchors do not reach across items */
-    error = ld_node(l, ev, 2, &b);
+    error = ld_node(l, ev, 2, ROLE_OTHER, &b);
     if (error == RC_OK) {
         docs_push(l->docs, b.node);
         error = items->each(items->payload, b.node, l->docs, l->err);
@@ -1496,7 +1496,7 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
             goto done;
         }
-        error = ld_node(l, &ev, 1, &kb);
+        error = ld_node(l, &ev, 1, ROLE_OTHER, &kb);
         if (error < 0)
             goto done;
         bury(l, kb.node);
@@ -1532,15 +1532,15 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             /* the key stays, with an empty sequence where the items were */
             empty = must(cJSON_CreateArray());
             note_pos(l, empty, spos);
-            mb_set(l, &mb, keytext, empty, 0, kpos);
+            mb_set(l, &mb, ROLE_OTHER, keytext, empty, 0, kpos);
         } else {
             streamed |= !strcmp(keytext, items->key);
-            error = ld_node(l, &ev, 1, &vb);
+            error = ld_node(l, &ev, 1, ROLE_OTHER, &vb);
             if (error < 0)
                 goto done;
             if (vb.height + 1 > out->height)
                 out->height = vb.height + 1;
-            mb_set(l, &mb, keytext, vb.node, 0, kpos);
+            mb_set(l, &mb, ROLE_OTHER, keytext, vb.node, 0, kpos);
         }
         free(keytext);
         keytext = NULL;
@@ -1618,7 +1618,7 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
             yaml_event_delete(&ev);
             error = ld_stream_root(&l, mpos, items, &b);
         } else {
-            error = ld_node(&l, &ev, 0, &b);
+            error = ld_node(&l, &ev, 0, ROLE_OTHER, &b);
         }
         if (error < 0)
             break;
