@@ -1268,10 +1268,119 @@ static int decision_matches(const struct pl_decision *d, const char *q)
     return 0;
 }
 
+/* ---- explain: where the verdicts come from ----
+ * A decision made this run (not yet committed) has every verdict, against the fleet now. A
+ * decision that stands keeps its record entry, which lists a bounded few verdicts as they
+ * were when it was made; the full per-candidate verdicts are recomputed from the deploy
+ * commit's capacity snapshot, and labelled as of that snapshot, never as current. */
+
+static const struct pl_decision *explain_find(const struct rc_verdicts *rv, const char *unit)
+{
+    for (size_t i = 0; i < rv->ndecisions; i++) {
+        if (!strcmp(rv->decisions[i].unit, unit))
+            return &rv->decisions[i];
+    }
+    return NULL;
+}
+
+static void explain_recompute(struct run *r, const struct rc_pass_result *res,
+                              struct rc_verdicts *rv, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char **units;
+    size_t n = 0;
+
+    memset(rv, 0, sizeof(*rv));
+    if (!res->deploy_old[0])
+        return;
+    units = rc_arena_calloc(a, res->result->ndecisions + 1, sizeof(*units));
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        if (d->change == PL_CHANGE_NONE && decision_matches(d, r->cli->args[0]))
+            units[n++] = d->unit;
+    }
+    if (n &&
+        rc_verdicts_recompute(rv, r->git, res->deploy_old, units, n, &r->cli->pass, a, &err) < 0) {
+        rc_log_warn(&r->cli->log, "cannot recompute the verdicts from deploy commit %.12s: %s",
+                    res->deploy_old, err.msg);
+        memset(rv, 0, sizeof(*rv));
+    }
+}
+
+static void explain_time(char out[32], int64_t when)
+{
+    time_t t = (time_t)when;
+    struct tm tm;
+
+    if (when < 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(out, 32, "unknown time");
+}
+
+static void explain_verdict_lines(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->nverdicts; i++)
+        printf("    %-20s %-20s %s\n", d->verdicts[i].cluster, pl_verdict_name(d->verdicts[i].kind),
+               d->verdicts[i].detail ? d->verdicts[i].detail : "");
+}
+
+static void explain_text(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    char when[32];
+
+    print_decision_text(stdout, d, 0);
+    if (d->change != PL_CHANGE_NONE) {
+        if (d->nverdicts) {
+            printf("  candidates (against the fleet now):\n");
+            explain_verdict_lines(d);
+        }
+        printf("  note:     not yet committed: the next pass makes this decision\n");
+        return;
+    }
+    if (d->nverdicts) {
+        printf("  candidates as recorded when the decision was made:\n");
+        explain_verdict_lines(d);
+    }
+    if (!full)
+        return;
+    explain_time(when, rv->when);
+    printf("  all %zu candidates, recomputed from the capacity snapshot of deploy commit %.12s\n"
+           "  (%s, source %.12s): the fleet as that pass saw it, not as it is now:\n",
+           full->nverdicts, rv->commit, when, rv->source);
+    explain_verdict_lines(full);
+}
+
+static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    cJSON *o = decision_json(d), *re, *vs;
+    char when[32];
+
+    cJSON_AddStringToObject(o, "verdictsFrom", d->change == PL_CHANGE_NONE ? "record" : "now");
+    if (d->change != PL_CHANGE_NONE || !full)
+        return o;
+    re = cJSON_AddObjectToObject(o, "recomputed");
+    explain_time(when, rv->when);
+    cJSON_AddStringToObject(re, "snapshotOf", rv->commit);
+    cJSON_AddStringToObject(re, "source", rv->source);
+    cJSON_AddStringToObject(re, "time", when);
+    vs = cJSON_AddArrayToObject(re, "verdicts");
+    for (size_t i = 0; i < full->nverdicts; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "cluster", full->verdicts[i].cluster);
+        cJSON_AddStringToObject(v, "verdict", pl_verdict_name(full->verdicts[i].kind));
+        cJSON_AddStringToObject(v, "detail",
+                                full->verdicts[i].detail ? full->verdicts[i].detail : "");
+        cJSON_AddItemToArray(vs, v);
+    }
+    return o;
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
+    struct rc_verdicts rv;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     size_t found = 0;
     int status;
@@ -1279,6 +1388,7 @@ static int cmd_explain(struct run *r)
     status = dry_run(r, &res, &a);
     if (status != RC_EXIT_OK)
         goto done;
+    explain_recompute(r, &res, &rv, &a);
     {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
         for (size_t i = 0; i < res.result->ndecisions; i++) {
@@ -1287,14 +1397,12 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, decision_json(d));
+                cJSON_AddItemToArray(arr, explain_json(d, &rv));
                 continue;
             }
             if (found > 1)
                 putchar('\n');
-            print_decision_text(stdout, d, 1);
-            if (d->change != PL_CHANGE_NONE)
-                printf("  note:     not yet committed: the next pass makes this decision\n");
+            explain_text(d, &rv);
         }
         if (json)
             print_json(arr);
