@@ -219,7 +219,8 @@ static void usage(FILE *f)
                  cmd_table[i].args ? cmd_table[i].args : "");
         fprintf(f, "  %-20s %s\n", left, cmd_table[i].summary);
     }
-    fputs("\n'rightplace COMMAND --help' shows a command's flags.\n"
+    fputs("\n'rightplace COMMAND --help' shows a command's flags; 'rightplace --version'\n"
+          "(or 'rightplace version') the version.\n"
           "\n"
           "exit status: 0 ok, 1 outage (a cluster unreachable or not fully applied) /\n"
           "plan: changes pending / replay: mismatch, 2 usage or configuration,\n"

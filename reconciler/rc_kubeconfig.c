@@ -146,6 +146,7 @@ void rc_kubeconfig_free(struct rc_kubeconfig *kc)
         return;
     free(kc->file);
     free(kc->context);
+    free(kc->user);
     free(kc->server);
     free(kc->ns);
     free(kc->tls_server_name);
@@ -360,6 +361,7 @@ static int fill(struct rc_kubeconfig *kc, const struct kfiles *fs, const char *c
     kc->file = rc_xstrdup(ctxf->path);
     cluster_name = jstr(ctx, "cluster");
     user_name = jstr(ctx, "user");
+    kc->user = user_name ? rc_xstrdup(user_name) : NULL;
     ns = jstr(ctx, "namespace");
     kc->ns = rc_xstrdup(ns ? ns : "default");
     if (!cluster_name)
@@ -548,6 +550,7 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
     kc->exec_expiry = -1;
     kc->file = rc_xstrdup("in-cluster");
     kc->context = rc_xstrdup("in-cluster");
+    kc->user = rc_xstrdup("service account");
     if (strchr(host, ':'))
         rc_buf_printf(&b, NULL, "https://[%s]:%s", host, port);
     else

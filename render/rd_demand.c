@@ -366,12 +366,17 @@ static int replicated(struct dctx *c, struct pl_object *obj, const cJSON *root)
         (rc = template_spec(c, spec, "template", &pspec)) < 0)
         return rc;
     obj->replicas = replicas;
+    obj->split = PL_SPLIT_REPLICAS;
     return add_pod(c, "pod", replicas, pspec, NULL, spec);
 }
 
-static int job(struct dctx *c, const cJSON *spec)
+/* A Job's spec (also a CronJob's jobTemplate.spec). Divide shares a Job's parallelism and
+ * completions (PL_SPLIT_JOB), except an Indexed one: its completion indexes are one set, so
+ * it runs whole on one cluster (PL_SPLIT_WHOLE). */
+static int job(struct dctx *c, struct pl_object *obj, const cJSON *spec)
 {
     const cJSON *pspec;
+    const char *mode = NULL;
     int64_t parallelism, completions;
     int suspend, rc;
 
@@ -380,8 +385,13 @@ static int job(struct dctx *c, const cJSON *spec)
         (rc = rd_field_int(&completions, spec, "completions", -1, 0, INT32_MAX, c->docs, c->err)) <
             0 ||
         (rc = rd_field_bool(&suspend, spec, "suspend", 0, c->docs, c->err)) < 0 ||
+        (rc = rd_field_str(&mode, spec, "completionMode", "NonIndexed", c->docs, c->a, c->err)) <
+            0 ||
         (rc = template_spec(c, spec, "template", &pspec)) < 0)
         return rc;
+    obj->split = strcmp(mode, "Indexed") ? PL_SPLIT_JOB : PL_SPLIT_WHOLE;
+    obj->parallelism = parallelism;
+    obj->completions = completions;
     if (completions >= 0 && completions < parallelism)
         parallelism = completions; /* never more pods at once than completions left */
     return add_pod(c, "pod", suspend ? 0 : parallelism, pspec, NULL, spec);
@@ -603,6 +613,10 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
     obj->npods = 0;
     obj->pods = NULL;
     obj->replicas = -1;
+    obj->parallelism = -1;
+    obj->completions = -1;
+    /* how Divide shares it: whole on one cluster unless a kind says otherwise below */
+    obj->split = k == K_NONE || k == K_DAEMONSET ? PL_SPLIT_COPY : PL_SPLIT_WHOLE;
     if (k == K_NONE || k == K_DAEMONSET)
         return RC_OK;
     if (k != K_REPLICATED && (rc = rd_field_obj(&spec, root, "spec", 1, docs, err)) < 0)
@@ -615,15 +629,17 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
         rc = replicated(&c, obj, root);
         break;
     case K_JOB:
-        rc = job(&c, spec);
+        rc = job(&c, obj, spec);
         break;
     case K_CRONJOB: {
         int suspend;
         if ((rc = rd_field_bool(&suspend, spec, "suspend", 0, docs, err)) < 0 ||
             (rc = rd_field_obj(&jt, spec, "jobTemplate", 1, docs, err)) < 0 ||
-            (rc = rd_field_obj(&jspec, jt, "spec", 1, docs, err)) < 0 || (rc = job(&c, jspec)) < 0)
+            (rc = rd_field_obj(&jspec, jt, "spec", 1, docs, err)) < 0 ||
+            (rc = job(&c, obj, jspec)) < 0)
             break;
-        if (suspend) /* a suspended CronJob starts no Jobs */
+        obj->split = PL_SPLIT_WHOLE; /* each run is one Job: nothing to share */
+        if (suspend)                 /* a suspended CronJob starts no Jobs */
             c.npods = 0;
         break;
     }

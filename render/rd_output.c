@@ -380,18 +380,19 @@ static void set_namespace(cJSON *root, const char *ns)
         abort();
 }
 
-static void set_replicas(cJSON *root, int64_t n)
+/* spec.<key> = n */
+static void set_spec_int(cJSON *root, const char *key, int64_t n)
 {
     cJSON *spec = ensure_object(root, "spec");
-    cJSON *cur = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+    cJSON *cur = cJSON_GetObjectItemCaseSensitive(spec, key);
     cJSON *num = oom(cJSON_CreateNumber((double)n));
 
     if (cur) {
-        if (!cJSON_ReplaceItemInObjectCaseSensitive(spec, "replicas", num))
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(spec, key, num))
             abort();
         return;
     }
-    rd_out_add(spec, "replicas", num);
+    rd_out_add(spec, key, num);
 }
 
 /* A file name part must not walk out of its folder. */
@@ -430,17 +431,27 @@ static int is_namespace_object(const struct pl_object *o)
 
 #define RD_MAX_TEMPLATES 32
 
-static int render_object(struct files *f, const struct pl_object *o, const char *cluster,
-                         const char *unit_label, int64_t percent,
-                         const struct rd_render_options *opts, struct rc_arena *a,
-                         struct rc_err *err)
+/* Write object o for target t of decision d. *written = 0 when a Divide gives that target
+ * nothing of it (pl_divide_object). */
+static int render_object(struct files *f, const struct pl_object *o, const struct pl_decision *d,
+                         size_t t, const char *unit_label, const struct rd_render_options *opts,
+                         int *written, struct rc_arena *a, struct rc_err *err)
 {
     const struct rd_object *ro = o->payload;
+    const char *cluster = d->targets[t].cluster;
     cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
     const char *data = NULL;
+    struct pl_share share = {1, o->replicas, o->parallelism, o->completions};
+    int divides = pl_decision_divides(d);
     size_t len = 0, nt;
     int error;
 
+    *written = 0;
+    if (divides) {
+        pl_divide_object(&share, o, d->targets, d->ntargets, t);
+        if (!share.present)
+            return 0;
+    }
     if (!ro || !ro->root)
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
     if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
@@ -462,13 +473,19 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
         set_labels(tmpl[i], unit_label, opts->luna_key, opts->luna_value);
     if (tmpl != small)
         free(tmpl);
-    if (o->replicas >= 0 && percent != 100)
-        set_replicas(copy, pl_divide_replicas(o->replicas, percent));
+    if (divides && pl_split_of(o) == PL_SPLIT_REPLICAS) {
+        set_spec_int(copy, "replicas", share.replicas);
+    } else if (divides && pl_split_of(o) == PL_SPLIT_JOB) {
+        set_spec_int(copy, "parallelism", share.parallelism);
+        if (share.completions >= 0)
+            set_spec_int(copy, "completions", share.completions);
+    }
     error = rd_out_emit(&data, &len, copy, a, err);
     cJSON_Delete(copy);
     if (error < 0)
         return error;
     files_add(f, object_path(cluster, o->ns, o->kind, o->name, a), data, len);
+    *written = 1;
     return 0;
 }
 
@@ -609,10 +626,13 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             }
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
-                error = render_object(&f, o, cluster, rc_arena_strdup(a, unit_label),
-                                      d->targets[t].percent, opts, a, err);
+                int written = 0;
+                error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), opts, &written,
+                                      a, err);
                 if (error < 0)
                     goto done;
+                if (!written)
+                    continue;
                 if (o->ns && !is_system_namespace(o->ns))
                     nsset_add(&need, cluster, o->ns);
                 else if (is_namespace_object(o))

@@ -6,7 +6,8 @@
  *   spreading split replicas); topologyKey absent means kubernetes.io/metadata.name.
  * - percentageSplit is read in the CRD's list form [{topologyValue, percentage}] and in the
  *   map form {value: percentage} of the v1.5 docs; percentages are integers 0..100, each
- *   value at most once, and with Divide they sum to at most 100.
+ *   value at most once, and with Divide they add up to exactly 100 (less would leave
+ *   replicas nowhere: Nova drops them, rightplace refuses the policy).
  * - orderedClusterSelector must hold an In requirement: its values are the priority order.
  */
 #include "rd_policy.h"
@@ -236,6 +237,11 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
     if (out->spread == PL_SPREAD_DIVIDE && sum > 100)
         return rd_err_at(err, RC_EINVALID, docs, ps,
                          "percentageSplit adds up to %lld%%, more than 100%%", (long long)sum);
+    if (out->spread == PL_SPREAD_DIVIDE && sum < 100)
+        return rd_err_at(err, RC_EINVALID, docs, ps,
+                         "percentageSplit adds up to %lld%%, not 100%%: %lld%% of the replicas "
+                         "would run nowhere (Nova drops them; rightplace refuses the policy)",
+                         (long long)sum, 100 - (long long)sum);
     if (out->spread == PL_SPREAD_DUPLICATE && out->nsplits)
         warn(w, docs, ps, "percentageSplit has no effect with spreadMode Duplicate; ignored");
     return RC_OK;

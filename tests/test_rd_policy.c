@@ -265,6 +265,12 @@ static void test_rd_policy__spread(void **state)
                                             "    percentageSplit: {us: 30, eu: 71}\n"),
                      RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "101%"));
+    /* below 100 would leave replicas nowhere: refused */
+    assert_int_equal(parse(f, "p.yaml",
+                           HEAD NSALL RSALL "  spreadConstraints:\n    spreadMode: Divide\n"
+                                            "    percentageSplit: {us: 30, eu: 50}\n"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "adds up to 80%, not 100%"));
     assert_int_equal(parse(f, "p.yaml",
                            HEAD NSALL RSALL "  spreadConstraints:\n    spreadMode: Divide\n"
                                             "    percentageSplit: [{topologyValue: a, "
