@@ -758,25 +758,25 @@ static enum repo_kind local_repo_kind(const char *repo)
 
 /* A local --repo that is not a repository is refused before anything is written (no state
  * directory inside someone's folder). Returns 0 or prints why and returns -1. */
-static int check_local_repo(const char *repo)
+static int check_local_repo(const char *repo, const struct rc_log *log)
 {
     struct stat st;
 
     if (rc_git_is_url(repo))
         return 0;
     if (stat(repo, &st) < 0) {
-        fprintf(stderr, "rightplace: --repo '%s': %s\n", repo, strerror(errno));
+        rc_log_error(log, "--repo '%s': %s", repo, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "rightplace: --repo '%s' is not a directory\n", repo);
+        rc_log_error(log, "--repo '%s' is not a directory", repo);
         return -1;
     }
     if (local_repo_kind(repo) == REPO_NONE) {
-        fprintf(stderr,
-                "rightplace: --repo '%s' is not a git repository (no .git in it, not a bare "
-                "repository); give the top of a repository or a URL\n",
-                repo);
+        rc_log_error(log,
+                     "--repo '%s' is not a git repository (no .git in it, not a bare "
+                     "repository); give the top of a repository or a URL",
+                     repo);
         return -1;
     }
     return 0;
@@ -1096,6 +1096,8 @@ static int cmd_reconcile_once(struct run *r)
     int lock_fd;
     int status;
     int error;
+    double start;
+    long long ms;
 
     /* One pass at a time per state directory. */
     lock_fd = take_lock(r->state_dir, 0, &r->cli->log, &locked_by_other);
@@ -1105,25 +1107,42 @@ static int cmd_reconcile_once(struct run *r)
         log_locked(&r->cli->log, r->state_dir, 0);
         return RC_EXIT_LOCKED;
     }
+    start = now_monotonic();
     error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
+    ms = (long long)((now_monotonic() - start) * 1000.0);
     if (error < 0) {
-        rc_log_error(&r->cli->log, "%s", err.msg);
+        struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
+        rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
         goto done;
     }
-    if (res.skipped) {
-        rc_log_info(&r->cli->log, "source %s already placed; nothing to do", short_id(res.source));
-    } else if (res.committed) {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
-                    "deploy %s -> %s",
-                    short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
-                    short_id(res.deploy_old), short_id(res.deploy_new));
-    } else {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
-                    short_id(res.source), res.placed, res.pending, res.unplaced,
-                    short_id(res.deploy_old));
+    status = result_status(&res, 0);
+    {
+        struct rc_log_field f[] = {
+            RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
+            RC_LOG_NUM("duration_ms", ms),        RC_LOG_NUM("status", status),
+            RC_LOG_NUM("placed", res.placed),     RC_LOG_NUM("pending", res.pending),
+            RC_LOG_NUM("unplaced", res.unplaced), RC_LOG_NUM("changed", res.changed),
+        };
+        /* a skipped pass computed no counts: commit, deploy, duration and status only */
+        size_t nf = res.skipped ? 4 : sizeof(f) / sizeof(f[0]);
+        /* quiet loops: a pass that changed nothing and met no problem is a debug line */
+        enum rc_log_level quiet = status == RC_EXIT_OK ? RC_LOG_DEBUG : RC_LOG_INFO;
+
+        if (res.skipped)
+            rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
+                      short_id(res.source));
+        else if (res.committed)
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "deploy %s -> %s",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.deploy_old), short_id(res.deploy_new));
+        else
+            rc_log_kv(&r->cli->log, quiet, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
+                      short_id(res.source), res.placed, res.pending, res.unplaced,
+                      short_id(res.deploy_old));
     }
     status = result_status(&res, 0);
 done:
@@ -1410,7 +1429,7 @@ static int cmd_explain(struct run *r)
     }
     status = result_status(&res, 0);
     if (!found) {
-        fprintf(stderr, "rightplace: no workload or unit matches '%s'\n", r->cli->args[0]);
+        rc_log_error(&r->cli->log, "no workload or unit matches '%s'", r->cli->args[0]);
         status = RC_EXIT_USAGE;
     }
 done:
@@ -1656,13 +1675,14 @@ int main(int argc, char **argv)
 
     /* configuration that can be judged before touching anything */
     if (!strcmp(c.pass.source_branch, c.pass.deploy_branch)) {
-        fprintf(stderr,
-                "rightplace: --deploy-branch '%s' is the source branch: rendered output would be "
-                "committed onto the workloads people push; choose another (default 'deploy')\n",
-                c.pass.deploy_branch);
+        rc_log_error(&c.log,
+                     "--deploy-branch '%s' is the source branch: rendered output would be "
+                     "committed onto the workloads people push; choose another (default "
+                     "'deploy')",
+                     c.pass.deploy_branch);
         return RC_EXIT_USAGE;
     }
-    if (check_local_repo(c.repo) < 0)
+    if (check_local_repo(c.repo, &c.log) < 0)
         return RC_EXIT_USAGE;
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
@@ -1672,12 +1692,11 @@ int main(int argc, char **argv)
     if (c.state_dir) {
         snprintf(state_dir, sizeof(state_dir), "%s", c.state_dir);
     } else if (default_state_dir(state_dir, sizeof(state_dir), c.repo) < 0) {
-        fprintf(stderr, "rightplace: cannot choose a state directory; give --state-dir\n");
+        rc_log_error(&c.log, "cannot choose a state directory; give --state-dir");
         return RC_EXIT_USAGE;
     }
     if (mkdir_p(state_dir) < 0) {
-        fprintf(stderr, "rightplace: cannot create state directory '%s': %s\n", state_dir,
-                strerror(errno));
+        rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
     }
     c.git.state_dir = state_dir;

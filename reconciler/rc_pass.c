@@ -195,8 +195,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
         out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
         for (size_t i = 0; i < nblobs; i++) {
-            const char *d;
-            size_t n;
+            const char *d = NULL;
+            size_t n = 0;
             int found;
             if (strcmp(files[i].path, out->errors[e].path))
                 continue;
@@ -215,11 +215,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 files[i].data = d;
                 files[i].len = n;
                 replaced++;
-                if (o->log)
-                    rc_log_warn(o->log, "%s (placements of its objects are kept)",
-                                out->errors[e].msg);
+                if (o->log) {
+                    struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                    rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
+                              out->errors[e].msg);
+                }
             } else if (o->log) {
-                rc_log_warn(o->log, "%s (not loaded)", out->errors[e].msg);
+                struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
             }
         }
     }
