@@ -772,25 +772,25 @@ static enum repo_kind local_repo_kind(const char *repo)
 
 /* A local --repo that is not a repository is refused before anything is written (no state
  * directory inside someone's folder). Returns 0 or prints why and returns -1. */
-static int check_local_repo(const char *repo)
+static int check_local_repo(const char *repo, const struct rc_log *log)
 {
     struct stat st;
 
     if (rc_git_is_url(repo))
         return 0;
     if (stat(repo, &st) < 0) {
-        fprintf(stderr, "rightplace: --repo '%s': %s\n", repo, strerror(errno));
+        rc_log_error(log, "--repo '%s': %s", repo, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "rightplace: --repo '%s' is not a directory\n", repo);
+        rc_log_error(log, "--repo '%s' is not a directory", repo);
         return -1;
     }
     if (local_repo_kind(repo) == REPO_NONE) {
-        fprintf(stderr,
-                "rightplace: --repo '%s' is not a git repository (no .git in it, not a bare "
-                "repository); give the top of a repository or a URL\n",
-                repo);
+        rc_log_error(log,
+                     "--repo '%s' is not a git repository (no .git in it, not a bare "
+                     "repository); give the top of a repository or a URL",
+                     repo);
         return -1;
     }
     return 0;
@@ -1110,6 +1110,8 @@ static int cmd_reconcile_once(struct run *r)
     int lock_fd;
     int status;
     int error;
+    double start;
+    long long ms;
 
     /* One pass at a time per state directory. */
     lock_fd = take_lock(r->state_dir, 0, &r->cli->log, &locked_by_other);
@@ -1119,25 +1121,42 @@ static int cmd_reconcile_once(struct run *r)
         log_locked(&r->cli->log, r->state_dir, 0);
         return RC_EXIT_LOCKED;
     }
+    start = now_monotonic();
     error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
+    ms = (long long)((now_monotonic() - start) * 1000.0);
     if (error < 0) {
-        rc_log_error(&r->cli->log, "%s", err.msg);
+        struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
+        rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
         goto done;
     }
-    if (res.skipped) {
-        rc_log_info(&r->cli->log, "source %s already placed; nothing to do", short_id(res.source));
-    } else if (res.committed) {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
-                    "deploy %s -> %s",
-                    short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
-                    short_id(res.deploy_old), short_id(res.deploy_new));
-    } else {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
-                    short_id(res.source), res.placed, res.pending, res.unplaced,
-                    short_id(res.deploy_old));
+    status = result_status(&res, 0);
+    {
+        struct rc_log_field f[] = {
+            RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
+            RC_LOG_NUM("duration_ms", ms),        RC_LOG_NUM("status", status),
+            RC_LOG_NUM("placed", res.placed),     RC_LOG_NUM("pending", res.pending),
+            RC_LOG_NUM("unplaced", res.unplaced), RC_LOG_NUM("changed", res.changed),
+        };
+        /* a skipped pass computed no counts: commit, deploy, duration and status only */
+        size_t nf = res.skipped ? 4 : sizeof(f) / sizeof(f[0]);
+        /* quiet loops: a pass that changed nothing and met no problem is a debug line */
+        enum rc_log_level quiet = status == RC_EXIT_OK ? RC_LOG_DEBUG : RC_LOG_INFO;
+
+        if (res.skipped)
+            rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
+                      short_id(res.source));
+        else if (res.committed)
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "deploy %s -> %s",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.deploy_old), short_id(res.deploy_new));
+        else
+            rc_log_kv(&r->cli->log, quiet, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
+                      short_id(res.source), res.placed, res.pending, res.unplaced,
+                      short_id(res.deploy_old));
     }
     status = result_status(&res, 0);
 done:
@@ -1283,10 +1302,119 @@ static int decision_matches(const struct pl_decision *d, const char *q)
     return 0;
 }
 
+/* ---- explain: where the verdicts come from ----
+ * A decision made this run (not yet committed) has every verdict, against the fleet now. A
+ * decision that stands keeps its record entry, which lists a bounded few verdicts as they
+ * were when it was made; the full per-candidate verdicts are recomputed from the deploy
+ * commit's capacity snapshot, and labelled as of that snapshot, never as current. */
+
+static const struct pl_decision *explain_find(const struct rc_verdicts *rv, const char *unit)
+{
+    for (size_t i = 0; i < rv->ndecisions; i++) {
+        if (!strcmp(rv->decisions[i].unit, unit))
+            return &rv->decisions[i];
+    }
+    return NULL;
+}
+
+static void explain_recompute(struct run *r, const struct rc_pass_result *res,
+                              struct rc_verdicts *rv, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char **units;
+    size_t n = 0;
+
+    memset(rv, 0, sizeof(*rv));
+    if (!res->deploy_old[0])
+        return;
+    units = rc_arena_calloc(a, res->result->ndecisions + 1, sizeof(*units));
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        if (d->change == PL_CHANGE_NONE && decision_matches(d, r->cli->args[0]))
+            units[n++] = d->unit;
+    }
+    if (n &&
+        rc_verdicts_recompute(rv, r->git, res->deploy_old, units, n, &r->cli->pass, a, &err) < 0) {
+        rc_log_warn(&r->cli->log, "cannot recompute the verdicts from deploy commit %.12s: %s",
+                    res->deploy_old, err.msg);
+        memset(rv, 0, sizeof(*rv));
+    }
+}
+
+static void explain_time(char out[32], int64_t when)
+{
+    time_t t = (time_t)when;
+    struct tm tm;
+
+    if (when < 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(out, 32, "unknown time");
+}
+
+static void explain_verdict_lines(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->nverdicts; i++)
+        printf("    %-20s %-20s %s\n", d->verdicts[i].cluster, pl_verdict_name(d->verdicts[i].kind),
+               d->verdicts[i].detail ? d->verdicts[i].detail : "");
+}
+
+static void explain_text(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    char when[32];
+
+    print_decision_text(stdout, d, 0);
+    if (d->change != PL_CHANGE_NONE) {
+        if (d->nverdicts) {
+            printf("  candidates (against the fleet now):\n");
+            explain_verdict_lines(d);
+        }
+        printf("  note:     not yet committed: the next pass makes this decision\n");
+        return;
+    }
+    if (d->nverdicts) {
+        printf("  candidates as recorded when the decision was made:\n");
+        explain_verdict_lines(d);
+    }
+    if (!full)
+        return;
+    explain_time(when, rv->when);
+    printf("  all %zu candidates, recomputed from the capacity snapshot of deploy commit %.12s\n"
+           "  (%s, source %.12s): the fleet as that pass saw it, not as it is now:\n",
+           full->nverdicts, rv->commit, when, rv->source);
+    explain_verdict_lines(full);
+}
+
+static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    cJSON *o = decision_json(d), *re, *vs;
+    char when[32];
+
+    cJSON_AddStringToObject(o, "verdictsFrom", d->change == PL_CHANGE_NONE ? "record" : "now");
+    if (d->change != PL_CHANGE_NONE || !full)
+        return o;
+    re = cJSON_AddObjectToObject(o, "recomputed");
+    explain_time(when, rv->when);
+    cJSON_AddStringToObject(re, "snapshotOf", rv->commit);
+    cJSON_AddStringToObject(re, "source", rv->source);
+    cJSON_AddStringToObject(re, "time", when);
+    vs = cJSON_AddArrayToObject(re, "verdicts");
+    for (size_t i = 0; i < full->nverdicts; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "cluster", full->verdicts[i].cluster);
+        cJSON_AddStringToObject(v, "verdict", pl_verdict_name(full->verdicts[i].kind));
+        cJSON_AddStringToObject(v, "detail",
+                                full->verdicts[i].detail ? full->verdicts[i].detail : "");
+        cJSON_AddItemToArray(vs, v);
+    }
+    return o;
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
+    struct rc_verdicts rv;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     size_t found = 0;
     int status;
@@ -1294,6 +1422,7 @@ static int cmd_explain(struct run *r)
     status = dry_run(r, &res, &a);
     if (status != RC_EXIT_OK)
         goto done;
+    explain_recompute(r, &res, &rv, &a);
     {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
         for (size_t i = 0; i < res.result->ndecisions; i++) {
@@ -1302,21 +1431,19 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, decision_json(d));
+                cJSON_AddItemToArray(arr, explain_json(d, &rv));
                 continue;
             }
             if (found > 1)
                 putchar('\n');
-            print_decision_text(stdout, d, 1);
-            if (d->change != PL_CHANGE_NONE)
-                printf("  note:     not yet committed: the next pass makes this decision\n");
+            explain_text(d, &rv);
         }
         if (json)
             print_json(arr);
     }
     status = result_status(&res, 0);
     if (!found) {
-        fprintf(stderr, "rightplace: no workload or unit matches '%s'\n", r->cli->args[0]);
+        rc_log_error(&r->cli->log, "no workload or unit matches '%s'", r->cli->args[0]);
         status = RC_EXIT_USAGE;
     }
 done:
@@ -1562,13 +1689,14 @@ int main(int argc, char **argv)
 
     /* configuration that can be judged before touching anything */
     if (!strcmp(c.pass.source_branch, c.pass.deploy_branch)) {
-        fprintf(stderr,
-                "rightplace: --deploy-branch '%s' is the source branch: rendered output would be "
-                "committed onto the workloads people push; choose another (default 'deploy')\n",
-                c.pass.deploy_branch);
+        rc_log_error(&c.log,
+                     "--deploy-branch '%s' is the source branch: rendered output would be "
+                     "committed onto the workloads people push; choose another (default "
+                     "'deploy')",
+                     c.pass.deploy_branch);
         return RC_EXIT_USAGE;
     }
-    if (check_local_repo(c.repo) < 0)
+    if (check_local_repo(c.repo, &c.log) < 0)
         return RC_EXIT_USAGE;
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
@@ -1578,12 +1706,11 @@ int main(int argc, char **argv)
     if (c.state_dir) {
         snprintf(state_dir, sizeof(state_dir), "%s", c.state_dir);
     } else if (default_state_dir(state_dir, sizeof(state_dir), c.repo) < 0) {
-        fprintf(stderr, "rightplace: cannot choose a state directory; give --state-dir\n");
+        rc_log_error(&c.log, "cannot choose a state directory; give --state-dir");
         return RC_EXIT_USAGE;
     }
     if (mkdir_p(state_dir) < 0) {
-        fprintf(stderr, "rightplace: cannot create state directory '%s': %s\n", state_dir,
-                strerror(errno));
+        rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
     }
     c.git.state_dir = state_dir;

@@ -431,14 +431,18 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                                c->name, fe->err.msg);
                     memcpy(rep->config_msg, m.msg, sizeof(rep->config_msg));
                 }
-                if (log)
-                    rc_log_error(log,
-                                 "cluster '%s': cannot load its kubeconfig: %s; fix the file or "
-                                 "the Cluster's spec.kubeconfig (it takes no new work until then)",
-                                 c->name, fe->err.msg);
+                if (log) {
+                    struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                    rc_log_kv(log, RC_LOG_ERROR, lf, 1,
+                              "cluster '%s': cannot load its kubeconfig: %s; fix the file or "
+                              "the Cluster's spec.kubeconfig (it takes no new work until then)",
+                              c->name, fe->err.msg);
+                }
             } else if (log) {
-                rc_log_warn(log, "cluster '%s': unreachable: %s; it takes no new work", c->name,
-                            fe->err.msg);
+                struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                rc_log_kv(log, RC_LOG_WARN, lf, 1,
+                          "cluster '%s': unreachable: %s; it takes no new work", c->name,
+                          fe->err.msg);
             }
         } else if (log) {
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,

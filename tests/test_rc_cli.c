@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "th_git.h"
 #include "th_rp.h"
 
@@ -337,6 +339,103 @@ static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
     free(repo);
 }
 
+/* "2026-01-02T03:04:05.678Z" */
+static int is_rfc3339_utc(const char *t)
+{
+    const char *shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+
+    if (strlen(t) != strlen(shape))
+        return 0;
+    for (size_t i = 0; shape[i]; i++) {
+        if (shape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != shape[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Every line of `err` is one JSON object with time, level and msg; returns them as an array. */
+static cJSON *json_lines(const char *err)
+{
+    cJSON *all = cJSON_CreateArray();
+    const char *p = err;
+
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, n);
+        cJSON *o = cJSON_Parse(line);
+        if (!cJSON_IsObject(o))
+            fail_msg("not a JSON object: %s", line);
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "time")));
+        if (!is_rfc3339_utc(cJSON_GetObjectItemCaseSensitive(o, "time")->valuestring))
+            fail_msg("time not RFC 3339 UTC: %s", line);
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "level")));
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "msg")));
+        cJSON_AddItemToArray(all, o);
+        free(line);
+        p = nl ? nl + 1 : NULL;
+    }
+    return all;
+}
+
+static void test_rc_cli__log_json_has_time_and_fields_once(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL;
+    cJSON *lines, *o;
+    int nfile = 0, nsummary = 0;
+    (void)state;
+
+    free(th_git_commit_files(repo, "broken", "broken.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(
+        th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", "--log-json", NULL), 3);
+    lines = json_lines(err);
+    assert_int_equal(th_count(err, "broken.yaml:4"), 1); /* once, and as JSON */
+    cJSON_ArrayForEach(o, lines)
+    {
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+        const cJSON *commit = cJSON_GetObjectItemCaseSensitive(o, "commit");
+        if (cJSON_IsString(file) && !strcmp(file->valuestring, "broken.yaml"))
+            nfile++;
+        if (cJSON_IsString(commit)) {
+            nsummary++;
+            assert_int_equal(strlen(commit->valuestring), 40);
+            assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "duration_ms")));
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "status")->valueint, 3);
+        }
+    }
+    assert_int_equal(nfile, 1);
+    assert_int_equal(nsummary, 1);
+    cJSON_Delete(lines);
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* A pass that did nothing logs at debug level only */
+static void test_rc_cli__quiet_pass_logs_at_debug(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_contains(err, "changed"); /* the pass that committed says so */
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_string_equal(err, "");
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", "--log-json",
+                           "--log-level", "debug", NULL),
+                     0);
+    assert_contains(err, "\"level\":\"debug\",\"msg\":\"source ");
+    assert_contains(err, "nothing to do");
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
         cmocka_unit_test(test_rc_cli__deploy_branch_equal_to_source_refused),
         cmocka_unit_test(test_rc_cli__missing_kubeconfig_is_configuration),
+        cmocka_unit_test(test_rc_cli__log_json_has_time_and_fields_once),
+        cmocka_unit_test(test_rc_cli__quiet_pass_logs_at_debug),
     };
     int rc;
 
