@@ -9,6 +9,7 @@
  */
 #include "rc_pass.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -567,12 +568,10 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
  * fleet's resource indices must come from c->load.src.res. */
-static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
-                         const struct pl_cluster *fleet, size_t nfleet,
-                         const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, size_t nprev,
+                          const struct pl_cluster *fleet, size_t nfleet, struct rc_arena *a,
+                          struct rc_err *err)
 {
-    const struct rd_verdict_tally **tallies;
-    struct rd_render_options ropts;
     int error;
 
     memset(&c->in, 0, sizeof(c->in));
@@ -585,12 +584,26 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     c->in.policies = c->load.src.policies;
     c->in.nclusters = fleet ? nfleet : c->load.src.nclusters;
     c->in.clusters = fleet ? fleet : c->load.src.clusters;
-    c->in.nprev = prev->nunits;
-    c->in.prev = prev->units;
+    c->in.nprev = nprev;
+    c->in.prev = prev;
     error = pl_place(&c->res, &c->in, a, err);
     if (error < 0)
         return error;
     drop_bare_namespaces(&c->res);
+    return RC_OK;
+}
+
+static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
+                         const struct pl_cluster *fleet, size_t nfleet,
+                         const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+{
+    const struct rd_verdict_tally **tallies;
+    struct rd_render_options ropts;
+    int error;
+
+    error = compute_decide(c, prev->units, prev->nunits, fleet, nfleet, a, err);
+    if (error < 0)
+        return error;
     tallies = keep_recorded_reasons(&c->res, prev, a);
     ropts = o->render;
     ropts.tallies = tallies;
@@ -1001,6 +1014,84 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     out->match = nchanges == 0;
     out->nmismatch = nchanges;
     out->mismatch = changes;
+done:
+    compute_release(&c);
+    return error;
+}
+
+/* ==== Verdicts recomputed from a deploy commit's snapshot ==== */
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char *commit,
+                          const char *const *units, size_t nunits, const struct rc_pass_options *o,
+                          struct rc_arena *a, struct rc_err *err)
+{
+    struct compute c;
+    struct rd_record rec;
+    struct pl_prev_unit *others = NULL;
+    const char **asked = NULL;
+    struct pl_decision *found = NULL;
+    struct pl_cluster *fleet = NULL;
+    size_t nfleet = 0, nothers = 0, nfound = 0;
+    char *cap = NULL;
+    size_t caplen = 0;
+    int error;
+
+    memset(&c, 0, sizeof(c));
+    memset(out, 0, sizeof(*out));
+    error = rc_git_resolve(out->commit, g, commit, err);
+    if (error < 0)
+        goto done;
+    out->when = rc_git_commit_time(g, out->commit);
+    error = read_record(&rec, g, out->commit, a, err);
+    if (error < 0)
+        goto done;
+    if (!rec.source || !rec.source[0]) {
+        error = rc_err_set(err, RC_EINVALID, "commit %.12s has no %s", out->commit, RECORD_PATH);
+        goto done;
+    }
+    snprintf(out->source, sizeof(out->source), "%s", rec.source);
+    error = rc_git_read_file(&cap, &caplen, g, out->commit, CAPACITY_PATH, a, err);
+    if (error < 0)
+        goto done;
+    error = compute_load(&c, g, rec.source, &rec, o, a, err);
+    if (error < 0)
+        goto done;
+    error = rd_capacity_parse(&fleet, &nfleet, &c.load.src.res, cap, caplen, a, err);
+    if (error < 0) {
+        rc_err_prefix(err, "commit %.12s: %s: ", out->commit, CAPACITY_PATH);
+        goto done;
+    }
+    /* every other unit keeps what it has (and takes its capacity first); the units asked
+     * about are placed afresh, which gives a verdict for every candidate */
+    asked = rc_arena_calloc(a, nunits + 1, sizeof(*asked));
+    if (nunits)
+        memcpy(asked, units, nunits * sizeof(*asked));
+    qsort(asked, nunits, sizeof(*asked), cmp_cstr);
+    others = rc_arena_calloc(a, rec.nunits + 1, sizeof(*others));
+    for (size_t i = 0; i < rec.nunits; i++) {
+        if (!bsearch(&rec.units[i].unit, asked, nunits, sizeof(*asked), cmp_cstr))
+            others[nothers++] = rec.units[i];
+    }
+    error = compute_decide(&c, others, nothers, fleet, nfleet, a, err);
+    if (error < 0)
+        goto done;
+    found = rc_arena_calloc(a, nunits + 1, sizeof(*found));
+    for (size_t i = 0; i < c.res.ndecisions; i++) {
+        const struct pl_decision *d = &c.res.decisions[i];
+        if (d->change != PL_CHANGE_REMOVED &&
+            bsearch(&d->unit, asked, nunits, sizeof(*asked), cmp_cstr)) {
+            found[nfound] = *d;
+            found[nfound].objects = NULL; /* their payloads go with the load */
+            nfound++;
+        }
+    }
+    out->ndecisions = nfound;
+    out->decisions = found;
 done:
     compute_release(&c);
     return error;

@@ -12,6 +12,7 @@
 #define RC_PASS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pl_types.h"
 #include "rc_arena.h"
@@ -97,5 +98,24 @@ struct rc_replay_result {
  * placements and its recorded capacity, and compare the rendered tree with the commit's. */
 int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit,
               const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err);
+
+/*
+ * The full per-candidate verdicts of some units, recomputed from deploy commit `commit`:
+ * its source commit, its capacity snapshot (.rightplace/capacity.yaml) and its record, in
+ * which every other unit keeps its placement (and its capacity) while the units asked about
+ * are placed afresh. The record lists a bounded few verdicts per unit; this gives them all,
+ * as of that snapshot (the fleet as the pass that made `commit` saw it), not as of now.
+ */
+struct rc_verdicts {
+    char commit[41];   /* the deploy commit whose snapshot was used */
+    char source[41];   /* the source commit it was made from */
+    int64_t when;      /* its commit time (seconds since the epoch); -1: unknown */
+    size_t ndecisions; /* the units asked about that the source holds, in unit order */
+    const struct pl_decision *decisions; /* objects is NULL: use object_keys */
+};
+
+int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char *commit,
+                          const char *const *units, size_t nunits, const struct rc_pass_options *o,
+                          struct rc_arena *a, struct rc_err *err);
 
 #endif
