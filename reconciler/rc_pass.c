@@ -572,7 +572,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
     size_t nfleet = 0;
-    char deploy_ref[512];
+    char deploy_ref[512], propose_ref[512] = "";
     int error;
     int decisions_changed = 0;
 
@@ -580,6 +580,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         (int)sizeof(deploy_ref))
         return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
                           o->deploy_branch);
+    if (o->propose_branch) {
+        if (snprintf(propose_ref, sizeof(propose_ref), "refs/heads/%s", o->propose_branch) >=
+            (int)sizeof(propose_ref))
+            return rc_err_set(err, RC_EINVALID, "proposal branch name '%.64s...' is too long",
+                              o->propose_branch);
+        if (!strcmp(o->propose_branch, o->deploy_branch) ||
+            !strcmp(o->propose_branch, o->source_branch))
+            return rc_err_set(err, RC_EINVALID,
+                              "the proposal branch '%s' must differ from the source and deploy "
+                              "branches",
+                              o->propose_branch);
+    }
 
     error = rc_git_fetch(g, err);
     if (error < 0)
@@ -601,6 +613,16 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     }
     memcpy(out->deploy_new, out->deploy_old, sizeof(out->deploy_new));
+    out->proposal[0] = '\0';
+    if (propose_ref[0]) {
+        error = rc_git_resolve(out->proposal, g, propose_ref, err);
+        if (error == RC_ENOTFOUND) {
+            out->proposal[0] = '\0';
+            rc_err_clear(err);
+        } else if (error < 0) {
+            goto done;
+        }
+    }
 
     error = read_record(&prev, g, out->deploy_old, a, err);
     if (error < 0)
@@ -614,7 +636,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     /* Quick exit: nothing that could change a decision has changed. */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src)) {
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) &&
+        (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
         error = RC_OK;
         goto apply;
@@ -668,6 +691,17 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (strcmp(changes[i].path, CAPACITY_PATH))
             decisions_changed = 1;
     }
+    if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&
+        strcmp(out->proposal, out->deploy_old)) {
+        /* nothing to propose any more (promoted, or the source went back): the proposal
+         * branch points at the deploy head, so that promoting it changes nothing */
+        error = rc_git_force_ref(g, propose_ref, out->deploy_old, out->proposal,
+                                 "rightplace: nothing to propose", err);
+        if (error < 0)
+            goto done;
+        memcpy(out->proposal, out->deploy_old, sizeof(out->proposal));
+        out->proposed = 1;
+    }
     if (o->dry_run || !decisions_changed)
         goto apply;
 
@@ -697,6 +731,19 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        if (propose_ref[0]) {
+            /* the review gate: the deploy branch stays; the proposal is replaced */
+            if (strcmp(out->proposal, commit)) {
+                error = rc_git_force_ref(g, propose_ref, commit,
+                                         out->proposal[0] ? out->proposal : NULL,
+                                         "rightplace: placement proposal", err);
+                if (error < 0)
+                    goto done;
+                memcpy(out->proposal, commit, sizeof(out->proposal));
+                out->proposed = 1;
+            }
+            goto apply;
+        }
         error =
             rc_git_update_ref(g, deploy_ref, commit, out->deploy_old[0] ? out->deploy_old : NULL,
                               "rightplace: placement commit", err);
