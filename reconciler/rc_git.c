@@ -1440,6 +1440,22 @@ int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, stru
     return RC_OK;
 }
 
+int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
+                         struct rc_err *err)
+{
+    git_commit *c = NULL;
+    const git_signature *s;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    s = git_commit_author(c);
+    *out =
+        rc_arena_printf(a, "%s <%s>", s && s->name ? s->name : "", s && s->email ? s->email : "");
+    git_commit_free(c);
+    return RC_OK;
+}
+
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err)
 {
     git_commit *c = NULL;

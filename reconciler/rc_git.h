@@ -213,6 +213,9 @@ int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct r
 /* The full commit message (raw, as stored), allocated in `a`. */
 int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, struct rc_arena *a,
                           struct rc_err *err);
+/* The author of a commit as "Name <email>", allocated in `a`. */
+int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
+                         struct rc_err *err);
 /* The first parent's id; RC_ENOTFOUND for a root commit. */
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);
 

@@ -382,6 +382,27 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
     return RC_OK;
 }
 
+/* ==== The commit message ==== */
+
+#define MESSAGE_MAX_CONTENT 500 /* content changes read back for the message */
+
+static int find_tree_file(const struct rd_tree *t, const char *path)
+{
+    size_t lo = 0, hi = t->nfiles;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t->files[mid].path, path);
+        if (!c)
+            return (int)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 /* ==== The computation shared by pass and replay ==== */
 
 struct compute {
@@ -390,6 +411,57 @@ struct compute {
     struct pl_result res;
     struct rd_tree tree;
 };
+
+/* The deploy commit's message: the decisions, the content that changed under unchanged
+ * decisions (old bytes read back for modified files only: work grows with the change), and
+ * the source commit's subject and author. */
+static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct compute *cp,
+                          const struct rd_record *prev, const struct rc_pass_result *out,
+                          const struct rc_path_change *changes, size_t nchanges, struct rc_arena *a,
+                          struct rc_err *err)
+{
+    struct rd_message_input in = RD_MESSAGE_INPUT_INIT;
+    struct rd_content_change *cc = NULL;
+    size_t ncc = 0;
+    char *text = NULL, *author = NULL;
+    struct rc_err ignore = RC_ERR_INIT;
+
+    for (size_t i = 0; i < nchanges && out->deploy_old[0]; i++) {
+        const char *p = changes[i].path;
+        char *old = NULL;
+        size_t oldlen = 0;
+        int k;
+        if (changes[i].op != 'M' || strncmp(p, "clusters/", 9) ||
+            !strcmp(p + strlen(p) - strlen("kustomization.yaml"), "kustomization.yaml"))
+            continue;
+        if (ncc == MESSAGE_MAX_CONTENT)
+            break;
+        k = find_tree_file(&cp->tree, p);
+        if (k < 0 || rc_git_read_file(&old, &oldlen, g, out->deploy_old, p, a, &ignore) < 0)
+            continue;
+        if (!cc)
+            cc = rc_arena_calloc(a, MESSAGE_MAX_CONTENT, sizeof(*cc));
+        cc[ncc].path = p;
+        cc[ncc].old_data = old;
+        cc[ncc].old_len = oldlen;
+        cc[ncc].new_data = cp->tree.files[k].data;
+        cc[ncc].new_len = cp->tree.files[k].len;
+        ncc++;
+    }
+    if (rc_git_commit_message(&text, g, out->source, a, &ignore) == RC_OK)
+        in.source_subject = text;
+    if (rc_git_commit_author(&author, g, out->source, a, &ignore) == RC_OK)
+        in.source_author = author;
+    in.res = &cp->res;
+    in.prev = prev->units;
+    in.nprev = prev->nunits;
+    in.source_commit = out->source;
+    in.nfile_errors = cp->load.nerrors;
+    in.file_errors = cp->load.errors;
+    in.ncontent = ncc;
+    in.content = cc;
+    return rd_commit_message_ex(msg, &in, err);
+}
 
 /* Units made only of a Namespace that no policy governs are not decisions: namespaces follow
  * their workloads. Drop them so that they do not show up as "unplaced". */
@@ -674,8 +746,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         int64_t when = rc_git_commit_time(g, out->source);
 
-        error = rd_commit_message_prev(&msg, &cp->res, prev.units, prev.nunits, out->source,
-                                       cp->load.nerrors, cp->load.errors, err);
+        error = commit_message(&msg, g, cp, &prev, out, changes, nchanges, a, err);
         if (error == RC_OK && when < 0)
             error = rc_err_set(err, RC_ERROR, "cannot read the time of commit %.12s", out->source);
         if (error == RC_OK)
