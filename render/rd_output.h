@@ -41,11 +41,16 @@ struct rd_render_options {
      * the previous record (a unit that kept its entry), that entry's tally, so that the
      * entry is written again as it was; NULL entries: the tally is counted from verdicts. */
     const struct rd_verdict_tally *const *tallies;
+    /* Pull mode (docs/pull-mode.md): Flux or Argo CD applies the cluster directories, so
+     * objects carry no app.kubernetes.io/managed-by label (rightplace's apply would take them
+     * for its own) and Namespaces carry the annotations that keep both agents from pruning a
+     * Namespace, which would delete everything in it. */
+    int pull;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL                                               \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0                                            \
     }
 
 struct rd_tree_file {
@@ -66,12 +71,12 @@ struct rd_tree {
  * (in->objects[i].payload is a struct rd_object *), with metadata.namespace set for
  * namespaced objects, server-populated fields removed (metadata.uid, resourceVersion,
  * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
- * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
- * object and on every pod template (plus the Luna label there), and spec.replicas set to the
- * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
- * N too (the repo's Namespace object when there is one, else a minimal one), once, except
- * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
- * cluster of in->clusters gets a kustomization.yaml, even an empty one.
+ * (app.kubernetes.io/managed-by: rightplace unless opts->pull, rightplace.dev/unit:
+ * pl_unit_label(unit)) on the object and on every pod template (plus the Luna label there),
+ * and spec.replicas set to the target's share for Divide. A cluster that receives an object in
+ * namespace N gets Namespace N too (the repo's Namespace object when there is one, else a minimal
+ * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
+ * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
  * source_commit: the source commit id written to placements.yaml and capacity.yaml.
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be

@@ -656,10 +656,12 @@ static void test_rd_output__luna_label_configurable(void **state)
     struct fx *f = *state;
     struct rd_tree t;
     struct rc_err err = RC_ERR_INIT;
-    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL, NULL};
+    struct rd_render_options o = RD_RENDER_OPTIONS_INIT;
     cJSON *dep;
     const cJSON *l;
 
+    o.luna_key = NULL;
+    o.luna_value = NULL;
     assert_int_equal(rd_render_tree(&t, &f->result, &f->in, SOURCE, &o, &f->a, &err), 0);
     dep = load(find(&t, "clusters/alpha/web/deployment.frontend.yaml"));
     l = cJSON_GetObjectItemCaseSensitive(
