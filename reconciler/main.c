@@ -23,6 +23,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
@@ -74,6 +75,7 @@ enum opt_id {
     OPT_NO_APPLY,
     OPT_RESYNC,
     OPT_FORCE,
+    OPT_MAX_SOURCE,
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
@@ -125,6 +127,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
+    {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
+     "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
+     "files past it are refused, each with an error"},
     {OPT_SOURCE, "source", 0, "REV", "use REV instead of the source branch head"},
     {OPT_OUTPUT, "output", 'o', "FORMAT", "text (default) or json"},
     {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
@@ -172,8 +177,9 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_PROPOSE) |
-         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
+         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_COMMITTER_EMAIL),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -473,6 +479,20 @@ static int parse_duration(long *out, const char *s, int allow_zero)
     return 0;
 }
 
+/* "N" MiB (1 .. 2^20) into bytes; -1 when malformed. */
+static int parse_mib(size_t *out, const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > (1L << 20))
+        return -1;
+    *out = (size_t)v << 20;
+    return 0;
+}
+
 static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
 {
     switch (o->id) {
@@ -563,6 +583,12 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         break;
     case OPT_FORCE:
         c->pass.force = 1;
+        break;
+    case OPT_MAX_SOURCE:
+        if (parse_mib(&c->pass.max_source_bytes, v) < 0) {
+            fprintf(stderr, "rightplace: invalid --max-source-mib '%s': give 1 to 1048576\n", v);
+            return -1;
+        }
         break;
     case OPT_SOURCE:
         c->source_rev = v;
@@ -1736,6 +1762,12 @@ int main(int argc, char **argv)
     }
     if (check_local_repo(c.repo, &c.log) < 0)
         return RC_EXIT_USAGE;
+    if (!c.pass.max_source_bytes && getenv("RIGHTPLACE_MAX_SOURCE_MIB") &&
+        parse_mib(&c.pass.max_source_bytes, getenv("RIGHTPLACE_MAX_SOURCE_MIB")) < 0) {
+        fprintf(stderr, "rightplace: invalid RIGHTPLACE_MAX_SOURCE_MIB '%s': give 1 to 1048576\n",
+                getenv("RIGHTPLACE_MAX_SOURCE_MIB"));
+        return RC_EXIT_USAGE;
+    }
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
     c.pass.log = &c.log;
@@ -1807,8 +1839,15 @@ int main(int argc, char **argv)
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
+    /* what the last pass saw, so that a pass with nothing to do stops early */
+    if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
     status = c.cmd->exec(&r);
 done:
+    rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();

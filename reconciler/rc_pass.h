@@ -22,6 +22,7 @@
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_cache;
 
 struct rc_pass_options {
     const char *source_branch; /* default "main" */
@@ -36,6 +37,12 @@ struct rc_pass_options {
     int max_attempts; /* passes redone when another writer moved the deploy branch */
     struct rd_render_options render;
     const struct rc_log *log;
+    /* What the last pass saw (rc_cache.h): lets a pass whose inputs did not change stop
+     * before reading any manifest. NULL: every pass does all the work. */
+    struct rc_cache *cache;
+    /* Bytes of YAML one pass may hold in memory; files beyond it (in path order) are refused,
+     * each with an error that names the limit. 0: RC_PASS_SOURCE_BYTES_DEFAULT. */
+    size_t max_source_bytes;
     /* The review gate (reconcile --propose): the placement commit goes to this branch, made
      * on top of the deploy head, and the deploy branch is left alone: a person or CI
      * promotes the proposal (a fast-forward of the deploy branch to it) and the next pass
@@ -46,9 +53,12 @@ struct rc_pass_options {
     const char *propose_branch;
 };
 
+#define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
+
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL         \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
+            NULL                                                                                   \
     }
 
 /* A path whose content a pass would change. */
@@ -61,7 +71,8 @@ struct rc_pass_result {
     char source[41];     /* source commit S */
     char deploy_old[41]; /* deploy head before the pass; "" when the branch did not exist */
     char deploy_new[41]; /* deploy head after the pass (== deploy_old when nothing committed) */
-    int skipped;         /* quick exit: source unchanged, nothing pending, no live cluster */
+    int skipped;         /* quick exit: nothing could change a decision (see rc_pass.c) */
+    size_t nparsed;      /* source files whose YAML this pass parsed (history walk included) */
     int committed;
     int attempts;
     size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */

@@ -11,7 +11,8 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --force --propose --committer-name --committer-email --source --luna-label --no-luna-label --mode --token-file
+        --no-apply --resync --force --max-source-mib --propose --committer-name --committer-email
+        --source --luna-label --no-luna-label --mode --token-file
         --ssh-key --output --lock-timeout --log-level --log-json --help --version"
 
     case $prev in
