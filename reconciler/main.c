@@ -23,6 +23,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
@@ -65,11 +66,13 @@ enum opt_id {
     OPT_PATH,
     OPT_LUNA,
     OPT_NO_LUNA,
+    OPT_MODE,
     OPT_ONCE,
     OPT_INTERVAL,
     OPT_NO_APPLY,
     OPT_RESYNC,
     OPT_FORCE,
+    OPT_MAX_SOURCE,
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
@@ -103,6 +106,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_PATH, "path", 0, "P", "load manifests only under P (repeatable; default: all)"},
     {OPT_LUNA, "luna-label", 0, "K=V", "label added to pod templates (default elotl-luna=true)"},
     {OPT_NO_LUNA, "no-luna-label", 0, NULL, "add no Luna label"},
+    {OPT_MODE, "mode", 0, "push|pull",
+     "pull: Flux or Argo CD applies the deploy branch; no apply, no managed-by\n"
+     "label (docs/pull-mode.md; default push)"},
     {OPT_ONCE, "once", 0, NULL, "one pass, then exit (the default)"},
     {OPT_INTERVAL, "interval", 0, "DURATION",
      "run a pass every DURATION (30s, 5m, 1h; a bare number is seconds)\n"
@@ -110,6 +116,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
+    {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
+     "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
+     "files past it are refused, each with an error"},
     {OPT_SOURCE, "source", 0, "REV", "use REV instead of the source branch head"},
     {OPT_OUTPUT, "output", 'o', "FORMAT", "text (default) or json"},
     {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
@@ -123,7 +132,8 @@ static const struct opt_def opt_defs[] = {
 #define OPTS_REPO                                                                                  \
     (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
      OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY))
-#define OPTS_RENDER (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA))
+#define OPTS_RENDER                                                                                \
+    (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
 #define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
 #define OPTS_READ                                                                                  \
     (OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_LOCK_TIMEOUT))
@@ -156,7 +166,7 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -454,6 +464,20 @@ static int parse_duration(long *out, const char *s, int allow_zero)
     return 0;
 }
 
+/* "N" MiB (1 .. 2^20) into bytes; -1 when malformed. */
+static int parse_mib(size_t *out, const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > (1L << 20))
+        return -1;
+    *out = (size_t)v << 20;
+    return 0;
+}
+
 static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
 {
     switch (o->id) {
@@ -499,6 +523,13 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         c->pass.render.luna_key = NULL;
         c->pass.render.luna_value = NULL;
         break;
+    case OPT_MODE:
+        if (strcmp(v, "push") && strcmp(v, "pull")) {
+            fprintf(stderr, "rightplace: --mode wants push or pull, got '%s'\n", v);
+            return -1;
+        }
+        c->pass.render.pull = !strcmp(v, "pull");
+        break;
     case OPT_ONCE:
         c->once = 1;
         break;
@@ -528,6 +559,12 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         break;
     case OPT_FORCE:
         c->pass.force = 1;
+        break;
+    case OPT_MAX_SOURCE:
+        if (parse_mib(&c->pass.max_source_bytes, v) < 0) {
+            fprintf(stderr, "rightplace: invalid --max-source-mib '%s': give 1 to 1048576\n", v);
+            return -1;
+        }
         break;
     case OPT_SOURCE:
         c->source_rev = v;
@@ -703,6 +740,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
                 c->cmd->name);
         return -1;
     }
+    if (c->pass.render.pull) /* Flux or Argo CD applies */
+        c->pass.apply = 0;
     if (c->once && c->interval) {
         fputs("rightplace: --once and --interval exclude each other\n", stderr);
         return -1;
@@ -1288,10 +1327,119 @@ static int decision_matches(const struct pl_decision *d, const char *q)
     return 0;
 }
 
+/* ---- explain: where the verdicts come from ----
+ * A decision made this run (not yet committed) has every verdict, against the fleet now. A
+ * decision that stands keeps its record entry, which lists a bounded few verdicts as they
+ * were when it was made; the full per-candidate verdicts are recomputed from the deploy
+ * commit's capacity snapshot, and labelled as of that snapshot, never as current. */
+
+static const struct pl_decision *explain_find(const struct rc_verdicts *rv, const char *unit)
+{
+    for (size_t i = 0; i < rv->ndecisions; i++) {
+        if (!strcmp(rv->decisions[i].unit, unit))
+            return &rv->decisions[i];
+    }
+    return NULL;
+}
+
+static void explain_recompute(struct run *r, const struct rc_pass_result *res,
+                              struct rc_verdicts *rv, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char **units;
+    size_t n = 0;
+
+    memset(rv, 0, sizeof(*rv));
+    if (!res->deploy_old[0])
+        return;
+    units = rc_arena_calloc(a, res->result->ndecisions + 1, sizeof(*units));
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        if (d->change == PL_CHANGE_NONE && decision_matches(d, r->cli->args[0]))
+            units[n++] = d->unit;
+    }
+    if (n &&
+        rc_verdicts_recompute(rv, r->git, res->deploy_old, units, n, &r->cli->pass, a, &err) < 0) {
+        rc_log_warn(&r->cli->log, "cannot recompute the verdicts from deploy commit %.12s: %s",
+                    res->deploy_old, err.msg);
+        memset(rv, 0, sizeof(*rv));
+    }
+}
+
+static void explain_time(char out[32], int64_t when)
+{
+    time_t t = (time_t)when;
+    struct tm tm;
+
+    if (when < 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(out, 32, "unknown time");
+}
+
+static void explain_verdict_lines(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->nverdicts; i++)
+        printf("    %-20s %-20s %s\n", d->verdicts[i].cluster, pl_verdict_name(d->verdicts[i].kind),
+               d->verdicts[i].detail ? d->verdicts[i].detail : "");
+}
+
+static void explain_text(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    char when[32];
+
+    print_decision_text(stdout, d, 0);
+    if (d->change != PL_CHANGE_NONE) {
+        if (d->nverdicts) {
+            printf("  candidates (against the fleet now):\n");
+            explain_verdict_lines(d);
+        }
+        printf("  note:     not yet committed: the next pass makes this decision\n");
+        return;
+    }
+    if (d->nverdicts) {
+        printf("  candidates as recorded when the decision was made:\n");
+        explain_verdict_lines(d);
+    }
+    if (!full)
+        return;
+    explain_time(when, rv->when);
+    printf("  all %zu candidates, recomputed from the capacity snapshot of deploy commit %.12s\n"
+           "  (%s, source %.12s): the fleet as that pass saw it, not as it is now:\n",
+           full->nverdicts, rv->commit, when, rv->source);
+    explain_verdict_lines(full);
+}
+
+static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    cJSON *o = decision_json(d), *re, *vs;
+    char when[32];
+
+    cJSON_AddStringToObject(o, "verdictsFrom", d->change == PL_CHANGE_NONE ? "record" : "now");
+    if (d->change != PL_CHANGE_NONE || !full)
+        return o;
+    re = cJSON_AddObjectToObject(o, "recomputed");
+    explain_time(when, rv->when);
+    cJSON_AddStringToObject(re, "snapshotOf", rv->commit);
+    cJSON_AddStringToObject(re, "source", rv->source);
+    cJSON_AddStringToObject(re, "time", when);
+    vs = cJSON_AddArrayToObject(re, "verdicts");
+    for (size_t i = 0; i < full->nverdicts; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "cluster", full->verdicts[i].cluster);
+        cJSON_AddStringToObject(v, "verdict", pl_verdict_name(full->verdicts[i].kind));
+        cJSON_AddStringToObject(v, "detail",
+                                full->verdicts[i].detail ? full->verdicts[i].detail : "");
+        cJSON_AddItemToArray(vs, v);
+    }
+    return o;
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
+    struct rc_verdicts rv;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     size_t found = 0;
     int status;
@@ -1299,6 +1447,7 @@ static int cmd_explain(struct run *r)
     status = dry_run(r, &res, &a);
     if (status != RC_EXIT_OK)
         goto done;
+    explain_recompute(r, &res, &rv, &a);
     {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
         for (size_t i = 0; i < res.result->ndecisions; i++) {
@@ -1307,14 +1456,12 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, decision_json(d));
+                cJSON_AddItemToArray(arr, explain_json(d, &rv));
                 continue;
             }
             if (found > 1)
                 putchar('\n');
-            print_decision_text(stdout, d, 1);
-            if (d->change != PL_CHANGE_NONE)
-                printf("  note:     not yet committed: the next pass makes this decision\n");
+            explain_text(d, &rv);
         }
         if (json)
             print_json(arr);
@@ -1576,6 +1723,12 @@ int main(int argc, char **argv)
     }
     if (check_local_repo(c.repo, &c.log) < 0)
         return RC_EXIT_USAGE;
+    if (!c.pass.max_source_bytes && getenv("RIGHTPLACE_MAX_SOURCE_MIB") &&
+        parse_mib(&c.pass.max_source_bytes, getenv("RIGHTPLACE_MAX_SOURCE_MIB")) < 0) {
+        fprintf(stderr, "rightplace: invalid RIGHTPLACE_MAX_SOURCE_MIB '%s': give 1 to 1048576\n",
+                getenv("RIGHTPLACE_MAX_SOURCE_MIB"));
+        return RC_EXIT_USAGE;
+    }
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
     c.pass.log = &c.log;
@@ -1631,8 +1784,15 @@ int main(int argc, char **argv)
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
+    /* what the last pass saw, so that a pass with nothing to do stops early */
+    if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
     status = c.cmd->exec(&r);
 done:
+    rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();

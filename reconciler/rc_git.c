@@ -964,6 +964,7 @@ struct walk {
     struct rc_arena *a;
     const char *prefix; /* "" or "dir/" prepended to walk roots */
     int yaml_only;
+    int list_only; /* ids only: no blob is read */
     struct rc_git_blob *v;
     size_t n, cap;
     struct rc_err *err;
@@ -993,11 +994,20 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
     size_t len;
     int ge;
 
+    if (w->list_only) {
+        w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
+        out = &w->v[w->n++];
+        memset(out, 0, sizeof(*out));
+        out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+        oid_hex(out->id, git_tree_entry_id(e));
+        return RC_OK;
+    }
     if ((ge = git_blob_lookup(&blob, w->g->repo, git_tree_entry_id(e))) < 0)
         return w->error = fail(w->err, RC_ERROR, "cannot read '%s%s%s'", a, b, c);
     w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
     out = &w->v[w->n++];
     out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+    oid_hex(out->id, git_tree_entry_id(e));
     len = (size_t)git_blob_rawsize(blob);
     out->data = rc_arena_alloc(w->a, len + 1);
     if (len)
@@ -1088,11 +1098,11 @@ static void walk_finish(struct rc_git_blob **out, size_t *n, struct walk *w)
     *n = k;
 }
 
-int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *const *paths, size_t npaths, struct rc_arena *a,
+static int read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, int list_only, struct rc_arena *a,
                      struct rc_err *err)
 {
-    struct walk w = {g, a, "", 1, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 1, list_only, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     int error;
 
@@ -1117,10 +1127,74 @@ int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     return error;
 }
 
+int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    return read_yaml(out, n, g, commit, paths, npaths, 0, a, err);
+}
+
+int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    return read_yaml(out, n, g, commit, paths, npaths, 1, a, err);
+}
+
+int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id, size_t max,
+                     struct rc_arena *a, struct rc_err *err)
+{
+    git_odb *odb = NULL;
+    git_blob *blob = NULL;
+    git_object_t type;
+    git_oid oid;
+    size_t size = 0;
+    int ge, error;
+
+    if ((error = parse_oid(&oid, id, "blob", err)) < 0)
+        return error;
+    if ((ge = git_repository_odb(&odb, g->repo)) < 0)
+        return fail(err, RC_ERROR, "cannot open the object database");
+    ge = git_odb_read_header(&size, &type, odb, &oid);
+    git_odb_free(odb);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        return rc_err_set(err, RC_ENOTFOUND, "object %.12s not found", id);
+    }
+    if (ge < 0)
+        return fail(err, RC_ERROR, "cannot read object %.12s", id);
+    if (type != GIT_OBJECT_BLOB)
+        return rc_err_set(err, RC_EINVALID, "object %.12s is not a blob", id);
+    if (size > max) {
+        *len = size;
+        return rc_err_set(err, RC_EINVALID, "%zu bytes; the limit is %zu", size, max);
+    }
+    if ((ge = git_blob_lookup(&blob, g->repo, &oid)) < 0)
+        return fail(err, RC_ERROR, "cannot read object %.12s", id);
+    size = (size_t)git_blob_rawsize(blob);
+    *data = rc_arena_alloc(a, size + 1);
+    if (size)
+        memcpy(*data, git_blob_rawcontent(blob), size);
+    (*data)[size] = '\0';
+    *len = size;
+    git_blob_free(blob);
+    return RC_OK;
+}
+
+int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err)
+{
+    git_oid oid;
+
+    if (git_odb_hash(&oid, data ? data : "", len, GIT_OBJECT_BLOB) < 0)
+        return fail(err, RC_ERROR, "cannot compute a digest");
+    oid_hex(out, &oid);
+    return RC_OK;
+}
+
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, 0, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1436,6 +1510,22 @@ int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, stru
         return error;
     m = git_commit_message_raw(c);
     *msg = rc_arena_strdup(a, m ? m : "");
+    git_commit_free(c);
+    return RC_OK;
+}
+
+int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
+                         struct rc_err *err)
+{
+    git_commit *c = NULL;
+    const git_signature *s;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    s = git_commit_author(c);
+    *out =
+        rc_arena_printf(a, "%s <%s>", s && s->name ? s->name : "", s && s->email ? s->email : "");
     git_commit_free(c);
     return RC_OK;
 }

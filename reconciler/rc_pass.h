@@ -12,6 +12,7 @@
 #define RC_PASS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pl_types.h"
 #include "rc_arena.h"
@@ -21,6 +22,7 @@
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_cache;
 
 struct rc_pass_options {
     const char *source_branch; /* default "main" */
@@ -35,11 +37,19 @@ struct rc_pass_options {
     int max_attempts; /* passes redone when another writer moved the deploy branch */
     struct rd_render_options render;
     const struct rc_log *log;
+    /* What the last pass saw (rc_cache.h): lets a pass whose inputs did not change stop
+     * before reading any manifest. NULL: every pass does all the work. */
+    struct rc_cache *cache;
+    /* Bytes of YAML one pass may hold in memory; files beyond it (in path order) are refused,
+     * each with an error that names the limit. 0: RC_PASS_SOURCE_BYTES_DEFAULT. */
+    size_t max_source_bytes;
 };
+
+#define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
 
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL               \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0      \
     }
 
 /* A path whose content a pass would change. */
@@ -52,7 +62,8 @@ struct rc_pass_result {
     char source[41];     /* source commit S */
     char deploy_old[41]; /* deploy head before the pass; "" when the branch did not exist */
     char deploy_new[41]; /* deploy head after the pass (== deploy_old when nothing committed) */
-    int skipped;         /* quick exit: source unchanged, nothing pending, no live cluster */
+    int skipped;         /* quick exit: nothing could change a decision (see rc_pass.c) */
+    size_t nparsed;      /* source files whose YAML this pass parsed (history walk included) */
     int committed;
     int attempts;
     size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */
@@ -87,5 +98,24 @@ struct rc_replay_result {
  * placements and its recorded capacity, and compare the rendered tree with the commit's. */
 int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit,
               const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err);
+
+/*
+ * The full per-candidate verdicts of some units, recomputed from deploy commit `commit`:
+ * its source commit, its capacity snapshot (.rightplace/capacity.yaml) and its record, in
+ * which every other unit keeps its placement (and its capacity) while the units asked about
+ * are placed afresh. The record lists a bounded few verdicts per unit; this gives them all,
+ * as of that snapshot (the fleet as the pass that made `commit` saw it), not as of now.
+ */
+struct rc_verdicts {
+    char commit[41];   /* the deploy commit whose snapshot was used */
+    char source[41];   /* the source commit it was made from */
+    int64_t when;      /* its commit time (seconds since the epoch); -1: unknown */
+    size_t ndecisions; /* the units asked about that the source holds, in unit order */
+    const struct pl_decision *decisions; /* objects is NULL: use object_keys */
+};
+
+int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char *commit,
+                          const char *const *units, size_t nunits, const struct rc_pass_options *o,
+                          struct rc_arena *a, struct rc_err *err);
 
 #endif

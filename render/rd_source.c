@@ -236,7 +236,7 @@ static int load_doc(struct loader *l, struct rd_docs *docs, size_t i, const char
             *VEC_PUSH(dst) = (src).v[k_];                                                          \
     } while (0)
 
-static void load_file(struct loader *l, const struct rd_file *f)
+static void load_file(struct loader *l, const struct rd_file *f, const char *refused)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     const struct rd_diag diag = {on_warn, l};
@@ -246,6 +246,13 @@ static void load_file(struct loader *l, const struct rd_file *f)
     int rc;
 
     stage_reset(&l->file);
+    if (refused) {
+        struct rd_file_error *e = VEC_PUSH(l->errors);
+        e->path = path;
+        e->msg = rc_arena_printf(l->a, "%s: %s", path, refused);
+        return;
+    }
+    l->out->nparsed++;
     rc = rd_yaml_load(&docs, path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
     for (size_t i = 0; rc >= 0 && i < rd_docs_count(docs); i++)
         rc = load_doc(l, docs, i, path, &ferr);
@@ -414,6 +421,13 @@ static void namespaces(struct loader *l)
 int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nfiles,
                    struct rc_arena *a, struct rc_err *err)
 {
+    return rd_source_load_ex(out, files, NULL, nfiles, a, err);
+}
+
+int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
+                      const char *const *refused, size_t nfiles, struct rc_arena *a,
+                      struct rc_err *err)
+{
     struct loader l;
     const struct rd_file **order = NULL;
     int rc = RC_OK;
@@ -423,7 +437,7 @@ int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nf
     if (nfiles && !files)
         return rc_err_set(err, RC_EINVALID, "no files given");
     for (size_t i = 0; i < nfiles; i++) {
-        if (!files[i].path || (files[i].len && !files[i].data))
+        if (!files[i].path || (files[i].len && !files[i].data && !(refused && refused[i])))
             return rc_err_set(err, RC_EINVALID, "file %zu has no path or no data", i);
     }
     memset(&l, 0, sizeof(l));
@@ -440,7 +454,7 @@ int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nf
         }
     }
     for (size_t i = 0; i < nfiles; i++)
-        load_file(&l, order[i]);
+        load_file(&l, order[i], refused ? refused[order[i] - files] : NULL);
     refuse_both_sides(&l);
 
     if (l.all.objects.n)

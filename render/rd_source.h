@@ -46,6 +46,7 @@ struct rd_source {
     struct rd_file_error *errors; /* one per broken file, sorted by path */
     size_t nwarnings;
     const char **warnings; /* "path:line:col: ...", of files that loaded, in path order */
+    size_t nparsed;        /* files whose YAML was parsed by this call */
     /* private: the loaded documents of accepted files (they own every cJSON tree) */
     size_t ndocs;
     struct rd_docs **docs;
@@ -53,7 +54,7 @@ struct rd_source {
 
 #define RD_SOURCE_INIT                                                                             \
     {                                                                                              \
-        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL              \
+        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, NULL           \
     }
 
 /*
@@ -67,6 +68,11 @@ struct rd_source {
  */
 int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nfiles,
                    struct rc_arena *a, struct rc_err *err);
+/* rd_source_load where refused[i] (refused may be NULL), when not NULL, refuses file i
+ * unread with that problem ("<path>: <problem>" in errors); its data may be NULL. */
+int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
+                      const char *const *refused, size_t nfiles, struct rc_arena *a,
+                      struct rc_err *err);
 void rd_source_release(struct rd_source *src);
 
 #endif

@@ -1443,6 +1443,9 @@ static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_i
     error = ld_node(l, ev, 2, ROLE_OTHER, &b);
     if (error == RC_OK) {
         docs_push(l->docs, b.node);
+        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+    }
+    if (error == RC_OK) {
         error = items->each(items->payload, b.node, l->docs, l->err);
         if (error > 0)
             error = RC_OK;
@@ -1476,6 +1479,9 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
     for (;;) {
         struct built kb = {0}, vb = {0};
         struct rd_pos kpos;
+        char numbuf[NUM_TEXT_MAX];
+        const char *key = NULL;
+        int float_tag;
 
         error = ld_next(l, &ev);
         if (error < 0)
@@ -1491,6 +1497,7 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             goto done;
         }
         keytext = rc_xstrdup((const char *)ev.data.scalar.value);
+        float_tag = is_tag(ev.data.scalar.tag, "float");
         if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(keytext, "<<")) {
             yaml_event_delete(&ev);
             error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
@@ -1500,15 +1507,18 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
         if (error < 0)
             goto done;
         bury(l, kb.node);
+        error = key_text(l, kb.node, keytext, float_tag, kpos, numbuf, &key);
+        if (error < 0)
+            goto done;
         error = ld_next(l, &ev);
         if (error < 0)
             goto done;
-        if (!strcmp(keytext, items->key) && streamed) {
+        if (!strcmp(key, items->key) && streamed) {
             yaml_event_delete(&ev);
-            error = ld_fail(l, kpos, "key '%.64s' appears twice", keytext);
+            error = ld_fail(l, kpos, "key '%.64s' appears twice", key);
             goto done;
         }
-        if (!strcmp(keytext, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
+        if (!strcmp(key, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
             struct rd_pos spos = mark_pos(ev.start_mark);
             cJSON *empty;
 
@@ -1532,15 +1542,24 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             /* the key stays, with an empty sequence where the items were */
             empty = must(cJSON_CreateArray());
             note_pos(l, empty, spos);
-            mb_set(l, &mb, ROLE_OTHER, keytext, empty, 0, kpos);
+            error = mb_set(l, &mb, ROLE_ROOT, key, empty, 0, kpos);
+            if (error < 0)
+                goto done;
         } else {
-            streamed |= !strcmp(keytext, items->key);
+            streamed |= !strcmp(key, items->key);
             error = ld_node(l, &ev, 1, ROLE_OTHER, &vb);
             if (error < 0)
                 goto done;
+            error = check_finite(l, vb.node, rd_docs_pos(l->docs, vb.node));
+            if (error < 0) {
+                bury(l, vb.node);
+                goto done;
+            }
             if (vb.height + 1 > out->height)
                 out->height = vb.height + 1;
-            mb_set(l, &mb, ROLE_OTHER, keytext, vb.node, 0, kpos);
+            error = mb_set(l, &mb, ROLE_ROOT, key, vb.node, 0, kpos);
+            if (error < 0)
+                goto done;
         }
         free(keytext);
         keytext = NULL;
@@ -1618,7 +1637,7 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
             yaml_event_delete(&ev);
             error = ld_stream_root(&l, mpos, items, &b);
         } else {
-            error = ld_node(&l, &ev, 0, ROLE_OTHER, &b);
+            error = ld_node(&l, &ev, 0, ROLE_ROOT, &b);
         }
         if (error < 0)
             break;
