@@ -1144,6 +1144,30 @@ static int exit_for(int code)
     }
 }
 
+/* Files someone changed by hand on the deploy branch: said on stderr, with what happens. */
+static void log_hand_edits(const struct rc_log *log, const struct rc_pass_result *res,
+                           const char *deploy_branch, int restored)
+{
+    char list[512];
+    size_t used = 0;
+
+    if (!res->nhand_edits)
+        return;
+    list[0] = '\0';
+    for (size_t i = 0; i < res->nhand_edits && i < 5 && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+                                 res->hand_edits[i].path);
+    if (res->nhand_edits > 5 && used < sizeof(list))
+        snprintf(list + used, sizeof(list) - used, " and %zu more", res->nhand_edits - 5);
+    rc_log_warn(log,
+                "deploy branch '%s': %zu file%s changed by hand since rightplace's commit %.12s "
+                "(%s); %s",
+                deploy_branch, res->nhand_edits, res->nhand_edits == 1 ? "" : "s",
+                res->hand_edit_base, list,
+                restored ? "this pass restored what rightplace renders"
+                         : "the next pass restores what rightplace renders");
+}
+
 /* The exit status a computed pass calls for, the same for every command: a configuration
  * error (a kubeconfig that cannot be loaded) before bad input before an outage. `pending`:
  * plan's changes, which share status 1 with an outage. */
@@ -1188,6 +1212,7 @@ static int cmd_reconcile_once(struct run *r)
         goto done;
     }
     status = result_status(&res, 0);
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, res.committed);
     {
         struct rc_log_field f[] = {
             RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
@@ -1318,9 +1343,27 @@ static int cmd_plan(struct run *r)
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
+        {
+            cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                cJSON *p = cJSON_CreateObject();
+                char op[2] = {res.hand_edits[i].op, 0};
+                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "change", op);
+                cJSON_AddItemToArray(hs, p);
+            }
+        }
         print_json(o);
     } else {
         printf("source %s, deploy %s\n", short_id(res.source), short_id(res.deploy_old));
+        if (res.nhand_edits) {
+            printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
+                   "(the next pass restores them):\n",
+                   short_id(res.hand_edit_base));
+            for (size_t i = 0; i < res.nhand_edits; i++)
+                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            printf("\n");
+        }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
         if (!nchanged) {
             printf("no change\n");
@@ -1338,6 +1381,7 @@ static int cmd_plan(struct run *r)
                 printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
         }
     }
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
     status = result_status(&res, nchanged != 0);
 done:
     rc_arena_release(&a);

@@ -479,6 +479,40 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
     return RC_OK;
 }
 
+/* ==== Hand edits on the deploy branch ==== */
+
+#define HAND_EDIT_DEPTH 1000 /* commits searched back for rightplace's last one */
+
+/* When the deploy head was not written by rightplace, the managed files someone changed since
+ * rightplace's last commit there (none found: nothing is reported). */
+static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struct rc_arena *a,
+                             struct rc_err *err)
+{
+    struct rc_git_change *v = NULL;
+    size_t n = 0, w = 0;
+    int error = rc_git_is_own_commit(g, out->deploy_old, err);
+
+    if (error != 0)
+        return error < 0 ? error : RC_OK;
+    error = rc_git_last_own_commit(out->hand_edit_base, g, out->deploy_old, HAND_EDIT_DEPTH, err);
+    if (error == RC_ENOTFOUND) {
+        out->hand_edit_base[0] = '\0';
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error == RC_OK)
+        error = rc_git_diff_commits(&v, &n, g, out->hand_edit_base, out->deploy_old, a, err);
+    if (error < 0)
+        return error;
+    for (size_t i = 0; i < n; i++) {
+        if (managed_path(v[i].path))
+            v[w++] = v[i];
+    }
+    out->hand_edits = v;
+    out->nhand_edits = w;
+    return RC_OK;
+}
+
 /* ==== The commit message ==== */
 
 #define MESSAGE_MAX_CONTENT 500 /* content changes read back for the message */
@@ -528,6 +562,11 @@ static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct com
         char *old = NULL;
         size_t oldlen = 0;
         int k;
+        int hand = 0;
+        for (size_t h = 0; h < out->nhand_edits && !hand; h++)
+            hand = !strcmp(out->hand_edits[h].path, p);
+        if (hand)
+            continue; /* a repair, said apart: not a change of the source */
         if (changes[i].op != 'M' || strncmp(p, "clusters/", 9) ||
             !strcmp(p + strlen(p) - strlen("kustomization.yaml"), "kustomization.yaml"))
             continue;
@@ -557,6 +596,13 @@ static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct com
     in.file_errors = cp->load.errors;
     in.ncontent = ncc;
     in.content = cc;
+    if (out->nhand_edits) {
+        const char **lines = rc_arena_calloc(a, out->nhand_edits, sizeof(*lines));
+        for (size_t i = 0; i < out->nhand_edits; i++)
+            lines[i] = rc_arena_printf(a, "%c %s", out->hand_edits[i].op, out->hand_edits[i].path);
+        in.hand_edits = lines;
+        in.nhand_edits = out->nhand_edits;
+    }
     return rd_commit_message_ex(msg, &in, err);
 }
 
@@ -896,6 +942,11 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = read_record(&prev, g, out->deploy_old, a, err);
     if (error < 0)
         goto done;
+    if (out->deploy_old[0]) {
+        error = detect_hand_edits(out, g, a, err);
+        if (error < 0)
+            goto done;
+    }
 
     error = compute_load(cp, g, out->source, &prev, o, a, err);
     out->nparsed = cp->load.nparsed;
@@ -907,7 +958,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) &&
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
         (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
         quiet = !cp->load.unresolved;

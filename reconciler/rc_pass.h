@@ -17,6 +17,7 @@
 #include "pl_types.h"
 #include "rc_arena.h"
 #include "rc_err.h"
+#include "rc_git.h"
 #include "rc_log.h"
 #include "rd_output.h"
 #include "rd_source.h"
@@ -82,7 +83,13 @@ struct rc_pass_result {
     const struct rc_path_change *paths_changed;
     const struct pl_result *result; /* the decisions (arena) */
     const struct pl_input *input;
-    int apply_incomplete;              /* some live cluster was not fully applied */
+    int apply_incomplete; /* some live cluster was not fully applied */
+    /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
+     * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
+     * commits rightplace did not write. A pass that commits restores them. */
+    size_t nhand_edits;
+    const struct rc_git_change *hand_edits;
+    char hand_edit_base[41];
     size_t nunreachable;               /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
