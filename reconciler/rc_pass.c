@@ -556,6 +556,61 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
     return RC_OK;
 }
 
+/* ==== Hand edits on the deploy branch ==== */
+
+#define HAND_EDIT_DEPTH 1000 /* commits searched back for rightplace's last one */
+
+/* When the deploy head was not written by rightplace, the managed files someone changed since
+ * rightplace's last commit there (none found: nothing is reported). */
+static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struct rc_arena *a,
+                             struct rc_err *err)
+{
+    struct rc_git_change *v = NULL;
+    size_t n = 0, w = 0;
+    int error = rc_git_is_own_commit(g, out->deploy_old, err);
+
+    if (error != 0)
+        return error < 0 ? error : RC_OK;
+    error = rc_git_last_own_commit(out->hand_edit_base, g, out->deploy_old, HAND_EDIT_DEPTH, err);
+    if (error == RC_ENOTFOUND) {
+        out->hand_edit_base[0] = '\0';
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error == RC_OK)
+        error = rc_git_diff_commits(&v, &n, g, out->hand_edit_base, out->deploy_old, a, err);
+    if (error < 0)
+        return error;
+    for (size_t i = 0; i < n; i++) {
+        if (managed_path(v[i].path))
+            v[w++] = v[i];
+    }
+    out->hand_edits = v;
+    out->nhand_edits = w;
+    return RC_OK;
+}
+
+/* ==== The commit message ==== */
+
+#define MESSAGE_MAX_CONTENT 500 /* content changes read back for the message */
+
+static int find_tree_file(const struct rd_tree *t, const char *path)
+{
+    size_t lo = 0, hi = t->nfiles;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t->files[mid].path, path);
+        if (!c)
+            return (int)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 /* ==== The computation shared by pass and replay ==== */
 
 struct compute {
@@ -564,6 +619,69 @@ struct compute {
     struct pl_result res;
     struct rd_tree tree;
 };
+
+/* The deploy commit's message: the decisions, the content that changed under unchanged
+ * decisions (old bytes read back for modified files only: work grows with the change), and
+ * the source commit's subject and author. */
+static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct compute *cp,
+                          const struct rd_record *prev, const struct rc_pass_result *out,
+                          const struct rc_path_change *changes, size_t nchanges, struct rc_arena *a,
+                          struct rc_err *err)
+{
+    struct rd_message_input in = RD_MESSAGE_INPUT_INIT;
+    struct rd_content_change *cc = NULL;
+    size_t ncc = 0;
+    char *text = NULL, *author = NULL;
+    struct rc_err ignore = RC_ERR_INIT;
+
+    for (size_t i = 0; i < nchanges && out->deploy_old[0]; i++) {
+        const char *p = changes[i].path;
+        char *old = NULL;
+        size_t oldlen = 0;
+        int k;
+        int hand = 0;
+        for (size_t h = 0; h < out->nhand_edits && !hand; h++)
+            hand = !strcmp(out->hand_edits[h].path, p);
+        if (hand)
+            continue; /* a repair, said apart: not a change of the source */
+        if (changes[i].op != 'M' || strncmp(p, "clusters/", 9) ||
+            !strcmp(p + strlen(p) - strlen("kustomization.yaml"), "kustomization.yaml"))
+            continue;
+        if (ncc == MESSAGE_MAX_CONTENT)
+            break;
+        k = find_tree_file(&cp->tree, p);
+        if (k < 0 || rc_git_read_file(&old, &oldlen, g, out->deploy_old, p, a, &ignore) < 0)
+            continue;
+        if (!cc)
+            cc = rc_arena_calloc(a, MESSAGE_MAX_CONTENT, sizeof(*cc));
+        cc[ncc].path = p;
+        cc[ncc].old_data = old;
+        cc[ncc].old_len = oldlen;
+        cc[ncc].new_data = cp->tree.files[k].data;
+        cc[ncc].new_len = cp->tree.files[k].len;
+        ncc++;
+    }
+    if (rc_git_commit_message(&text, g, out->source, a, &ignore) == RC_OK)
+        in.source_subject = text;
+    if (rc_git_commit_author(&author, g, out->source, a, &ignore) == RC_OK)
+        in.source_author = author;
+    in.res = &cp->res;
+    in.prev = prev->units;
+    in.nprev = prev->nunits;
+    in.source_commit = out->source;
+    in.nfile_errors = cp->load.nerrors;
+    in.file_errors = cp->load.errors;
+    in.ncontent = ncc;
+    in.content = cc;
+    if (out->nhand_edits) {
+        const char **lines = rc_arena_calloc(a, out->nhand_edits, sizeof(*lines));
+        for (size_t i = 0; i < out->nhand_edits; i++)
+            lines[i] = rc_arena_printf(a, "%c %s", out->hand_edits[i].op, out->hand_edits[i].path);
+        in.hand_edits = lines;
+        in.nhand_edits = out->nhand_edits;
+    }
+    return rd_commit_message_ex(msg, &in, err);
+}
 
 /* Units made only of a Namespace that no policy governs are not decisions: namespaces follow
  * their workloads. Drop them so that they do not show up as "unplaced". */
@@ -744,10 +862,13 @@ static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err
     struct rc_buf k = RC_BUF_INIT;
     int error;
 
-    rc_buf_printf(&k, NULL, "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\n",
+    rc_buf_printf(&k, NULL,
+                  "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\npull %d\n"
+                  "propose %s\n",
                   rc_version(), o->source_branch, o->deploy_branch,
                   o->render.luna_key ? o->render.luna_key : "-",
-                  o->render.luna_value ? o->render.luna_value : "-", o->apply);
+                  o->render.luna_value ? o->render.luna_value : "-", o->apply, o->render.pull,
+                  o->propose_branch ? o->propose_branch : "-");
     for (size_t i = 0; i < o->npaths; i++)
         rc_buf_printf(&k, NULL, "path %s\n", o->paths[i]);
     error = rc_git_digest(out, k.ptr, k.len, err);
@@ -826,7 +947,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
     size_t nfleet = 0;
-    char deploy_ref[512];
+    char deploy_ref[512], propose_ref[512] = "";
     char key[41] = "";
     int error;
     int decisions_changed = 0;
@@ -836,6 +957,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         (int)sizeof(deploy_ref))
         return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
                           o->deploy_branch);
+    if (o->propose_branch) {
+        if (snprintf(propose_ref, sizeof(propose_ref), "refs/heads/%s", o->propose_branch) >=
+            (int)sizeof(propose_ref))
+            return rc_err_set(err, RC_EINVALID, "proposal branch name '%.64s...' is too long",
+                              o->propose_branch);
+        if (!strcmp(o->propose_branch, o->deploy_branch) ||
+            !strcmp(o->propose_branch, o->source_branch))
+            return rc_err_set(err, RC_EINVALID,
+                              "the proposal branch '%s' must differ from the source and deploy "
+                              "branches",
+                              o->propose_branch);
+    }
 
     error = rc_git_fetch(g, err);
     if (error < 0)
@@ -857,11 +990,23 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     }
     memcpy(out->deploy_new, out->deploy_old, sizeof(out->deploy_new));
+    out->proposal[0] = '\0';
+    if (propose_ref[0]) {
+        error = rc_git_resolve(out->proposal, g, propose_ref, err);
+        if (error == RC_ENOTFOUND) {
+            out->proposal[0] = '\0';
+            rc_err_clear(err);
+        } else if (error < 0) {
+            goto done;
+        }
+    }
 
     if (o->cache) {
         int skip = 0;
         error = memo_key(key, o, err);
-        if (error == RC_OK && !o->force && !o->dry_run)
+        /* a proposal awaiting review is recomputed every pass (it must follow the source) */
+        if (error == RC_OK && !o->force && !o->dry_run &&
+            (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old)))
             error = memo_says_skip(&skip, out, g, o, key, a, err);
         if (error < 0)
             goto done;
@@ -874,6 +1019,11 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = read_record(&prev, g, out->deploy_old, a, err);
     if (error < 0)
         goto done;
+    if (out->deploy_old[0]) {
+        error = detect_hand_edits(out, g, a, err);
+        if (error < 0)
+            goto done;
+    }
 
     error = compute_load(cp, g, out->source, &prev, o, a, err);
     out->nparsed = cp->load.nparsed;
@@ -885,7 +1035,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src)) {
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
+        (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
         quiet = !cp->load.unresolved;
         error = RC_OK;
@@ -941,6 +1092,17 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (strcmp(changes[i].path, CAPACITY_PATH))
             decisions_changed = 1;
     }
+    if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&
+        strcmp(out->proposal, out->deploy_old)) {
+        /* nothing to propose any more (promoted, or the source went back): the proposal
+         * branch points at the deploy head, so that promoting it changes nothing */
+        error = rc_git_force_ref(g, propose_ref, out->deploy_old, out->proposal,
+                                 "rightplace: nothing to propose", err);
+        if (error < 0)
+            goto done;
+        memcpy(out->proposal, out->deploy_old, sizeof(out->proposal));
+        out->proposed = 1;
+    }
     if (o->dry_run || !decisions_changed)
         goto apply;
 
@@ -960,8 +1122,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         int64_t when = rc_git_commit_time(g, out->source);
 
-        error = rd_commit_message_prev(&msg, &cp->res, prev.units, prev.nunits, out->source,
-                                       cp->load.nerrors, cp->load.errors, err);
+        error = commit_message(&msg, g, cp, &prev, out, changes, nchanges, a, err);
         if (error == RC_OK && when < 0)
             error = rc_err_set(err, RC_ERROR, "cannot read the time of commit %.12s", out->source);
         if (error == RC_OK)
@@ -970,6 +1131,19 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        if (propose_ref[0]) {
+            /* the review gate: the deploy branch stays; the proposal is replaced */
+            if (strcmp(out->proposal, commit)) {
+                error = rc_git_force_ref(g, propose_ref, commit,
+                                         out->proposal[0] ? out->proposal : NULL,
+                                         "rightplace: placement proposal", err);
+                if (error < 0)
+                    goto done;
+                memcpy(out->proposal, commit, sizeof(out->proposal));
+                out->proposed = 1;
+            }
+            goto apply;
+        }
         error =
             rc_git_update_ref(g, deploy_ref, commit, out->deploy_old[0] ? out->deploy_old : NULL,
                               "rightplace: placement commit", err);

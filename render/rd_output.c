@@ -177,9 +177,11 @@ int rd_out_get_strs(const char ***out, size_t *n, const cJSON *obj, const char *
 /* Kinds whose objects create pods, for picking a unit's main workload by key. */
 static int kind_creates_pods(const char *kind)
 {
-    static const char *const kinds[] = {"Pod",    "Deployment", "ReplicaSet", "StatefulSet",
-                                        "Job",    "CronJob",    "DaemonSet",  "RayCluster",
-                                        "RayJob", "RayService"};
+    static const char *const kinds[] = {
+        "Pod",        "Deployment",      "ReplicaSet",       "StatefulSet", "Job",
+        "CronJob",    "DaemonSet",       "RayCluster",       "RayJob",      "RayService",
+        "PyTorchJob", "LeaderWorkerSet", "InferenceService", "TFJob",       "MPIJob",
+        "XGBoostJob", "PaddleJob",       "JAXJob",           "TrainJob"};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         if (!strcmp(kind, kinds[i]))
             return 1;

@@ -175,4 +175,41 @@ int rd_commit_message_prev(struct rc_buf *out, const struct pl_result *res,
                            size_t nfile_errors, const struct rd_file_error *file_errors,
                            struct rc_err *err);
 
+/* A deploy file whose content changed (op 'M'), old and new bytes. */
+struct rd_content_change {
+    const char *path; /* clusters/<cluster>/... */
+    const char *old_data;
+    size_t old_len;
+    const char *new_data;
+    size_t new_len;
+};
+
+/* Everything a commit message may say. Fields after file_errors are optional (0/NULL). */
+struct rd_message_input {
+    const struct pl_result *res;
+    const struct pl_prev_unit *prev; /* the previous record's units (moves say "from") */
+    size_t nprev;
+    const char *source_commit;
+    size_t nfile_errors;
+    const struct rd_file_error *file_errors;
+    /* content changes: a unit whose decision did not change but whose rendered objects did
+     * (an image bump, replicas, resources) gets a paragraph naming the fields that changed */
+    size_t ncontent;
+    const struct rd_content_change *content;
+    const char *source_subject; /* trailer Rightplace-Source-Subject (first line only) */
+    const char *source_author;  /* trailer Rightplace-Source-Author ("Name <email>") */
+    /* deploy paths that differ from what rightplace last wrote (hand edits), repaired here */
+    size_t nhand_edits;
+    const char *const *hand_edits;
+};
+
+#define RD_MESSAGE_INPUT_INIT                                                                      \
+    {                                                                                              \
+        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL                                 \
+    }
+
+/* The commit message from everything in `in` (rd_commit_message_prev is this with the first
+ * six fields). Trailers Rightplace-Source-Subject and -Author follow the four counts. */
+int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, struct rc_err *err);
+
 #endif

@@ -1346,7 +1346,9 @@ static void test_rd_output__message_bounded(void **state)
     f->result.decisions = d;
     f->result.ndecisions = 150;
     m = message(f, NULL, 0, 0);
-    assert_true(!strncmp(m, "place 150 units\n", 16));
+    /* the subject says where they went when that fits */
+    assert_true(!strncmp(m, "place 150 units on ", 19));
+    assert_true(strchr(m, '\n') - m <= 72);
     assert_non_null(strstr(m, "unit: p/ns/unit-099"));
     assert_null(strstr(m, "unit: p/ns/unit-100"));
     assert_non_null(strstr(m, "... and 50 more changed units: see placements.yaml\n"));
