@@ -4,6 +4,7 @@
 #include "rc_log.h"
 
 #include <string.h>
+#include <time.h>
 
 static const char *const names[] = {"error", "warning", "info", "debug"};
 
@@ -22,7 +23,41 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* "2026-01-02T03:04:05.678Z" */
+static void timestamp(char *out, size_t n)
+{
+    struct timespec ts;
+    struct tm tm;
+    char base[32];
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, n, "%s.%03ldZ", base, ts.tv_nsec / 1000000L);
+}
+
+int rc_log_enabled(const struct rc_log *log, enum rc_log_level level)
+{
+    return !log || level <= log->level;
+}
+
 void rc_log_vmsg(const struct rc_log *log, enum rc_log_level level, const char *fmt, va_list ap)
+{
+    rc_log_vkv(log, level, NULL, 0, fmt, ap);
+}
+
+void rc_log_kv(const struct rc_log *log, enum rc_log_level level, const struct rc_log_field *fields,
+               size_t nfields, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    rc_log_vkv(log, level, fields, nfields, fmt, ap);
+    va_end(ap);
+}
+
+void rc_log_vkv(const struct rc_log *log, enum rc_log_level level,
+                const struct rc_log_field *fields, size_t nfields, const char *fmt, va_list ap)
 {
     FILE *out = (log && log->out) ? log->out : stderr;
     char msg[2048];
@@ -36,10 +71,23 @@ void rc_log_vmsg(const struct rc_log *log, enum rc_log_level level, const char *
     }
     flockfile(out); /* one whole line at a time: observe and apply log from several threads */
     if (log && log->json) {
-        fputs("{\"level\":", out);
+        char ts[48];
+        timestamp(ts, sizeof(ts));
+        fputs("{\"time\":", out);
+        json_string(out, ts);
+        fputs(",\"level\":", out);
         json_string(out, names[level]);
         fputs(",\"msg\":", out);
         json_string(out, msg);
+        for (size_t i = 0; i < nfields; i++) {
+            fputc(',', out);
+            json_string(out, fields[i].key);
+            fputc(':', out);
+            if (fields[i].str)
+                json_string(out, fields[i].str);
+            else
+                fprintf(out, "%lld", fields[i].num);
+        }
         fputs("}\n", out);
     } else {
         fprintf(out, "rightplace: %s%s%s\n", level == RC_LOG_INFO ? "" : names[level],

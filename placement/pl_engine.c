@@ -41,6 +41,108 @@ int64_t pl_divide_replicas(int64_t total, int64_t percent)
     return (total / 100) * percent + ((total % 100) * percent) / 100;
 }
 
+static const char *target_name(const struct pl_target *t)
+{
+    return t->domain ? t->domain : t->cluster ? t->cluster : "";
+}
+
+/* Does target x come before target y when remainders tie? Larger percent, then name. */
+static int tie_before(const struct pl_target *x, const struct pl_target *y)
+{
+    int c;
+
+    if (x->percent != y->percent)
+        return x->percent > y->percent;
+    c = strcmp(target_name(x), target_name(y));
+    return c < 0;
+}
+
+int64_t pl_divide_part(int64_t total, const struct pl_target *targets, size_t n, size_t t)
+{
+    int64_t sum = 0, given = 0, rem_t, base_t;
+    size_t before = 0;
+
+    if (total <= 0 || t >= n || targets[t].percent <= 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        sum += targets[i].percent > 0 ? targets[i].percent : 0;
+    /* total * percent / sum without overflow: (total / sum) * p + (total % sum) * p / sum */
+    for (size_t i = 0; i < n; i++) {
+        int64_t p = targets[i].percent;
+        if (p > 0)
+            given += (total / sum) * p + ((total % sum) * p) / sum;
+    }
+    base_t = (total / sum) * targets[t].percent + ((total % sum) * targets[t].percent) / sum;
+    rem_t = ((total % sum) * targets[t].percent) % sum;
+    for (size_t i = 0; i < n; i++) {
+        int64_t p = targets[i].percent, rem;
+        if (i == t || p <= 0)
+            continue;
+        rem = ((total % sum) * p) % sum;
+        if (rem > rem_t || (rem == rem_t && tie_before(&targets[i], &targets[t])))
+            before++;
+    }
+    return base_t + ((int64_t)before < total - given ? 1 : 0);
+}
+
+enum pl_split_kind pl_split_of(const struct pl_object *o)
+{
+    if (o->split != PL_SPLIT_COPY)
+        return o->split;
+    if (o->replicas >= 0)
+        return PL_SPLIT_REPLICAS;
+    return o->npods ? PL_SPLIT_WHOLE : PL_SPLIT_COPY;
+}
+
+void pl_divide_object(struct pl_share *out, const struct pl_object *o,
+                      const struct pl_target *targets, size_t n, size_t t)
+{
+    memset(out, 0, sizeof(*out));
+    out->replicas = o->replicas;
+    out->parallelism = o->parallelism;
+    out->completions = o->completions;
+    switch (pl_split_of(o)) {
+    case PL_SPLIT_COPY:
+        out->present = 1;
+        break;
+    case PL_SPLIT_REPLICAS:
+        out->present = 1;
+        out->replicas = pl_divide_part(o->replicas, targets, n, t);
+        break;
+    case PL_SPLIT_JOB:
+        out->parallelism = pl_divide_part(o->parallelism, targets, n, t);
+        if (o->completions >= 0) {
+            out->completions = pl_divide_part(o->completions, targets, n, t);
+            if (out->completions > 0 && out->parallelism < 1)
+                out->parallelism = 1;
+            if (out->parallelism > out->completions)
+                out->parallelism = out->completions;
+            out->present = out->completions > 0;
+        } else {
+            out->present = out->parallelism > 0;
+        }
+        break;
+    case PL_SPLIT_WHOLE: {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++) {
+            if (tie_before(&targets[i], &targets[best]))
+                best = i;
+        }
+        out->present = t == best;
+        break;
+    }
+    }
+}
+
+int pl_decision_divides(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->ntargets; i++) {
+        if (d->targets[i].percent < 100)
+            return 1;
+    }
+    return 0;
+}
+
 static const char *const state_names[] = {"placed", "pending", "unplaced"};
 static const char *const verdict_names[] = {"fits-now", "fits-after-scale-up", "does-not-fit",
                                             "unreachable"};
@@ -334,6 +436,12 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
             return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
     }
+    for (size_t i = 0; i < e->nobj; i++) {
+        const struct pl_object *o = e->obj[i];
+        if (o->warning)
+            add_warning(e, rc_arena_printf(e->a, "%s:%d: %s", o->file ? o->file : "?", o->line,
+                                           o->warning));
+    }
     /* declared namespaces first (sorted), then names only objects mention */
     for (size_t i = 0; i < in->nnamespaces; i++) {
         struct pl_labels *slot = rc_arena_calloc(&e->s, 1, sizeof(*slot));
@@ -405,6 +513,30 @@ static int cand_before(const struct engine *e, const struct candkey *x, const st
     return x->idx < y->idx; /* clusters are sorted by name */
 }
 
+/* A percentageSplit value that no selected cluster has would lose its share: it goes to the
+ * other values instead (decide_divide), and the policy is warned about once per pass. */
+static void warn_split_values(struct engine *e, const struct epol *ep)
+{
+    const struct pl_policy *p = ep->p;
+    const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
+
+    for (size_t s = 0; p->spread == PL_SPREAD_DIVIDE && s < p->nsplits; s++) {
+        int found = 0;
+        for (size_t x = 0; x < ep->ncand && !found; x++) {
+            const char *v = pl_labels_get(&e->clabels[ep->cand[x]], tk);
+            found = v && !strcmp(v, p->splits[s].value);
+        }
+        if (found || p->splits[s].percent <= 0)
+            continue;
+        add_warning(e, rc_arena_printf(e->a,
+                                       "%s:%d: policy '%s': percentageSplit gives %" PRId64
+                                       "%% to %s '%s', which no cluster the policy selects "
+                                       "has; that share goes to the other values",
+                                       p->file ? p->file : "?", p->line, p->name,
+                                       p->splits[s].percent, tk, p->splits[s].value));
+    }
+}
+
 static void setup_policies(struct engine *e)
 {
     const struct pl_input *in = e->in;
@@ -455,6 +587,7 @@ static void setup_policies(struct engine *e)
         ep->cand = rc_arena_calloc(&e->s, n + 1, sizeof(*ep->cand));
         for (size_t x = 0; x < n; x++)
             ep->cand[x] = ck[x].idx;
+        warn_split_values(e, ep);
     }
 }
 
@@ -552,8 +685,32 @@ static void build_units(struct engine *e)
     e->nunits = nu;
 }
 
-/* Demand of a unit; Divide passes its share (percent < 0: all of it). */
-static uint32_t unit_sig(struct engine *e, const struct eunit *u, int64_t percent)
+/* The pods target t of a Divide runs of a pod entry of o (count: all of the entry's pods). */
+static int64_t divided_count(const struct pl_object *o, int64_t count,
+                             const struct pl_target *targets, size_t n, size_t t)
+{
+    struct pl_share sh;
+
+    pl_divide_object(&sh, o, targets, n, t);
+    if (!sh.present)
+        return 0;
+    switch (pl_split_of(o)) {
+    case PL_SPLIT_REPLICAS:
+        return o->replicas > 0 ? count * sh.replicas / o->replicas : 0;
+    case PL_SPLIT_JOB:
+        if (count == 0)
+            return 0; /* suspended */
+        return sh.completions >= 0 && sh.completions < sh.parallelism ? sh.completions
+                                                                      : sh.parallelism;
+    default:
+        return count;
+    }
+}
+
+/* Demand of a unit; Divide passes its targets and the one (t) to take the share of
+ * (targets NULL: all of it). */
+static uint32_t unit_sig(struct engine *e, const struct eunit *u, const struct pl_target *targets,
+                         size_t ntargets, size_t t)
 {
     size_t n = 0;
 
@@ -565,8 +722,8 @@ static uint32_t unit_sig(struct engine *e, const struct eunit *u, int64_t percen
         const struct pl_object *o = u->objs[i];
         for (size_t k = 0; k < o->npods; k++) {
             int64_t c = o->pods[k].count;
-            if (percent >= 0 && o->replicas > 0)
-                c = c * pl_divide_replicas(o->replicas, percent) / o->replicas;
+            if (targets)
+                c = divided_count(o, c, targets, ntargets, t);
             e->items[n].pod = &o->pods[k];
             e->items[n].count = c;
             n++;
@@ -827,9 +984,11 @@ static void decide_divide(struct engine *e, struct eunit *u)
     const struct epol *ep = &e->pol[u->pol];
     const struct pl_policy *p = ep->p;
     const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
-    size_t nd = 0, nt = 0;
+    size_t nd = 0, nt = 0, ndt = 0;
     struct domain *dom = rc_arena_calloc(&e->s, p->nsplits + ep->ncand + 1, sizeof(*dom));
     long *cdom = rc_arena_calloc(&e->s, ep->ncand + 1, sizeof(*cdom));
+    long *dk;
+    struct pl_target *dt;
     uint32_t *dsig;
     char missing[200] = "";
 
@@ -855,14 +1014,10 @@ static void decide_divide(struct engine *e, struct eunit *u)
         }
         nd = w;
     }
-    if (!p->nsplits) {
+    if (!p->nsplits) { /* an even split: 34/33/33, the extra points to the first values */
         for (size_t i = 0; i < nd; i++)
-            dom[i].percent = 100 / (int64_t)nd; /* an even split, rounded down */
+            dom[i].percent = 100 / (int64_t)nd + ((int64_t)i < 100 % (int64_t)nd ? 1 : 0);
     }
-    dsig = rc_arena_calloc(&e->s, nd + 1, sizeof(*dsig));
-    for (size_t i = 0; i < nd; i++)
-        dsig[i] = unit_sig(e, u, dom[i].percent);
-    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
     for (size_t i = 0; i < ep->ncand; i++) {
         const char *v = pl_labels_get(&e->clabels[ep->cand[i]], tk);
         cdom[i] = -1;
@@ -870,8 +1025,34 @@ static void decide_divide(struct engine *e, struct eunit *u)
             if (!strcmp(dom[k].value, v))
                 cdom[i] = (long)k;
         }
+    }
+    /* The domains that will get a target: a positive percent and a cluster that is reachable
+     * or keeps the unit. Their percents are the weights the replicas are shared by, so a
+     * value without a cluster passes its share to the others instead of losing it. */
+    dk = rc_arena_calloc(&e->s, nd + 1, sizeof(*dk));
+    dt = rc_arena_calloc(&e->s, nd + 1, sizeof(*dt));
+    for (size_t k = 0; k < nd; k++) {
+        dk[k] = -1;
+        for (size_t i = 0; dom[k].percent > 0 && i < ep->ncand && dk[k] < 0; i++) {
+            const struct pl_cluster *cl = e->cl[ep->cand[i]];
+            if (cdom[i] == (long)k && (cl->reachable || (u->keep && prev_has(u->prev, cl->name)))) {
+                dk[k] = (long)ndt;
+                dt[ndt].domain = dom[k].value;
+                dt[ndt].percent = dom[k].percent;
+                ndt++;
+            }
+        }
+    }
+    dsig = rc_arena_calloc(&e->s, nd + 1, sizeof(*dsig));
+    for (size_t k = 0; k < nd; k++) {
+        if (dk[k] >= 0)
+            dsig[k] = unit_sig(e, u, dt, ndt, (size_t)dk[k]);
+    }
+    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    for (size_t i = 0; i < ep->ncand; i++) {
         if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
             continue;
+        /* a domain with no target has only unreachable clusters: the sig is not read */
         verdict_at(e, u, dsig[cdom[i]], ep->cand[i], &d->verdicts[d->nverdicts++]);
     }
     d->targets = rc_arena_calloc(e->a, nd + 1, sizeof(*d->targets));
@@ -908,6 +1089,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
         }
         d->targets[nt].cluster = e->cl[ep->cand[pick]]->name;
         d->targets[nt].percent = dom[k].percent;
+        d->targets[nt].domain = dom[k].value;
         nt++;
         take(e, u, dsig[k], ep->cand[pick]);
     }
@@ -937,8 +1119,27 @@ static void decide_divide(struct engine *e, struct eunit *u)
         if (len >= sizeof(buf))
             len = sizeof(buf) - 1;
         buf[len] = 0;
-        d->reason = rc_arena_printf(e->a, "divided by percentage (replicas rounded down): %s%s%s",
-                                    buf, missing[0] ? "; no reachable cluster for " : "", missing);
+        d->reason = rc_arena_printf(e->a, "divided by percentage (largest remainder): %s%s%s%s",
+                                    buf, missing[0] ? "; no reachable cluster for " : "", missing,
+                                    missing[0] ? ", so its share goes to the others" : "");
+    }
+    /* objects that make pods but have nothing to share run on one target only: say so */
+    for (size_t k = 0; nt > 1 && k < u->nobj; k++) {
+        const struct pl_object *o = u->objs[k];
+        struct pl_share sh;
+        if (pl_split_of(o) != PL_SPLIT_WHOLE)
+            continue;
+        for (size_t t = 0; t < nt; t++) {
+            pl_divide_object(&sh, o, d->targets, nt, t);
+            if (!sh.present)
+                continue;
+            add_warning(e, rc_arena_printf(e->a,
+                                           "%s:%d: %s '%s' has no replica count to divide; "
+                                           "it runs whole on %s only, not on every cluster "
+                                           "(spreadMode Divide of policy '%s')",
+                                           o->file ? o->file : "?", o->line, o->kind, o->key,
+                                           d->targets[t].cluster, p->name));
+        }
     }
 }
 
@@ -1087,7 +1288,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
         }
         d->policy = e.pol[u->pol].p->name;
         d->policy_digest = e.pol[u->pol].p->digest;
-        u->sig = unit_sig(&e, u, -1);
+        u->sig = unit_sig(&e, u, NULL, 0, 0);
         sticky_check(&e, u);
     }
     /* committed placements first, then everything else; each in unit-id order */

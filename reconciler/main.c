@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,6 +23,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
@@ -35,10 +35,13 @@
 
 #include "rc_banned.h"
 
-/* Exit statuses (the same table is in README.md). */
+/* Exit statuses (the same table is in README.md). Every command uses them alike: a
+ * configuration error is 2, an outage (a cluster that cannot be reached or applied to) 1,
+ * bad input in the repository 3. */
 enum rc_exit {
-    RC_EXIT_OK = 0,      /* in sync / success; plan: no change */
-    RC_EXIT_PARTIAL = 1, /* some applies failed; plan: changes pending; replay: mismatch */
+    RC_EXIT_OK = 0,      /* in sync / success; plan: no change; replay: match */
+    RC_EXIT_PARTIAL = 1, /* outage: some cluster unreachable or some applies failed;
+                            plan: changes pending; replay: mismatch */
     RC_EXIT_USAGE = 2,   /* usage or configuration error */
     RC_EXIT_INPUT = 3,   /* invalid repository input (reported files were not loaded) */
     RC_EXIT_SYSTEM = 4,  /* system error: git, I/O, exhausted retries */
@@ -53,8 +56,175 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+/* ==== Flags ==== */
+
+enum opt_id {
+    OPT_REPO,
+    OPT_STATE_DIR,
+    OPT_SOURCE_BRANCH,
+    OPT_DEPLOY_BRANCH,
+    OPT_TOKEN_FILE,
+    OPT_SSH_KEY,
+    OPT_KUBECONFIG,
+    OPT_KUBECONFIG_DIR,
+    OPT_PATH,
+    OPT_LUNA,
+    OPT_NO_LUNA,
+    OPT_MODE,
+    OPT_PROPOSE,
+    OPT_COMMITTER_NAME,
+    OPT_COMMITTER_EMAIL,
+    OPT_ONCE,
+    OPT_INTERVAL,
+    OPT_NO_APPLY,
+    OPT_RESYNC,
+    OPT_FORCE,
+    OPT_MAX_SOURCE,
+    OPT_SOURCE,
+    OPT_OUTPUT,
+    OPT_LOCK_TIMEOUT,
+    OPT_LOG_LEVEL,
+    OPT_LOG_JSON,
+    OPT_HELP,
+    OPT_COUNT
+};
+
+#define OPT_BIT(id) (UINT64_C(1) << (id))
+
+struct opt_def {
+    enum opt_id id;
+    const char *name;  /* --name */
+    char short_name;   /* -x (kubectl's short form), or 0 */
+    const char *value; /* the value's name in help; NULL: a switch */
+    const char *help;
+};
+
+static const struct opt_def opt_defs[] = {
+    {OPT_REPO, "repo", 0, "R", "local path (used in place) or URL (cloned into the state dir)"},
+    {OPT_STATE_DIR, "state-dir", 0, "D",
+     "lock, clone and caches (default: the repository's git dir for a local\n"
+     "path; ~/.local/state/rightplace/<hash> for a URL or a linked work tree)"},
+    {OPT_SOURCE_BRANCH, "source-branch", 0, "B", "branch people push workloads to (default main)"},
+    {OPT_DEPLOY_BRANCH, "deploy-branch", 0, "B",
+     "branch rightplace writes placements to (default deploy)"},
+    {OPT_TOKEN_FILE, "token-file", 0, "F",
+     "HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)"},
+    {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
+    {OPT_KUBECONFIG, "kubeconfig", 0, "F",
+     "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
+     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+    {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
+     "kubeconfigs Cluster objects may select by file name\n"
+     "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},
+    {OPT_PATH, "path", 0, "P", "load manifests only under P (repeatable; default: all)"},
+    {OPT_LUNA, "luna-label", 0, "K=V", "label added to pod templates (default elotl-luna=true)"},
+    {OPT_NO_LUNA, "no-luna-label", 0, NULL, "add no Luna label"},
+    {OPT_MODE, "mode", 0, "push|pull",
+     "pull: Flux or Argo CD applies the deploy branch; no apply, no managed-by\n"
+     "label (docs/pull-mode.md; default push)"},
+    {OPT_PROPOSE, "propose", 0, "BRANCH",
+     "commit decisions to BRANCH, on top of the deploy branch, for review;\n"
+     "the deploy branch moves only when a person promotes BRANCH"},
+    {OPT_COMMITTER_NAME, "committer-name", 0, "NAME",
+     "author and committer of placement commits and notes\n"
+     "(default $RIGHTPLACE_COMMITTER_NAME, else rightplace)"},
+    {OPT_COMMITTER_EMAIL, "committer-email", 0, "EMAIL",
+     "their email (default $RIGHTPLACE_COMMITTER_EMAIL, else rightplace@localhost)"},
+    {OPT_ONCE, "once", 0, NULL, "one pass, then exit (the default)"},
+    {OPT_INTERVAL, "interval", 0, "DURATION",
+     "run a pass every DURATION (30s, 5m, 1h; a bare number is seconds)\n"
+     "until SIGTERM or SIGINT"},
+    {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
+    {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
+    {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
+    {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
+     "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
+     "files past it are refused, each with an error"},
+    {OPT_SOURCE, "source", 0, "REV", "use REV instead of the source branch head"},
+    {OPT_OUTPUT, "output", 'o', "FORMAT", "text (default) or json"},
+    {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
+     "wait at most DURATION for a running pass to release the lock\n"
+     "(default 60s; 0: do not wait)"},
+    {OPT_LOG_LEVEL, "log-level", 0, "L", "error, warn, info (default) or debug"},
+    {OPT_LOG_JSON, "log-json", 0, NULL, "log lines as JSON objects"},
+    {OPT_HELP, "help", 'h', NULL, "show this help"},
+};
+
+#define OPTS_REPO                                                                                  \
+    (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
+     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY) |                 \
+     OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
+#define OPTS_RENDER                                                                                \
+    (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
+#define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
+#define OPTS_READ                                                                                  \
+    (OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_LOCK_TIMEOUT))
+
+/* ==== Commands ==== */
+
+struct cli;
+struct run;
+
+struct cmd_def {
+    const char *name;
+    const char *args; /* positional arguments in help ("WORKLOAD"); NULL: none */
+    size_t min_args, max_args;
+    uint64_t opts; /* the flags it takes (OPT_BIT) */
+    int repo;      /* 1: needs --repo; the repository is opened before exec */
+    const char *summary;
+    const char *help; /* shown by `rightplace COMMAND --help` */
+    int (*exec)(struct run *);
+};
+
+static int cmd_reconcile(struct run *r);
+static int cmd_plan(struct run *r);
+static int cmd_explain(struct run *r);
+static int cmd_replay(struct run *r);
+static int cmd_status(struct run *r);
+static int cmd_version(struct run *r);
+static int cmd_help(struct run *r);
+
+/* Every command, in the order `rightplace --help` lists them. */
+static const struct cmd_def cmd_table[] = {
+    {"reconcile", NULL, 0, 0,
+     OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
+         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_COMMITTER_EMAIL),
+     1, "place what changed, commit to the deploy branch, apply",
+     "Place what changed on the source branch, commit the decisions and the rendered\n"
+     "directories to the deploy branch, and apply them to the live clusters. One pass\n"
+     "by default; --interval runs a pass every DURATION until SIGTERM or SIGINT.",
+     cmd_reconcile},
+    {"plan", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+     "show what a pass would decide; write nothing",
+     "Show the decisions and files a pass would change; write nothing.\n"
+     "exit status: 0 no change, 1 changes pending (or a cluster unreachable),\n"
+     "2 configuration, 3 some files did not load, 4 system, 5 locked.",
+     cmd_plan},
+    {"explain", "WORKLOAD", 1, 1, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+     "where a workload is placed, or why it is pending",
+     "Say where a workload is placed, or why it is pending, with every candidate\n"
+     "cluster's verdict. WORKLOAD: ns/Kind/name, ns/name, name or a unit id.",
+     cmd_explain},
+    {"replay", "COMMIT", 1, 1, OPTS_READ, 1, "recompute a deploy commit's decisions and compare",
+     "Recompute a deploy commit's decisions from what it recorded and compare the\n"
+     "result with the commit. exit status 1: mismatch.",
+     cmd_replay},
+    {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+     "placements and capacity per cluster",
+     "Show each cluster's capacity and units, and what is not placed.", cmd_status},
+    {"version", NULL, 0, 0, OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_HELP), 0, "show the version",
+     "Show the version of rightplace.", cmd_version},
+    {"help", "[COMMAND]", 0, 1, OPT_BIT(OPT_HELP), 0, "show the commands, or one command's flags",
+     "Show the commands, or one command's flags.", cmd_help},
+};
+
+#define NCMDS (sizeof(cmd_table) / sizeof(cmd_table[0]))
+#define NOPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
 struct cli {
-    const char *command;
+    const struct cmd_def *cmd;
     const char *repo;
     const char *state_dir;
     const char *source_rev;
@@ -63,246 +233,575 @@ struct cli {
     size_t npaths;
     const char *args[8];
     size_t nargs;
-    long interval; /* seconds; 0: once */
+    long interval;     /* seconds; 0: once */
+    long lock_timeout; /* seconds a read-only command waits for the lock */
     int once;
+    char luna_buf[256];
+    const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
+    const char *committer_email; /* NULL: $RIGHTPLACE_COMMITTER_EMAIL, else rc_git's default */
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
-    const char *kubeconfig_files[64];
+    const char *kubeconfig_files[64]; /* --kubeconfig */
     size_t nkubeconfig_files;
-    const char *kubeconfig_dir;
+    const char *kubeconfig_dir;               /* --kubeconfig-dir */
     struct rc_kubeconfig_sources kubeconfigs; /* the operator's: Clusters select among them */
     struct rc_kube_options kube;
 };
 
+/* ==== Help and suggestions ==== */
+
 static void usage(FILE *f)
 {
-    fputs("usage: rightplace <command> --repo REPO [options]\n"
+    fputs("usage: rightplace COMMAND [flags] [arguments]\n\ncommands:\n", f);
+    for (size_t i = 0; i < NCMDS; i++) {
+        char left[64];
+        snprintf(left, sizeof(left), "%s%s%s", cmd_table[i].name, cmd_table[i].args ? " " : "",
+                 cmd_table[i].args ? cmd_table[i].args : "");
+        fprintf(f, "  %-20s %s\n", left, cmd_table[i].summary);
+    }
+    fputs("\n'rightplace COMMAND --help' shows a command's flags; 'rightplace --version'\n"
+          "(or 'rightplace version') the version.\n"
           "\n"
-          "commands:\n"
-          "  reconcile            place what changed, commit to the deploy branch, apply\n"
-          "  plan                 show what a pass would decide; write nothing\n"
-          "                       (exit 0: no change, 1: changes, >= 2: error)\n"
-          "  explain WORKLOAD     where a workload is placed, or why it is pending\n"
-          "                       (WORKLOAD: ns/Kind/name, ns/name, name or a unit id)\n"
-          "  replay COMMIT        recompute a deploy commit's decisions and compare\n"
-          "  status               placements and capacity per cluster\n"
-          "\n"
-          "options:\n"
-          "  --repo R             local path (used in place) or URL (cloned into the state dir)\n"
-          "  --source-branch B    branch people push workloads to (default main)\n"
-          "  --deploy-branch B    branch rightplace writes placements to (default deploy)\n"
-          "  --state-dir D        lock, clone and caches (default: inside the repository's\n"
-          "                       git dir for a local path; ~/.local/state/rightplace/<hash>)\n"
-          "  --path P             load manifests only under P (repeatable; default: all)\n"
-          "  --once               one pass, then exit (the default)\n"
-          "  --interval SECONDS   run a pass every SECONDS until SIGTERM/SIGINT\n"
-          "  --no-apply           commit placements, but do not apply them to clusters\n"
-          "  --resync             apply every object, not only what changed\n"
-          "  --force              run the pass even when nothing seems to have changed\n"
-          "  --source REV         plan: use REV instead of the source branch head\n"
-          "  --luna-label K=V     label added to pod templates (default elotl-luna=true)\n"
-          "  --no-luna-label      add no Luna label\n"
-          "  --kubeconfig F       a kubeconfig Cluster objects may select contexts of\n"
-          "                       (repeatable; default $RIGHTPLACE_KUBECONFIG, $KUBECONFIG,\n"
-          "                       ~/.kube/config)\n"
-          "  --kubeconfig-dir D   kubeconfigs Cluster objects may select by file name\n"
-          "                       (default $RIGHTPLACE_KUBECONFIG_DIR)\n"
-          "  --token-file F       HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)\n"
-          "  --ssh-key F          SSH private key for the git remote (default: ssh-agent)\n"
-          "  --output text|json   output format of plan, explain, replay, status\n"
-          "  --log-level L        error, warn, info (default) or debug\n"
-          "  --log-json           log lines as JSON objects\n"
-          "  -h, --help           show this help\n"
-          "  --version            show the version\n"
-          "\n"
-          "exit status: 0 ok, 1 partly applied / changes pending / replay mismatch,\n"
-          "2 usage or configuration, 3 invalid repository input, 4 system error,\n"
-          "5 another pass holds the lock\n",
+          "exit status: 0 ok, 1 outage (a cluster unreachable or not fully applied) /\n"
+          "plan: changes pending / replay: mismatch, 2 usage or configuration,\n"
+          "3 invalid repository input, 4 system error, 5 another pass holds the lock\n",
           f);
 }
 
-enum {
-    OPT_REPO = 256,
-    OPT_SOURCE_BRANCH,
-    OPT_DEPLOY_BRANCH,
-    OPT_STATE_DIR,
-    OPT_PATH,
-    OPT_ONCE,
-    OPT_INTERVAL,
-    OPT_NO_APPLY,
-    OPT_RESYNC,
-    OPT_FORCE,
-    OPT_SOURCE,
-    OPT_LUNA,
-    OPT_NO_LUNA,
-    OPT_TOKEN_FILE,
-    OPT_KUBECONFIG,
-    OPT_KUBECONFIG_DIR,
-    OPT_SSH_KEY,
-    OPT_OUTPUT,
-    OPT_LOG_LEVEL,
-    OPT_LOG_JSON,
-    OPT_VERSION
-};
-
-static int parse_args(struct cli *c, int argc, char **argv)
+static void print_opt_help(FILE *f, const struct opt_def *o)
 {
-    static const struct option opts[] = {
-        {"repo", required_argument, NULL, OPT_REPO},
-        {"source-branch", required_argument, NULL, OPT_SOURCE_BRANCH},
-        {"deploy-branch", required_argument, NULL, OPT_DEPLOY_BRANCH},
-        {"state-dir", required_argument, NULL, OPT_STATE_DIR},
-        {"path", required_argument, NULL, OPT_PATH},
-        {"once", no_argument, NULL, OPT_ONCE},
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"no-apply", no_argument, NULL, OPT_NO_APPLY},
-        {"resync", no_argument, NULL, OPT_RESYNC},
-        {"force", no_argument, NULL, OPT_FORCE},
-        {"source", required_argument, NULL, OPT_SOURCE},
-        {"luna-label", required_argument, NULL, OPT_LUNA},
-        {"no-luna-label", no_argument, NULL, OPT_NO_LUNA},
-        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-        {"kubeconfig-dir", required_argument, NULL, OPT_KUBECONFIG_DIR},
-        {"ssh-key", required_argument, NULL, OPT_SSH_KEY},
-        {"output", required_argument, NULL, OPT_OUTPUT},
-        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-        {"log-json", no_argument, NULL, OPT_LOG_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
-    static char luna_buf[256];
-    int ch;
+    char left[64];
+    const char *h = o->help;
 
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case OPT_REPO:
-            c->repo = optarg;
-            break;
-        case OPT_SOURCE_BRANCH:
-            c->pass.source_branch = optarg;
-            break;
-        case OPT_DEPLOY_BRANCH:
-            c->pass.deploy_branch = optarg;
-            break;
-        case OPT_STATE_DIR:
-            c->state_dir = optarg;
-            break;
-        case OPT_PATH:
-            if (c->npaths == sizeof(c->paths) / sizeof(c->paths[0])) {
-                fprintf(stderr, "rightplace: too many --path options\n");
-                return -1;
-            }
-            c->paths[c->npaths++] = optarg;
-            break;
-        case OPT_ONCE:
-            c->once = 1;
-            break;
-        case OPT_INTERVAL: {
-            char *end;
-            errno = 0;
-            c->interval = strtol(optarg, &end, 10);
-            if (errno || *end || c->interval <= 0 || c->interval > 86400 * 7) {
-                fprintf(stderr, "rightplace: invalid --interval '%s'\n", optarg);
-                return -1;
-            }
-            break;
+    if (o->short_name)
+        snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name, o->value ? " " : "",
+                 o->value ? o->value : "");
+    else
+        snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->value ? " " : "",
+                 o->value ? o->value : "");
+    fprintf(f, "  %-28s ", left);
+    /* continuation lines of a help text line up under its first */
+    for (; *h; h++) {
+        fputc(*h, f);
+        if (*h == '\n')
+            fprintf(f, "  %-28s ", "");
+    }
+    fputc('\n', f);
+}
+
+static void command_usage(FILE *f, const struct cmd_def *cmd)
+{
+    fprintf(f, "usage: rightplace %s%s%s%s\n\n%s\n\nflags:\n", cmd->name,
+            cmd->opts & ~OPT_BIT(OPT_HELP) ? " [flags]" : "", cmd->args ? " " : "",
+            cmd->args ? cmd->args : "", cmd->help);
+    for (size_t i = 0; i < NOPTS; i++) {
+        if (cmd->opts & OPT_BIT(opt_defs[i].id))
+            print_opt_help(f, &opt_defs[i]);
+    }
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions), capped. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t d[40][40];
+
+    if (la >= 40 || lb >= 40)
+        return 99;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
         }
-        case OPT_NO_APPLY:
-            c->pass.apply = 0;
-            break;
-        case OPT_RESYNC:
-            c->pass.resync = 1;
-            break;
-        case OPT_FORCE:
-            c->pass.force = 1;
-            break;
-        case OPT_SOURCE:
-            c->source_rev = optarg;
-            break;
-        case OPT_LUNA: {
-            char *eq = strchr(optarg, '=');
-            size_t n = strlen(optarg);
-            if (!eq || eq == optarg || n >= sizeof(luna_buf)) {
-                fprintf(stderr, "rightplace: --luna-label wants KEY=VALUE, got '%s'\n", optarg);
-                return -1;
-            }
-            memcpy(luna_buf, optarg, n + 1);
-            luna_buf[eq - optarg] = '\0';
-            c->pass.render.luna_key = luna_buf;
-            c->pass.render.luna_value = luna_buf + (eq - optarg) + 1;
-            break;
+    }
+    return d[la][lb];
+}
+
+/* How far a typo may be from what was meant and still be suggested. */
+static size_t typo_budget(const char *word)
+{
+    size_t n = strlen(word);
+    return n <= 3 ? 1 : n <= 7 ? 2 : 3;
+}
+
+/* The closest name to `word` among candidates (NULL entries skipped), or NULL. A word that
+ * is a prefix of exactly one candidate suggests that candidate. */
+static const char *closest(const char *word, const char *const *cands, size_t n)
+{
+    const char *best = NULL, *prefix = NULL;
+    size_t bestd = typo_budget(word) + 1;
+    size_t nprefix = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t d;
+        if (!cands[i])
+            continue;
+        if (strlen(word) >= 2 && !strncmp(cands[i], word, strlen(word))) {
+            prefix = cands[i];
+            nprefix++;
         }
-        case OPT_NO_LUNA:
-            c->pass.render.luna_key = NULL;
-            c->pass.render.luna_value = NULL;
-            break;
-        case OPT_TOKEN_FILE:
-            c->git.token_file = optarg;
-            break;
-        case OPT_KUBECONFIG:
-            if (c->nkubeconfig_files ==
-                sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
-                fprintf(stderr, "rightplace: too many --kubeconfig options\n");
-                return -1;
-            }
-            c->kubeconfig_files[c->nkubeconfig_files++] = optarg;
-            break;
-        case OPT_KUBECONFIG_DIR:
-            c->kubeconfig_dir = optarg;
-            break;
-        case OPT_SSH_KEY:
-            c->git.ssh_key = optarg;
-            break;
-        case OPT_OUTPUT:
-            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
-                fprintf(stderr, "rightplace: --output wants text or json, got '%s'\n", optarg);
-                return -1;
-            }
-            c->output = optarg;
-            break;
-        case OPT_LOG_LEVEL: {
-            int l = rc_log_level_parse(optarg);
-            if (l < 0) {
-                fprintf(stderr, "rightplace: unknown log level '%s'\n", optarg);
-                return -1;
-            }
-            c->log.level = (enum rc_log_level)l;
-            break;
+        d = edit_distance(word, cands[i]);
+        if (d < bestd) {
+            bestd = d;
+            best = cands[i];
         }
-        case OPT_LOG_JSON:
-            c->log.json = 1;
+    }
+    if (best)
+        return best;
+    return nprefix == 1 ? prefix : NULL;
+}
+
+/* What people coming from kubectl, Flux or Argo CD type, and our nearest command. */
+static const char *command_alias(const char *word)
+{
+    static const char *const aliases[][2] = {
+        {"get", "status"},    {"list", "status"},  {"ls", "status"},       {"describe", "explain"},
+        {"why", "explain"},   {"show", "explain"}, {"apply", "reconcile"}, {"sync", "reconcile"},
+        {"run", "reconcile"}, {"check", "plan"},   {"dry-run", "plan"},    {"diff", "plan"},
+        {"verify", "replay"},
+    };
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+        if (!strcmp(aliases[i][0], word))
+            return aliases[i][1];
+    }
+    return NULL;
+}
+
+static const struct cmd_def *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCMDS; i++) {
+        if (!strcmp(cmd_table[i].name, name))
+            return &cmd_table[i];
+    }
+    return NULL;
+}
+
+static void unknown_command(const char *word)
+{
+    const char *names[NCMDS];
+    const char *s;
+
+    for (size_t i = 0; i < NCMDS; i++)
+        names[i] = cmd_table[i].name;
+    s = closest(word, names, NCMDS);
+    if (!s && find_command(command_alias(word) ? command_alias(word) : ""))
+        s = command_alias(word);
+    if (s)
+        fprintf(stderr, "rightplace: unknown command '%s'; did you mean '%s'?\n", word, s);
+    else
+        fprintf(stderr, "rightplace: unknown command '%s'\n", word);
+    fputs("run 'rightplace --help' for the list of commands\n", stderr);
+}
+
+/* The commands a flag applies to, as "plan, explain and status". */
+static void commands_of(char *out, size_t n, enum opt_id id)
+{
+    size_t used = 0, k = 0, total = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < NCMDS; i++)
+        total += (cmd_table[i].opts & OPT_BIT(id)) != 0;
+    for (size_t i = 0; i < NCMDS && used < n; i++) {
+        if (!(cmd_table[i].opts & OPT_BIT(id)))
+            continue;
+        k++;
+        used += (size_t)snprintf(out + used, n - used, "%s%s",
+                                 k == 1       ? ""
+                                 : k == total ? " and "
+                                              : ", ",
+                                 cmd_table[i].name);
+    }
+}
+
+static void unknown_flag(const struct cmd_def *cmd, const char *flag, size_t len)
+{
+    const char *names[NOPTS];
+    char word[64];
+    const char *s;
+
+    snprintf(word, sizeof(word), "%.*s", (int)(len < 60 ? len : 60), flag);
+    for (size_t i = 0; i < NOPTS; i++)
+        names[i] = cmd->opts & OPT_BIT(opt_defs[i].id) ? opt_defs[i].name : NULL;
+    s = word[0] == '-' && word[1] == '-' ? closest(word + 2, names, NOPTS) : NULL;
+    if (s)
+        fprintf(stderr, "rightplace: unknown flag '%s' for %s; did you mean '--%s'?\n", word,
+                cmd->name, s);
+    else
+        fprintf(stderr, "rightplace: unknown flag '%s' for %s\n", word, cmd->name);
+    fprintf(stderr, "run 'rightplace %s --help' for its flags\n", cmd->name);
+}
+
+/* ==== Parsing ==== */
+
+/* "30", "30s", "5m", "1h", "1h30m": seconds in *out (0 allowed when allow_zero). */
+static int parse_duration(long *out, const char *s, int allow_zero)
+{
+    long total = 0;
+    const char *p = s;
+
+    if (!*p)
+        return -1;
+    while (*p) {
+        long v = 0, mult;
+        if (*p < '0' || *p > '9')
+            return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            v = v * 10 + (*p - '0');
+            if (v > 86400L * 7)
+                return -1;
+        }
+        switch (*p) {
+        case '\0':
+            /* a bare number is seconds, and only alone */
+            if (p != s + strspn(s, "0123456789"))
+                return -1;
+            mult = 1;
+            break;
+        case 's':
+            mult = 1;
+            p++;
+            break;
+        case 'm':
+            mult = 60;
+            p++;
             break;
         case 'h':
-            usage(stdout);
-            exit(RC_EXIT_OK);
-        case OPT_VERSION:
-            printf("rightplace %s\n", rc_version());
-            exit(RC_EXIT_OK);
+            mult = 3600;
+            p++;
+            break;
         default:
             return -1;
         }
+        total += v * mult;
+        if (total > 86400L * 7)
+            return -1;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "rightplace: no command given\n");
+    if (total == 0 && !allow_zero)
         return -1;
-    }
-    c->command = argv[optind++];
-    while (optind < argc) {
-        if (c->nargs == sizeof(c->args) / sizeof(c->args[0])) {
-            fprintf(stderr, "rightplace: too many arguments\n");
+    *out = total;
+    return 0;
+}
+
+/* "N" MiB (1 .. 2^20) into bytes; -1 when malformed. */
+static int parse_mib(size_t *out, const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > (1L << 20))
+        return -1;
+    *out = (size_t)v << 20;
+    return 0;
+}
+
+static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
+{
+    switch (o->id) {
+    case OPT_REPO:
+        c->repo = v;
+        break;
+    case OPT_STATE_DIR:
+        c->state_dir = v;
+        break;
+    case OPT_SOURCE_BRANCH:
+        c->pass.source_branch = v;
+        break;
+    case OPT_DEPLOY_BRANCH:
+        c->pass.deploy_branch = v;
+        break;
+    case OPT_TOKEN_FILE:
+        c->git.token_file = v;
+        break;
+    case OPT_SSH_KEY:
+        c->git.ssh_key = v;
+        break;
+    case OPT_KUBECONFIG:
+        if (c->nkubeconfig_files == sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
+            fprintf(stderr, "rightplace: at most %zu --kubeconfig flags\n", c->nkubeconfig_files);
             return -1;
         }
-        c->args[c->nargs++] = argv[optind++];
+        c->kubeconfig_files[c->nkubeconfig_files++] = v;
+        break;
+    case OPT_KUBECONFIG_DIR:
+        c->kubeconfig_dir = v;
+        break;
+    case OPT_PATH:
+        if (c->npaths == sizeof(c->paths) / sizeof(c->paths[0])) {
+            fprintf(stderr, "rightplace: at most %zu --path flags\n", c->npaths);
+            return -1;
+        }
+        c->paths[c->npaths++] = v;
+        break;
+    case OPT_LUNA: {
+        const char *eq = strchr(v, '=');
+        size_t n = strlen(v);
+        if (!eq || eq == v || n >= sizeof(c->luna_buf)) {
+            fprintf(stderr, "rightplace: --luna-label wants KEY=VALUE, got '%s'\n", v);
+            return -1;
+        }
+        memcpy(c->luna_buf, v, n + 1);
+        c->luna_buf[eq - v] = '\0';
+        c->pass.render.luna_key = c->luna_buf;
+        c->pass.render.luna_value = c->luna_buf + (eq - v) + 1;
+        break;
     }
-    if (!c->repo) {
-        fprintf(stderr, "rightplace: --repo is required\n");
+    case OPT_NO_LUNA:
+        c->pass.render.luna_key = NULL;
+        c->pass.render.luna_value = NULL;
+        break;
+    case OPT_MODE:
+        if (strcmp(v, "push") && strcmp(v, "pull")) {
+            fprintf(stderr, "rightplace: --mode wants push or pull, got '%s'\n", v);
+            return -1;
+        }
+        c->pass.render.pull = !strcmp(v, "pull");
+        break;
+    case OPT_PROPOSE:
+        c->pass.propose_branch = v;
+        break;
+    case OPT_COMMITTER_NAME:
+        c->committer_name = v;
+        break;
+    case OPT_COMMITTER_EMAIL:
+        c->committer_email = v;
+        break;
+    case OPT_ONCE:
+        c->once = 1;
+        break;
+    case OPT_INTERVAL:
+        if (parse_duration(&c->interval, v, 0) < 0) {
+            fprintf(stderr,
+                    "rightplace: invalid --interval '%s': give a duration with a unit s, m or h "
+                    "(30s, 5m, 1h; at most 7 days)\n",
+                    v);
+            return -1;
+        }
+        break;
+    case OPT_LOCK_TIMEOUT:
+        if (parse_duration(&c->lock_timeout, v, 1) < 0) {
+            fprintf(stderr,
+                    "rightplace: invalid --lock-timeout '%s': give a duration with a unit s, m "
+                    "or h (30s, 5m, 1h), or 0\n",
+                    v);
+            return -1;
+        }
+        break;
+    case OPT_NO_APPLY:
+        c->pass.apply = 0;
+        break;
+    case OPT_RESYNC:
+        c->pass.resync = 1;
+        break;
+    case OPT_FORCE:
+        c->pass.force = 1;
+        break;
+    case OPT_MAX_SOURCE:
+        if (parse_mib(&c->pass.max_source_bytes, v) < 0) {
+            fprintf(stderr, "rightplace: invalid --max-source-mib '%s': give 1 to 1048576\n", v);
+            return -1;
+        }
+        break;
+    case OPT_SOURCE:
+        c->source_rev = v;
+        break;
+    case OPT_OUTPUT:
+        if (strcmp(v, "text") && strcmp(v, "json")) {
+            fprintf(stderr, "rightplace: --output wants text or json, got '%s'\n", v);
+            return -1;
+        }
+        c->output = v;
+        break;
+    case OPT_LOG_LEVEL: {
+        int l = rc_log_level_parse(v);
+        if (l < 0) {
+            fprintf(stderr, "rightplace: unknown log level '%s'; use error, warn, info or debug\n",
+                    v);
+            return -1;
+        }
+        c->log.level = (enum rc_log_level)l;
+        break;
+    }
+    case OPT_LOG_JSON:
+        c->log.json = 1;
+        break;
+    case OPT_HELP:
+    case OPT_COUNT:
+        break;
+    }
+    return 0;
+}
+
+/* The flag definition `arg` names ("--name", "--name=value", "-x", "-xvalue"), or NULL;
+ * *inline_value is set when the value is part of arg. */
+static const struct opt_def *lookup_flag(const char *arg, const char **inline_value)
+{
+    *inline_value = NULL;
+    if (arg[1] == '-') {
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        for (size_t i = 0; i < NOPTS; i++) {
+            if (strlen(opt_defs[i].name) == n && !strncmp(opt_defs[i].name, name, n)) {
+                *inline_value = eq ? eq + 1 : NULL;
+                return &opt_defs[i];
+            }
+        }
+        return NULL;
+    }
+    for (size_t i = 0; i < NOPTS; i++) {
+        if (opt_defs[i].short_name && opt_defs[i].short_name == arg[1]) {
+            *inline_value = arg[2] ? arg + 2 + (arg[2] == '=') : NULL;
+            return &opt_defs[i];
+        }
+    }
+    return NULL;
+}
+
+static int is_flag(const char *arg)
+{
+    return arg[0] == '-' && arg[1] && strcmp(arg, "--");
+}
+
+/* The index of the command word in argv (flags may come before it), or 0. */
+static int find_command_index(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *iv;
+        const struct opt_def *o;
+        if (!strcmp(argv[i], "--"))
+            return i + 1 < argc ? i + 1 : 0;
+        if (!is_flag(argv[i]))
+            return i;
+        o = lookup_flag(argv[i], &iv);
+        if (o && o->value && !iv)
+            i++;
+    }
+    return 0;
+}
+
+/* Returns 0 to run c->cmd, 1 when help was shown (exit 0), -1 after a usage error. */
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+    int ci = find_command_index(argc, argv);
+    int help = 0, dashdash = 0;
+
+    if (!ci) {
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                usage(stdout);
+                return 1;
+            }
+            if (!strcmp(argv[i], "--version")) {
+                printf("rightplace %s\n", rc_version());
+                return 1;
+            }
+        }
+        fputs("rightplace: no command given\n"
+              "usage: rightplace COMMAND [flags]; 'rightplace --help' lists the commands\n",
+              stderr);
         return -1;
     }
+    c->cmd = find_command(argv[ci]);
+    if (!c->cmd) {
+        unknown_command(argv[ci]);
+        return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const struct opt_def *o;
+        const char *v;
+        if (i == ci)
+            continue;
+        if (dashdash || !is_flag(argv[i])) {
+            if (!dashdash && !strcmp(argv[i], "--")) {
+                dashdash = 1;
+                continue;
+            }
+            if (c->nargs == sizeof(c->args) / sizeof(c->args[0]) || c->nargs >= c->cmd->max_args) {
+                if (c->cmd->max_args == 0)
+                    fprintf(stderr, "rightplace: %s takes no arguments; got '%s'\n", c->cmd->name,
+                            argv[i]);
+                else
+                    fprintf(stderr, "rightplace: %s takes one %s; got also '%s'\n", c->cmd->name,
+                            c->cmd->args, argv[i]);
+                fprintf(stderr, "run 'rightplace %s --help' for its usage\n", c->cmd->name);
+                return -1;
+            }
+            c->args[c->nargs++] = argv[i];
+            continue;
+        }
+        o = lookup_flag(argv[i], &v);
+        if (!o) {
+            size_t n = strcspn(argv[i], "=");
+            unknown_flag(c->cmd, argv[i], argv[i][1] == '-' ? n : 2);
+            return -1;
+        }
+        if (!(c->cmd->opts & OPT_BIT(o->id))) {
+            char list[256];
+            commands_of(list, sizeof(list), o->id);
+            fprintf(stderr, "rightplace: flag '--%s' does not apply to %s%s%s\n", o->name,
+                    c->cmd->name, list[0] ? "; it is for " : "", list);
+            fprintf(stderr, "run 'rightplace %s --help' for its flags\n", c->cmd->name);
+            return -1;
+        }
+        if (o->id == OPT_HELP) {
+            help = 1;
+            continue;
+        }
+        if (o->value && !v) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rightplace: flag '--%s' wants a value (%s)\n", o->name, o->value);
+                return -1;
+            }
+            v = argv[++i];
+        } else if (!o->value && v) {
+            fprintf(stderr, "rightplace: flag '--%s' takes no value; got '%s'\n", o->name, v);
+            return -1;
+        }
+        if (set_opt(c, o, v) < 0)
+            return -1;
+    }
+    if (help) {
+        command_usage(stdout, c->cmd);
+        return 1;
+    }
+    if (c->nargs < c->cmd->min_args) {
+        fprintf(stderr, "rightplace: %s wants %s\n", c->cmd->name, c->cmd->args);
+        fprintf(stderr, "run 'rightplace %s --help' for its usage\n", c->cmd->name);
+        return -1;
+    }
+    if (c->cmd->repo && !c->repo) {
+        fprintf(stderr,
+                "rightplace: %s needs --repo: the repository to place from (a path or a URL)\n",
+                c->cmd->name);
+        return -1;
+    }
+    if (c->pass.propose_branch && (!strcmp(c->pass.propose_branch, c->pass.deploy_branch) ||
+                                   !strcmp(c->pass.propose_branch, c->pass.source_branch))) {
+        fprintf(stderr,
+                "rightplace: --propose %s: the proposal branch must differ from the source and "
+                "deploy branches\n",
+                c->pass.propose_branch);
+        return -1;
+    }
+    if (c->pass.render.pull) /* Flux or Argo CD applies */
+        c->pass.apply = 0;
     if (c->once && c->interval) {
-        fprintf(stderr, "rightplace: --once and --interval exclude each other\n");
+        fputs("rightplace: --once and --interval exclude each other\n", stderr);
         return -1;
     }
     return 0;
@@ -331,20 +830,77 @@ static int mkdir_p(const char *path)
     return 0;
 }
 
-static int default_state_dir(char *out, size_t n, const char *repo)
+/* How a local --repo path holds its git data. */
+enum repo_kind { REPO_NONE, REPO_WORK_TREE, REPO_BARE, REPO_LINKED };
+
+static enum repo_kind local_repo_kind(const char *repo)
+{
+    char p[PATH_MAX];
+    struct stat st;
+
+    if (snprintf(p, sizeof(p), "%s/.git", repo) < (int)sizeof(p) && lstat(p, &st) == 0)
+        return S_ISDIR(st.st_mode) ? REPO_WORK_TREE : REPO_LINKED; /* .git file: worktree */
+    /* a bare repository: HEAD, objects/ and refs/ at the top */
+    if (snprintf(p, sizeof(p), "%s/HEAD", repo) >= (int)sizeof(p) || stat(p, &st) < 0 ||
+        !S_ISREG(st.st_mode))
+        return REPO_NONE;
+    if (snprintf(p, sizeof(p), "%s/objects", repo) >= (int)sizeof(p) || stat(p, &st) < 0 ||
+        !S_ISDIR(st.st_mode))
+        return REPO_NONE;
+    if (snprintf(p, sizeof(p), "%s/refs", repo) >= (int)sizeof(p) || stat(p, &st) < 0 ||
+        !S_ISDIR(st.st_mode))
+        return REPO_NONE;
+    return REPO_BARE;
+}
+
+/* A local --repo that is not a repository is refused before anything is written (no state
+ * directory inside someone's folder). Returns 0 or prints why and returns -1. */
+static int check_local_repo(const char *repo, const struct rc_log *log)
 {
     struct stat st;
+
+    if (rc_git_is_url(repo))
+        return 0;
+    if (stat(repo, &st) < 0) {
+        rc_log_error(log, "--repo '%s': %s", repo, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        rc_log_error(log, "--repo '%s' is not a directory", repo);
+        return -1;
+    }
+    if (local_repo_kind(repo) == REPO_NONE) {
+        rc_log_error(log,
+                     "--repo '%s' is not a git repository (no .git in it, not a bare "
+                     "repository); give the top of a repository or a URL",
+                     repo);
+        return -1;
+    }
+    return 0;
+}
+
+static int default_state_dir(char *out, size_t n, const char *repo)
+{
     char hex[17];
+    char abs[PATH_MAX];
     const char *base;
+    const char *key = repo;
 
     if (!rc_git_is_url(repo)) {
-        char dotgit[PATH_MAX];
-        snprintf(dotgit, sizeof(dotgit), "%s/.git", repo);
-        if (stat(dotgit, &st) == 0 && S_ISDIR(st.st_mode))
-            return snprintf(out, n, "%s/rightplace", dotgit) < (int)n ? 0 : -1;
-        return snprintf(out, n, "%s/rightplace", repo) < (int)n ? 0 : -1;
+        switch (local_repo_kind(repo)) {
+        case REPO_WORK_TREE:
+            return snprintf(out, n, "%s/.git/rightplace", repo) < (int)n ? 0 : -1;
+        case REPO_BARE:
+            return snprintf(out, n, "%s/rightplace", repo) < (int)n ? 0 : -1;
+        case REPO_LINKED:
+        case REPO_NONE:
+            /* keyed by the real path; nothing is written into the work tree */
+            if (realpath(repo, abs))
+                key = abs;
+            break;
+        }
     }
-    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, repo), hex);
+    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, key), hex);
     base = getenv("XDG_STATE_HOME");
     if (base && base[0])
         return snprintf(out, n, "%s/rightplace/%s", base, hex) < (int)n ? 0 : -1;
@@ -354,24 +910,51 @@ static int default_state_dir(char *out, size_t n, const char *repo)
     return snprintf(out, n, "%s/.local/state/rightplace/%s", base, hex) < (int)n ? 0 : -1;
 }
 
-/* Take the state directory's lock; returns the fd (close it to release) or -1.
- * Non-blocking: *locked_by_other says another process holds it. Blocking: waits for it. */
-static int take_lock(const char *state_dir, int blocking, const struct rc_log *log,
-                     int *locked_by_other)
+static void lock_path(char *out, size_t n, const char *state_dir)
 {
-    char path[PATH_MAX];
+    snprintf(out, n, "%s/lock", state_dir);
+}
+
+/* The pid the holder of the lock wrote into it, or 0. */
+static long lock_holder(const char *state_dir)
+{
+    char path[PATH_MAX], buf[32];
+    long pid = 0;
+    ssize_t got;
     int fd;
 
+    lock_path(path, sizeof(path), state_dir);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    got = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (got <= 0)
+        return 0;
+    buf[got] = '\0';
+    for (const char *p = buf; *p >= '0' && *p <= '9'; p++)
+        pid = pid * 10 + (*p - '0');
+    return pid;
+}
+
+/* Try the state directory's lock once; returns the fd (close it to release) or -1, with
+ * *locked_by_other set when another process holds it. The holder writes its pid into the
+ * file, so that a waiting command can say whom it waits for. */
+static int try_lock(const char *state_dir, const struct rc_log *log, int *locked_by_other)
+{
+    char path[PATH_MAX];
+    char pid[32];
+    int fd, n;
+
     *locked_by_other = 0;
-    if (snprintf(path, sizeof(path), "%s/lock", state_dir) >= (int)sizeof(path))
-        return -1;
+    lock_path(path, sizeof(path), state_dir);
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
         rc_log_error(log, "cannot open lock '%s': %s", path, strerror(errno));
         return -1;
     }
-    while (flock(fd, LOCK_EX | (blocking ? 0 : LOCK_NB)) < 0) {
-        if (errno == EINTR && blocking && !stop_requested)
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR)
             continue;
         if (errno == EWOULDBLOCK)
             *locked_by_other = 1;
@@ -380,7 +963,78 @@ static int take_lock(const char *state_dir, int blocking, const struct rc_log *l
         close(fd);
         return -1;
     }
+    n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0)
+        rc_log_debug(log, "cannot write the pid into '%s': %s", path, strerror(errno));
     return fd;
+}
+
+/* Release a lock from try_lock; the pid goes first, so that nobody names a finished pass. */
+static void release_lock(int fd)
+{
+    if (fd < 0)
+        return;
+    if (ftruncate(fd, 0) < 0) {
+        /* the next holder truncates it anyway */
+    }
+    close(fd);
+}
+
+static double now_monotonic(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Take the lock, waiting for a running pass at most `timeout` seconds (-1: until stopped),
+ * saying once that it waits and for whom. Returns the fd or -1 (*locked_by_other: still
+ * held when the time ran out). */
+static int take_lock(const char *state_dir, long timeout, const struct rc_log *log,
+                     int *locked_by_other)
+{
+    double start = now_monotonic();
+    int fd = try_lock(state_dir, log, locked_by_other);
+    long pid;
+    char who[64] = "";
+
+    if (fd >= 0 || !*locked_by_other || timeout == 0)
+        return fd;
+    pid = lock_holder(state_dir);
+    if (pid)
+        snprintf(who, sizeof(who), " (pid %ld)", pid);
+    if (timeout > 0)
+        rc_log_info(log, "waiting up to %ld s for the rightplace pass%s holding the lock on '%s'",
+                    timeout, who, state_dir);
+    else
+        rc_log_info(log, "waiting for the rightplace pass%s holding the lock on '%s'", who,
+                    state_dir);
+    while (!stop_requested && (timeout < 0 || now_monotonic() - start < (double)timeout)) {
+        struct timespec ts = {0, 200000000L};
+        nanosleep(&ts, NULL);
+        fd = try_lock(state_dir, log, locked_by_other);
+        if (fd >= 0 || !*locked_by_other)
+            return fd;
+    }
+    return -1;
+}
+
+/* The message for a lock still held after take_lock gave up. */
+static void log_locked(const struct rc_log *log, const char *state_dir, long waited)
+{
+    long pid = lock_holder(state_dir);
+    char who[64] = "";
+
+    if (pid)
+        snprintf(who, sizeof(who), " (pid %ld)", pid);
+    if (waited > 0)
+        rc_log_error(log,
+                     "another rightplace pass%s still holds the lock on '%s' after %ld s; try "
+                     "again later or raise --lock-timeout",
+                     who, state_dir, waited);
+    else
+        rc_log_error(log, "another rightplace pass%s holds the lock on '%s'", who, state_dir);
 }
 
 /* ==== Output ==== */
@@ -494,12 +1148,6 @@ static void print_decision_text(FILE *f, const struct pl_decision *d, int verbos
     }
 }
 
-static void print_file_errors(const struct rc_pass_result *r)
-{
-    for (size_t i = 0; i < r->nfile_errors; i++)
-        fprintf(stderr, "rightplace: error: %s\n", r->file_errors[i].msg);
-}
-
 /* ==== Commands ==== */
 
 struct run {
@@ -522,6 +1170,44 @@ static int exit_for(int code)
     }
 }
 
+/* Files someone changed by hand on the deploy branch: said on stderr, with what happens. */
+static void log_hand_edits(const struct rc_log *log, const struct rc_pass_result *res,
+                           const char *deploy_branch, int restored)
+{
+    char list[512];
+    size_t used = 0;
+
+    if (!res->nhand_edits)
+        return;
+    list[0] = '\0';
+    for (size_t i = 0; i < res->nhand_edits && i < 5 && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+                                 res->hand_edits[i].path);
+    if (res->nhand_edits > 5 && used < sizeof(list))
+        snprintf(list + used, sizeof(list) - used, " and %zu more", res->nhand_edits - 5);
+    rc_log_warn(log,
+                "deploy branch '%s': %zu file%s changed by hand since rightplace's commit %.12s "
+                "(%s); %s",
+                deploy_branch, res->nhand_edits, res->nhand_edits == 1 ? "" : "s",
+                res->hand_edit_base, list,
+                restored ? "this pass restored what rightplace renders"
+                         : "the next pass restores what rightplace renders");
+}
+
+/* The exit status a computed pass calls for, the same for every command: a configuration
+ * error (a kubeconfig that cannot be loaded) before bad input before an outage. `pending`:
+ * plan's changes, which share status 1 with an outage. */
+static int result_status(const struct rc_pass_result *res, int pending)
+{
+    if (res->nconfig_errors)
+        return RC_EXIT_USAGE;
+    if (res->nfile_errors)
+        return RC_EXIT_INPUT;
+    if (res->apply_incomplete || pending)
+        return RC_EXIT_PARTIAL;
+    return RC_EXIT_OK;
+}
+
 static int cmd_reconcile_once(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -531,43 +1217,65 @@ static int cmd_reconcile_once(struct run *r)
     int lock_fd;
     int status;
     int error;
+    double start;
+    long long ms;
 
     /* One pass at a time per state directory. */
     lock_fd = take_lock(r->state_dir, 0, &r->cli->log, &locked_by_other);
     if (lock_fd < 0) {
         if (!locked_by_other)
             return RC_EXIT_SYSTEM;
-        rc_log_error(&r->cli->log, "another rightplace pass holds the lock on '%s'", r->state_dir);
+        log_locked(&r->cli->log, r->state_dir, 0);
         return RC_EXIT_LOCKED;
     }
+    start = now_monotonic();
     error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
+    ms = (long long)((now_monotonic() - start) * 1000.0);
     if (error < 0) {
-        rc_log_error(&r->cli->log, "%s", err.msg);
+        struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
+        rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
         goto done;
     }
-    print_file_errors(&res);
-    if (res.skipped) {
-        rc_log_info(&r->cli->log, "source %s already placed; nothing to do", short_id(res.source));
-    } else if (res.committed) {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
-                    "deploy %s -> %s",
-                    short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
-                    short_id(res.deploy_old), short_id(res.deploy_new));
-    } else {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
-                    short_id(res.source), res.placed, res.pending, res.unplaced,
-                    short_id(res.deploy_old));
+    status = result_status(&res, 0);
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, res.committed);
+    {
+        struct rc_log_field f[] = {
+            RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
+            RC_LOG_NUM("duration_ms", ms),        RC_LOG_NUM("status", status),
+            RC_LOG_NUM("placed", res.placed),     RC_LOG_NUM("pending", res.pending),
+            RC_LOG_NUM("unplaced", res.unplaced), RC_LOG_NUM("changed", res.changed),
+        };
+        /* a skipped pass computed no counts: commit, deploy, duration and status only */
+        size_t nf = res.skipped ? 4 : sizeof(f) / sizeof(f[0]);
+        /* quiet loops: a pass that changed nothing and met no problem is a debug line */
+        enum rc_log_level quiet = status == RC_EXIT_OK ? RC_LOG_DEBUG : RC_LOG_INFO;
+
+        if (res.skipped)
+            rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
+                      short_id(res.source));
+        else if (res.proposed && strcmp(res.proposal, res.deploy_old))
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "proposed %s on %s for review (deploy %s unchanged)",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.proposal), r->cli->pass.propose_branch,
+                      short_id(res.deploy_old));
+        else if (res.committed)
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "deploy %s -> %s",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.deploy_old), short_id(res.deploy_new));
+        else
+            rc_log_kv(&r->cli->log, quiet, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
+                      short_id(res.source), res.placed, res.pending, res.unplaced,
+                      short_id(res.deploy_old));
     }
-    status = RC_EXIT_OK;
-    if (res.apply_incomplete)
-        status = RC_EXIT_PARTIAL;
-    if (res.nfile_errors)
-        status = RC_EXIT_INPUT;
+    status = result_status(&res, 0);
 done:
-    close(lock_fd);
+    release_lock(lock_fd);
     rc_arena_release(&a);
     return status;
 }
@@ -612,17 +1320,21 @@ static int dry_run(struct run *r, struct rc_pass_result *res, struct rc_arena *a
     o.dry_run = 1;
     o.apply = 0;
     o.source_rev = r->cli->source_rev;
-    /* wait for a running pass: a remote's clone is fetched into the state directory */
-    lock_fd = take_lock(r->state_dir, 1, &r->cli->log, &locked_by_other);
-    if (lock_fd < 0)
-        return RC_EXIT_SYSTEM;
+    /* wait for a running pass (a remote's clone is fetched into the state directory), saying
+     * so, for a bounded time */
+    lock_fd = take_lock(r->state_dir, r->cli->lock_timeout, &r->cli->log, &locked_by_other);
+    if (lock_fd < 0) {
+        if (!locked_by_other)
+            return RC_EXIT_SYSTEM;
+        log_locked(&r->cli->log, r->state_dir, r->cli->lock_timeout);
+        return RC_EXIT_LOCKED;
+    }
     error = rc_pass_run(res, r->git, &o, a, &err);
-    close(lock_fd);
+    release_lock(lock_fd);
     if (error < 0) {
         rc_log_error(&r->cli->log, "%s", err.msg);
         return exit_for(error);
     }
-    print_file_errors(res);
     return RC_EXIT_OK;
 }
 
@@ -657,9 +1369,27 @@ static int cmd_plan(struct run *r)
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
+        {
+            cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                cJSON *p = cJSON_CreateObject();
+                char op[2] = {res.hand_edits[i].op, 0};
+                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "change", op);
+                cJSON_AddItemToArray(hs, p);
+            }
+        }
         print_json(o);
     } else {
         printf("source %s, deploy %s\n", short_id(res.source), short_id(res.deploy_old));
+        if (res.nhand_edits) {
+            printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
+                   "(the next pass restores them):\n",
+                   short_id(res.hand_edit_base));
+            for (size_t i = 0; i < res.nhand_edits; i++)
+                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            printf("\n");
+        }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
         if (!nchanged) {
             printf("no change\n");
@@ -677,7 +1407,8 @@ static int cmd_plan(struct run *r)
                 printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
         }
     }
-    status = nchanged ? RC_EXIT_PARTIAL : RC_EXIT_OK;
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
+    status = result_status(&res, nchanged != 0);
 done:
     rc_arena_release(&a);
     return status;
@@ -705,21 +1436,127 @@ static int decision_matches(const struct pl_decision *d, const char *q)
     return 0;
 }
 
+/* ---- explain: where the verdicts come from ----
+ * A decision made this run (not yet committed) has every verdict, against the fleet now. A
+ * decision that stands keeps its record entry, which lists a bounded few verdicts as they
+ * were when it was made; the full per-candidate verdicts are recomputed from the deploy
+ * commit's capacity snapshot, and labelled as of that snapshot, never as current. */
+
+static const struct pl_decision *explain_find(const struct rc_verdicts *rv, const char *unit)
+{
+    for (size_t i = 0; i < rv->ndecisions; i++) {
+        if (!strcmp(rv->decisions[i].unit, unit))
+            return &rv->decisions[i];
+    }
+    return NULL;
+}
+
+static void explain_recompute(struct run *r, const struct rc_pass_result *res,
+                              struct rc_verdicts *rv, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char **units;
+    size_t n = 0;
+
+    memset(rv, 0, sizeof(*rv));
+    if (!res->deploy_old[0])
+        return;
+    units = rc_arena_calloc(a, res->result->ndecisions + 1, sizeof(*units));
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        if (d->change == PL_CHANGE_NONE && decision_matches(d, r->cli->args[0]))
+            units[n++] = d->unit;
+    }
+    if (n &&
+        rc_verdicts_recompute(rv, r->git, res->deploy_old, units, n, &r->cli->pass, a, &err) < 0) {
+        rc_log_warn(&r->cli->log, "cannot recompute the verdicts from deploy commit %.12s: %s",
+                    res->deploy_old, err.msg);
+        memset(rv, 0, sizeof(*rv));
+    }
+}
+
+static void explain_time(char out[32], int64_t when)
+{
+    time_t t = (time_t)when;
+    struct tm tm;
+
+    if (when < 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(out, 32, "unknown time");
+}
+
+static void explain_verdict_lines(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->nverdicts; i++)
+        printf("    %-20s %-20s %s\n", d->verdicts[i].cluster, pl_verdict_name(d->verdicts[i].kind),
+               d->verdicts[i].detail ? d->verdicts[i].detail : "");
+}
+
+static void explain_text(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    char when[32];
+
+    print_decision_text(stdout, d, 0);
+    if (d->change != PL_CHANGE_NONE) {
+        if (d->nverdicts) {
+            printf("  candidates (against the fleet now):\n");
+            explain_verdict_lines(d);
+        }
+        printf("  note:     not yet committed: the next pass makes this decision\n");
+        return;
+    }
+    if (d->nverdicts) {
+        printf("  candidates as recorded when the decision was made:\n");
+        explain_verdict_lines(d);
+    }
+    if (!full)
+        return;
+    explain_time(when, rv->when);
+    printf("  all %zu candidates, recomputed from the capacity snapshot of deploy commit %.12s\n"
+           "  (%s, source %.12s): the fleet as that pass saw it, not as it is now:\n",
+           full->nverdicts, rv->commit, when, rv->source);
+    explain_verdict_lines(full);
+}
+
+static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    cJSON *o = decision_json(d), *re, *vs;
+    char when[32];
+
+    cJSON_AddStringToObject(o, "verdictsFrom", d->change == PL_CHANGE_NONE ? "record" : "now");
+    if (d->change != PL_CHANGE_NONE || !full)
+        return o;
+    re = cJSON_AddObjectToObject(o, "recomputed");
+    explain_time(when, rv->when);
+    cJSON_AddStringToObject(re, "snapshotOf", rv->commit);
+    cJSON_AddStringToObject(re, "source", rv->source);
+    cJSON_AddStringToObject(re, "time", when);
+    vs = cJSON_AddArrayToObject(re, "verdicts");
+    for (size_t i = 0; i < full->nverdicts; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "cluster", full->verdicts[i].cluster);
+        cJSON_AddStringToObject(v, "verdict", pl_verdict_name(full->verdicts[i].kind));
+        cJSON_AddStringToObject(v, "detail",
+                                full->verdicts[i].detail ? full->verdicts[i].detail : "");
+        cJSON_AddItemToArray(vs, v);
+    }
+    return o;
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
+    struct rc_verdicts rv;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     size_t found = 0;
     int status;
 
-    if (r->cli->nargs != 1) {
-        fprintf(stderr, "rightplace: explain wants one WORKLOAD\n");
-        return RC_EXIT_USAGE;
-    }
     status = dry_run(r, &res, &a);
     if (status != RC_EXIT_OK)
         goto done;
+    explain_recompute(r, &res, &rv, &a);
     {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
         for (size_t i = 0; i < res.result->ndecisions; i++) {
@@ -728,20 +1565,19 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, decision_json(d));
+                cJSON_AddItemToArray(arr, explain_json(d, &rv));
                 continue;
             }
             if (found > 1)
                 putchar('\n');
-            print_decision_text(stdout, d, 1);
-            if (d->change != PL_CHANGE_NONE)
-                printf("  note:     not yet committed: the next pass makes this decision\n");
+            explain_text(d, &rv);
         }
         if (json)
             print_json(arr);
     }
+    status = result_status(&res, 0);
     if (!found) {
-        fprintf(stderr, "rightplace: no workload or unit matches '%s'\n", r->cli->args[0]);
+        rc_log_error(&r->cli->log, "no workload or unit matches '%s'", r->cli->args[0]);
         status = RC_EXIT_USAGE;
     }
 done:
@@ -877,6 +1713,7 @@ static int cmd_status(struct run *r)
                    d->reason ? d->reason : "");
         }
     }
+    status = result_status(&res, 0);
 done:
     rc_arena_release(&a);
     return status;
@@ -891,10 +1728,6 @@ static int cmd_replay(struct run *r)
     int status;
     int error;
 
-    if (r->cli->nargs != 1) {
-        fprintf(stderr, "rightplace: replay wants one COMMIT\n");
-        return RC_EXIT_USAGE;
-    }
     error = rc_replay(&res, r->git, r->cli->args[0], &r->cli->pass, &a, &err);
     if (error < 0) {
         rc_log_error(&r->cli->log, "%s", err.msg);
@@ -926,6 +1759,35 @@ done:
     return status;
 }
 
+static int cmd_version(struct run *r)
+{
+    if (r->cli->output && !strcmp(r->cli->output, "json")) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "version", rc_version());
+        print_json(o);
+    } else {
+        printf("rightplace %s\n", rc_version());
+    }
+    return RC_EXIT_OK;
+}
+
+static int cmd_help(struct run *r)
+{
+    const struct cmd_def *cmd;
+
+    if (!r->cli->nargs) {
+        usage(stdout);
+        return RC_EXIT_OK;
+    }
+    cmd = find_command(r->cli->args[0]);
+    if (!cmd) {
+        unknown_command(r->cli->args[0]);
+        return RC_EXIT_USAGE;
+    }
+    command_usage(stdout, cmd);
+    return RC_EXIT_OK;
+}
+
 /* ==== main ==== */
 
 int main(int argc, char **argv)
@@ -948,28 +1810,36 @@ int main(int argc, char **argv)
     c.log = log_init;
     c.kube = kube_init;
     c.kubeconfigs = kc_init;
-    if (argc >= 2 &&
-        (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
-        usage(stdout);
+    c.lock_timeout = 60;
+    memset(&r, 0, sizeof(r));
+    r.cli = &c;
+
+    switch (parse_args(&c, argc, argv)) {
+    case 0:
+        break;
+    case 1:
         return RC_EXIT_OK;
-    }
-    if (argc >= 2 && !strcmp(argv[1], "--version")) {
-        printf("rightplace %s\n", rc_version());
-        return RC_EXIT_OK;
-    }
-    if (parse_args(&c, argc, argv) < 0) {
-        usage(stderr);
+    default:
         return RC_EXIT_USAGE;
     }
-    if (strcmp(c.command, "reconcile") && strcmp(c.command, "plan") &&
-        strcmp(c.command, "explain") && strcmp(c.command, "replay") &&
-        strcmp(c.command, "status")) {
-        fprintf(stderr, "rightplace: unknown command '%s'\n", c.command);
-        usage(stderr);
+    if (!c.cmd->repo)
+        return c.cmd->exec(&r);
+
+    /* configuration that can be judged before touching anything */
+    if (!strcmp(c.pass.source_branch, c.pass.deploy_branch)) {
+        rc_log_error(&c.log,
+                     "--deploy-branch '%s' is the source branch: rendered output would be "
+                     "committed onto the workloads people push; choose another (default "
+                     "'deploy')",
+                     c.pass.deploy_branch);
         return RC_EXIT_USAGE;
     }
-    if (c.source_rev && !strcmp(c.command, "reconcile")) {
-        fprintf(stderr, "rightplace: --source is for plan, explain and status, not reconcile\n");
+    if (check_local_repo(c.repo, &c.log) < 0)
+        return RC_EXIT_USAGE;
+    if (!c.pass.max_source_bytes && getenv("RIGHTPLACE_MAX_SOURCE_MIB") &&
+        parse_mib(&c.pass.max_source_bytes, getenv("RIGHTPLACE_MAX_SOURCE_MIB")) < 0) {
+        fprintf(stderr, "rightplace: invalid RIGHTPLACE_MAX_SOURCE_MIB '%s': give 1 to 1048576\n",
+                getenv("RIGHTPLACE_MAX_SOURCE_MIB"));
         return RC_EXIT_USAGE;
     }
     c.pass.paths = c.paths;
@@ -980,12 +1850,11 @@ int main(int argc, char **argv)
     if (c.state_dir) {
         snprintf(state_dir, sizeof(state_dir), "%s", c.state_dir);
     } else if (default_state_dir(state_dir, sizeof(state_dir), c.repo) < 0) {
-        fprintf(stderr, "rightplace: cannot choose a state directory; give --state-dir\n");
+        rc_log_error(&c.log, "cannot choose a state directory; give --state-dir");
         return RC_EXIT_USAGE;
     }
     if (mkdir_p(state_dir) < 0) {
-        fprintf(stderr, "rightplace: cannot create state directory '%s': %s\n", state_dir,
-                strerror(errno));
+        rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
     }
     c.git.state_dir = state_dir;
@@ -1006,8 +1875,6 @@ int main(int argc, char **argv)
         rc_log_error(&c.log, "%s", err.msg);
         return RC_EXIT_SYSTEM;
     }
-    memset(&r, 0, sizeof(r));
-    r.cli = &c;
     r.state_dir = state_dir;
     /* the operator's kubeconfigs: the only credentials Cluster objects can select */
     for (size_t i = 0; i < c.nkubeconfig_files; i++)
@@ -1021,35 +1888,51 @@ int main(int argc, char **argv)
     c.kube.sources = &c.kubeconfigs;
     c.pass.kube = &c.kube;
     {
-        /* the first open of a URL clones into the state directory: not while a pass runs */
-        int once = !strcmp(c.command, "reconcile") && !c.interval;
+        /* the first open of a URL clones into the state directory: not while a pass runs.
+         * A single reconcile fails at once; the loop waits; the rest wait a bounded time. */
+        int once = c.cmd->exec == cmd_reconcile && !c.interval;
+        long timeout = once ? 0 : c.interval ? -1 : c.lock_timeout;
         int other = 0;
-        int fd = take_lock(state_dir, !once, &c.log, &other);
+        int fd = take_lock(state_dir, timeout, &c.log, &other);
         if (fd < 0) {
             if (other)
-                rc_log_error(&c.log, "another rightplace pass holds the lock on '%s'", state_dir);
+                log_locked(&c.log, state_dir, timeout);
             status = other ? RC_EXIT_LOCKED : RC_EXIT_SYSTEM;
             goto done;
         }
         error = rc_git_open(&r.git, c.repo, &c.git, &err);
-        close(fd);
+        release_lock(fd);
+    }
+    if (error == RC_OK) {
+        /* the identity of placement commits and notes: flags, then the environment */
+        const char *name =
+            c.committer_name ? c.committer_name : getenv("RIGHTPLACE_COMMITTER_NAME");
+        const char *email =
+            c.committer_email ? c.committer_email : getenv("RIGHTPLACE_COMMITTER_EMAIL");
+        if ((name && name[0]) || (email && email[0])) {
+            error = rc_git_set_identity(r.git, name && name[0] ? name : "rightplace",
+                                        email && email[0] ? email : "rightplace@localhost", &err);
+            if (error < 0) {
+                rc_log_error(&c.log, "committer identity: %s", err.msg);
+                status = RC_EXIT_USAGE;
+                goto done;
+            }
+        }
     }
     if (error < 0) {
         rc_log_error(&c.log, "%s", err.msg);
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
-    if (!strcmp(c.command, "reconcile"))
-        status = cmd_reconcile(&r);
-    else if (!strcmp(c.command, "plan"))
-        status = cmd_plan(&r);
-    else if (!strcmp(c.command, "explain"))
-        status = cmd_explain(&r);
-    else if (!strcmp(c.command, "replay"))
-        status = cmd_replay(&r);
-    else
-        status = cmd_status(&r);
+    /* what the last pass saw, so that a pass with nothing to do stops early */
+    if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
+    status = c.cmd->exec(&r);
 done:
+    rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();

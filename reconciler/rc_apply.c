@@ -6,16 +6,19 @@
  * client and arena; the calling thread then moves the applied refs and writes the note.
  * The plan (cJSON manifests, strings in the caller's arena) is only read by the workers.
  *
- * Failure policy per cluster: an object the server refuses (4xx other than 401/429) is a
- * failure of that object and the others are still applied; no answer, 401, 429 or 5xx
- * after the client's retries means the cluster is unreachable and its work stops there.
- * Either way nothing is deleted on it and its applied ref stays, so the next pass retries.
+ * Failure policy per cluster (see object_failed): an object the server refuses (4xx other
+ * than 401/429, or a 5xx after the client's retries) is a failure of that object and the
+ * others are still applied; no answer at all means the cluster is unreachable, and 401, 429
+ * after retries or RC_APPLY_MAX_SERVER_ERRORS server errors in a row stop it: its work stops
+ * there. Either way nothing is deleted on it and its applied ref stays, so the next pass
+ * retries.
  */
 #include "rc_apply.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pl_basics.h"
 #include "rc_git.h"
@@ -34,6 +37,7 @@ struct job {
     struct rc_arena arena; /* the worker's own */
     struct rc_apply_result res;
     size_t cap_failures;
+    int server_errors; /* 5xx failures since the last success */
     pthread_t thread;
     int started;
 };
@@ -57,21 +61,52 @@ static void add_failure(struct job *j, const char *verb, const char *key, const 
         rc_log_warn(j->log, "cluster '%s': %s '%s': %s", j->conn->name, verb, key, msg);
 }
 
-/* Does this failure mean the cluster cannot be worked with right now? */
-static int cluster_down(const struct rc_kube *k, int code)
+static void halt(struct job *j, enum rc_apply_outcome outcome, const char *msg)
 {
-    long st = rc_kube_last_status(k);
-
-    /* 403 is not here: RBAC may refuse one namespace or kind and allow the rest */
-    return code == RC_ETRANSPORT || st == 0 || st == 401 || st == 429 || st >= 500;
+    j->res.outcome = outcome;
+    j->res.why = rc_arena_strdup(&j->arena, msg);
+    if (j->log)
+        rc_log_warn(j->log, "cluster '%s': %s: %s; retried next pass", j->conn->name,
+                    outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped", msg);
 }
 
 static void unreachable(struct job *j, const char *msg)
 {
-    j->res.outcome = RC_APPLY_UNREACHABLE;
-    j->res.why = rc_arena_strdup(&j->arena, msg);
-    if (j->log)
-        rc_log_warn(j->log, "cluster '%s': unreachable: %s; retried next pass", j->conn->name, msg);
+    halt(j, RC_APPLY_UNREACHABLE, msg);
+}
+
+/* A request about one object failed with rc (HTTP status `status`, 0: none). No answer at all
+ * means the cluster is unreachable; 401 (credentials refused) and 429 after the client's
+ * retries (the server asks us to back off) stop the cluster's work; anything else (403, 404,
+ * 409, 422, a 5xx after retries) is a failure of that object only, unless server errors come
+ * RC_APPLY_MAX_SERVER_ERRORS times in a row. Returns -1 when the cluster's work stops. */
+static int object_failed(struct job *j, const char *verb, const char *key, int rc, long status,
+                         const char *msg)
+{
+    if (rc == RC_ETRANSPORT) {
+        unreachable(j, msg);
+        return -1;
+    }
+    if (status == 401 || status == 429) {
+        halt(j, RC_APPLY_STOPPED, msg);
+        return -1;
+    }
+    add_failure(j, verb, key, msg);
+    if (status >= 500 && ++j->server_errors >= RC_APPLY_MAX_SERVER_ERRORS) {
+        char *why = rc_arena_printf(&j->arena, "%d server errors in a row, the last: %s",
+                                    RC_APPLY_MAX_SERVER_ERRORS, msg);
+        halt(j, RC_APPLY_STOPPED, why);
+        return -1;
+    }
+    if (status < 500)
+        j->server_errors = 0;
+    return 0;
+}
+
+/* The cluster could not be worked with at all (opening the client, discovery). */
+static void cluster_failed(struct job *j, int rc, const char *msg)
+{
+    halt(j, rc == RC_ETRANSPORT ? RC_APPLY_UNREACHABLE : RC_APPLY_STOPPED, msg);
 }
 
 /* Wait for the CRDs applied so far (stage CRD) to be Established, then forget discovery. */
@@ -84,13 +119,9 @@ static int wait_crds(struct job *j, struct rc_kube *k, size_t upto)
         const struct rc_apply_op *op = &j->plan->apply[i];
         if (op->stage != RC_APPLY_STAGE_CRD)
             continue;
-        if ((rc = rc_kube_wait_crd(k, op->name, CRD_WAIT_MS, &err)) < 0) {
-            if (cluster_down(k, rc)) {
-                unreachable(j, err.msg);
-                return -1;
-            }
-            add_failure(j, "wait for", op->key, err.msg);
-        }
+        if ((rc = rc_kube_wait_crd(k, op->name, CRD_WAIT_MS, &err)) < 0 &&
+            object_failed(j, "wait for", op->key, rc, rc_kube_last_status(k), err.msg) < 0)
+            return -1;
     }
     rc_kube_invalidate(k);
     return 0;
@@ -131,14 +162,8 @@ static int namespace_may_go(struct job *j, struct rc_kube *k, const struct rc_ap
     }
     rc = rc_kube_list(k, path.ptr, NULL, count_foreign_pod, &foreign, &err);
     rc_buf_release(&path);
-    if (rc < 0) {
-        if (cluster_down(k, rc)) {
-            unreachable(j, err.msg);
-            return -1;
-        }
-        add_failure(j, "delete", op->key, err.msg);
-        return 0;
-    }
+    if (rc < 0)
+        return object_failed(j, "delete", op->key, rc, rc_kube_last_status(k), err.msg);
     if (foreign == 0)
         return 1;
     j->res.kept++;
@@ -159,14 +184,8 @@ static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op
     rc = rc_kube_get(k, op->api_version, op->kind, op->ns, op->name, &live, &err);
     if (rc == RC_ENOTFOUND)
         return 0; /* already gone (or its kind is no longer served) */
-    if (rc < 0) {
-        if (cluster_down(k, rc)) {
-            unreachable(j, err.msg);
-            return -1;
-        }
-        add_failure(j, "delete", op->key, err.msg);
-        return 0;
-    }
+    if (rc < 0)
+        return object_failed(j, "delete", op->key, rc, rc_kube_last_status(k), err.msg);
     uid =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(live, "metadata"), "uid");
     if (!is_ours(live) || !cJSON_IsString(uid)) {
@@ -194,11 +213,8 @@ static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op
         if (j->log)
             rc_log_info(j->log, "cluster '%s': not deleting '%s': %s", j->conn->name, op->key,
                         err.msg);
-    } else if (cluster_down(k, rc)) {
-        unreachable(j, err.msg);
-        return -1;
     } else {
-        add_failure(j, "delete", op->key, err.msg);
+        return object_failed(j, "delete", op->key, rc, rc_kube_last_status(k), err.msg);
     }
     return 0;
 }
@@ -214,11 +230,11 @@ static void *run_job(void *arg)
 
     ko.log = j->log;
     if ((rc = rc_kube_open_conn(&k, j->conn, &ko, &err)) < 0) {
-        unreachable(j, err.msg);
+        cluster_failed(j, rc, err.msg);
         return NULL;
     }
     if ((rc = rc_kube_discover(k, &err)) < 0) {
-        unreachable(j, err.msg);
+        cluster_failed(j, rc, err.msg);
         goto done;
     }
     for (i = 0; i < j->plan->napply; i++) {
@@ -231,16 +247,14 @@ static void *run_job(void *arg)
         }
         rc = rc_kube_apply(k, op->obj, RC_APPLY_FIELD_MANAGER, 1, NULL, &err);
         if (rc == RC_OK) {
+            j->server_errors = 0;
             j->res.applied++;
             if (j->log)
                 rc_log_debug(j->log, "cluster '%s': applied '%s'", j->conn->name, op->key);
             continue;
         }
-        if (cluster_down(k, rc)) {
-            unreachable(j, err.msg);
+        if (object_failed(j, "apply", op->key, rc, rc_kube_last_status(k), err.msg) < 0)
             goto done;
-        }
-        add_failure(j, "apply", op->key, err.msg);
     }
     if (!crds_waited && wait_crds(j, k, j->plan->napply) < 0)
         goto done;
@@ -370,6 +384,124 @@ static void run_all(struct cluster *cl, size_t n)
     }
 }
 
+/* Move the applied refs of the clusters applied completely and merge the note, then push
+ * them all in one push; when another writer pushed first (the push is refused and the local
+ * mirror fetched again), do it again on top of what it wrote: its applied refs are kept when
+ * they already name this commit, its note on this commit is merged with ours
+ * (rc_apply_note_merge), not replaced. */
+static int publish(struct cluster *cl, size_t n, struct rc_git *g, const char *deploy,
+                   int *incomplete, const struct rc_log *log, struct rc_arena *a,
+                   struct rc_err *err)
+{
+    struct rc_apply_result *results = rc_arena_calloc(a, n + 1, sizeof(*results));
+    const char **refs = rc_arena_calloc(a, n + 2, sizeof(*refs));
+    struct rc_buf note = RC_BUF_INIT, merged = RC_BUF_INIT;
+    int rc = RC_OK;
+
+    for (int attempt = 1;; attempt++) {
+        size_t nrefs = 0;
+        int reported = 0, failed = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            struct cluster *c = &cl[i];
+            struct rc_apply_result *r = &results[i];
+            struct rc_err rerr = RC_ERR_INIT;
+            char cur[41];
+            int urc;
+
+            *r = c->job.res;
+            if (r->outcome == RC_APPLY_FAILED || r->outcome == RC_APPLY_UNREACHABLE ||
+                r->outcome == RC_APPLY_STOPPED) {
+                failed = 1;
+                reported = 1;
+                continue;
+            }
+            if (!c->move_ref || !strcmp(c->old, deploy))
+                goto next;
+            urc = rc_git_resolve(cur, g, c->ref, &rerr);
+            if (urc == RC_ENOTFOUND)
+                cur[0] = '\0';
+            else if (urc < 0)
+                goto ref_failed;
+            if (!strcmp(cur, deploy)) {
+                /* another writer applied this commit there (or our own earlier attempt
+                 * did and the fetch after the refused push failed): pushing it is a no-op
+                 * or completes ours */
+                refs[nrefs++] = c->ref;
+                goto next;
+            }
+            urc = rc_git_update_ref_local(g, c->ref, deploy, c->old[0] ? c->old : NULL,
+                                          "rightplace: applied", &rerr);
+            if (urc == RC_OK) {
+                refs[nrefs++] = c->ref;
+                goto next;
+            }
+        ref_failed:
+            failed = 1;
+            r->why = rc_arena_printf(a, "applied ref not moved: %s", rerr.msg);
+            if (r->outcome == RC_APPLY_UP_TO_DATE)
+                r->outcome = RC_APPLY_DONE;
+        next:
+            if (r->outcome != RC_APPLY_UP_TO_DATE)
+                reported = 1;
+        }
+        *incomplete = failed;
+        if (reported) {
+            char *existing = NULL;
+            struct rc_err nerr = RC_ERR_INIT;
+
+            rc_buf_reset(&note);
+            rc_buf_reset(&merged);
+            if ((rc = rc_apply_note_format(&note, deploy, results, n, err)) < 0)
+                goto done;
+            rc = rc_git_note_read(&existing, g, deploy, a, &nerr);
+            if (rc < 0 && rc != RC_ENOTFOUND) {
+                rc_err_set(err, rc, "%s", nerr.msg);
+                goto done;
+            }
+            if ((rc = rc_apply_note_merge(&merged, rc == RC_OK ? existing : NULL, note.ptr, err)) <
+                0)
+                goto done;
+            if (!existing || strcmp(existing, merged.ptr)) {
+                if ((rc = rc_git_note_write_local(g, deploy, merged.ptr, err)) < 0)
+                    goto done;
+            }
+            refs[nrefs++] = RC_GIT_NOTES_REF;
+        }
+        rc = rc_git_push_refs(g, refs, nrefs, err);
+        if (rc != RC_ECONFLICT || attempt == RC_APPLY_PUBLISH_ATTEMPTS)
+            break;
+        if (log)
+            rc_log_debug(log, "another writer pushed first (%s): merging again", err->msg);
+        rc_err_clear(err);
+        {
+            /* let the other writer finish before trying again */
+            struct timespec ts = {0, (long)attempt * 20000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (rc < 0)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        const struct rc_apply_result *r = &results[i];
+
+        if (log && r->outcome == RC_APPLY_DONE && r->why)
+            rc_log_warn(log, "cluster '%s': %s", r->cluster, r->why);
+        if (log && r->outcome == RC_APPLY_DONE)
+            rc_log_info(log, "cluster '%s': applied %zu, deleted %zu", r->cluster, r->applied,
+                        r->deleted);
+        else if (log && r->outcome == RC_APPLY_FAILED)
+            rc_log_warn(log,
+                        "cluster '%s': %zu of %zu objects failed; nothing deleted; retried "
+                        "next pass",
+                        r->cluster, r->nfailures, r->nfailures + r->applied);
+    }
+done:
+    rc_buf_release(&note);
+    rc_buf_release(&merged);
+    return rc;
+}
+
 int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
                          const struct rd_cluster_conn *conns, size_t nconns, int resync,
                          const struct rc_kube_options *ko, const struct rc_log *log,
@@ -377,10 +509,8 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
 {
     struct rc_kube_options defaults = RC_KUBE_OPTIONS_INIT;
     struct cluster *cl = rc_xcalloc(nconns + 1, sizeof(*cl));
-    struct rc_apply_result *results = rc_arena_calloc(a, nconns + 1, sizeof(*results));
-    struct rc_buf note = RC_BUF_INIT;
     size_t nlive = 0;
-    int rc = RC_OK, reported = 0;
+    int rc = RC_OK;
 
     *incomplete = 0;
     for (size_t i = 0; i < nconns; i++) {
@@ -398,47 +528,8 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
     }
 
     run_all(cl, nlive);
-
-    for (size_t i = 0; i < nlive; i++) {
-        struct cluster *c = &cl[i];
-        struct rc_apply_result *r = &c->job.res;
-
-        if (r->outcome == RC_APPLY_FAILED || r->outcome == RC_APPLY_UNREACHABLE) {
-            *incomplete = 1;
-        } else if (c->move_ref && strcmp(c->old, deploy)) {
-            struct rc_err rerr = RC_ERR_INIT;
-            int urc = rc_git_update_ref(g, c->ref, deploy, c->old[0] ? c->old : NULL,
-                                        "rightplace: applied", &rerr);
-            if (urc < 0) {
-                *incomplete = 1;
-                r->why = rc_arena_printf(a, "applied ref not moved: %s", rerr.msg);
-                if (r->outcome == RC_APPLY_UP_TO_DATE)
-                    r->outcome = RC_APPLY_DONE;
-                if (log)
-                    rc_log_warn(log, "cluster '%s': %s", r->cluster, r->why);
-            }
-        }
-        if (r->outcome != RC_APPLY_UP_TO_DATE)
-            reported = 1;
-        if (log && r->outcome == RC_APPLY_DONE)
-            rc_log_info(log, "cluster '%s': applied %zu, deleted %zu", r->cluster, r->applied,
-                        r->deleted);
-        else if (log && r->outcome == RC_APPLY_FAILED)
-            rc_log_warn(log,
-                        "cluster '%s': %zu of %zu objects failed; nothing deleted; retried "
-                        "next pass",
-                        r->cluster, r->nfailures, r->nfailures + r->applied);
-        results[i] = *r;
-    }
-
-    if (reported) {
-        if ((rc = rc_apply_note_format(&note, deploy, results, nlive, err)) < 0 ||
-            (rc = rc_git_note_write(g, deploy, note.ptr, err)) < 0)
-            goto done;
-    }
-    rc = RC_OK;
+    rc = publish(cl, nlive, g, deploy, incomplete, log, a, err);
 done:
-    rc_buf_release(&note);
     for (size_t i = 0; i < nlive; i++) {
         rc_apply_plan_release(&cl[i].plan);
         rc_arena_release(&cl[i].job.arena);

@@ -10,8 +10,11 @@
  * app.kubernetes.io/managed-by=rightplace, with a uid precondition; never on a cluster that
  * was unreachable or had any failure in this call. A Namespace is kept while pods without
  * rightplace's unit label run in it (deleting it would delete them). A cluster applied completely
- * gets its applied ref moved to the deploy commit (compare-and-swap; pushed when the repo is
- * remote). The results go into a git note (refs/notes/rightplace) on the deploy commit.
+ * gets its applied ref moved to the deploy commit (compare-and-swap). The results go into a
+ * git note (refs/notes/rightplace) on the deploy commit, merged with a note another writer
+ * left there (rc_apply_note_merge). When the repo is remote, the refs and the note are pushed
+ * in one push; a push refused because another writer pushed first is done again on top of
+ * its refs and note (at most RC_APPLY_PUBLISH_ATTEMPTS times).
  *
  * An unchanged file is never applied again (unless resync): a finished RayJob that KubeRay
  * deleted is not re-created by the next pass. kustomization.yaml is not applied.
@@ -40,6 +43,7 @@ struct rc_kube_options;
 #define RC_APPLY_FIELD_MANAGER "rightplace"
 #define RC_APPLY_REF_PREFIX "refs/rightplace/applied/"
 #define RC_APPLY_MAX_THREADS 8
+#define RC_APPLY_PUBLISH_ATTEMPTS 16 /* pushes of refs + note racing other writers */
 
 /* Apply deploy commit `deploy` to every live cluster among conns (those with a kubeconfig).
  * *incomplete is set when a cluster was unreachable or an object failed; that is not an
@@ -100,11 +104,18 @@ void rc_apply_plan_release(struct rc_apply_plan *p);
 
 /* What happened on one cluster. */
 enum rc_apply_outcome {
-    RC_APPLY_UP_TO_DATE = 0, /* nothing changed since the applied commit */
-    RC_APPLY_DONE = 1,       /* every change applied; applied ref moved */
-    RC_APPLY_FAILED = 2,     /* some objects failed; nothing deleted; ref not moved */
-    RC_APPLY_UNREACHABLE = 3 /* could not talk to the cluster; nothing deleted; ref not moved */
+    RC_APPLY_UP_TO_DATE = 0,  /* nothing changed since the applied commit */
+    RC_APPLY_DONE = 1,        /* every change applied; applied ref moved */
+    RC_APPLY_FAILED = 2,      /* some objects failed; nothing deleted; ref not moved */
+    RC_APPLY_UNREACHABLE = 3, /* no answer from the cluster; nothing deleted; ref not moved */
+    RC_APPLY_STOPPED = 4      /* the cluster refused to work with us (401, 429 after retries,
+                                 RC_APPLY_MAX_SERVER_ERRORS 5xx in a row, discovery refused):
+                                 its work stopped; nothing deleted; ref not moved */
 };
+
+/* Server errors (5xx after the client's retries) in a row that stop a cluster's work; fewer
+ * are failures of their objects only. */
+#define RC_APPLY_MAX_SERVER_ERRORS 5
 
 struct rc_apply_failure {
     const char *what; /* "apply rayjob3/RayJob/x" | "delete ..." */
@@ -116,10 +127,20 @@ struct rc_apply_result {
     enum rc_apply_outcome outcome;
     size_t applied, deleted;
     size_t kept;     /* removed files whose live object is not ours: left alone */
-    const char *why; /* unreachable: the reason; ref: why the ref did not move */
+    const char *why; /* unreachable/stopped: the reason; done: why the ref did not move */
     size_t nfailures;
     struct rc_apply_failure *failures;
 };
+
+/* Merge a note made by rc_apply_note_format (`ours`) into the note already on the commit
+ * (`existing`, NULL: none), as another writer or an earlier pass left it. Per cluster block
+ * (its "cluster <name>: ..." line and the indented lines under it): ours replaces the
+ * existing block of the same cluster, except that an "up to date" line never replaces one
+ * (it says nothing new); clusters only in the existing note keep their place; new clusters
+ * follow in our order. Text before the first cluster block is kept (ours when there is
+ * none). Bounded: one block per cluster, whatever the number of passes. */
+int rc_apply_note_merge(struct rc_buf *out, const char *existing, const char *ours,
+                        struct rc_err *err);
 
 /* The note text: one "rightplace apply <deploy>" line, then per cluster (in the given
  * order) a line "cluster <name>: ..." and one indented line per failure. Deterministic. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rc_apply.h"
+#include "rc_mem.h"
 #include "rd_yaml.h"
 
 #include "rc_banned.h"
@@ -177,8 +178,10 @@ int rc_apply_note_format(struct rc_buf *out, const char *deploy,
                                r->cluster, r->applied, r->nfailures, r->deleted);
             break;
         case RC_APPLY_UNREACHABLE:
-            rc = rc_buf_printf(out, err, "cluster %s: unreachable: %s; applied %zu, deleted %zu",
-                               r->cluster, r->why ? r->why : "unknown", r->applied, r->deleted);
+        case RC_APPLY_STOPPED:
+            rc = rc_buf_printf(out, err, "cluster %s: %s: %s; applied %zu, deleted %zu", r->cluster,
+                               r->outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped",
+                               r->why ? r->why : "unknown", r->applied, r->deleted);
             break;
         }
         if (rc == RC_OK && r->outcome != RC_APPLY_UP_TO_DATE) {
@@ -193,5 +196,105 @@ int rc_apply_note_format(struct rc_buf *out, const char *deploy,
             rc = rc_buf_printf(out, err, "  failed: %s: %s\n", r->failures[f].what,
                                r->failures[f].msg);
     }
+    return rc;
+}
+
+/* ==== Merging notes ==== */
+
+struct block {
+    const char *name; /* cluster name (not NUL-terminated: nlen) */
+    size_t nlen;
+    const char *text; /* the block's lines */
+    size_t len;
+    int up_to_date;
+};
+
+struct blocks {
+    const char *head; /* text before the first block */
+    size_t head_len;
+    struct block *v;
+    size_t n;
+};
+
+static int is_block_start(const char *line)
+{
+    return !strncmp(line, "cluster ", 8);
+}
+
+/* Split a note into its head and cluster blocks (v: calloc'd, caller frees). */
+static void split_note(struct blocks *b, const char *text)
+{
+    const char *p = text;
+    size_t cap = 0;
+
+    memset(b, 0, sizeof(*b));
+    b->head = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        const char *next = eol ? eol + 1 : p + strlen(p);
+
+        if (is_block_start(p)) {
+            struct block *bl;
+            const char *colon = strstr(p + 8, ": ");
+
+            b->v = rc_xgrow(b->v, &cap, b->n + 1, sizeof(*b->v));
+            bl = &b->v[b->n++];
+            memset(bl, 0, sizeof(*bl));
+            bl->name = p + 8;
+            bl->nlen = colon && colon < next ? (size_t)(colon - bl->name) : 0;
+            bl->text = p;
+            bl->up_to_date = colon && colon < next && !strncmp(colon, ": up to date", 12);
+        } else if (b->n == 0) {
+            b->head_len = (size_t)(next - text);
+        }
+        if (b->n)
+            b->v[b->n - 1].len = (size_t)(next - b->v[b->n - 1].text);
+        p = next;
+    }
+}
+
+static struct block *find_block(struct blocks *b, const struct block *x)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->v[i].nlen == x->nlen && !memcmp(b->v[i].name, x->name, x->nlen))
+            return &b->v[i];
+    }
+    return NULL;
+}
+
+static int put_block(struct rc_buf *out, const struct block *bl, struct rc_err *err)
+{
+    int rc = rc_buf_add(out, bl->text, bl->len, err);
+
+    if (rc == RC_OK && bl->len && bl->text[bl->len - 1] != '\n')
+        rc = rc_buf_putc(out, '\n', err);
+    return rc;
+}
+
+int rc_apply_note_merge(struct rc_buf *out, const char *existing, const char *ours,
+                        struct rc_err *err)
+{
+    struct blocks e, o;
+    int rc = RC_OK;
+
+    if (!existing || !*existing)
+        return rc_buf_puts(out, ours, err);
+    split_note(&e, existing);
+    split_note(&o, ours);
+    if (e.n || e.head_len)
+        rc = rc_buf_add(out, e.head, e.head_len, err);
+    else
+        rc = rc_buf_add(out, o.head, o.head_len, err);
+    for (size_t i = 0; rc == RC_OK && i < e.n; i++) {
+        const struct block *mine = e.v[i].nlen ? find_block(&o, &e.v[i]) : NULL;
+
+        rc = put_block(out, mine && !mine->up_to_date ? mine : &e.v[i], err);
+    }
+    for (size_t i = 0; rc == RC_OK && i < o.n; i++) {
+        if (!o.v[i].nlen || !find_block(&e, &o.v[i]))
+            rc = put_block(out, &o.v[i], err);
+    }
+    free(e.v);
+    free(o.v);
     return rc;
 }

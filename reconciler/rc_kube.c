@@ -5,6 +5,7 @@
  */
 #include "rc_kube.h"
 #include "rc_mem.h"
+#include "rd_yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,9 +205,12 @@ int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err)
     return RC_OK;
 }
 
-/* Turn a non-2xx response into err, from its Status object when there is one. */
-static int status_error(struct rc_kube *k, const char *method, const char *path,
-                        const struct rc_http_response *resp, struct rc_err *err)
+/* Turn a non-2xx response into err, from its Status object when there is one; the Status
+ * reason goes into reason (size n). A 401 names the kubeconfig, context and user whose
+ * credentials were refused (never the credential). */
+static int status_error_r(const struct rc_kube *k, const char *method, const char *path,
+                          const struct rc_http_response *resp, char *reason, size_t n,
+                          struct rc_err *err)
 {
     cJSON *st = NULL;
     const char *msg = NULL;
@@ -218,7 +222,7 @@ static int status_error(struct rc_kube *k, const char *method, const char *path,
         plen = sizeof(where) - 1;
     memcpy(where, path, plen);
     where[plen] = '\0';
-    k->last_reason[0] = '\0';
+    reason[0] = '\0';
     if (resp->status >= 200 && resp->status < 300)
         return RC_OK;
     if (!strncmp(resp->content_type, "application/json", 16))
@@ -232,16 +236,29 @@ static int status_error(struct rc_kube *k, const char *method, const char *path,
             if (cJSON_IsString(m) && m->valuestring[0])
                 msg = m->valuestring;
             if (cJSON_IsString(r))
-                snprintf(k->last_reason, sizeof(k->last_reason), "%s", r->valuestring);
+                snprintf(reason, n, "%s", r->valuestring);
         }
     }
     code = resp->status == 404 ? RC_ENOTFOUND : resp->status == 409 ? RC_ECONFLICT : RC_EHTTP;
-    if (msg)
+    if (resp->status == 401)
+        rc_err_set(err, code,
+                   "unauthorized: user '%s' of context '%s' in kubeconfig '%s' refused by %s: %s "
+                   "(%s %s: 401); renew that user's credentials",
+                   k->kc->user ? k->kc->user : "(none)", k->kc->context ? k->kc->context : "",
+                   k->kc->file ? k->kc->file : "", k->kc->server, msg ? msg : "Unauthorized",
+                   method, where);
+    else if (msg)
         rc_err_set(err, code, "%s (%s %s: %ld)", msg, method, where, resp->status);
     else
         rc_err_set(err, code, "server answered %ld to %s %s", resp->status, method, where);
     cJSON_Delete(st);
     return code;
+}
+
+static int status_error(struct rc_kube *k, const char *method, const char *path,
+                        const struct rc_http_response *resp, struct rc_err *err)
+{
+    return status_error_r(k, method, path, resp, k->last_reason, sizeof(k->last_reason), err);
 }
 
 /* Send with credentials; on 401 with an exec plugin, refresh and try once more. */
@@ -514,7 +531,11 @@ int rc_kube_apply_ex(struct rc_kube *k, const cJSON *obj, const char *field_mana
     rc_buf_puts(&path, (flags & RC_KUBE_APPLY_FORCE) ? "&force=true" : "&force=false", NULL);
     if (flags & RC_KUBE_APPLY_DRY_RUN)
         rc_buf_puts(&path, "&dryRun=All", NULL);
-    body = cJSON_PrintUnformatted(obj);
+    body = rd_json_print(obj, err); /* exact integers, numbers as kubectl writes them */
+    if (!body) {
+        error = RC_EINVALID;
+        goto done;
+    }
     error = rc_kube_request(k, "PATCH", path.ptr, "application/apply-patch+yaml", body,
                             strlen(body), &resp, err);
     if (error < 0)

@@ -149,6 +149,7 @@ void rc_kubeconfig_free(struct rc_kubeconfig *kc)
         return;
     free(kc->file);
     free(kc->context);
+    free(kc->user);
     free(kc->server);
     free(kc->ns);
     free(kc->tls_server_name);
@@ -363,6 +364,7 @@ static int fill(struct rc_kubeconfig *kc, const struct kfiles *fs, const char *c
     kc->file = rc_xstrdup(ctxf->path);
     cluster_name = jstr(ctx, "cluster");
     user_name = jstr(ctx, "user");
+    kc->user = user_name ? rc_xstrdup(user_name) : NULL;
     ns = jstr(ctx, "namespace");
     kc->ns = rc_xstrdup(ns ? ns : "default");
     if (!cluster_name)
@@ -576,6 +578,7 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
     kc->exec_expiry = -1;
     kc->file = rc_xstrdup("in-cluster");
     kc->context = rc_xstrdup("in-cluster");
+    kc->user = rc_xstrdup("service account");
     if (strchr(host, ':'))
         rc_buf_printf(&b, NULL, "https://[%s]:%s", host, port);
     else
@@ -823,12 +826,12 @@ int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_
 
         if (!plain_name(conn->file))
             return rc_err_set(err, RC_EINVALID,
-                              "configuration error: spec.kubeconfig.name '%s' is not a plain "
+                              "spec.kubeconfig.name '%s' is not a plain "
                               "file name",
                               conn->file);
         if (!src->dir)
             return rc_err_set(err, RC_EINVALID,
-                              "configuration error: spec.kubeconfig.name '%s' needs the "
+                              "spec.kubeconfig.name '%s' needs the "
                               "operator's kubeconfig directory (--kubeconfig-dir or "
                               "$RIGHTPLACE_KUBECONFIG_DIR)",
                               conn->file);
@@ -838,13 +841,13 @@ int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_
         path = allowed_path(src, conn->path);
         if (!path)
             return rc_err_set(err, RC_EINVALID,
-                              "configuration error: spec.kubeconfig.path '%s' is not one of the "
+                              "spec.kubeconfig.path '%s' is not one of the "
                               "operator's kubeconfigs (--kubeconfig, --kubeconfig-dir); select "
                               "spec.kubeconfig.context or .name instead",
                               conn->path);
     } else if (src->nfiles == 0) {
         return rc_err_set(err, RC_EINVALID,
-                          "configuration error: context '%s' is selected but the operator gave "
+                          "context '%s' is selected but the operator gave "
                           "no kubeconfig (--kubeconfig, $RIGHTPLACE_KUBECONFIG or $KUBECONFIG)",
                           conn->context ? conn->context : "");
     }

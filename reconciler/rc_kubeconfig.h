@@ -52,6 +52,7 @@ struct rc_kube_exec {
 struct rc_kubeconfig {
     char *file;    /* the file the context came from ("in-cluster" for in-cluster) */
     char *context; /* context name used */
+    char *user;    /* the context's user name (NULL: none); named in 401 messages */
     char *server;  /* https://host:port, no trailing '/' */
     char *ns;      /* the context's namespace, "default" when unset */
     char *tls_server_name;

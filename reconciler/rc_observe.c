@@ -318,6 +318,7 @@ struct fetch {
     const struct rc_log *log;
     cJSON *nodes, *pods, *deployments; /* arrays; NULL until fetched */
     int ok;
+    int config;        /* the kubeconfig could not be loaded */
     struct rc_err err; /* why it could not be read */
     pthread_t thread;
     int started;
@@ -343,8 +344,10 @@ static void *run_fetch(void *arg)
     struct rc_kube *k = NULL;
 
     ko.log = f->log;
-    if (rc_kube_open_conn(&k, f->conn, &ko, &f->err) < 0)
+    if (rc_kube_open_conn(&k, f->conn, &ko, &f->err) < 0) {
+        f->config = 1;
         return NULL;
+    }
     if (list_into(&f->nodes, k, "/api/v1/nodes", &f->err) < 0 ||
         list_into(&f->pods, k, "/api/v1/pods", &f->err) < 0 ||
         (f->conn->detect_autoscaler &&
@@ -377,9 +380,9 @@ static void fetch_all(struct fetch *fs, size_t n)
     }
 }
 
-int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *src,
-                          const struct rc_kube_options *ko, const struct rc_log *log,
-                          struct rc_arena *a, struct rc_err *err)
+int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                            const struct rc_kube_options *ko, const struct rc_log *log,
+                            struct rc_observe_report *rep, struct rc_arena *a, struct rc_err *err)
 {
     struct rc_kube_options defaults = RC_KUBE_OPTIONS_INIT;
     struct pl_cluster *fleet = rc_arena_calloc(a, src->nclusters + 1, sizeof(*fleet));
@@ -387,6 +390,8 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
     size_t nlive = 0;
 
     (void)err;
+    if (rep)
+        memset(rep, 0, sizeof(*rep));
     for (size_t i = 0; i < src->nclusters; i++) {
         fleet[i] = src->clusters[i];
         if (!src->conns[i].live)
@@ -415,9 +420,28 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
             *c = src->clusters[i];
             c->live = 1;
             c->reachable = 0;
-            if (log)
-                rc_log_warn(log, "cluster '%s': unreachable: %s; it takes no new work", c->name,
-                            fe->err.msg);
+            if (rep)
+                rep->nunreachable++;
+            if (fe->config) {
+                if (rep && !rep->nconfig++) {
+                    struct rc_err m = RC_ERR_INIT;
+                    rc_err_set(&m, RC_EINVALID, "cluster '%s': cannot load its kubeconfig: %s",
+                               c->name, fe->err.msg);
+                    memcpy(rep->config_msg, m.msg, sizeof(rep->config_msg));
+                }
+                if (log) {
+                    struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                    rc_log_kv(log, RC_LOG_ERROR, lf, 1,
+                              "cluster '%s': cannot load its kubeconfig: %s; fix the file or "
+                              "the Cluster's spec.kubeconfig (it takes no new work until then)",
+                              c->name, fe->err.msg);
+                }
+            } else if (log) {
+                struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                rc_log_kv(log, RC_LOG_WARN, lf, 1,
+                          "cluster '%s': unreachable: %s; it takes no new work", c->name,
+                          fe->err.msg);
+            }
         } else if (log) {
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,
                          c->npresent);
@@ -430,6 +454,13 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
     *out = fleet;
     *n = src->nclusters;
     return RC_OK;
+}
+
+int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                          const struct rc_kube_options *ko, const struct rc_log *log,
+                          struct rc_arena *a, struct rc_err *err)
+{
+    return rc_observe_fleet_report(out, n, src, ko, log, NULL, a, err);
 }
 
 int rc_observe_fleet(struct pl_cluster **out, size_t *n, struct rd_source *src,

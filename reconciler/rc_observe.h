@@ -47,6 +47,20 @@ int rc_observe_fleet_opts(struct pl_cluster **out, size_t *n, struct rd_source *
                           const struct rc_kube_options *ko, const struct rc_log *log,
                           struct rc_arena *a, struct rc_err *err);
 
+/* Why live clusters could not be read. A kubeconfig that cannot be loaded (missing file,
+ * unknown context, unreadable certificate) is the operator's configuration, not an outage:
+ * callers report it apart (exit status 2). */
+struct rc_observe_report {
+    size_t nunreachable;             /* live clusters not read: outage or configuration */
+    size_t nconfig;                  /* of those, the ones whose kubeconfig could not be loaded */
+    char config_msg[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+};
+
+/* rc_observe_fleet_opts, also filling *rep (may be NULL). */
+int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source *src,
+                            const struct rc_kube_options *ko, const struct rc_log *log,
+                            struct rc_observe_report *rep, struct rc_arena *a, struct rc_err *err);
+
 /*
  * The pure part of observing one cluster: turn the API server's items into the cluster
  * model. *c comes in with the declared data (name, labels, cost, shapes, autoscaler) and

@@ -44,6 +44,7 @@
 #include "pl_basics.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_mem.h"
 #include "rd_output_internal.h"
 #include "rd_yaml.h"
 
@@ -624,19 +625,57 @@ static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct ctx *c)
                            c->err);
 }
 
+/* Clusters as they stream in (rd_yaml_load_items). */
+struct clusters_in {
+    struct ctx c;
+    struct pl_cluster *v;
+    size_t n, cap;
+};
+
+static int cmp_cluster_name(const void *x, const void *y)
+{
+    return strcmp(((const struct pl_cluster *)x)->name, ((const struct pl_cluster *)y)->name);
+}
+
+static int each_cluster(void *payload, const cJSON *item, const struct rd_docs *docs,
+                        struct rc_err *err)
+{
+    struct clusters_in *in = payload;
+    int error;
+
+    (void)err; /* in->c.err */
+    in->c.docs = docs;
+    in->v = rc_xgrow(in->v, &in->cap, in->n + 1, sizeof(*in->v));
+    memset(&in->v[in->n], 0, sizeof(in->v[in->n]));
+    error = parse_cluster(&in->v[in->n], item, &in->c);
+    in->c.docs = NULL;
+    if (error < 0)
+        return error;
+    in->n++;
+    return 0;
+}
+
 int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *res, const char *text,
                       size_t len, struct rc_arena *a, struct rc_err *err)
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    struct rd_yaml_items items = {"clusters", each_cluster, NULL};
     struct rd_docs *docs = NULL;
-    const cJSON *root, *arr, *it, *v;
-    struct pl_cluster *cl = NULL;
+    const cJSON *root, *arr, *v;
+    struct clusters_in in;
+    struct pl_cluster *cl = NULL, *sorted = NULL;
     struct ctx c;
-    size_t k = 0;
     int error;
 
-    limits.max_bytes = 256u << 20;
-    error = rd_yaml_load(&docs, CAPACITY_FILE, text, len, &limits, NULL, err);
+    /* read cluster by cluster: each within the usual limits, the whole snapshot within
+     * RD_RECORD_MAX_BYTES, whatever the size of the fleet (rd_output.h) */
+    memset(&in, 0, sizeof(in));
+    in.c.res = res;
+    in.c.a = a;
+    in.c.err = err;
+    items.payload = &in;
+    limits.max_bytes = RD_RECORD_MAX_BYTES;
+    error = rd_yaml_load_items(&docs, CAPACITY_FILE, text, len, &limits, &items, err);
     if (error < 0)
         goto done;
     c.docs = docs;
@@ -668,23 +707,26 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
         error = FAIL(&c, arr, "field 'clusters' is not a list");
         goto done;
     }
-    cl = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*cl));
-    cJSON_ArrayForEach(it, arr)
-    {
-        error = parse_cluster(&cl[k], it, &c);
-        if (error < 0)
+    cl = rc_arena_calloc(a, in.n + 1, sizeof(*cl));
+    if (in.n)
+        memcpy(cl, in.v, in.n * sizeof(*cl));
+    /* names are unique (sorted copy: linear in the fleet) */
+    sorted = rc_xcalloc(in.n + 1, sizeof(*sorted));
+    if (in.n)
+        memcpy(sorted, in.v, in.n * sizeof(*sorted));
+    qsort(sorted, in.n, sizeof(*sorted), cmp_cluster_name);
+    for (size_t i = 1; i < in.n; i++) {
+        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
+            error = rc_err_set(err, RC_EINVALID, "%s: cluster '%s' listed twice", CAPACITY_FILE,
+                               sorted[i].name);
             goto done;
-        for (size_t i = 0; i < k; i++) {
-            if (!strcmp(cl[i].name, cl[k].name)) {
-                error = FAIL(&c, it, "cluster '%s' listed twice", cl[k].name);
-                goto done;
-            }
         }
-        k++;
     }
     *out = cl;
-    *n = k;
+    *n = in.n;
 done:
+    free(sorted);
+    free(in.v);
     rd_docs_free(docs);
     return error;
 }

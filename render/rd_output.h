@@ -3,7 +3,7 @@
  * (placements.yaml), the capacity snapshot (.rightplace/capacity.yaml), the commit message;
  * and the parsers that read the record and the snapshot back (for stickiness and replay).
  *
- * Layout of the tree rd_render_tree builds (see DESIGN.md "Deploy branch format"):
+ * Layout of the tree rd_render_tree builds (see docs/formats.md "Deploy branch"):
  *
  *   clusters/<cluster>/kustomization.yaml              every file below it, sorted
  *   clusters/<cluster>/<namespace>/<kind>.<name>.yaml  one object per file, kind in lower case
@@ -25,6 +25,7 @@
 
 struct rc_arena;
 struct rd_file_error; /* rd_source.h: {path, msg}; msg is "path:line:col: ..." */
+struct rd_verdict_tally;
 
 struct rd_render_options {
     const char *luna_key;   /* pod-template label for Luna; NULL: none. Default "elotl-luna" */
@@ -36,11 +37,20 @@ struct rd_render_options {
     /* Extra warnings (e.g. from loading the source) listed after the engine's. */
     size_t nwarnings;
     const char *const *warnings;
+    /* NULL, or one entry per res->decisions: for a decision whose verdicts were taken from
+     * the previous record (a unit that kept its entry), that entry's tally, so that the
+     * entry is written again as it was; NULL entries: the tally is counted from verdicts. */
+    const struct rd_verdict_tally *const *tallies;
+    /* Pull mode (docs/pull-mode.md): Flux or Argo CD applies the cluster directories, so
+     * objects carry no app.kubernetes.io/managed-by label (rightplace's apply would take them
+     * for its own) and Namespaces carry the annotations that keep both agents from pruning a
+     * Namespace, which would delete everything in it. */
+    int pull;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL                                                     \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0                                            \
     }
 
 struct rd_tree_file {
@@ -61,12 +71,12 @@ struct rd_tree {
  * (in->objects[i].payload is a struct rd_object *), with metadata.namespace set for
  * namespaced objects, server-populated fields removed (metadata.uid, resourceVersion,
  * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
- * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
- * object and on every pod template (plus the Luna label there), and spec.replicas set to the
- * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
- * N too (the repo's Namespace object when there is one, else a minimal one), once, except
- * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
- * cluster of in->clusters gets a kustomization.yaml, even an empty one.
+ * (app.kubernetes.io/managed-by: rightplace unless opts->pull, rightplace.dev/unit:
+ * pl_unit_label(unit)) on the object and on every pod template (plus the Luna label there),
+ * and spec.replicas set to the target's share for Divide. A cluster that receives an object in
+ * namespace N gets Namespace N too (the repo's Namespace object when there is one, else a minimal
+ * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
+ * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
  * source_commit: the source commit id written to placements.yaml and capacity.yaml.
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be
@@ -78,10 +88,36 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 
 /* ==== placements.yaml ==== */
 
+/*
+ * The record lists a bounded few verdicts per unit, so that its size does not depend on the
+ * size of the fleet: those of the chosen clusters (at most RD_RECORD_CHOSEN_VERDICTS, in
+ * preference order) and of the most preferred clusters passed over (at most
+ * RD_RECORD_PASSED_VERDICTS: candidates ranked above a chosen one, or any candidate of a
+ * unit that is not placed). When it leaves verdicts out it says how many (verdictsOmitted)
+ * and counts every verdict by kind (verdictCounts); the full verdicts are recomputed from
+ * the commit's capacity snapshot (rc_verdicts_recompute, `rightplace explain`).
+ */
+#define RD_RECORD_CHOSEN_VERDICTS 3
+#define RD_RECORD_PASSED_VERDICTS 3
+
+struct rd_verdict_tally {
+    size_t omitted;  /* verdicts the entry does not list; 0: the list is complete */
+    size_t count[4]; /* every verdict of the decision by kind (enum pl_verdict_kind) */
+};
+
+/*
+ * rightplace reads back whatever it writes: records are read item by item (rd_yaml_load_items),
+ * each unit and each cluster within the reader's usual limits (1,000,000 nodes, depth 64),
+ * the whole file within RD_RECORD_MAX_BYTES, so no fleet rightplace accepts makes a record
+ * it cannot read, while a hostile file still costs bounded memory per item.
+ */
+#define RD_RECORD_MAX_BYTES ((size_t)1 << 30)
+
 struct rd_record {
     const char *source; /* "" when the record has none */
     size_t nunits;
-    struct pl_prev_unit *units; /* in file order (sorted by unit when written by us) */
+    struct pl_prev_unit *units;       /* in file order (sorted by unit when written by us) */
+    struct rd_verdict_tally *tallies; /* nunits entries, parallel to units */
 };
 
 /*
@@ -138,5 +174,42 @@ int rd_commit_message_prev(struct rc_buf *out, const struct pl_result *res,
                            const struct pl_prev_unit *prev, size_t nprev, const char *source_commit,
                            size_t nfile_errors, const struct rd_file_error *file_errors,
                            struct rc_err *err);
+
+/* A deploy file whose content changed (op 'M'), old and new bytes. */
+struct rd_content_change {
+    const char *path; /* clusters/<cluster>/... */
+    const char *old_data;
+    size_t old_len;
+    const char *new_data;
+    size_t new_len;
+};
+
+/* Everything a commit message may say. Fields after file_errors are optional (0/NULL). */
+struct rd_message_input {
+    const struct pl_result *res;
+    const struct pl_prev_unit *prev; /* the previous record's units (moves say "from") */
+    size_t nprev;
+    const char *source_commit;
+    size_t nfile_errors;
+    const struct rd_file_error *file_errors;
+    /* content changes: a unit whose decision did not change but whose rendered objects did
+     * (an image bump, replicas, resources) gets a paragraph naming the fields that changed */
+    size_t ncontent;
+    const struct rd_content_change *content;
+    const char *source_subject; /* trailer Rightplace-Source-Subject (first line only) */
+    const char *source_author;  /* trailer Rightplace-Source-Author ("Name <email>") */
+    /* deploy paths that differ from what rightplace last wrote (hand edits), repaired here */
+    size_t nhand_edits;
+    const char *const *hand_edits;
+};
+
+#define RD_MESSAGE_INPUT_INIT                                                                      \
+    {                                                                                              \
+        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL                                 \
+    }
+
+/* The commit message from everything in `in` (rd_commit_message_prev is this with the first
+ * six fields). Trailers Rightplace-Source-Subject and -Author follow the four counts. */
+int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, struct rc_err *err);
 
 #endif

@@ -2,7 +2,7 @@
  * rd_record.c - placements.yaml, the decision record: written from the engine's result,
  * read back as the previous placements of the next pass (and of replay).
  *
- * Format (DESIGN.md "Deploy branch format"), with our extensions marked +:
+ * Format (docs/formats.md "placements.yaml"), with our extensions marked +:
  *
  *   apiVersion: rightplace.dev/v1alpha1
  *   kind: PlacementRecord
@@ -17,8 +17,10 @@
  *     shares: [{cluster, percent}]   # +  Divide: each target's share
  *     reason: <one line>
  *     cause: <one line>          # +  moves: why
- *     verdicts:
- *     - {cluster, verdict, detail, nodesAdded +}
+ *     verdicts:                  # the chosen clusters and the preferred ones passed over,
+ *     - {cluster, verdict, detail, nodesAdded +}   # a bounded few (rd_output.h)
+ *     verdictsOmitted: <n>       # +  verdicts not listed (absent: none)
+ *     verdictCounts: {<verdict>: <n>}  # +  every verdict by kind, when some are omitted
  *   warnings: [<line>, ...]      # +
  *   errors: [{file, message}]    # +  source files not loaded this pass
  *
@@ -31,6 +33,7 @@
 
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_mem.h"
 #include "rd_output_internal.h"
 #include "rd_source.h"
 #include "rd_yaml.h"
@@ -39,9 +42,57 @@
 
 /* ==== Writing ==== */
 
-static cJSON *unit_json(const struct pl_decision *d)
+static int cmp_target_cluster(const void *key, const void *t)
+{
+    return strcmp(key, ((const struct pl_target *)t)->cluster);
+}
+
+static int is_target(const struct pl_decision *d, const char *cluster)
+{
+    if (d->state != PL_STATE_PLACED)
+        return 0;
+    return bsearch(cluster, d->targets, d->ntargets, sizeof(*d->targets), cmp_target_cluster) !=
+           NULL;
+}
+
+/* Which verdicts the entry lists (keep[i]), and the tally of the rest. verdicts are in
+ * preference order; targets are sorted by cluster name. */
+static void select_verdicts(unsigned char *keep, struct rd_verdict_tally *t,
+                            const struct pl_decision *d)
+{
+    size_t chosen = 0, passed = 0, last_target = 0;
+    int placed = 0;
+
+    memset(t, 0, sizeof(*t));
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        if (is_target(d, d->verdicts[i].cluster)) {
+            last_target = i;
+            placed = 1;
+        }
+    }
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        int target = is_target(d, v->cluster);
+
+        keep[i] = 0;
+        if ((unsigned)v->kind < 4)
+            t->count[v->kind]++;
+        if (target && chosen < RD_RECORD_CHOSEN_VERDICTS) {
+            keep[i] = 1;
+            chosen++;
+        } else if (!target && (!placed || i < last_target) && passed < RD_RECORD_PASSED_VERDICTS) {
+            keep[i] = 1;
+            passed++;
+        }
+        t->omitted += !keep[i];
+    }
+}
+
+static cJSON *unit_json(const struct pl_decision *d, const struct rd_verdict_tally *kept)
 {
     cJSON *u = cJSON_CreateObject(), *arr;
+    unsigned char small[64], *keep = small;
+    struct rd_verdict_tally tally;
     int divide = 0;
 
     rd_out_add_str(u, "unit", d->unit);
@@ -76,15 +127,37 @@ static cJSON *unit_json(const struct pl_decision *d)
         rd_out_add_str(u, "reason", d->reason);
     if (d->cause)
         rd_out_add_str(u, "cause", d->cause);
+    if (d->nverdicts > sizeof(small))
+        keep = rc_xcalloc(d->nverdicts, 1);
+    select_verdicts(keep, &tally, d);
+    if (kept && kept->omitted) {
+        /* the entry as recorded: its list is already the bounded one */
+        tally = *kept;
+    }
     arr = rd_out_add(u, "verdicts", cJSON_CreateArray());
     for (size_t i = 0; i < d->nverdicts; i++) {
         const struct pl_verdict *v = &d->verdicts[i];
-        cJSON *j = rd_out_push(arr, cJSON_CreateObject());
+        cJSON *j;
+        if (!keep[i] && !(kept && kept->omitted))
+            continue;
+        j = rd_out_push(arr, cJSON_CreateObject());
         rd_out_add_str(j, "cluster", v->cluster);
         rd_out_add_str(j, "verdict", pl_verdict_name(v->kind));
         rd_out_add_str(j, "detail", v->detail ? v->detail : "");
         if (v->nodes_added > 0)
             rd_out_add_int(j, "nodesAdded", v->nodes_added);
+    }
+    if (keep != small)
+        free(keep);
+    if (tally.omitted) {
+        cJSON *counts;
+        rd_out_add_int(u, "verdictsOmitted", (int64_t)tally.omitted);
+        counts = rd_out_add(u, "verdictCounts", cJSON_CreateObject());
+        for (int k = 0; k < 4; k++) {
+            if (tally.count[k])
+                rd_out_add_int(counts, pl_verdict_name((enum pl_verdict_kind)k),
+                               (int64_t)tally.count[k]);
+        }
     }
     return u;
 }
@@ -103,8 +176,10 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *
     rd_out_add_str(root, "source", source_commit ? source_commit : "");
     units = rd_out_add(root, "units", cJSON_CreateArray());
     dec = rd_out_sorted_decisions(res, &ndec, &a);
-    for (size_t i = 0; i < ndec; i++)
-        rd_out_push(units, unit_json(dec[i]));
+    for (size_t i = 0; i < ndec; i++) {
+        size_t at = (size_t)(dec[i] - res->decisions);
+        rd_out_push(units, unit_json(dec[i], opts && opts->tallies ? opts->tallies[at] : NULL));
+    }
     if (res->nwarnings || (opts && opts->nwarnings)) {
         arr = rd_out_add(root, "warnings", cJSON_CreateArray());
         for (size_t i = 0; i < res->nwarnings; i++)
@@ -171,6 +246,26 @@ static int parse_verdicts(struct pl_prev_unit *u, const cJSON *arr, const struct
     return 0;
 }
 
+/* verdictsOmitted and verdictCounts; a count that is not a small non-negative integer is
+ * taken as absent (the entry is then written again with counts of its listed verdicts). */
+static void parse_tally(struct rd_verdict_tally *t, const cJSON *j)
+{
+    const cJSON *om = cJSON_GetObjectItemCaseSensitive(j, "verdictsOmitted");
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(j, "verdictCounts");
+
+    memset(t, 0, sizeof(*t));
+    if (!cJSON_IsNumber(om) || om->valuedouble < 1 || om->valuedouble > 1e12 ||
+        !cJSON_IsObject(counts))
+        return;
+    for (int k = 0; k < 4; k++) {
+        const cJSON *c =
+            cJSON_GetObjectItemCaseSensitive(counts, pl_verdict_name((enum pl_verdict_kind)k));
+        if (cJSON_IsNumber(c) && c->valuedouble >= 0 && c->valuedouble < 1e12)
+            t->count[k] = (size_t)c->valuedouble;
+    }
+    t->omitted = (size_t)om->valuedouble;
+}
+
 static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
                       struct rc_arena *a, struct rc_err *err)
 {
@@ -225,19 +320,48 @@ static int check_unique(const struct rd_record *r, struct rc_arena *a, struct rc
     return 0;
 }
 
+/* Units as they stream in (rd_yaml_load_items). */
+struct units_in {
+    struct rc_arena *a;
+    struct pl_prev_unit *units;
+    struct rd_verdict_tally *tallies;
+    size_t n, cap, tcap;
+};
+
+static int each_unit(void *payload, const cJSON *item, const struct rd_docs *docs,
+                     struct rc_err *err)
+{
+    struct units_in *in = payload;
+    int error;
+
+    in->units = rc_xgrow(in->units, &in->cap, in->n + 1, sizeof(*in->units));
+    in->tallies = rc_xgrow(in->tallies, &in->tcap, in->n + 1, sizeof(*in->tallies));
+    memset(&in->units[in->n], 0, sizeof(in->units[in->n]));
+    error = parse_unit(&in->units[in->n], item, docs, in->a, err);
+    if (error < 0)
+        return error;
+    parse_tally(&in->tallies[in->n], item);
+    in->n++;
+    return 0;
+}
+
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err)
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    struct units_in in = {a, NULL, NULL, 0, 0, 0};
+    struct rd_yaml_items items = {"units", each_unit, NULL};
     struct rd_docs *docs = NULL;
-    const cJSON *root, *units, *it;
+    const cJSON *root, *units;
     const char *s = NULL;
-    struct rd_record r = {"", 0, NULL};
-    size_t k = 0;
+    struct rd_record r = {"", 0, NULL, NULL};
     int error;
 
-    limits.max_bytes = 256u << 20; /* a fleet's record can be large; bounded all the same */
-    error = rd_yaml_load(&docs, RECORD_FILE, text, len, &limits, NULL, err);
+    /* read unit by unit: each unit within the usual limits, the whole record within
+     * RD_RECORD_MAX_BYTES, whatever the number of units */
+    limits.max_bytes = RD_RECORD_MAX_BYTES;
+    items.payload = &in;
+    error = rd_yaml_load_items(&docs, RECORD_FILE, text, len, &limits, &items, err);
     if (error < 0)
         goto done;
     if (rd_docs_count(docs) != 1) {
@@ -278,20 +402,20 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
         error = rd_out_err_at(err, docs, RECORD_FILE, units, "field 'units' is not a list");
         goto done;
     }
-    r.units = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(units) + 1, sizeof(*r.units));
-    cJSON_ArrayForEach(it, units)
-    {
-        error = parse_unit(&r.units[k], it, docs, a, err);
-        if (error < 0)
-            goto done;
-        k++;
+    r.nunits = in.n;
+    r.units = rc_arena_calloc(a, in.n + 1, sizeof(*r.units));
+    r.tallies = rc_arena_calloc(a, in.n + 1, sizeof(*r.tallies));
+    if (in.n) {
+        memcpy(r.units, in.units, in.n * sizeof(*r.units));
+        memcpy(r.tallies, in.tallies, in.n * sizeof(*r.tallies));
     }
-    r.nunits = k;
     error = check_unique(&r, a, err);
     if (error < 0)
         goto done;
     *out = r;
 done:
+    free(in.units);
+    free(in.tallies);
     rd_docs_free(docs);
     return error;
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rc_apply.h"
 #include "rc_git.h"
@@ -17,6 +19,9 @@
 #include "rc_pass.h"
 #include "th_git.h"
 
+#ifndef RC_APPLY_MAX_SERVER_ERRORS
+#define RC_APPLY_MAX_SERVER_ERRORS 5
+#endif
 #define TOKEN "s3cr3t-Tok3n-7f1e9a"
 #define NCL 3
 
@@ -510,8 +515,10 @@ static void test_rc_apply__namespace_with_foreign_pods_is_kept(void **state)
     rc_arena_release(&a);
 }
 
-/* One fault on cluster `bad` (0-based) of three. */
-static void fault_case(struct fixture *f, int bad, const char *faults, int wrong_ca)
+/* One fault on cluster `bad` (0-based) of three; the note says `expect` about it
+ * ("unreachable: " when no answer came, "incomplete: " when the server answered). */
+static void fault_case(struct fixture *f, int bad, const char *faults, int wrong_ca,
+                       const char *expect)
 {
     struct rc_arena a = RC_ARENA_INIT;
     char c1[41], c2[41], ref[41];
@@ -548,7 +555,7 @@ static void fault_case(struct fixture *f, int bad, const char *faults, int wrong
         fprintf(stderr, "--- note\n%s--- log\n%.*s", text, (int)f->loglen, f->logbuf);
     {
         char line[64];
-        snprintf(line, sizeof(line), "cluster %s: unreachable: ", f->names[bad]);
+        snprintf(line, sizeof(line), "cluster %s: %s", f->names[bad], expect);
         assert_non_null(strstr(text, line));
     }
     assert_no_token(f, text);
@@ -575,29 +582,244 @@ static void fault_case(struct fixture *f, int bad, const char *faults, int wrong
     rc_arena_release(&a);
 }
 
+/* A 500 on the PATCH (after the client's retries) is a failure of that object: the server
+ * answered, so the cluster is not "unreachable". */
 static void test_rc_apply__fault_500(void **state)
 {
-    fault_case(*state, 0, "[{\"path\": \".*\", \"method\": \"PATCH\", \"status\": 500}]", 0);
+    fault_case(*state, 0, "[{\"path\": \".*\", \"method\": \"PATCH\", \"status\": 500}]", 0,
+               "incomplete: applied 0, failed 1, deleted 0\n  failed: apply team/ConfigMap/cfg: "
+               "Internal error occurred: injected fault (PATCH ");
 }
 
 static void test_rc_apply__fault_429_retry_after(void **state)
 {
-    fault_case(*state, 1, "[{\"path\": \".*\", \"status\": 429, \"retry_after\": 1}]", 0);
+    fault_case(*state, 1, "[{\"path\": \".*\", \"status\": 429, \"retry_after\": 1}]", 0,
+               "stopped: Too many requests");
 }
 
 static void test_rc_apply__fault_slow(void **state)
 {
-    fault_case(*state, 2, "[{\"path\": \".*\", \"delay\": 3}]", 0);
+    fault_case(*state, 2, "[{\"path\": \".*\", \"delay\": 3}]", 0, "unreachable: ");
 }
 
 static void test_rc_apply__fault_dropped_connection(void **state)
 {
-    fault_case(*state, 0, "[{\"path\": \"configmaps\", \"method\": \"PATCH\", \"drop\": true}]", 0);
+    fault_case(*state, 0, "[{\"path\": \"configmaps\", \"method\": \"PATCH\", \"drop\": true}]", 0,
+               "unreachable: ");
 }
 
 static void test_rc_apply__fault_wrong_certificate(void **state)
 {
-    fault_case(*state, 1, NULL, 1);
+    fault_case(*state, 1, NULL, 1, "unreachable: tls ");
+}
+
+/* Three ConfigMaps change; one PATCH gets 500 every time: that object fails, the two others
+ * are applied, the cluster is reported incomplete (not unreachable) and nothing is deleted. */
+static void test_rc_apply__500_on_one_patch_fails_that_object_only(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    static const struct tf t1[] = {
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/configmap.a.yaml", CM("a", "one", MANAGED)},
+        {"team/configmap.b.yaml", CM("b", "one", MANAGED)},
+        {"team/configmap.c.yaml", CM("c", "one", MANAGED)},
+        {"team/configmap.old.yaml", CM("old", "x", MANAGED)},
+    };
+    static const struct tf t2[] = {
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/configmap.a.yaml", CM("a", "two", MANAGED)},
+        {"team/configmap.b.yaml", CM("b", "two", MANAGED)},
+        {"team/configmap.c.yaml", CM("c", "two", MANAGED)},
+    };
+    char d1[41], d2[41], ref[41];
+    cJSON *reqs, *o;
+    char *text;
+
+    commit(f, d1, t1, 5);
+    assert_int_equal(apply(f, d1, 1, 0), 0);
+    commit(f, d2, t2, 4);
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps/b$\", \"method\": \"PATCH\", \"status\": 500}]");
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, d2, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), 0);
+    assert_int_equal(th_kube_count(reqs, "PATCH", "configmaps/b"), 3); /* the client retried */
+    cJSON_Delete(reqs);
+    o = live(f, 0, "v1", "ConfigMap", "team", "c");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "data"), "k")->valuestring,
+                        "two");
+    cJSON_Delete(o);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, d1);
+    text = note(f, d2, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 2, failed 1, deleted 0\n"
+                                 "  failed: apply team/ConfigMap/b: Internal error occurred: "));
+    assert_null(strstr(text, "unreachable"));
+    fflush(f->logf);
+    assert_null(strstr(f->logbuf, "unreachable"));
+    rc_arena_release(&a);
+}
+
+/* Server errors on every PATCH: after RC_APPLY_MAX_SERVER_ERRORS in a row the cluster's work
+ * stops (no hammering a broken server), reported as stopped, not unreachable. */
+static void test_rc_apply__server_errors_in_a_row_stop_the_cluster(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct tf t[12];
+    char names[12][64], bodies[12][256];
+    char d[41];
+    cJSON *reqs;
+    char *text;
+
+    t[0].rel = "_cluster/namespace.team.yaml";
+    t[0].data = NS_TEAM;
+    for (int i = 1; i < 12; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+    commit(f, d, t, 12);
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps\", \"method\": \"PATCH\", \"status\": 503}]");
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, d, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    /* 5 objects tried (3 attempts each), then the cluster stopped */
+    assert_int_equal(th_kube_count(reqs, "PATCH", "configmaps"), RC_APPLY_MAX_SERVER_ERRORS * 3);
+    cJSON_Delete(reqs);
+    text = note(f, d, &a);
+    assert_non_null(strstr(text, "cluster c1: stopped: 5 server errors in a row, the last: "));
+    rc_arena_release(&a);
+}
+
+#define RACE_ROUNDS 6
+
+/* One racing reconciler: its own mirror of the remote in `state`, applying each deploy
+ * commit to its own cluster k. Exit status 0 when every call succeeded and was complete. */
+static int racer(struct fixture *f, int k, const char *url, const char *state, char (*d)[41])
+{
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+
+    o.state_dir = state;
+    if (rc_git_open(&g, url, &o, &err) < 0 || rc_git_fetch(g, &err) < 0) {
+        fprintf(stderr, "racer %d: %s\n", k, err.msg);
+        return 2;
+    }
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        struct rc_arena a = RC_ARENA_INIT;
+        int incomplete = -1;
+        int rc =
+            rc_apply_deploy_opts(&incomplete, g, d[i], &f->conns[k], 1, 0, &f->ko, NULL, &a, &err);
+
+        rc_arena_release(&a);
+        if (rc < 0 || incomplete) {
+            fprintf(stderr, "racer %d round %d: %d %d %s\n", k, i, rc, incomplete, err.msg);
+            return 3;
+        }
+    }
+    rc_git_free(g);
+    return 0;
+}
+
+/* Two reconcilers apply the same deploy commits from one remote (file://), each to its own
+ * cluster, at the same time: every commit ends with a note naming both clusters (read with
+ * the git CLI), and both applied refs reach the last commit on the remote. */
+static void test_rc_apply__racing_writers_keep_both_notes(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char d[RACE_ROUNDS][41], url[TH_DIR + 16], st[2][TH_DIR];
+    pid_t pids[2];
+
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        char v[8];
+        struct tf t[2] = {{"_cluster/namespace.team.yaml", NS_TEAM},
+                          {"team/configmap.cfg.yaml", NULL}};
+        char body[256];
+
+        snprintf(v, sizeof(v), "v%d", i);
+        snprintf(body, sizeof(body),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: %s\n",
+                 v);
+        t[1].data = body;
+        commit(f, d[i], t, 2);
+    }
+    assert_int_equal(
+        rc_git_update_ref(f->g, "refs/heads/deploy", d[RACE_ROUNDS - 1], NULL, "test", &err),
+        RC_OK);
+    snprintf(url, sizeof(url), "file://%s", f->repo);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(th_kube_mkdtemp(st[k]), 0);
+        fflush(NULL);
+        pids[k] = fork();
+        assert_true(pids[k] >= 0);
+        if (pids[k] == 0)
+            _exit(racer(f, k, url, st[k], d));
+    }
+    for (int k = 0; k < 2; k++) {
+        int ws = 0;
+        assert_int_equal(waitpid(pids[k], &ws, 0), pids[k]);
+        assert_true(WIFEXITED(ws));
+        assert_int_equal(WEXITSTATUS(ws), 0);
+        th_kube_rmtree(st[k]);
+    }
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        const char *argv[] = {"git",  "--git-dir", f->repo, "notes", "--ref=rightplace",
+                              "show", d[i],        NULL};
+        char *out = NULL;
+
+        assert_int_equal(th_run(NULL, &out, NULL, argv), 0);
+        if (getenv("TH_VERBOSE"))
+            fprintf(stderr, "--- %s\n%s", d[i], out);
+        assert_non_null(strstr(out, "cluster c1: applied "));
+        assert_non_null(strstr(out, "cluster c2: applied "));
+        free(out);
+    }
+    for (int k = 0; k < 2; k++) {
+        char ref[64];
+        char *out = NULL;
+        const char *argv[] = {"git", "--git-dir", f->repo, "rev-parse", ref, NULL};
+
+        snprintf(ref, sizeof(ref), "refs/rightplace/applied/%s", f->names[k]);
+        assert_int_equal(th_run(NULL, &out, NULL, argv), 0);
+        assert_int_equal(strncmp(out, d[RACE_ROUNDS - 1], 40), 0);
+        free(out);
+    }
+}
+
+/* A 401 names the kubeconfig file, the context and the user, never the credential. */
+static void test_rc_apply__unauthorized_names_kubeconfig_context_user(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    char d[41], ca[TH_PATH], extra[TH_PATH + 64];
+    char *text;
+
+    th_certs_path(ca, &certs, "ca.crt");
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+    th_kube_kubeconfig(f->kubeconfig[0], &f->kube[0], extra, "    token: wrong-" TOKEN "\n");
+    commit(f, d, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, d, 1, 0), 1);
+    text = note(f, d, &a);
+    assert_non_null(text);
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "%s", text);
+    assert_non_null(strstr(text, "cluster c1: stopped: unauthorized: user 'u' of context 'test'"));
+    assert_non_null(strstr(text, f->kubeconfig[0]));
+    assert_null(strstr(text, "unreachable"));
+    assert_no_token(f, text);
+    rc_arena_release(&a);
 }
 
 #define CRD_RAYJOB                                                                                 \
@@ -803,6 +1025,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_slow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__fault_wrong_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__500_on_one_patch_fails_that_object_only,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__server_errors_in_a_row_stop_the_cluster,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__unauthorized_names_kubeconfig_context_user,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__racing_writers_keep_both_notes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
                                         teardown),

@@ -155,6 +155,48 @@ static void test_rc_apply_plan__note_format(void **state)
     rc_buf_release(&b);
 }
 
+/* Two writers' notes on one commit: both survive, one block per cluster, whatever the
+ * number of merges; an "up to date" block never replaces news. */
+static void test_rc_apply_plan__note_merge(void **state)
+{
+    static const char head[] = "rightplace apply 0123456789012345678901234567890123456789\n\n";
+    struct rc_buf b = RC_BUF_INIT, c = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *a_note = "rightplace apply 0123456789012345678901234567890123456789\n\n"
+                         "cluster a: applied 3, deleted 1\n"
+                         "cluster b: incomplete: applied 2, failed 1, deleted 0\n"
+                         "  failed: apply b/RayJob/j: denied\n"
+                         "cluster c: up to date\n";
+    const char *b_note = "rightplace apply 0123456789012345678901234567890123456789\n\n"
+                         "cluster a: up to date\n"
+                         "cluster b: applied 1, deleted 0\n"
+                         "cluster c: applied 4, deleted 0\n"
+                         "cluster d: unreachable: connection refused; applied 0, deleted 0\n";
+
+    (void)state;
+    assert_int_equal(rc_apply_note_merge(&b, NULL, a_note, &err), RC_OK);
+    assert_string_equal(b.ptr, a_note);
+    rc_buf_reset(&b);
+    assert_int_equal(rc_apply_note_merge(&b, a_note, b_note, &err), RC_OK);
+    assert_non_null(strstr(b.ptr, head));
+    assert_ptr_equal(strstr(b.ptr, head), b.ptr);
+    assert_string_equal(b.ptr + strlen(head),
+                        "cluster a: applied 3, deleted 1\n"
+                        "cluster b: applied 1, deleted 0\n"
+                        "cluster c: applied 4, deleted 0\n"
+                        "cluster d: unreachable: connection refused; applied 0, deleted 0\n");
+    /* merging again changes nothing: bounded */
+    assert_int_equal(rc_apply_note_merge(&c, b.ptr, b_note, &err), RC_OK);
+    assert_string_equal(c.ptr, b.ptr);
+    /* a note that is not rightplace's is kept above */
+    rc_buf_reset(&c);
+    assert_int_equal(rc_apply_note_merge(&c, "hand-written\n", a_note, &err), RC_OK);
+    assert_ptr_equal(strstr(c.ptr, "hand-written\n"), c.ptr);
+    assert_non_null(strstr(c.ptr, "cluster a: applied 3, deleted 1\n"));
+    rc_buf_release(&b);
+    rc_buf_release(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_rc_apply_plan__only_changes_and_removals),
         cmocka_unit_test(test_rc_apply_plan__broken_file_is_an_error),
         cmocka_unit_test(test_rc_apply_plan__note_format),
+        cmocka_unit_test(test_rc_apply_plan__note_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

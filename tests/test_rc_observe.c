@@ -60,7 +60,7 @@ struct fixture {
     size_t loglen;
     FILE *logf;
     struct rc_log log;
-    struct rc_kubeconfig_sources sources; /* the operator's: kc_live, kc_wrong, kc_down */
+    struct rc_kubeconfig_sources sources; /* the operator's kubeconfigs */
 };
 
 static int setup(void **state)
@@ -95,6 +95,8 @@ static int setup(void **state)
     rc_kubeconfig_sources_add_file(&f->sources, f->kc_live);
     rc_kubeconfig_sources_add_file(&f->sources, f->kc_wrong);
     rc_kubeconfig_sources_add_file(&f->sources, f->kc_down);
+    /* an operator's file that has gone missing: a configuration error, not an outage */
+    rc_kubeconfig_sources_add_file(&f->sources, "/nonexistent/kubeconfig");
     f->ko.sources = &f->sources;
     f->logf = open_memstream(&f->logbuf, &f->loglen);
     f->log.level = RC_LOG_DEBUG;
@@ -251,13 +253,20 @@ static void test_rc_observe__unreachable_clusters(void **state)
     struct rc_err err = RC_ERR_INIT;
     const char *names[] = {"down", "live", "wrongca", "nofile"};
     const char *kcs[] = {f->kc_down, f->kc_live, f->kc_wrong, "/nonexistent/kubeconfig"};
+    struct rc_observe_report rep;
     struct rd_source src;
     struct pl_cluster *fleet = NULL;
     size_t n = 0;
 
     make_source(&src, &a, names, kcs, 4);
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &f->ko, &f->log, &rep, &a, &err),
+                     RC_OK);
     assert_int_equal(n, 5);
+    /* a kubeconfig that does not exist is configuration, not an outage: named apart */
+    assert_int_equal(rep.nunreachable, 3);
+    assert_int_equal(rep.nconfig, 1);
+    assert_non_null(strstr(rep.config_msg, "cluster 'nofile': cannot load its kubeconfig: "));
+    assert_non_null(strstr(rep.config_msg, "/nonexistent/kubeconfig"));
     assert_string_equal(fleet[1].name, "down");
     assert_int_equal(fleet[1].live, 1);
     assert_int_equal(fleet[1].reachable, 0);
@@ -272,7 +281,9 @@ static void test_rc_observe__unreachable_clusters(void **state)
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "warning: cluster 'down': unreachable: "));
     assert_non_null(strstr(f->logbuf, "warning: cluster 'wrongca': unreachable: "));
-    assert_non_null(strstr(f->logbuf, "warning: cluster 'nofile': unreachable: "));
+    assert_non_null(strstr(f->logbuf, "error: cluster 'nofile': cannot load its kubeconfig: "
+                                      "cannot open '/nonexistent/kubeconfig'"));
+    assert_null(strstr(f->logbuf, "cluster 'nofile': unreachable"));
     assert_null(strstr(f->logbuf, "cluster 'live': unreachable"));
     assert_null(strstr(f->logbuf, TOKEN));
 

@@ -68,7 +68,7 @@ static int64_t amount(struct fx *f, const struct pl_res *r, const char *name)
 
 #define HEAD "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: c1}\n"
 
-/* The example of DESIGN.md, made simulated (no kubeconfig). */
+/* The example of docs/formats.md and the README, made simulated (no kubeconfig). */
 static const char design_example[] =
     "apiVersion: rightplace.dev/v1alpha1\n"
     "kind: Cluster\n"

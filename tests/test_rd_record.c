@@ -1,0 +1,366 @@
+/*
+ * test_rd_record.c - rightplace reads back the records it writes, at the largest scale the
+ * bench runs (20,000 workloads on 100 clusters of 100 nodes), and the decision record's size
+ * does not depend on the size of the fleet.
+ *
+ * The records are written and read by the real writer and reader (rd_record_emit /
+ * rd_record_parse, rd_capacity_emit / rd_capacity_parse) from engine results built in
+ * memory, which is what a pass at that scale hands them.
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pl_basics.h"
+#include "pl_engine.h"
+#include "rc_arena.h"
+#include "rc_buf.h"
+#include "rd_output.h"
+#include "rd_yaml.h"
+
+#define BENCH_UNITS 20000
+#define BENCH_CLUSTERS 100
+#define BENCH_NODES 100
+
+static const char *cluster_name(struct rc_arena *a, size_t c)
+{
+    return rc_arena_printf(a, "cluster-%03zu", c);
+}
+
+/* One RayJob + ConfigMap gang per unit, in 50 namespaces, as the bench's fleet. Each unit
+ * has a verdict for every cluster (preference order = cluster order): the first `skip`
+ * clusters have no room, the chosen one fits now, the rest vary. */
+static void make_result(struct pl_result *res, size_t nunits, size_t nclusters, struct rc_arena *a)
+{
+    const char **names = rc_arena_calloc(a, nclusters, sizeof(*names));
+
+    for (size_t c = 0; c < nclusters; c++)
+        names[c] = cluster_name(a, c);
+    memset(res, 0, sizeof(*res));
+    res->ndecisions = nunits;
+    res->decisions = rc_arena_calloc(a, nunits, sizeof(*res->decisions));
+    for (size_t i = 0; i < nunits; i++) {
+        struct pl_decision *d = &res->decisions[i];
+        size_t ns = i * 50 / nunits, chosen = (i * 7) % nclusters;
+
+        d->unit = rc_arena_printf(a, "skyray-capacity/team-%02zu/job-%06zu", ns, i);
+        d->policy = "skyray-capacity";
+        d->policy_digest = "5f0c1d2e3a4b5c6d";
+        d->nobjects = 2;
+        d->object_keys = rc_arena_calloc(a, 2, sizeof(*d->object_keys));
+        d->object_keys[0] = rc_arena_printf(a, "team-%02zu/ConfigMap/job-%06zu-code", ns, i);
+        d->object_keys[1] = rc_arena_printf(a, "team-%02zu/RayJob/job-%06zu", ns, i);
+        d->objects = rc_arena_calloc(a, 2, sizeof(*d->objects));
+        d->state = PL_STATE_PLACED;
+        d->ntargets = 1;
+        d->targets = rc_arena_calloc(a, 1, sizeof(*d->targets));
+        d->targets[0].cluster = names[chosen];
+        d->targets[0].percent = 100;
+        d->reason = rc_arena_printf(a, "fits now on %s", names[chosen]);
+        d->nverdicts = nclusters;
+        d->verdicts = rc_arena_calloc(a, nclusters, sizeof(*d->verdicts));
+        for (size_t c = 0; c < nclusters; c++) {
+            struct pl_verdict *v = &d->verdicts[c];
+            v->cluster = names[c];
+            if (c < chosen) {
+                v->kind = PL_VERDICT_DOES_NOT_FIT;
+                v->detail = "worker needs nvidia.com/gpu 8; best node has 0 (20 GPU nodes full)";
+            } else if (c == chosen || c % 3 == 0) {
+                v->kind = PL_VERDICT_FITS_NOW;
+                v->detail = "head on cpu-3, 4 workers on gpu-1..gpu-4";
+            } else if (c % 5 == 0) {
+                v->kind = PL_VERDICT_FITS_AFTER_SCALE_UP;
+                v->detail = "luna adds 2 nodes of p4d.24xlarge";
+                v->nodes_added = 2;
+            } else {
+                v->kind = PL_VERDICT_DOES_NOT_FIT;
+                v->detail = "worker needs nvidia.com/gpu 8; best node has 0";
+            }
+        }
+    }
+}
+
+/* ==== placements.yaml ==== */
+
+static void test_rd_record__bench_scale_reads_back(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_result res, again;
+    struct rd_record rec;
+    const struct rd_verdict_tally **tallies;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+
+    (void)state;
+    make_result(&res, BENCH_UNITS, BENCH_CLUSTERS, &a);
+    assert_int_equal(
+        rd_record_emit(&one, &res, "0123456789abcdef0123456789abcdef01234567", NULL, &err), 0);
+    if (rd_record_parse(&rec, one.ptr, one.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rec.nunits, BENCH_UNITS);
+    assert_string_equal(rec.source, "0123456789abcdef0123456789abcdef01234567");
+    for (size_t i = 0; i < rec.nunits; i++) {
+        const struct pl_prev_unit *u = &rec.units[i];
+        const struct pl_decision *d = &res.decisions[i];
+        size_t total = 0, chosen = (i * 7) % BENCH_CLUSTERS;
+
+        assert_string_equal(u->unit, d->unit);
+        assert_int_equal(u->state, PL_STATE_PLACED);
+        assert_int_equal(u->nclusters, 1);
+        assert_string_equal(u->clusters[0], d->targets[0].cluster);
+        assert_int_equal(u->nobjects, 2);
+        /* the chosen cluster and at most three preferred ones passed over */
+        assert_true(u->nverdicts <= RD_RECORD_CHOSEN_VERDICTS + RD_RECORD_PASSED_VERDICTS);
+        assert_int_equal(u->nverdicts, 1 + (chosen < 3 ? chosen : 3));
+        assert_string_equal(u->verdicts[u->nverdicts - 1].cluster, d->targets[0].cluster);
+        assert_int_equal(u->verdicts[u->nverdicts - 1].kind, PL_VERDICT_FITS_NOW);
+        for (size_t k = 0; k + 1 < u->nverdicts; k++) {
+            assert_string_equal(u->verdicts[k].cluster, d->verdicts[k].cluster);
+            assert_int_equal(u->verdicts[k].kind, PL_VERDICT_DOES_NOT_FIT);
+        }
+        for (int k = 0; k < 4; k++)
+            total += rec.tallies[i].count[k];
+        assert_int_equal(total, BENCH_CLUSTERS);
+        assert_int_equal(rec.tallies[i].omitted, BENCH_CLUSTERS - u->nverdicts);
+    }
+
+    /* The next pass keeps every entry (nothing changed): the record is written again from
+     * what was read, byte for byte. */
+    again = res;
+    again.decisions = rc_arena_calloc(&a, res.ndecisions, sizeof(*again.decisions));
+    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
+    for (size_t i = 0; i < res.ndecisions; i++) {
+        again.decisions[i] = res.decisions[i];
+        again.decisions[i].nverdicts = rec.units[i].nverdicts;
+        again.decisions[i].verdicts = rec.units[i].verdicts;
+        tallies[i] = &rec.tallies[i];
+    }
+    opts.tallies = tallies;
+    assert_int_equal(
+        rd_record_emit(&two, &again, "0123456789abcdef0123456789abcdef01234567", &opts, &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
+/* The same units on fleets of 10, 100 and 1,000 clusters: the record grows with the units,
+ * not with units x clusters (only the counts' digits differ). */
+static void test_rd_record__size_independent_of_fleet(void **state)
+{
+    static const size_t fleets[] = {10, 100, 1000};
+    size_t len[3];
+
+    (void)state;
+    for (size_t f = 0; f < 3; f++) {
+        struct rc_arena a = RC_ARENA_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        struct rc_buf b = RC_BUF_INIT;
+        struct pl_result res;
+
+        make_result(&res, 200, fleets[f], &a);
+        /* the same choice whatever the fleet: the 6th cluster */
+        for (size_t i = 0; i < res.ndecisions; i++) {
+            struct pl_decision *d = &res.decisions[i];
+            d->targets[0].cluster = d->verdicts[5].cluster;
+            d->reason = "fits now on cluster-005";
+            for (size_t c = 0; c < d->nverdicts; c++) {
+                d->verdicts[c].kind = c < 5 ? PL_VERDICT_DOES_NOT_FIT : PL_VERDICT_FITS_NOW;
+                d->verdicts[c].detail = c < 5 ? "no room" : "fits";
+                d->verdicts[c].nodes_added = 0;
+            }
+        }
+        assert_int_equal(rd_record_emit(&b, &res, "x", NULL, &err), 0);
+        len[f] = b.len;
+        rc_buf_release(&b);
+        rc_arena_release(&a);
+    }
+    /* a few digits per unit, never a verdict per cluster */
+    assert_true(len[1] <= len[0] + 200 * 4);
+    assert_true(len[2] <= len[0] + 200 * 8);
+}
+
+/* Units that are pending list the most preferred candidates; Duplicate lists a bounded few
+ * of its targets. */
+static void test_rd_record__bounded_for_pending_and_duplicate(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record rec;
+
+    (void)state;
+    make_result(&res, 2, 50, &a);
+    res.decisions[0].state = PL_STATE_PENDING;
+    res.decisions[0].ntargets = 0;
+    res.decisions[0].reason = "no cluster fits now or after scale-up (50 candidates)";
+    res.decisions[1].ntargets = 50;
+    res.decisions[1].targets = rc_arena_calloc(&a, 50, sizeof(*res.decisions[1].targets));
+    for (size_t c = 0; c < 50; c++) {
+        res.decisions[1].targets[c].cluster = res.decisions[1].verdicts[c].cluster;
+        res.decisions[1].targets[c].percent = 100;
+    }
+    assert_int_equal(rd_record_emit(&b, &res, "x", NULL, &err), 0);
+    if (rd_record_parse(&rec, b.ptr, b.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rec.nunits, 2);
+    assert_int_equal(rec.units[0].nverdicts, RD_RECORD_PASSED_VERDICTS);
+    assert_string_equal(rec.units[0].verdicts[0].cluster, "cluster-000");
+    assert_int_equal(rec.tallies[0].omitted, 50 - RD_RECORD_PASSED_VERDICTS);
+    assert_int_equal(rec.units[1].nclusters, 50);
+    assert_int_equal(rec.units[1].nverdicts, RD_RECORD_CHOSEN_VERDICTS);
+    assert_int_equal(rec.tallies[1].omitted, 50 - RD_RECORD_CHOSEN_VERDICTS);
+    assert_non_null(strstr(b.ptr, "verdictsOmitted: 47\n"));
+    rc_buf_release(&b);
+    rc_arena_release(&a);
+}
+
+/* ==== .rightplace/capacity.yaml ==== */
+
+/* 100 live clusters of 100 nodes, none alike (each node has its own requests, as observed
+ * nodes do), and 20,000 units observed across them. */
+static void test_rd_record__capacity_bench_scale_reads_back(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_resnames res, res2;
+    struct pl_cluster *cl = rc_arena_calloc(&a, BENCH_CLUSTERS, sizeof(*cl)), *back = NULL;
+    size_t nback = 0, unit = 0;
+    int gpu;
+
+    (void)state;
+    pl_resnames_init(&res);
+    gpu = pl_resnames_intern(&res, &a, "nvidia.com/gpu");
+    for (size_t c = 0; c < BENCH_CLUSTERS; c++) {
+        struct pl_cluster *k = &cl[c];
+        k->name = cluster_name(&a, c);
+        pl_labels_set(&k->labels, &a, "kubernetes.io/metadata.name", k->name);
+        pl_labels_set(&k->labels, &a, "region", c % 2 ? "east" : "west");
+        k->live = 1;
+        k->reachable = 1;
+        k->autoscaler = c % 5 == 0 ? PL_AUTOSCALER_LUNA : PL_AUTOSCALER_NONE;
+        k->any_shape = c % 5 == 0;
+        k->nnodes = BENCH_NODES;
+        k->nodes = rc_arena_calloc(&a, BENCH_NODES, sizeof(*k->nodes));
+        for (size_t n = 0; n < BENCH_NODES; n++) {
+            struct pl_node *nd = &k->nodes[n];
+            int is_gpu = n >= 80;
+            nd->name = rc_arena_printf(&a, "%s-node-%03zu", k->name, n);
+            nd->allocatable.v[PL_RES_CPU] = is_gpu ? 96000 : 32000;
+            nd->allocatable.v[PL_RES_MEMORY] = (int64_t)128 << 40;
+            nd->allocatable.v[PL_RES_PODS] = 110000;
+            if (is_gpu)
+                nd->allocatable.v[gpu] = 8000;
+            nd->requested.v[PL_RES_CPU] = (int64_t)(100 + n * 10 + c);
+            nd->requested.v[PL_RES_MEMORY] = (int64_t)(n + 1) << 30;
+            nd->requested.v[PL_RES_PODS] = (int64_t)(1 + n % 7) * 1000;
+            pl_labels_set(&nd->labels, &a, "kubernetes.io/hostname", nd->name);
+            pl_labels_set(&nd->labels, &a, "node.kubernetes.io/instance-type",
+                          is_gpu ? "p4d.24xlarge" : "m5.8xlarge");
+            pl_labels_set(&nd->labels, &a, "topology.kubernetes.io/zone",
+                          n % 3 ? "zone-a" : "zone-b");
+        }
+        k->npresent = BENCH_UNITS / BENCH_CLUSTERS;
+        k->present = rc_arena_calloc(&a, k->npresent, sizeof(*k->present));
+        for (size_t p = 0; p < k->npresent; p++) {
+            char label[17];
+            pl_unit_label(rc_arena_printf(&a, "unit-%zu", unit++), label);
+            k->present[p] = rc_arena_strdup(&a, label);
+        }
+        qsort(k->present, k->npresent, sizeof(*k->present),
+              (int (*)(const void *, const void *))strcmp);
+    }
+    assert_int_equal(rd_capacity_emit(&one, cl, BENCH_CLUSTERS, &res, NULL, 0, "x", &err), 0);
+    pl_resnames_init(&res2);
+    if (rd_capacity_parse(&back, &nback, &res2, one.ptr, one.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(nback, BENCH_CLUSTERS);
+    assert_int_equal(back[99].nnodes, BENCH_NODES);
+    assert_int_equal(back[99].npresent, BENCH_UNITS / BENCH_CLUSTERS);
+    assert_int_equal(rd_capacity_emit(&two, back, nback, &res2, NULL, 0, "x", &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
+/* ==== The item reader's own limits ==== */
+
+struct count {
+    size_t items;
+};
+
+static int count_item(void *payload, const cJSON *item, const struct rd_docs *docs,
+                      struct rc_err *err)
+{
+    struct count *c = payload;
+
+    (void)item;
+    (void)docs;
+    (void)err;
+    c->items++;
+    return 0;
+}
+
+/* More nodes in all than the per-file limit: fine, item by item. One item over it, an alias
+ * to another item's anchor, or a billion laughs inside one item: refused. */
+static void test_rd_record__items_budget_is_per_item(void **state)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    struct count c = {0};
+    struct rd_yaml_items items = {"units", count_item, &c};
+    struct rd_docs *docs = NULL;
+    const char *cross = "kind: X\nunits:\n- &a {x: 1}\n- *a\n";
+    const char *laughs = "units:\n- a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                         "  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                         "  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                         "  d: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n";
+
+    (void)state;
+    lim.max_nodes = 1000;
+    lim.max_bytes = 64u << 20;
+    assert_int_equal(rc_buf_printf(&b, &err, "apiVersion: v1\nunits:\n"), 0);
+    for (int i = 0; i < 2000; i++)
+        assert_int_equal(rc_buf_printf(&b, &err, "- {a: %d, b: [1, 2, 3]}\n", i), 0);
+    assert_int_equal(rc_buf_printf(&b, &err, "kind: After\n"), 0);
+    if (rd_yaml_load_items(&docs, "r.yaml", b.ptr, b.len, &lim, &items, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.items, 2000);
+    assert_string_equal(cJSON_GetObjectItem(rd_docs_get(docs, 0), "kind")->valuestring, "After");
+    assert_true(cJSON_IsArray(cJSON_GetObjectItem(rd_docs_get(docs, 0), "units")));
+    rd_docs_free(docs);
+
+    /* the plain loader refuses the same input: its budget is for the whole file */
+    assert_int_equal(rd_yaml_load(&docs, "r.yaml", b.ptr, b.len, &lim, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "more than 1000 nodes"));
+
+    assert_int_equal(rd_yaml_load_items(&docs, "r.yaml", cross, strlen(cross), &lim, &items, &err),
+                     RC_EINVALID);
+    assert_non_null(strstr(err.msg, "r.yaml:4:3: unknown anchor 'a'"));
+    assert_int_equal(
+        rd_yaml_load_items(&docs, "r.yaml", laughs, strlen(laughs), &lim, &items, &err),
+        RC_EINVALID);
+    assert_non_null(strstr(err.msg, "more than 1000 nodes"));
+    rc_buf_release(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rd_record__bench_scale_reads_back),
+        cmocka_unit_test(test_rd_record__size_independent_of_fleet),
+        cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
+        cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
+        cmocka_unit_test(test_rd_record__items_budget_is_per_item),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
