@@ -436,6 +436,12 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
             return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
     }
+    for (size_t i = 0; i < e->nobj; i++) {
+        const struct pl_object *o = e->obj[i];
+        if (o->warning)
+            add_warning(e, rc_arena_printf(e->a, "%s:%d: %s", o->file ? o->file : "?", o->line,
+                                           o->warning));
+    }
     /* declared namespaces first (sorted), then names only objects mention */
     for (size_t i = 0; i < in->nnamespaces; i++) {
         struct pl_labels *slot = rc_arena_calloc(&e->s, 1, sizeof(*slot));

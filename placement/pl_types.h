@@ -121,6 +121,10 @@ struct pl_object {
     int64_t completions; /* PL_SPLIT_JOB: spec.completions; -1: not set (a work queue) */
     const char *file;    /* source file and line, for messages */
     int line;
+    /* Something the pass should warn about the object (e.g. a kind with a pod template whose
+     * pods rightplace cannot count); pl_place lists it among the warnings with file:line.
+     * NULL: none. */
+    const char *warning;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 

@@ -9,6 +9,9 @@
  *   value at most once, and with Divide they add up to exactly 100 (less would leave
  *   replicas nowhere: Nova drops them, rightplace refuses the policy).
  * - orderedClusterSelector must hold an In requirement: its values are the priority order.
+ * - namespaceSelector may be left out (the 2023 CRD required it; Nova 1.5's examples omit
+ *   it): every namespace, as `matchExpressions: [{key: kubernetes.io/metadata.name,
+ *   operator: Exists}]` says.
  */
 #include "rd_policy.h"
 
@@ -294,12 +297,6 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
         (rc = rd_field_obj(&gb, spec, "groupBy", 0, docs, err)) < 0 ||
         (rc = rd_field_obj(&sc, spec, "spreadConstraints", 0, docs, err)) < 0)
         return rc;
-    if (!nsel)
-        return rd_err_at(err, RC_EINVALID, docs, spec,
-                         "SchedulePolicy '%s' needs spec.namespaceSelector (use matchExpressions "
-                         "[{key: kubernetes.io/metadata.name, operator: Exists}] for every "
-                         "namespace)",
-                         o->name);
     if (!rsel || !(lsels = rd_field_get(rsel, "labelSelectors")))
         return rd_err_at(err, RC_EINVALID, docs, rsel ? rsel : spec,
                          "SchedulePolicy '%s' needs spec.resourceSelectors.labelSelectors",
@@ -309,6 +306,7 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
                          "labelSelectors of SchedulePolicy '%s' must be a non-empty sequence "
                          "(`- matchExpressions: []` selects every object)",
                          o->name);
+    /* absent (Nova 1.5 examples): every namespace, as the empty selector */
     if ((rc = rd_selector_from_json(&out->namespace_selector, nsel, docs, a, err)) < 0)
         return rc;
     out->resource_selectors = rc_arena_calloc(a, n, sizeof(*out->resource_selectors));

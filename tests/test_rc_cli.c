@@ -436,6 +436,75 @@ static void test_rc_cli__quiet_pass_logs_at_debug(void **state)
     free(repo);
 }
 
+/* s with the first `from` replaced by `to` (malloc'd) */
+static char *replace1(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+
+    assert_non_null(p);
+    snprintf(r, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return r;
+}
+
+/* Content-only changes are named field by field, multi-object units by count, and the source
+ * commit's subject and author ride along as trailers */
+static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
+{
+    char *repo = th_example_repo();
+    const char *job = "fill-and-spill/rayjob-rayjob1.yaml";
+    char *msg, *subject, *text, *t1, *t2, *trailers;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    /* the namespaces unit holds six: the headline says so */
+    assert_contains(msg, "place 6 Namespaces (development, experiments, production, +3) on");
+    assert_contains(msg, "Rightplace-Source-Subject: example fleet\n");
+    assert_contains(msg, "Rightplace-Source-Author: ");
+    free(msg);
+
+    text = th_git_show(repo, "main", job);
+    t1 = replace1(text, "rayproject/ray-ml:2.2.0-gpu", "rayproject/ray-ml:2.9.0-gpu");
+    t2 = replace1(t1, "- replicas: 2", "- replicas: 3");
+    free(th_git_commit_files(repo, "Bump rayjob1 to Ray 2.9", job, t2, NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
+    assert_string_equal(subject, "update rayjob1/rayjob-train on static-cluster: image, replicas");
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    assert_contains(msg, "rayjob1/RayJob/rayjob-train on static-cluster:");
+    assert_contains(msg, "rayproject/ray-ml:2.2.0-gpu -> rayproject/ray-ml:2.9.0-gpu");
+    assert_contains(msg, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: 2 -> 3");
+    /* git reads the trailers */
+    {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/msg.txt", repo);
+        th_write_file(repo, "msg.txt", msg, (size_t)-1);
+        const char *argv[] = {"git", "interpret-trailers", "--parse", path, NULL};
+        assert_int_equal(th_run(repo, &trailers, NULL, argv), 0);
+    }
+    assert_contains(trailers, "Rightplace-Source-Subject: Bump rayjob1 to Ray 2.9\n");
+    assert_contains(trailers, "Rightplace-Placed: 6\n");
+    /* every subject fits 72 columns */
+    free(subject);
+    subject = th_git_ok(repo, "log", "--format=%s", "deploy", NULL);
+    for (char *p = subject; p && *p;) {
+        char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        assert_true(n <= 72);
+        p = nl ? nl + 1 : NULL;
+    }
+    free(trailers);
+    free(subject);
+    free(msg);
+    free(text);
+    free(t1);
+    free(t2);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__missing_kubeconfig_is_configuration),
         cmocka_unit_test(test_rc_cli__log_json_has_time_and_fields_once),
         cmocka_unit_test(test_rc_cli__quiet_pass_logs_at_debug),
+        cmocka_unit_test(test_rc_cli__commit_messages_a_reviewer_wants),
     };
     int rc;
 

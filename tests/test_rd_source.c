@@ -98,7 +98,7 @@ static const char bad_policy[] = "apiVersion: policy.elotl.co/v1alpha1\n"
                                  "kind: SchedulePolicy\n"
                                  "metadata: {name: broken-policy}\n"
                                  "spec:\n"
-                                 "  resourceSelectors: {labelSelectors: [{}]}\n";
+                                 "  resourceSelectors: {labelSelectors: []}\n";
 
 static const char dup_cluster[] = "apiVersion: rightplace.dev/v1alpha1\n"
                                   "kind: Cluster\n"
@@ -297,7 +297,7 @@ static void test_rd_source__broken_files_contribute_nothing(void **state)
     assert_non_null(strstr(m, "'sometimes'"));
     m = error_of(s, "policies/bad.yaml");
     assert_non_null(strstr(m, "policies/bad.yaml:"));
-    assert_non_null(strstr(m, "namespaceSelector"));
+    assert_non_null(strstr(m, "labelSelectors"));
     for (size_t i = 0; i < s->nclusters; i++)
         assert_string_not_equal(s->clusters[i].name, "broken-cluster");
 }
