@@ -67,6 +67,9 @@ enum opt_id {
     OPT_LUNA,
     OPT_NO_LUNA,
     OPT_MODE,
+    OPT_PROPOSE,
+    OPT_COMMITTER_NAME,
+    OPT_COMMITTER_EMAIL,
     OPT_ONCE,
     OPT_INTERVAL,
     OPT_NO_APPLY,
@@ -109,6 +112,14 @@ static const struct opt_def opt_defs[] = {
     {OPT_MODE, "mode", 0, "push|pull",
      "pull: Flux or Argo CD applies the deploy branch; no apply, no managed-by\n"
      "label (docs/pull-mode.md; default push)"},
+    {OPT_PROPOSE, "propose", 0, "BRANCH",
+     "commit decisions to BRANCH, on top of the deploy branch, for review;\n"
+     "the deploy branch moves only when a person promotes BRANCH"},
+    {OPT_COMMITTER_NAME, "committer-name", 0, "NAME",
+     "author and committer of placement commits and notes\n"
+     "(default $RIGHTPLACE_COMMITTER_NAME, else rightplace)"},
+    {OPT_COMMITTER_EMAIL, "committer-email", 0, "EMAIL",
+     "their email (default $RIGHTPLACE_COMMITTER_EMAIL, else rightplace@localhost)"},
     {OPT_ONCE, "once", 0, NULL, "one pass, then exit (the default)"},
     {OPT_INTERVAL, "interval", 0, "DURATION",
      "run a pass every DURATION (30s, 5m, 1h; a bare number is seconds)\n"
@@ -166,7 +177,9 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
+         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_COMMITTER_EMAIL),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -213,6 +226,8 @@ struct cli {
     long lock_timeout; /* seconds a read-only command waits for the lock */
     int once;
     char luna_buf[256];
+    const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
+    const char *committer_email; /* NULL: $RIGHTPLACE_COMMITTER_EMAIL, else rc_git's default */
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
@@ -530,6 +545,15 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         }
         c->pass.render.pull = !strcmp(v, "pull");
         break;
+    case OPT_PROPOSE:
+        c->pass.propose_branch = v;
+        break;
+    case OPT_COMMITTER_NAME:
+        c->committer_name = v;
+        break;
+    case OPT_COMMITTER_EMAIL:
+        c->committer_email = v;
+        break;
     case OPT_ONCE:
         c->once = 1;
         break;
@@ -738,6 +762,14 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr,
                 "rightplace: %s needs --repo: the repository to place from (a path or a URL)\n",
                 c->cmd->name);
+        return -1;
+    }
+    if (c->pass.propose_branch && (!strcmp(c->pass.propose_branch, c->pass.deploy_branch) ||
+                                   !strcmp(c->pass.propose_branch, c->pass.source_branch))) {
+        fprintf(stderr,
+                "rightplace: --propose %s: the proposal branch must differ from the source and "
+                "deploy branches\n",
+                c->pass.propose_branch);
         return -1;
     }
     if (c->pass.render.pull) /* Flux or Argo CD applies */
@@ -1112,6 +1144,30 @@ static int exit_for(int code)
     }
 }
 
+/* Files someone changed by hand on the deploy branch: said on stderr, with what happens. */
+static void log_hand_edits(const struct rc_log *log, const struct rc_pass_result *res,
+                           const char *deploy_branch, int restored)
+{
+    char list[512];
+    size_t used = 0;
+
+    if (!res->nhand_edits)
+        return;
+    list[0] = '\0';
+    for (size_t i = 0; i < res->nhand_edits && i < 5 && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+                                 res->hand_edits[i].path);
+    if (res->nhand_edits > 5 && used < sizeof(list))
+        snprintf(list + used, sizeof(list) - used, " and %zu more", res->nhand_edits - 5);
+    rc_log_warn(log,
+                "deploy branch '%s': %zu file%s changed by hand since rightplace's commit %.12s "
+                "(%s); %s",
+                deploy_branch, res->nhand_edits, res->nhand_edits == 1 ? "" : "s",
+                res->hand_edit_base, list,
+                restored ? "this pass restored what rightplace renders"
+                         : "the next pass restores what rightplace renders");
+}
+
 /* The exit status a computed pass calls for, the same for every command: a configuration
  * error (a kubeconfig that cannot be loaded) before bad input before an outage. `pending`:
  * plan's changes, which share status 1 with an outage. */
@@ -1156,6 +1212,7 @@ static int cmd_reconcile_once(struct run *r)
         goto done;
     }
     status = result_status(&res, 0);
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, res.committed);
     {
         struct rc_log_field f[] = {
             RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
@@ -1171,6 +1228,13 @@ static int cmd_reconcile_once(struct run *r)
         if (res.skipped)
             rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
                       short_id(res.source));
+        else if (res.proposed && strcmp(res.proposal, res.deploy_old))
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "proposed %s on %s for review (deploy %s unchanged)",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.proposal), r->cli->pass.propose_branch,
+                      short_id(res.deploy_old));
         else if (res.committed)
             rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
                       "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
@@ -1279,9 +1343,27 @@ static int cmd_plan(struct run *r)
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
+        {
+            cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                cJSON *p = cJSON_CreateObject();
+                char op[2] = {res.hand_edits[i].op, 0};
+                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "change", op);
+                cJSON_AddItemToArray(hs, p);
+            }
+        }
         print_json(o);
     } else {
         printf("source %s, deploy %s\n", short_id(res.source), short_id(res.deploy_old));
+        if (res.nhand_edits) {
+            printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
+                   "(the next pass restores them):\n",
+                   short_id(res.hand_edit_base));
+            for (size_t i = 0; i < res.nhand_edits; i++)
+                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            printf("\n");
+        }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
         if (!nchanged) {
             printf("no change\n");
@@ -1299,6 +1381,7 @@ static int cmd_plan(struct run *r)
                 printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
         }
     }
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
     status = result_status(&res, nchanged != 0);
 done:
     rc_arena_release(&a);
@@ -1778,6 +1861,22 @@ int main(int argc, char **argv)
         }
         error = rc_git_open(&r.git, c.repo, &c.git, &err);
         release_lock(fd);
+    }
+    if (error == RC_OK) {
+        /* the identity of placement commits and notes: flags, then the environment */
+        const char *name =
+            c.committer_name ? c.committer_name : getenv("RIGHTPLACE_COMMITTER_NAME");
+        const char *email =
+            c.committer_email ? c.committer_email : getenv("RIGHTPLACE_COMMITTER_EMAIL");
+        if ((name && name[0]) || (email && email[0])) {
+            error = rc_git_set_identity(r.git, name && name[0] ? name : "rightplace",
+                                        email && email[0] ? email : "rightplace@localhost", &err);
+            if (error < 0) {
+                rc_log_error(&c.log, "committer identity: %s", err.msg);
+                status = RC_EXIT_USAGE;
+                goto done;
+            }
+        }
     }
     if (error < 0) {
         rc_log_error(&c.log, "%s", err.msg);

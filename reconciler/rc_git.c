@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <git2.h>
@@ -452,7 +453,9 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err)
 
 /* Push refs over a smart transport (ssh, https, git): the server's receive-pack checks the
  * old values under its ref locks and runs its hooks. */
-static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+/* force: "+ref:ref", the remote ref is replaced whatever it holds (rc_git_force_ref). */
+static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                      struct rc_err *err)
 {
     git_remote *remote = NULL;
     git_push_options po;
@@ -467,11 +470,13 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, s
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]);
-        char *s = rc_xmalloc(2 * n + 2);
+        char *s = rc_xmalloc(2 * n + 3), *p = s;
 
-        memcpy(s, refs[i], n);
-        s[n] = ':';
-        memcpy(s + n + 1, refs[i], n + 1);
+        if (force)
+            *p++ = '+';
+        memcpy(p, refs[i], n);
+        p[n] = ':';
+        memcpy(p + n + 1, refs[i], n + 1);
         specs.strings[specs.count++] = s;
     }
     if ((error = remote_new(&remote, g, err)) < 0)
@@ -550,7 +555,8 @@ static int hide_remote_tip(const char *name, void *payload)
  * update. Instead: write a pack of what the remote lacks into its object store, then under
  * the remote's ref locks (a transaction) refuse any ref whose current value is not an
  * ancestor of ours, and move all refs at once or none (like `git push --atomic`). */
-static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                     struct rc_err *err)
 {
     char *path = file_url_path(g->url), *pack_dir = NULL;
     git_repository *rr = NULL;
@@ -630,7 +636,7 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, st
             goto done;
         }
         e = git_reference_name_to_id(&cur, rr, refs[i]);
-        if (e == 0 && !git_oid_equal(&cur, &ids[i]) &&
+        if (e == 0 && !force && !git_oid_equal(&cur, &ids[i]) &&
             git_graph_descendant_of(rr, &ids[i], &cur) != 1) {
             error = rc_err_set(err, RC_ECONFLICT,
                                "push of '%s' refused by '%s': non-fast-forward (the remote "
@@ -665,14 +671,15 @@ done:
 
 /* Push refs (full names) without force; on failure fetch again so that the local mirror
  * shows the remote's refs. See rc_git_push_refs. */
-static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                   struct rc_err *err)
 {
     int error;
 
     if (!strncmp(g->url, "file://", 7))
-        error = push_file(g, refs, nrefs, err);
+        error = push_file(g, refs, nrefs, force, err);
     else
-        error = push_smart(g, refs, nrefs, err);
+        error = push_smart(g, refs, nrefs, force, err);
     if (error < 0) {
         struct rc_err ferr = RC_ERR_INIT;
 
@@ -696,7 +703,7 @@ int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, st
         if (e < 0)
             return fail(err, rc_code(e), "cannot push '%s'", refs[i]);
     }
-    return do_push(g, refs, nrefs, err);
+    return do_push(g, refs, nrefs, 0, err);
 }
 
 /* ==== Open ==== */
@@ -1530,6 +1537,92 @@ int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struc
     return RC_OK;
 }
 
+static int own_commit(struct rc_git *g, git_commit *c)
+{
+    const git_signature *s = git_commit_committer(c);
+    const char *m = git_commit_message_raw(c);
+
+    if (!s || !s->name || strcmp(s->name, g->name) || !m)
+        return 0;
+    return !strncmp(m, "Rightplace-Source: ", 19) || strstr(m, "\nRightplace-Source: ") != NULL;
+}
+
+int rc_git_is_own_commit(struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    error = own_commit(g, c);
+    git_commit_free(c);
+    return error;
+}
+
+int rc_git_last_own_commit(char out[41], struct rc_git *g, const char *commit, size_t depth,
+                           struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    for (size_t i = 0; error == RC_OK && i <= depth; i++) {
+        git_commit *parent = NULL;
+        int e;
+        if (own_commit(g, c)) {
+            oid_hex(out, git_commit_id(c));
+            git_commit_free(c);
+            return RC_OK;
+        }
+        if (git_commit_parentcount(c) == 0)
+            break;
+        if ((e = git_commit_parent(&parent, c, 0)) < 0)
+            error = fail(err, rc_code(e), "cannot read the parent of '%s'", commit);
+        git_commit_free(c);
+        c = parent;
+    }
+    git_commit_free(c);
+    if (error < 0)
+        return error;
+    return rc_err_set(err, RC_ENOTFOUND, "no commit of rightplace within %zu commits of '%.12s'",
+                      depth, commit);
+}
+
+int rc_git_diff_commits(struct rc_git_change **out, size_t *n, struct rc_git *g, const char *from,
+                        const char *to, struct rc_arena *a, struct rc_err *err)
+{
+    git_tree *t1 = NULL, *t2 = NULL;
+    git_diff *d = NULL;
+    struct rc_git_change *v = NULL;
+    size_t cnt = 0, nd;
+    int e, error;
+
+    *out = NULL;
+    *n = 0;
+    error = lookup_tree(&t1, g, from, err);
+    if (error == RC_OK)
+        error = lookup_tree(&t2, g, to, err);
+    if (error == RC_OK && (e = git_diff_tree_to_tree(&d, g->repo, t1, t2, NULL)) < 0)
+        error = fail(err, rc_code(e), "cannot compare '%.12s' with '%.12s'", from, to);
+    if (error < 0)
+        goto done;
+    nd = git_diff_num_deltas(d);
+    v = rc_arena_calloc(a, nd + 1, sizeof(*v));
+    for (size_t i = 0; i < nd; i++) {
+        const git_diff_delta *dd = git_diff_get_delta(d, i);
+        char op = dd->status == GIT_DELTA_ADDED ? 'A' : dd->status == GIT_DELTA_DELETED ? 'D' : 'M';
+        const char *path = dd->status == GIT_DELTA_DELETED ? dd->old_file.path : dd->new_file.path;
+        v[cnt].path = rc_arena_strdup(a, path ? path : "");
+        v[cnt++].op = op;
+    }
+    *out = v;
+    *n = cnt;
+done:
+    git_diff_free(d);
+    git_tree_free(t1);
+    git_tree_free(t2);
+    return error;
+}
+
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err)
 {
     git_commit *c = NULL;
@@ -1559,6 +1652,52 @@ static int check_ref_name(const char *ref, struct rc_err *err)
     return RC_OK;
 }
 
+/* A git process that updates a ref holds "<ref>.lock" for milliseconds; one that crashed
+ * leaves it, and every later update fails. One older than this, while rightplace holds its
+ * own lock (no other pass runs on this repository through this state directory), is stale. */
+#define STALE_REF_LOCK_SECONDS 600
+
+static void ref_lock_path(char *out, size_t n, struct rc_git *g, const char *ref)
+{
+    const char *dir = git_repository_commondir(g->repo);
+    size_t dl = dir ? strlen(dir) : 0;
+
+    snprintf(out, n, "%s%s%s.lock", dir ? dir : "", dl && dir[dl - 1] != '/' ? "/" : "", ref);
+}
+
+/* Remove ref's lock file when it is provably stale (older than STALE_REF_LOCK_SECONDS);
+ * returns 1 when removed, else 0. */
+static int clear_stale_ref_lock(struct rc_git *g, const char *ref)
+{
+    char path[4096];
+    struct stat st;
+    time_t now = time(NULL);
+
+    ref_lock_path(path, sizeof(path), g, ref);
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < STALE_REF_LOCK_SECONDS)
+        return 0;
+    if (unlink(path) < 0)
+        return 0;
+    if (g->log)
+        rc_log_warn(g->log,
+                    "removed the stale lock file '%s' (%lld minutes old; a git process that "
+                    "updated '%s' must have died)",
+                    path, (long long)(now - st.st_mtime) / 60, ref);
+    return 1;
+}
+
+static int explain_ref_lock(struct rc_git *g, const char *ref, struct rc_err *err)
+{
+    char path[4096];
+
+    git_error_clear();
+    ref_lock_path(path, sizeof(path), g, ref);
+    return rc_err_set(err, RC_ERROR,
+                      "cannot update '%s': '%s' exists (a git process is updating it, or one "
+                      "died); if no git process runs on this repository, remove it: rm '%s'",
+                      ref, path, path);
+}
+
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
                             const char *old_id, const char *log_message, struct rc_err *err)
 {
@@ -1570,16 +1709,22 @@ int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_i
         (error = parse_oid(&nid, new_id, "new id", err)) < 0 ||
         (old_id && (error = parse_oid(&oid, old_id, "old id", err)) < 0))
         return error;
-    if (!old_id) {
-        ge = git_reference_create(&r, g->repo, ref, &nid, 0, log_message);
-        if (ge == GIT_EEXISTS)
-            return fail(err, RC_ECONFLICT, "ref '%s' exists already", ref);
-    } else {
-        ge = git_reference_create_matching(&r, g->repo, ref, &nid, 1, &oid, log_message);
-        if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
-            return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
+    for (int attempt = 0;; attempt++) {
+        if (!old_id) {
+            ge = git_reference_create(&r, g->repo, ref, &nid, 0, log_message);
+            if (ge == GIT_EEXISTS)
+                return fail(err, RC_ECONFLICT, "ref '%s' exists already", ref);
+        } else {
+            ge = git_reference_create_matching(&r, g->repo, ref, &nid, 1, &oid, log_message);
+            if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
+                return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
+        }
+        if (ge != GIT_ELOCKED || attempt > 0 || !clear_stale_ref_lock(g, ref))
+            break;
     }
     git_reference_free(r);
+    if (ge == GIT_ELOCKED)
+        return explain_ref_lock(g, ref, err);
     if (ge < 0)
         return fail(err, rc_code(ge), "cannot update ref '%s'", ref);
     return RC_OK;
@@ -1592,7 +1737,17 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
     if (error < 0 || !g->remote)
         return error;
-    return do_push(g, &ref, 1, err);
+    return do_push(g, &ref, 1, 0, err);
+}
+
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err)
+{
+    int error = rc_git_update_ref_local(g, ref, new_id, old_id, log_message, err);
+
+    if (error < 0 || !g->remote)
+        return error;
+    return do_push(g, &ref, 1, 1, err);
 }
 
 /* ==== Notes ==== */
@@ -1623,7 +1778,7 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
         }
         if (!g->remote || !push)
             break;
-        error = do_push(g, notes_ref, 1, err);
+        error = do_push(g, notes_ref, 1, 0, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
             break;
         if (g->log)

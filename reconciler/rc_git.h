@@ -195,6 +195,14 @@ int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *
 int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
                       const char *log_message, struct rc_err *err);
 
+/* rc_git_update_ref for a ref rightplace alone writes and may replace (a proposal branch,
+ * README.md "Review gate"): the same local compare-and-swap against old_id (NULL:
+ * must not exist), then, for a remote repository, a forced push ("+ref:ref"): the remote ref
+ * is replaced whatever it holds, also when new_id does not descend from it. Errors as
+ * rc_git_update_ref. */
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err);
+
 /* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
  * with rc_git_push_refs). For a remote repository, note that every fetch, including the one
  * after any failed push (rc_git_note_write's too), puts all mirrored refs back to the
@@ -234,6 +242,26 @@ int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, stru
 /* The author of a commit as "Name <email>", allocated in `a`. */
 int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
                          struct rc_err *err);
+/* Did rightplace write `commit`? Its message carries a "Rightplace-Source:" trailer line and
+ * its committer is the configured identity. 1 yes, 0 no, negative on error. */
+int rc_git_is_own_commit(struct rc_git *g, const char *commit, struct rc_err *err);
+
+/* The newest commit on `commit`'s first-parent chain (itself included) that rightplace wrote,
+ * at most `depth` commits back; RC_ENOTFOUND when there is none. */
+int rc_git_last_own_commit(char out[41], struct rc_git *g, const char *commit, size_t depth,
+                           struct rc_err *err);
+
+/* A path whose content differs between two commits. */
+struct rc_git_change {
+    const char *path;
+    char op; /* 'A', 'M', 'D' */
+};
+
+/* The paths (files) whose content differs from commit `from` to commit `to`, sorted by path,
+ * allocated in `a`. */
+int rc_git_diff_commits(struct rc_git_change **out, size_t *n, struct rc_git *g, const char *from,
+                        const char *to, struct rc_arena *a, struct rc_err *err);
+
 /* The first parent's id; RC_ENOTFOUND for a root commit. */
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);
 
