@@ -26,6 +26,7 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
@@ -1386,8 +1387,11 @@ static int cmd_plan(struct run *r)
             printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
                    "(the next pass restores them):\n",
                    short_id(res.hand_edit_base));
-            for (size_t i = 0; i < res.nhand_edits; i++)
-                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
@@ -1750,8 +1754,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:
