@@ -1095,7 +1095,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Observe live clusters; simulated ones keep their declared capacity. */
     {
         struct rc_observe_report rep;
-        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        error =
+            rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube, o->log, &rep, a, err);
         if (error < 0)
             goto done;
         phase_mark(ph, PH_OBSERVE, &t);
@@ -1210,9 +1211,9 @@ apply:
     phase_log(o->log, ph);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
-                                a, err);
+        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                     o->kube, o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */
