@@ -1371,6 +1371,11 @@ static int cmd_plan(struct run *r)
             cJSON_AddItemToArray(ps, p);
         }
         {
+            cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                cJSON_AddItemToArray(ws, cJSON_CreateString(res.warnings[i]));
+        }
+        {
             cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
@@ -1395,6 +1400,12 @@ static int cmd_plan(struct run *r)
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
+        if (res.nwarnings) {
+            printf("\nwarnings:\n");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                printf("  %s\n", res.warnings[i]);
+            printf("\n");
+        }
         if (!nchanged) {
             printf("no change\n");
         } else {
@@ -1548,6 +1559,52 @@ static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts
     return o;
 }
 
+/* Does warning w concern decision d: it names one of its objects ('<key>'), its policy
+ * ('<name>') or the file of one of its objects? */
+static int warning_concerns(const char *w, const struct pl_decision *d)
+{
+    char q[600];
+
+    if (d->policy) {
+        snprintf(q, sizeof(q), "'%s'", d->policy);
+        if (strstr(w, q))
+            return 1;
+    }
+    for (size_t i = 0; i < d->nobjects; i++) {
+        snprintf(q, sizeof(q), "'%s'", d->object_keys[i]);
+        if (strstr(w, q))
+            return 1;
+        if (d->objects && d->objects[i]->file) {
+            size_t n = strlen(d->objects[i]->file);
+            if (!strncmp(w, d->objects[i]->file, n) && w[n] == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pass's warnings that concern d: printed under its explanation, or as JSON. */
+static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res,
+                             const struct pl_decision *d)
+{
+    cJSON *arr = NULL;
+    int header = 0;
+
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (!warning_concerns(res->warnings[i], d))
+            continue;
+        if (o) {
+            if (!arr)
+                arr = cJSON_AddArrayToObject(o, "warnings");
+            cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
+            continue;
+        }
+        if (!header++)
+            fprintf(f, "  warnings:\n");
+        fprintf(f, "    %s\n", res->warnings[i]);
+    }
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -1569,12 +1626,15 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, explain_json(d, &rv));
+                cJSON *o = explain_json(d, &rv);
+                explain_warnings(NULL, o, &res, d);
+                cJSON_AddItemToArray(arr, o);
                 continue;
             }
             if (found > 1)
                 putchar('\n');
             explain_text(d, &rv);
+            explain_warnings(stdout, NULL, &res, d);
         }
         if (json)
             print_json(arr);
