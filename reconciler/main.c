@@ -26,6 +26,7 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
@@ -1370,6 +1371,11 @@ static int cmd_plan(struct run *r)
             cJSON_AddItemToArray(ps, p);
         }
         {
+            cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                cJSON_AddItemToArray(ws, cJSON_CreateString(res.warnings[i]));
+        }
+        {
             cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
@@ -1386,11 +1392,20 @@ static int cmd_plan(struct run *r)
             printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
                    "(the next pass restores them):\n",
                    short_id(res.hand_edit_base));
-            for (size_t i = 0; i < res.nhand_edits; i++)
-                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
+        if (res.nwarnings) {
+            printf("\nwarnings:\n");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                printf("  %s\n", res.warnings[i]);
+            printf("\n");
+        }
         if (!nchanged) {
             printf("no change\n");
         } else {
@@ -1544,6 +1559,52 @@ static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts
     return o;
 }
 
+/* Does warning w concern decision d: it names one of its objects ('<key>'), its policy
+ * ('<name>') or the file of one of its objects? */
+static int warning_concerns(const char *w, const struct pl_decision *d)
+{
+    char q[600];
+
+    if (d->policy) {
+        snprintf(q, sizeof(q), "'%s'", d->policy);
+        if (strstr(w, q))
+            return 1;
+    }
+    for (size_t i = 0; i < d->nobjects; i++) {
+        snprintf(q, sizeof(q), "'%s'", d->object_keys[i]);
+        if (strstr(w, q))
+            return 1;
+        if (d->objects && d->objects[i]->file) {
+            size_t n = strlen(d->objects[i]->file);
+            if (!strncmp(w, d->objects[i]->file, n) && w[n] == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pass's warnings that concern d: printed under its explanation, or as JSON. */
+static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res,
+                             const struct pl_decision *d)
+{
+    cJSON *arr = NULL;
+    int header = 0;
+
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (!warning_concerns(res->warnings[i], d))
+            continue;
+        if (o) {
+            if (!arr)
+                arr = cJSON_AddArrayToObject(o, "warnings");
+            cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
+            continue;
+        }
+        if (!header++)
+            fprintf(f, "  warnings:\n");
+        fprintf(f, "    %s\n", res->warnings[i]);
+    }
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -1565,12 +1626,15 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, explain_json(d, &rv));
+                cJSON *o = explain_json(d, &rv);
+                explain_warnings(NULL, o, &res, d);
+                cJSON_AddItemToArray(arr, o);
                 continue;
             }
             if (found > 1)
                 putchar('\n');
             explain_text(d, &rv);
+            explain_warnings(stdout, NULL, &res, d);
         }
         if (json)
             print_json(arr);
@@ -1750,8 +1814,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:

@@ -712,6 +712,8 @@ static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct com
     in.file_errors = cp->load.errors;
     in.ncontent = ncc;
     in.content = cc;
+    in.nwarnings = out->nwarnings;
+    in.warnings = out->warnings;
     if (out->nhand_edits) {
         const char **lines = rc_arena_calloc(a, out->nhand_edits, sizeof(*lines));
         for (size_t i = 0; i < out->nhand_edits; i++)
@@ -856,6 +858,25 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
 static void compute_release(struct compute *c)
 {
     loaded_release(&c->load);
+}
+
+/* The pass's warnings, the engine's then the source's, into out; each logged (the first 20). */
+static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
+                             const struct rc_pass_options *o, struct rc_arena *a)
+{
+    size_t n = c->res.nwarnings + c->load.src.nwarnings, k = 0;
+    const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
+
+    for (size_t i = 0; i < c->res.nwarnings; i++)
+        w[k++] = c->res.warnings[i];
+    for (size_t i = 0; i < c->load.src.nwarnings; i++)
+        w[k++] = c->load.src.warnings[i];
+    out->nwarnings = k;
+    out->warnings = w;
+    for (size_t i = 0; o->log && i < k && i < 20; i++)
+        rc_log_warn(o->log, "%s", w[i]);
+    if (o->log && k > 20)
+        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)", k - 20);
 }
 
 static void count_states(struct rc_pass_result *out, const struct pl_result *res)
@@ -1116,6 +1137,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     t = mono_ms();
     out->result = &cp->res;
     out->input = &cp->in;
+    collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
     quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved;
 

@@ -98,6 +98,11 @@ struct rc_pass_result {
     size_t nunreachable;               /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the
+     * source's (unknown fields, ignored features), "file:line[:col]: ..." where known; also
+     * logged at warn level, in the commit message and in placements.yaml */
+    size_t nwarnings;
+    const char *const *warnings;
     char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
     int proposed;      /* --propose: the proposal branch was moved this pass */
 };

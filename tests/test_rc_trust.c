@@ -245,6 +245,57 @@ static void test_rc_trust__operator_context_end_to_end(void **state)
     free(repo);
 }
 
+static int has_raw_control(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            return 1;
+    }
+    return 0;
+}
+
+/* A pushed file whose name holds terminal escapes (ESC, BEL) breaks: the name reaches stderr
+ * and the placement commit's message escaped, never raw. */
+static void test_rc_trust__escapes_in_file_names_are_escaped(void **state)
+{
+    const char *evil = "team/evil\x1b]0;owned\x07\x1b[31m.yaml";
+    const char *shown = "team/evil\\e]0;owned\\a\\e[31m.yaml";
+    char *repo, *out = NULL, *err = NULL, *msg;
+    int st;
+    (void)state;
+
+    repo = th_git_init("trust-esc", 0);
+    free(th_git_commit_files(repo, "a fleet", "fleet/sim.yaml", SIM, "team/policy.yaml", POLICY,
+                             "team/web.yaml", DEPLOY, evil,
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n"
+                             "  namespace: team\n  labels: {app: web}\ndata: {a: b}\n",
+                             NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", NULL), 0);
+    /* the file breaks, and something else changes so that a commit is made */
+    free(th_git_commit_files(repo, "break it", evil, "apiVersion: v1\nkind: [\n", "team/web.yaml",
+                             "# two replicas now\n", NULL));
+    free(th_git_commit_files(repo, "web back", "team/web.yaml", DEPLOY, "team/more.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"
+                             "  namespace: team\n  labels: {app: web}\ndata: {a: b}\n",
+                             NULL));
+    st = th_rp(&out, &err, "reconcile", "--repo", repo, "--once", NULL);
+    assert_int_equal(st, 3);
+    if (!strstr(err, shown))
+        fail_msg("escaped name not in stderr:\n%s", err);
+    assert_false(has_raw_control(err));
+    assert_false(has_raw_control(out));
+    free(out);
+    free(err);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    if (!strstr(msg, shown))
+        fail_msg("escaped name not in the commit message:\n%s", msg);
+    assert_false(has_raw_control(msg));
+    free(msg);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -286,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_rc_trust__pushed_exec_kubeconfig_never_runs),
         cmocka_unit_test(test_rc_trust__operator_context_end_to_end),
         cmocka_unit_test(test_rc_trust__fifo_kubeconfig_is_refused_without_a_wait),
+        cmocka_unit_test(test_rc_trust__escapes_in_file_names_are_escaped),
     };
     struct th_kube_opts o = {NODES, TOKEN "\n", 0, 0, 0};
     int rc;
