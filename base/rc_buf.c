@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,28 @@ int rc_buf_printf(struct rc_buf *b, struct rc_err *err, const char *fmt, ...)
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
 {
     char chunk[65536];
+    struct stat st;
     int fd;
     int error = RC_OK;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without a writer (or a device) must not wait; what is not a
+     * regular file is refused before anything is read from it. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return rc_err_set(err, errno == ENOENT ? RC_ENOTFOUND : RC_ERROR, "cannot open '%s': %s",
                           path, strerror(errno));
+    if (fstat(fd, &st) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot stat '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' is not a regular file", path);
+        goto done;
+    }
+    if (b->max && (uint64_t)st.st_size > (uint64_t)(b->max - b->len)) {
+        error = rc_err_set(err, RC_ERROR, "'%s' is larger than %zu bytes", path, b->max);
+        goto done;
+    }
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n < 0) {
@@ -147,6 +163,7 @@ int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
             break;
         }
     }
+done:
     close(fd);
     return error;
 }
@@ -161,7 +178,7 @@ int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc
     error = rc_buf_printf(&tmp, err, "%s.tmp.%ld", path, (long)getpid());
     if (error < 0)
         goto done;
-    fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", tmp.ptr, strerror(errno));
         goto done;
@@ -194,4 +211,54 @@ done:
         unlink(tmp.ptr);
     rc_buf_release(&tmp);
     return error;
+}
+
+int rc_dir_make_private(const char *path, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct stat st;
+    int error = RC_OK, tightened = 0;
+
+    if (!*path)
+        return rc_err_set(err, RC_EINVALID, "empty directory name");
+    rc_buf_puts(&b, path, NULL);
+    /* the missing folders, each made 0700; existing parents are left as they are */
+    for (char *p = b.ptr + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+
+            *p = '\0';
+            if (mkdir(b.ptr, 0700) < 0 && errno != EEXIST) {
+                error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", b.ptr, strerror(errno));
+                goto done;
+            }
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    if (stat(path, &st) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot stat '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' is not a directory", path);
+        goto done;
+    }
+    if (st.st_uid != geteuid()) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' belongs to another user (uid %ld)", path,
+                           (long)st.st_uid);
+        goto done;
+    }
+    if (st.st_mode & 077) {
+        if (chmod(path, 0700) < 0) {
+            error =
+                rc_err_set(err, RC_ERROR, "cannot make '%s' private: %s", path, strerror(errno));
+            goto done;
+        }
+        tightened = 1;
+    }
+done:
+    rc_buf_release(&b);
+    return error < 0 ? error : tightened;
 }

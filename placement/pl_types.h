@@ -121,6 +121,15 @@ struct pl_object {
     int64_t completions; /* PL_SPLIT_JOB: spec.completions; -1: not set (a work queue) */
     const char *file;    /* source file and line, for messages */
     int line;
+    /* Something the pass should warn about the object (e.g. a kind with a pod template whose
+     * pods rightplace cannot count); pl_place lists it among the warnings with file:line.
+     * NULL: none. */
+    const char *warning;
+    /* Nova's placement annotations (PL_ANNOTATION_CLUSTER, PL_ANNOTATION_SPREAD_ONTO): the
+     * values as written, NULL when absent. Either makes the object a unit alone, placed
+     * as the annotation says instead of by a SchedulePolicy. */
+    const char *nova_cluster;
+    const char *nova_spread_onto;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 

@@ -191,6 +191,7 @@ struct rd_docs {
     struct pos_map pos;
     cJSON *graveyard; /* nodes dropped while loading (overridden keys, merge sources): kept
                          alive so that no address in the position table is ever reused */
+    size_t bytes;     /* memory held, approximately (see rd_docs_bytes) */
 };
 
 void rd_docs_free(struct rd_docs *docs)
@@ -611,9 +612,11 @@ struct ld {
     const struct rd_diag *diag;
     struct rc_err *err;
     struct rd_docs *docs;
-    size_t nodes;     /* materialized so far, all documents */
-    size_t bytes;     /* string bytes materialized so far */
-    size_t bytes_max; /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t nodes;       /* materialized so far, all documents */
+    size_t bytes;       /* string bytes materialized so far */
+    size_t bytes_max;   /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t doc_nodes0;  /* nodes before the current document */
+    size_t alias_nodes; /* nodes of the current document made by aliases */
     struct str_map anchors;
     struct anchor *anchor_list;
 };
@@ -1052,6 +1055,27 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     return RC_OK;
 }
 
+/*
+ * kubectl reads YAML with go-yaml, which refuses a document whose nodes come mostly from
+ * aliases ("document contains excessive aliasing"): past 100 nodes made by aliases and 1,000
+ * nodes in all, at most 99% may come from aliases up to 400,000 nodes, falling linearly to
+ * 10% at 4,000,000. The same rule here: a small file cannot expand into a big tree.
+ */
+static int alias_ratio_ok(size_t alias, size_t total)
+{
+    double allowed;
+
+    if (alias <= 100 || total <= 1000)
+        return 1;
+    if (total <= 400000)
+        allowed = 0.99;
+    else if (total >= 4000000)
+        allowed = 0.10;
+    else
+        allowed = 0.99 - 0.89 * ((double)(total - 400000) / 3600000.0);
+    return (double)alias / (double)total <= allowed;
+}
+
 static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos, struct built *out)
 {
     const char *name = (const char *)ev->data.alias.anchor;
@@ -1066,6 +1090,12 @@ static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos
     error = count_node(l, pos, a->count);
     if (error < 0)
         return error;
+    l->alias_nodes += a->count;
+    if (!alias_ratio_ok(l->alias_nodes, l->nodes - l->doc_nodes0))
+        return ld_fail(l, pos,
+                       "document contains excessive aliasing: %zu of its %zu nodes come from "
+                       "aliases (through alias '%.64s'), which kubectl refuses too",
+                       l->alias_nodes, l->nodes - l->doc_nodes0, name);
     error = count_bytes(l, pos, a->bytes);
     if (error < 0)
         return error;
@@ -1430,6 +1460,8 @@ static int ld_stream(struct ld *l)
         if (++ndocs > l->lim.max_documents)
             return ld_fail(l, pos, "more than %zu documents in one file", l->lim.max_documents);
         anchors_clear(l);
+        l->doc_nodes0 = l->nodes;
+        l->alias_nodes = 0;
         error = ld_next(l, &ev);
         if (error < 0)
             return error;
@@ -1489,8 +1521,15 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
         rd_docs_free(l.docs);
         return error;
     }
+    l.docs->bytes = sizeof(*l.docs) + l.nodes * (sizeof(cJSON) + sizeof(struct rd_pos) + 16) +
+                    l.bytes + l.docs->cap * sizeof(cJSON *);
     *out = l.docs;
     return RC_OK;
+}
+
+size_t rd_docs_bytes(const struct rd_docs *docs)
+{
+    return docs ? docs->bytes : 0;
 }
 
 /* ==== Streaming the items of one sequence ==== */
@@ -1512,6 +1551,9 @@ static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_i
     error = ld_node(l, ev, 2, ROLE_OTHER, &b);
     if (error == RC_OK) {
         docs_push(l->docs, b.node);
+        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+    }
+    if (error == RC_OK) {
         error = items->each(items->payload, b.node, l->docs, l->err);
         if (error > 0)
             error = RC_OK;
@@ -1545,6 +1587,9 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
     for (;;) {
         struct built kb = {0}, vb = {0};
         struct rd_pos kpos;
+        char numbuf[NUM_TEXT_MAX];
+        const char *key = NULL;
+        int float_tag;
 
         error = ld_next(l, &ev);
         if (error < 0)
@@ -1560,6 +1605,7 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             goto done;
         }
         keytext = rc_xstrdup((const char *)ev.data.scalar.value);
+        float_tag = is_tag(ev.data.scalar.tag, "float");
         if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(keytext, "<<")) {
             yaml_event_delete(&ev);
             error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
@@ -1569,15 +1615,18 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
         if (error < 0)
             goto done;
         bury(l, kb.node);
+        error = key_text(l, kb.node, keytext, float_tag, kpos, numbuf, &key);
+        if (error < 0)
+            goto done;
         error = ld_next(l, &ev);
         if (error < 0)
             goto done;
-        if (!strcmp(keytext, items->key) && streamed) {
+        if (!strcmp(key, items->key) && streamed) {
             yaml_event_delete(&ev);
-            error = ld_fail(l, kpos, "key '%.64s' appears twice", keytext);
+            error = ld_fail(l, kpos, "key '%.64s' appears twice", key);
             goto done;
         }
-        if (!strcmp(keytext, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
+        if (!strcmp(key, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
             struct rd_pos spos = mark_pos(ev.start_mark);
             cJSON *empty;
 
@@ -1601,15 +1650,24 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             /* the key stays, with an empty sequence where the items were */
             empty = must(cJSON_CreateArray());
             note_pos(l, empty, spos);
-            mb_set(l, &mb, ROLE_OTHER, keytext, empty, 0, kpos);
+            error = mb_set(l, &mb, ROLE_ROOT, key, empty, 0, kpos);
+            if (error < 0)
+                goto done;
         } else {
-            streamed |= !strcmp(keytext, items->key);
+            streamed |= !strcmp(key, items->key);
             error = ld_node(l, &ev, 1, ROLE_OTHER, &vb);
             if (error < 0)
                 goto done;
+            error = check_finite(l, vb.node, rd_docs_pos(l->docs, vb.node));
+            if (error < 0) {
+                bury(l, vb.node);
+                goto done;
+            }
             if (vb.height + 1 > out->height)
                 out->height = vb.height + 1;
-            mb_set(l, &mb, ROLE_OTHER, keytext, vb.node, 0, kpos);
+            error = mb_set(l, &mb, ROLE_ROOT, key, vb.node, 0, kpos);
+            if (error < 0)
+                goto done;
         }
         free(keytext);
         keytext = NULL;
@@ -1687,7 +1745,7 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
             yaml_event_delete(&ev);
             error = ld_stream_root(&l, mpos, items, &b);
         } else {
-            error = ld_node(&l, &ev, 0, ROLE_OTHER, &b);
+            error = ld_node(&l, &ev, 0, ROLE_ROOT, &b);
         }
         if (error < 0)
             break;
