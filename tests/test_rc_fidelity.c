@@ -48,24 +48,31 @@ struct env {
 static void env_start(struct env *e)
 {
     struct th_kube_opts o = {node_state, TOKEN "\n", 0, 0, 0};
-    char kc[TH_PATH + 32], ca[TH_PATH], extra[TH_PATH + 64], cluster[TH_PATH + 512];
+    char kc[TH_PATH + 32], ca[TH_PATH], extra[TH_PATH + 64];
 
     assert_int_equal(th_kube_start(&e->kube, &certs, &o), 0);
     e->dir = th_tmpdir("fidelity");
-    snprintf(kc, sizeof(kc), "%s/fake.kubeconfig", e->dir);
+    /* the operator's kubeconfig directory, from which the Cluster selects its file by name;
+     * the binary inherits it */
+    snprintf(kc, sizeof(kc), "%s/kubeconfigs/fake.kubeconfig", e->dir);
+    th_write_file(e->dir, "kubeconfigs/fake.kubeconfig", "", 0);
     snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
              th_certs_path(ca, &certs, "ca.crt"));
     th_kube_kubeconfig(kc, &e->kube, extra, "    token: " TOKEN "\n");
+    *strrchr(kc, '/') = '\0';
+    setenv("RIGHTPLACE_KUBECONFIG_DIR", kc, 1);
     e->repo = th_git_repo_from_dir("fidelity-src", DATA "/repo", "YAML traps");
-    snprintf(cluster, sizeof(cluster),
-             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: fake\n"
-             "spec:\n  kubeconfig: {path: %s, context: test}\n  autoscaler: {type: none}\n",
-             kc);
-    free(th_git_commit_files(e->repo, "the cluster", "fleet/fake.yaml", cluster, NULL));
+    free(th_git_commit_files(e->repo, "the cluster", "fleet/fake.yaml",
+                             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+                             "  name: fake\nspec:\n"
+                             "  kubeconfig: {name: fake.kubeconfig, context: test}\n"
+                             "  autoscaler: {type: none}\n",
+                             NULL));
 }
 
 static void env_stop(struct env *e)
 {
+    unsetenv("RIGHTPLACE_KUBECONFIG_DIR");
     th_kube_stop(&e->kube);
     th_rm_rf(e->repo);
     free(e->repo);
@@ -219,8 +226,10 @@ static void test_rc_fidelity__traps_reach_the_cluster_as_kubectl_reads_them(void
         fail_msg("what rightplace delivered differs from what kubectl reads (push: %s, pull: %s)",
                  dpush ? "differs" : "same", dpull ? "differs" : "same");
 
-    /* the duplicates that do not decide identity are warned about, with both lines, in the
-     * placement record (and, once warnings reach stderr, there too) */
+    /* the duplicates that do not decide identity are warned about, with both lines, on
+     * stderr and in the placement record */
+    if (!strstr(err, "traps.yaml:203:3: duplicate key 'a' (also at line 201)"))
+        fail_msg("stderr lacks the duplicate key's warning:\n%s", err);
     record = th_git_show(e->repo, "deploy", "placements.yaml");
     assert_non_null(record);
     if (!strstr(record, "traps.yaml:203:3: duplicate key 'a' (also at line 201)") ||
