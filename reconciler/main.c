@@ -26,6 +26,8 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_buf.h"
+#include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
@@ -1398,8 +1400,11 @@ static int cmd_plan(struct run *r)
             printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
                    "(the next pass restores them):\n",
                    short_id(res.hand_edit_base));
-            for (size_t i = 0; i < res.nhand_edits; i++)
-                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
@@ -1817,8 +1822,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:
@@ -1923,6 +1931,22 @@ int main(int argc, char **argv)
     if (mkdir_p(state_dir) < 0) {
         rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
+    }
+    {
+        /* the state directory and everything under it are private (docs/security.md) */
+        int tightened = rc_dir_make_private(state_dir, &err);
+
+        if (tightened < 0) {
+            rc_log_error(&c.log, "state directory: %s", err.msg);
+            return RC_EXIT_USAGE;
+        }
+        if (tightened)
+            rc_log_warn(&c.log, "state directory '%s' was open to other users: made private (0700)",
+                        state_dir);
+        /* a URL's mirror is written by libgit2, which honours the umask: files 0600, folders
+         * 0700 (a local repository's own files keep the owner's umask) */
+        if (rc_git_is_url(c.repo))
+            umask(077);
     }
     c.git.state_dir = state_dir;
 

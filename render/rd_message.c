@@ -43,6 +43,7 @@
 
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_esc.h"
 #include "pl_basics.h"
 #include "rd_output_internal.h"
 #include "rd_source.h"
@@ -261,8 +262,8 @@ static int put_wrapped(struct rc_buf *b, const char *first, const char *cont, co
             error = rc_buf_putc(b, ' ', err);
             col++;
         }
-        if (!error)
-            error = rc_buf_add(b, text + i, j - i, err);
+        if (!error) /* names and messages come from pushers: escaped (rc_esc.h) */
+            error = rc_buf_add_esc(b, text + i, j - i, err);
         col += j - i;
         fresh = 0;
         i = j;
