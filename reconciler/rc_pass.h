@@ -108,7 +108,9 @@ struct rc_pass_result {
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
- * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK
+ * input->objects[].payload are freed before the call returns: never follow a payload. With
+ * o->cache, the objects' strings (keys, names, labels) live in the cache until the next pass
+ * that uses it: read a result before running the next pass. Returns RC_OK
  * also when some files did not parse (see out->nfile_errors) or the pass was skipped; errors are
  * for git, I/O and exhausted retries. */
 int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
