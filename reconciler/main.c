@@ -1104,6 +1104,11 @@ static cJSON *decision_json(const struct pl_decision *d)
     cJSON_AddStringToObject(o, "change", change_name(d->change));
     if (d->cause)
         cJSON_AddStringToObject(o, "cause", d->cause);
+    if (d->noverrides) {
+        cJSON *ov = cJSON_AddArrayToObject(o, "overrides");
+        for (size_t i = 0; i < d->noverrides; i++)
+            cJSON_AddItemToArray(ov, cJSON_CreateString(d->overrides[i]));
+    }
     for (size_t i = 0; i < d->nverdicts; i++) {
         cJSON *v = cJSON_CreateObject();
         cJSON_AddStringToObject(v, "cluster", d->verdicts[i].cluster);
@@ -1154,6 +1159,8 @@ static void print_decision_text(FILE *f, const struct pl_decision *d, int verbos
         fprintf(f, "  reason:   %s\n", d->reason);
     if (d->cause)
         fprintf(f, "  moved:    %s\n", d->cause);
+    for (size_t i = 0; i < d->noverrides; i++) /* spreadConstraints.overrides it gets */
+        fprintf(f, "  %s %s\n", i ? "         " : "override:", d->overrides[i]);
     if (verbose && d->nverdicts) {
         fprintf(f, "  candidates:\n");
         for (size_t i = 0; i < d->nverdicts; i++)
