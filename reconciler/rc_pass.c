@@ -16,6 +16,7 @@
 #include "pl_basics.h"
 #include "pl_engine.h"
 #include "rc_apply.h"
+#include "rc_kube.h"
 #include "rc_buf.h"
 #include "rc_git.h"
 #include "rc_mem.h"
@@ -693,9 +694,13 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 apply:
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
-                                a, err);
+        struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
+
+        if (o->apply_concurrency > 0)
+            ko.concurrency = o->apply_concurrency;
+        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, &ko,
+                                     o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */

@@ -35,11 +35,12 @@ struct rc_pass_options {
     int max_attempts; /* passes redone when another writer moved the deploy branch */
     struct rd_render_options render;
     const struct rc_log *log;
+    int apply_concurrency; /* requests in flight per cluster while applying; 0: the default */
 };
 
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL               \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, 0            \
     }
 
 /* A path whose content a pass would change. */
