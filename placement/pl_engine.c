@@ -41,6 +41,108 @@ int64_t pl_divide_replicas(int64_t total, int64_t percent)
     return (total / 100) * percent + ((total % 100) * percent) / 100;
 }
 
+static const char *target_name(const struct pl_target *t)
+{
+    return t->domain ? t->domain : t->cluster ? t->cluster : "";
+}
+
+/* Does target x come before target y when remainders tie? Larger percent, then name. */
+static int tie_before(const struct pl_target *x, const struct pl_target *y)
+{
+    int c;
+
+    if (x->percent != y->percent)
+        return x->percent > y->percent;
+    c = strcmp(target_name(x), target_name(y));
+    return c < 0;
+}
+
+int64_t pl_divide_part(int64_t total, const struct pl_target *targets, size_t n, size_t t)
+{
+    int64_t sum = 0, given = 0, rem_t, base_t;
+    size_t before = 0;
+
+    if (total <= 0 || t >= n || targets[t].percent <= 0)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        sum += targets[i].percent > 0 ? targets[i].percent : 0;
+    /* total * percent / sum without overflow: (total / sum) * p + (total % sum) * p / sum */
+    for (size_t i = 0; i < n; i++) {
+        int64_t p = targets[i].percent;
+        if (p > 0)
+            given += (total / sum) * p + ((total % sum) * p) / sum;
+    }
+    base_t = (total / sum) * targets[t].percent + ((total % sum) * targets[t].percent) / sum;
+    rem_t = ((total % sum) * targets[t].percent) % sum;
+    for (size_t i = 0; i < n; i++) {
+        int64_t p = targets[i].percent, rem;
+        if (i == t || p <= 0)
+            continue;
+        rem = ((total % sum) * p) % sum;
+        if (rem > rem_t || (rem == rem_t && tie_before(&targets[i], &targets[t])))
+            before++;
+    }
+    return base_t + ((int64_t)before < total - given ? 1 : 0);
+}
+
+enum pl_split_kind pl_split_of(const struct pl_object *o)
+{
+    if (o->split != PL_SPLIT_COPY)
+        return o->split;
+    if (o->replicas >= 0)
+        return PL_SPLIT_REPLICAS;
+    return o->npods ? PL_SPLIT_WHOLE : PL_SPLIT_COPY;
+}
+
+void pl_divide_object(struct pl_share *out, const struct pl_object *o,
+                      const struct pl_target *targets, size_t n, size_t t)
+{
+    memset(out, 0, sizeof(*out));
+    out->replicas = o->replicas;
+    out->parallelism = o->parallelism;
+    out->completions = o->completions;
+    switch (pl_split_of(o)) {
+    case PL_SPLIT_COPY:
+        out->present = 1;
+        break;
+    case PL_SPLIT_REPLICAS:
+        out->present = 1;
+        out->replicas = pl_divide_part(o->replicas, targets, n, t);
+        break;
+    case PL_SPLIT_JOB:
+        out->parallelism = pl_divide_part(o->parallelism, targets, n, t);
+        if (o->completions >= 0) {
+            out->completions = pl_divide_part(o->completions, targets, n, t);
+            if (out->completions > 0 && out->parallelism < 1)
+                out->parallelism = 1;
+            if (out->parallelism > out->completions)
+                out->parallelism = out->completions;
+            out->present = out->completions > 0;
+        } else {
+            out->present = out->parallelism > 0;
+        }
+        break;
+    case PL_SPLIT_WHOLE: {
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++) {
+            if (tie_before(&targets[i], &targets[best]))
+                best = i;
+        }
+        out->present = t == best;
+        break;
+    }
+    }
+}
+
+int pl_decision_divides(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->ntargets; i++) {
+        if (d->targets[i].percent < 100)
+            return 1;
+    }
+    return 0;
+}
+
 static const char *const state_names[] = {"placed", "pending", "unplaced"};
 static const char *const verdict_names[] = {"fits-now", "fits-after-scale-up", "does-not-fit",
                                             "unreachable"};
@@ -96,7 +198,8 @@ struct epol {
     unsigned char *sel;   /* per cluster: 1 selected; 0 not */
     unsigned char *why;   /* per cluster, when not selected: 1 clusterSelector, 2 ordered */
     size_t ncand;
-    uint32_t *cand; /* cluster indices, preference order */
+    uint32_t *cand;    /* cluster indices, preference order */
+    const char *annot; /* NULL: a SchedulePolicy; else the Nova annotation it stands for */
 };
 
 struct eunit {
@@ -207,6 +310,12 @@ static int cmp_ns(const void *a, const void *b)
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "file:line: " for messages about something from the source, "" when it has no file. */
+static const char *at(struct engine *e, const char *file, int line)
+{
+    return file ? rc_arena_printf(e->a, "%s:%d: ", file, line) : "";
 }
 
 static void add_warning(struct engine *e, const char *w)
@@ -334,6 +443,11 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
             return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
     }
+    for (size_t i = 0; i < e->nobj; i++) {
+        const struct pl_object *o = e->obj[i];
+        if (o->warning)
+            add_warning(e, rc_arena_printf(e->a, "%s%s", at(e, o->file, o->line), o->warning));
+    }
     /* declared namespaces first (sorted), then names only objects mention */
     for (size_t i = 0; i < in->nnamespaces; i++) {
         struct pl_labels *slot = rc_arena_calloc(&e->s, 1, sizeof(*slot));
@@ -405,15 +519,144 @@ static int cand_before(const struct engine *e, const struct candkey *x, const st
     return x->idx < y->idx; /* clusters are sorted by name */
 }
 
+/* A percentageSplit value that no selected cluster has would lose its share: it goes to the
+ * other values instead (decide_divide), and the policy is warned about once per pass. */
+static void warn_split_values(struct engine *e, const struct epol *ep)
+{
+    const struct pl_policy *p = ep->p;
+    const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
+
+    for (size_t s = 0; p->spread == PL_SPREAD_DIVIDE && s < p->nsplits; s++) {
+        int found = 0;
+        for (size_t x = 0; x < ep->ncand && !found; x++) {
+            const char *v = pl_labels_get(&e->clabels[ep->cand[x]], tk);
+            found = v && !strcmp(v, p->splits[s].value);
+        }
+        if (found || p->splits[s].percent <= 0)
+            continue;
+        add_warning(e, rc_arena_printf(e->a,
+                                       "%spolicy '%s': percentageSplit gives %" PRId64
+                                       "%% to %s '%s', which no cluster the policy selects "
+                                       "has; that share goes to the other values",
+                                       at(e, p->file, p->line), p->name, p->splits[s].percent, tk,
+                                       p->splits[s].value));
+    }
+}
+
+struct uentry {
+    const char *id;
+    uint32_t obj;
+};
+
+static int cmp_uentry(const void *a, const void *b)
+{
+    const struct uentry *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    if (c)
+        return c;
+    return x->obj < y->obj ? -1 : x->obj > y->obj;
+}
+
+/* The annotation that places o (nova.elotl.co/cluster wins over spread-onto), or NULL. */
+static const char *annotation_of(const struct pl_object *o, const char **value)
+{
+    if (o->nova_cluster) {
+        *value = o->nova_cluster;
+        return PL_ANNOTATION_CLUSTER;
+    }
+    if (o->nova_spread_onto) {
+        *value = o->nova_spread_onto;
+        return PL_ANNOTATION_SPREAD_ONTO;
+    }
+    return NULL;
+}
+
+/* "<annotation>=<value>": the name of the policy standing for an annotation. */
+static const char *annotation_policy_name(struct engine *e, const struct pl_object *o)
+{
+    const char *v = NULL, *k = annotation_of(o, &v);
+    return k ? rc_arena_printf(e->a, "%s=%s", k, v) : NULL; /* decisions point to it */
+}
+
+/* A policy standing for a Nova placement annotation: clusterSelector In the named clusters
+ * (comma-separated for spread-onto, which divides evenly over them, as Nova does). */
+static struct pl_policy *annotation_policy(struct engine *e, const struct pl_object *o,
+                                           const char *name)
+{
+    struct pl_policy *p = rc_arena_calloc(&e->s, 1, sizeof(*p));
+    const char *v = NULL, *k = annotation_of(o, &v);
+    struct pl_requirement *r = rc_arena_calloc(&e->s, 1, sizeof(*r));
+    size_t n = 1, len = strlen(v);
+    const char **vals;
+
+    for (size_t i = 0; i < len; i++)
+        n += v[i] == ',';
+    vals = rc_arena_calloc(&e->s, n, sizeof(*vals));
+    n = 0;
+    if (!strcmp(k, PL_ANNOTATION_CLUSTER)) {
+        vals[n++] = v; /* one cluster name, exactly as written */
+    } else {
+        for (size_t i = 0; i <= len; i++) {
+            size_t j = i, b, t;
+            while (j < len && v[j] != ',')
+                j++;
+            for (b = i; b < j && v[b] == ' '; b++)
+                ;
+            for (t = j; t > b && v[t - 1] == ' '; t--)
+                ;
+            if (t > b)
+                vals[n++] = rc_arena_strndup(&e->s, v + b, t - b);
+            i = j;
+        }
+    }
+    p->name = name;
+    p->has_cluster_selector = 1;
+    p->cluster_selector.n = 1;
+    p->cluster_selector.req = r;
+    r->key = PL_LABEL_CLUSTER_NAME;
+    r->op = PL_OP_IN;
+    r->nvalues = n;
+    r->values = vals;
+    p->spread = strcmp(k, PL_ANNOTATION_SPREAD_ONTO) ? PL_SPREAD_NONE : PL_SPREAD_DIVIDE;
+    p->file = o->file;
+    p->line = o->line;
+    return p;
+}
+
 static void setup_policies(struct engine *e)
 {
     const struct pl_input *in = e->in;
     struct candkey *ck = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*ck));
+    size_t nsyn = 0, nann = 0;
+    struct uentry *ann = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*ann));
+    const char **names = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*names));
+    const struct pl_object **first = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*first));
 
-    e->npol = in->npolicies;
+    /* one policy per distinct annotation and value, made from its first object by key */
+    for (size_t i = 0; i < e->nobj; i++) {
+        const char *name = annotation_policy_name(e, e->obj[i]);
+        if (name) {
+            ann[nann].id = name;
+            ann[nann++].obj = (uint32_t)i;
+        }
+    }
+    qsort(ann, nann, sizeof(*ann), cmp_uentry);
+    for (size_t i = 0; i < nann; i++) {
+        if (nsyn && !strcmp(names[nsyn - 1], ann[i].id))
+            continue;
+        names[nsyn] = ann[i].id;
+        first[nsyn++] = e->obj[ann[i].obj];
+    }
+    e->npol = in->npolicies + nsyn;
     e->pol = rc_arena_calloc(&e->s, e->npol + 1, sizeof(*e->pol));
-    for (size_t i = 0; i < e->npol; i++)
+    for (size_t i = 0; i < in->npolicies; i++)
         e->pol[i].p = &in->policies[i];
+    for (size_t k = 0; k < nsyn; k++) {
+        struct epol *ep = &e->pol[in->npolicies + k];
+        const char *v = NULL;
+        ep->p = annotation_policy(e, first[k], names[k]);
+        ep->annot = annotation_of(first[k], &v);
+    }
     qsort(e->pol, e->npol, sizeof(*e->pol), cmp_policy);
     for (size_t i = 0; i < e->npol; i++) {
         struct epol *ep = &e->pol[i];
@@ -455,6 +698,7 @@ static void setup_policies(struct engine *e)
         ep->cand = rc_arena_calloc(&e->s, n + 1, sizeof(*ep->cand));
         for (size_t x = 0; x < n; x++)
             ep->cand[x] = ck[x].idx;
+        warn_split_values(e, ep);
     }
 }
 
@@ -467,6 +711,48 @@ static int labels_match_any(const struct pl_policy *p, const struct pl_labels *l
     return 0;
 }
 
+/* Object i is placed by its annotation's policy; `policy` (may be NULL) is the first
+ * SchedulePolicy that also matches it, which the annotation overrides. */
+static void assign_annotation(struct engine *e, size_t i, const char *policy)
+{
+    const struct pl_object *o = e->obj[i];
+    const char *name = annotation_policy_name(e, o), *value = NULL;
+    const char *key = annotation_of(o, &value);
+    size_t lo = 0, hi = e->npol;
+    const struct epol *ep = NULL;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->pol[mid].p->name, name);
+        if (c == 0) {
+            ep = &e->pol[mid];
+            e->objpol[i] = (int)mid;
+            break;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (o->nova_cluster && o->nova_spread_onto)
+        add_warning(e, rc_arena_printf(e->a, "%sobject '%s' has both %s and %s; %s wins",
+                                       at(e, o->file, o->line), o->key, PL_ANNOTATION_CLUSTER,
+                                       PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
+    if (policy)
+        add_warning(e, rc_arena_printf(e->a,
+                                       "%sobject '%s' matches policy '%s', but its "
+                                       "annotation %s places it instead",
+                                       at(e, o->file, o->line), o->key, policy, key));
+    for (size_t r = 0; ep && r < ep->p->cluster_selector.req[0].nvalues; r++) {
+        const char *c = ep->p->cluster_selector.req[0].values[r];
+        if (find_cluster(e, c) < 0)
+            add_warning(e, rc_arena_printf(e->a,
+                                           "%sobject '%s': annotation %s names cluster "
+                                           "'%s', which is not in the fleet",
+                                           at(e, o->file, o->line), o->key, key, c));
+    }
+}
+
 static void assign_policies(struct engine *e)
 {
     e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
@@ -474,10 +760,12 @@ static void assign_policies(struct engine *e)
         const struct pl_object *o = e->obj[i];
         long ns = o->ns ? find_ns(e, o->ns) : -1;
         int first = -1, nmatch = 0;
-        const char *names[3] = {NULL, NULL, NULL};
+        const char *names[3] = {NULL, NULL, NULL}, *avalue = NULL;
 
         for (size_t k = 0; k < e->npol; k++) {
             const struct epol *ep = &e->pol[k];
+            if (ep->annot)
+                continue;
             if (ns >= 0 && !ep->ns_ok[ns])
                 continue; /* cluster-scoped objects match any namespaceSelector */
             if (!labels_match_any(ep->p, &o->labels))
@@ -488,31 +776,26 @@ static void assign_policies(struct engine *e)
                 names[nmatch] = ep->p->name;
             nmatch++;
         }
+        if (annotation_of(o, &avalue)) {
+            assign_annotation(e, i, nmatch ? names[0] : NULL);
+            continue;
+        }
         e->objpol[i] = first;
+        /* Nova documents no rule for an object several policies match: ours is the smallest
+         * name, always said out loud */
         if (nmatch == 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches policies '%s' and '%s'; '%s' wins",
-                                           o->key, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches policies '%s' and '%s'; "
+                                           "'%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, names[0], names[1],
+                                           names[0]));
         else if (nmatch > 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches %d policies ('%s', '%s', ...); "
-                                           "'%s' wins",
-                                           o->key, nmatch, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches %d policies ('%s', '%s', "
+                                           "...); '%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, nmatch, names[0],
+                                           names[1], names[0]));
     }
-}
-
-struct uentry {
-    const char *id;
-    uint32_t obj;
-};
-
-static int cmp_uentry(const void *a, const void *b)
-{
-    const struct uentry *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
-    if (c)
-        return c;
-    return x->obj < y->obj ? -1 : x->obj > y->obj;
 }
 
 static void build_units(struct engine *e)
@@ -552,8 +835,32 @@ static void build_units(struct engine *e)
     e->nunits = nu;
 }
 
-/* Demand of a unit; Divide passes its share (percent < 0: all of it). */
-static uint32_t unit_sig(struct engine *e, const struct eunit *u, int64_t percent)
+/* The pods target t of a Divide runs of a pod entry of o (count: all of the entry's pods). */
+static int64_t divided_count(const struct pl_object *o, int64_t count,
+                             const struct pl_target *targets, size_t n, size_t t)
+{
+    struct pl_share sh;
+
+    pl_divide_object(&sh, o, targets, n, t);
+    if (!sh.present)
+        return 0;
+    switch (pl_split_of(o)) {
+    case PL_SPLIT_REPLICAS:
+        return o->replicas > 0 ? count * sh.replicas / o->replicas : 0;
+    case PL_SPLIT_JOB:
+        if (count == 0)
+            return 0; /* suspended */
+        return sh.completions >= 0 && sh.completions < sh.parallelism ? sh.completions
+                                                                      : sh.parallelism;
+    default:
+        return count;
+    }
+}
+
+/* Demand of a unit; Divide passes its targets and the one (t) to take the share of
+ * (targets NULL: all of it). */
+static uint32_t unit_sig(struct engine *e, const struct eunit *u, const struct pl_target *targets,
+                         size_t ntargets, size_t t)
 {
     size_t n = 0;
 
@@ -565,8 +872,8 @@ static uint32_t unit_sig(struct engine *e, const struct eunit *u, int64_t percen
         const struct pl_object *o = u->objs[i];
         for (size_t k = 0; k < o->npods; k++) {
             int64_t c = o->pods[k].count;
-            if (percent >= 0 && o->replicas > 0)
-                c = c * pl_divide_replicas(o->replicas, percent) / o->replicas;
+            if (targets)
+                c = divided_count(o, c, targets, ntargets, t);
             e->items[n].pod = &o->pods[k];
             e->items[n].count = c;
             n++;
@@ -699,6 +1006,8 @@ static const char *no_candidate_reason(struct engine *e, const struct epol *ep)
 {
     if (e->ncl == 0)
         return "no clusters in the fleet";
+    if (ep->annot)
+        return rc_arena_printf(e->a, "annotation %s names no cluster of the fleet", ep->annot);
     return rc_arena_printf(e->a, "no cluster matches the policy's %s",
                            ep->p->has_ordered && !ep->p->has_cluster_selector
                                ? "orderedClusterSelector"
@@ -827,9 +1136,11 @@ static void decide_divide(struct engine *e, struct eunit *u)
     const struct epol *ep = &e->pol[u->pol];
     const struct pl_policy *p = ep->p;
     const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
-    size_t nd = 0, nt = 0;
+    size_t nd = 0, nt = 0, ndt = 0;
     struct domain *dom = rc_arena_calloc(&e->s, p->nsplits + ep->ncand + 1, sizeof(*dom));
     long *cdom = rc_arena_calloc(&e->s, ep->ncand + 1, sizeof(*cdom));
+    long *dk;
+    struct pl_target *dt;
     uint32_t *dsig;
     char missing[200] = "";
 
@@ -855,14 +1166,10 @@ static void decide_divide(struct engine *e, struct eunit *u)
         }
         nd = w;
     }
-    if (!p->nsplits) {
+    if (!p->nsplits) { /* an even split: 34/33/33, the extra points to the first values */
         for (size_t i = 0; i < nd; i++)
-            dom[i].percent = 100 / (int64_t)nd; /* an even split, rounded down */
+            dom[i].percent = 100 / (int64_t)nd + ((int64_t)i < 100 % (int64_t)nd ? 1 : 0);
     }
-    dsig = rc_arena_calloc(&e->s, nd + 1, sizeof(*dsig));
-    for (size_t i = 0; i < nd; i++)
-        dsig[i] = unit_sig(e, u, dom[i].percent);
-    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
     for (size_t i = 0; i < ep->ncand; i++) {
         const char *v = pl_labels_get(&e->clabels[ep->cand[i]], tk);
         cdom[i] = -1;
@@ -870,8 +1177,34 @@ static void decide_divide(struct engine *e, struct eunit *u)
             if (!strcmp(dom[k].value, v))
                 cdom[i] = (long)k;
         }
+    }
+    /* The domains that will get a target: a positive percent and a cluster that is reachable
+     * or keeps the unit. Their percents are the weights the replicas are shared by, so a
+     * value without a cluster passes its share to the others instead of losing it. */
+    dk = rc_arena_calloc(&e->s, nd + 1, sizeof(*dk));
+    dt = rc_arena_calloc(&e->s, nd + 1, sizeof(*dt));
+    for (size_t k = 0; k < nd; k++) {
+        dk[k] = -1;
+        for (size_t i = 0; dom[k].percent > 0 && i < ep->ncand && dk[k] < 0; i++) {
+            const struct pl_cluster *cl = e->cl[ep->cand[i]];
+            if (cdom[i] == (long)k && (cl->reachable || (u->keep && prev_has(u->prev, cl->name)))) {
+                dk[k] = (long)ndt;
+                dt[ndt].domain = dom[k].value;
+                dt[ndt].percent = dom[k].percent;
+                ndt++;
+            }
+        }
+    }
+    dsig = rc_arena_calloc(&e->s, nd + 1, sizeof(*dsig));
+    for (size_t k = 0; k < nd; k++) {
+        if (dk[k] >= 0)
+            dsig[k] = unit_sig(e, u, dt, ndt, (size_t)dk[k]);
+    }
+    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    for (size_t i = 0; i < ep->ncand; i++) {
         if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
             continue;
+        /* a domain with no target has only unreachable clusters: the sig is not read */
         verdict_at(e, u, dsig[cdom[i]], ep->cand[i], &d->verdicts[d->nverdicts++]);
     }
     d->targets = rc_arena_calloc(e->a, nd + 1, sizeof(*d->targets));
@@ -908,6 +1241,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
         }
         d->targets[nt].cluster = e->cl[ep->cand[pick]]->name;
         d->targets[nt].percent = dom[k].percent;
+        d->targets[nt].domain = dom[k].value;
         nt++;
         take(e, u, dsig[k], ep->cand[pick]);
     }
@@ -937,8 +1271,27 @@ static void decide_divide(struct engine *e, struct eunit *u)
         if (len >= sizeof(buf))
             len = sizeof(buf) - 1;
         buf[len] = 0;
-        d->reason = rc_arena_printf(e->a, "divided by percentage (replicas rounded down): %s%s%s",
-                                    buf, missing[0] ? "; no reachable cluster for " : "", missing);
+        d->reason = rc_arena_printf(e->a, "divided by percentage (largest remainder): %s%s%s%s",
+                                    buf, missing[0] ? "; no reachable cluster for " : "", missing,
+                                    missing[0] ? ", so its share goes to the others" : "");
+    }
+    /* objects that make pods but have nothing to share run on one target only: say so */
+    for (size_t k = 0; nt > 1 && k < u->nobj; k++) {
+        const struct pl_object *o = u->objs[k];
+        struct pl_share sh;
+        if (pl_split_of(o) != PL_SPLIT_WHOLE)
+            continue;
+        for (size_t t = 0; t < nt; t++) {
+            pl_divide_object(&sh, o, d->targets, nt, t);
+            if (!sh.present)
+                continue;
+            add_warning(e, rc_arena_printf(e->a,
+                                           "%s%s '%s' has no replica count to divide; "
+                                           "it runs whole on %s only, not on every cluster "
+                                           "(spreadMode Divide of policy '%s')",
+                                           at(e, o->file, o->line), o->kind, o->key,
+                                           d->targets[t].cluster, p->name));
+        }
     }
 }
 
@@ -1022,7 +1375,8 @@ static void set_change(struct engine *e, struct eunit *u)
 
 static void decide(struct engine *e, struct eunit *u)
 {
-    const struct pl_policy *p = e->pol[u->pol].p;
+    const struct epol *ep = &e->pol[u->pol];
+    const struct pl_policy *p = ep->p;
 
     if (u->keep && p->spread == PL_SPREAD_NONE)
         decide_kept(e, u);
@@ -1032,6 +1386,8 @@ static void decide(struct engine *e, struct eunit *u)
         decide_divide(e, u);
     else
         decide_single(e, u);
+    if (ep->annot && strncmp(u->d->reason, "annotation ", 11)) /* no SchedulePolicy did */
+        u->d->reason = rc_arena_printf(e->a, "annotation %s: %s", ep->annot, u->d->reason);
 }
 
 int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,
@@ -1087,7 +1443,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
         }
         d->policy = e.pol[u->pol].p->name;
         d->policy_digest = e.pol[u->pol].p->digest;
-        u->sig = unit_sig(&e, u, -1);
+        u->sig = unit_sig(&e, u, NULL, 0, 0);
         sticky_check(&e, u);
     }
     /* committed placements first, then everything else; each in unit-id order */

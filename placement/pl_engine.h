@@ -5,7 +5,10 @@
  * decisions in the same order whatever the order of the input arrays. It decides, for every
  * workload object:
  *   - the governing SchedulePolicy (several match: the lexicographically smallest name wins and
- *     a warning names the others; none: the object is a unit alone, state unplaced);
+ *     a warning names the others; none: the object is a unit alone, state unplaced), unless
+ *     the object carries Nova's nova.elotl.co/cluster or nova.elotl.co/spread-onto
+ *     annotation: then it is a unit alone under a policy standing for the annotation (named
+ *     "<annotation>=<value>", clusterSelector In the named clusters; spread-onto divides);
  *   - its placement unit (groupBy.labelKey gangs; unit ids as in CONTRACTS.md);
  *   - one verdict per candidate cluster (fits-now / fits-after-scale-up / does-not-fit /
  *     unreachable) from a first-fit-decreasing per-node bin-packing of every pod of the unit,
@@ -50,9 +53,53 @@ struct rc_arena;
 int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,
              struct rc_err *err);
 
-/* Replicas a Divide target gets: floor(total * percent / 100), as Nova does. Negative total
- * or percent give 0; percent above 100 is taken as 100. */
+/* floor(total * percent / 100): what Nova gives a Divide target. Negative total or percent
+ * give 0; percent above 100 is taken as 100. rightplace shares with pl_divide_part instead,
+ * which loses nothing. */
 int64_t pl_divide_replicas(int64_t total, int64_t percent);
+
+/*
+ * The part of `total` (replicas, parallelism, ...) that targets[t] of a Divide gets. The
+ * targets' percents are weights (targets with percent <= 0 get nothing), so the parts add up
+ * to `total` exactly, whatever the percents add up to. The rule (largest remainder):
+ * each target first gets floor(total * percent / sum of percents); the few left over go one
+ * each to the targets with the largest remainders, ties to the larger percent, then to the
+ * smaller domain (the cluster name when domain is NULL). 10 over three equal targets is
+ * 4/3/3 with the 4 on the first by name; 5 at 70/30 is 4/1. The same targets give the same
+ * parts every pass, whatever their order.
+ */
+int64_t pl_divide_part(int64_t total, const struct pl_target *targets, size_t n, size_t t);
+
+/* What one target of a Divide gets of one object. */
+struct pl_share {
+    int present;         /* 0: the object is not written to this target at all */
+    int64_t replicas;    /* PL_SPLIT_REPLICAS: its spec.replicas there */
+    int64_t parallelism; /* PL_SPLIT_JOB: its spec.parallelism there */
+    int64_t completions; /* PL_SPLIT_JOB: its spec.completions there; -1: not set */
+};
+
+/* How Divide shares o (enum pl_split_kind, with the defaults documented at pl_object.split). */
+enum pl_split_kind pl_split_of(const struct pl_object *o);
+
+/*
+ * What targets[t] of a Divide gets of object o:
+ *   PL_SPLIT_COPY      every target gets the object as it is (Nova: "percentage split is
+ *                      ignored" for objects that are not pod controllers);
+ *   PL_SPLIT_REPLICAS  spec.replicas = pl_divide_part(replicas);
+ *   PL_SPLIT_JOB       completions (when set) and parallelism shared with pl_divide_part;
+ *                      parallelism is at least 1 where completions are left, at most the
+ *                      completions; a target left with no work (no completions, or no
+ *                      parallelism for a work queue) gets no copy;
+ *   PL_SPLIT_WHOLE     only the target with the largest percent (ties: smaller domain or
+ *                      cluster name) gets it, whole: running it on every target would
+ *                      multiply its work.
+ */
+void pl_divide_object(struct pl_share *out, const struct pl_object *o,
+                      const struct pl_target *targets, size_t n, size_t t);
+
+/* Does decision d divide (spreadMode Divide with more than one target, i.e. some target's
+ * percent is below 100)? Duplicate and single placements give every target 100. */
+int pl_decision_divides(const struct pl_decision *d);
 
 const char *pl_state_name(enum pl_state s);            /* "placed" | "pending" | "unplaced" */
 int pl_state_parse(enum pl_state *out, const char *s); /* 0, or RC_EINVALID */

@@ -95,6 +95,14 @@ struct pl_pod {
     struct pl_selector *affinity;
 };
 
+/* How spreadMode Divide shares an object among its targets (pl_divide_object). */
+enum pl_split_kind {
+    PL_SPLIT_COPY = 0,     /* makes no pods of its own: every target gets a copy (ConfigMap, ...) */
+    PL_SPLIT_REPLICAS = 1, /* spec.replicas is shared out (Deployment, StatefulSet, ...) */
+    PL_SPLIT_JOB = 2,      /* batch Job: parallelism (and completions) shared out */
+    PL_SPLIT_WHOLE = 3     /* makes pods but has nothing to share: one target runs it whole */
+};
+
 /* A workload object as placement sees it. */
 struct pl_object {
     const char *key;         /* "<namespace>/<Kind>/<name>", cluster-scoped "<Kind>/<name>" */
@@ -106,8 +114,22 @@ struct pl_object {
     size_t npods;
     struct pl_pod *pods;
     int64_t replicas; /* the field Divide splits (spec.replicas); -1: the kind has none */
-    const char *file; /* source file and line, for messages */
+    /* How Divide shares it. PL_SPLIT_COPY with replicas >= 0 reads as PL_SPLIT_REPLICAS, and
+     * PL_SPLIT_COPY with pods as PL_SPLIT_WHOLE (see pl_split_of). */
+    enum pl_split_kind split;
+    int64_t parallelism; /* PL_SPLIT_JOB: spec.parallelism (default 1) */
+    int64_t completions; /* PL_SPLIT_JOB: spec.completions; -1: not set (a work queue) */
+    const char *file;    /* source file and line, for messages */
     int line;
+    /* Something the pass should warn about the object (e.g. a kind with a pod template whose
+     * pods rightplace cannot count); pl_place lists it among the warnings with file:line.
+     * NULL: none. */
+    const char *warning;
+    /* Nova's placement annotations (PL_ANNOTATION_CLUSTER, PL_ANNOTATION_SPREAD_ONTO): the
+     * values as written, NULL when absent. Either makes the object a unit alone, placed
+     * as the annotation says instead of by a SchedulePolicy. */
+    const char *nova_cluster;
+    const char *nova_spread_onto;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 
@@ -259,7 +281,8 @@ struct pl_verdict {
 
 struct pl_target {
     const char *cluster;
-    int64_t percent; /* Divide: this cluster's share; otherwise 100 */
+    int64_t percent;    /* Divide: this cluster's share; otherwise 100 */
+    const char *domain; /* Divide: the topology value it stands for; NULL: the cluster name */
 };
 
 enum pl_change {

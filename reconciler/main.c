@@ -23,9 +23,13 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_esc.h"
 #include "rc_http.h"
+#include "rc_kube.h"
+#include "rc_kubeconfig.h"
 #include "rc_log.h"
 #include "rc_pass.h"
 #include "rc_version.h"
@@ -62,14 +66,22 @@ enum opt_id {
     OPT_DEPLOY_BRANCH,
     OPT_TOKEN_FILE,
     OPT_SSH_KEY,
+    OPT_KUBECONFIG,
+    OPT_KUBECONFIG_DIR,
     OPT_PATH,
     OPT_LUNA,
     OPT_NO_LUNA,
+    OPT_MODE,
+    OPT_PROPOSE,
+    OPT_COMMITTER_NAME,
+    OPT_COMMITTER_EMAIL,
     OPT_ONCE,
     OPT_INTERVAL,
     OPT_NO_APPLY,
     OPT_RESYNC,
+    OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
+    OPT_MAX_SOURCE,
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
@@ -100,16 +112,38 @@ static const struct opt_def opt_defs[] = {
     {OPT_TOKEN_FILE, "token-file", 0, "F",
      "HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)"},
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
+    {OPT_KUBECONFIG, "kubeconfig", 0, "F",
+     "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
+     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+    {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
+     "kubeconfigs Cluster objects may select by file name\n"
+     "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},
     {OPT_PATH, "path", 0, "P", "load manifests only under P (repeatable; default: all)"},
     {OPT_LUNA, "luna-label", 0, "K=V", "label added to pod templates (default elotl-luna=true)"},
     {OPT_NO_LUNA, "no-luna-label", 0, NULL, "add no Luna label"},
+    {OPT_MODE, "mode", 0, "push|pull",
+     "pull: Flux or Argo CD applies the deploy branch; no apply, no managed-by\n"
+     "label (docs/pull-mode.md; default push)"},
+    {OPT_PROPOSE, "propose", 0, "BRANCH",
+     "commit decisions to BRANCH, on top of the deploy branch, for review;\n"
+     "the deploy branch moves only when a person promotes BRANCH"},
+    {OPT_COMMITTER_NAME, "committer-name", 0, "NAME",
+     "author and committer of placement commits and notes\n"
+     "(default $RIGHTPLACE_COMMITTER_NAME, else rightplace)"},
+    {OPT_COMMITTER_EMAIL, "committer-email", 0, "EMAIL",
+     "their email (default $RIGHTPLACE_COMMITTER_EMAIL, else rightplace@localhost)"},
     {OPT_ONCE, "once", 0, NULL, "one pass, then exit (the default)"},
     {OPT_INTERVAL, "interval", 0, "DURATION",
      "run a pass every DURATION (30s, 5m, 1h; a bare number is seconds)\n"
      "until SIGTERM or SIGINT"},
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
+    {OPT_APPLY_CONCURRENCY, "apply-concurrency", 0, "N",
+     "requests in flight per cluster while applying (1-256, default 8)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
+    {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
+     "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
+     "files past it are refused, each with an error"},
     {OPT_SOURCE, "source", 0, "REV", "use REV instead of the source branch head"},
     {OPT_OUTPUT, "output", 'o', "FORMAT", "text (default) or json"},
     {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
@@ -122,8 +156,10 @@ static const struct opt_def opt_defs[] = {
 
 #define OPTS_REPO                                                                                  \
     (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
-     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY))
-#define OPTS_RENDER (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA))
+     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY) |                 \
+     OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
+#define OPTS_RENDER                                                                                \
+    (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
 #define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
 #define OPTS_READ                                                                                  \
     (OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_LOCK_TIMEOUT))
@@ -156,7 +192,9 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
+         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
+         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -203,9 +241,16 @@ struct cli {
     long lock_timeout; /* seconds a read-only command waits for the lock */
     int once;
     char luna_buf[256];
+    const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
+    const char *committer_email; /* NULL: $RIGHTPLACE_COMMITTER_EMAIL, else rc_git's default */
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
+    const char *kubeconfig_files[64]; /* --kubeconfig */
+    size_t nkubeconfig_files;
+    const char *kubeconfig_dir;               /* --kubeconfig-dir */
+    struct rc_kubeconfig_sources kubeconfigs; /* the operator's: Clusters select among them */
+    struct rc_kube_options kube;
 };
 
 /* ==== Help and suggestions ==== */
@@ -219,7 +264,8 @@ static void usage(FILE *f)
                  cmd_table[i].args ? cmd_table[i].args : "");
         fprintf(f, "  %-20s %s\n", left, cmd_table[i].summary);
     }
-    fputs("\n'rightplace COMMAND --help' shows a command's flags.\n"
+    fputs("\n'rightplace COMMAND --help' shows a command's flags; 'rightplace --version'\n"
+          "(or 'rightplace version') the version.\n"
           "\n"
           "exit status: 0 ok, 1 outage (a cluster unreachable or not fully applied) /\n"
           "plan: changes pending / replay: mismatch, 2 usage or configuration,\n"
@@ -453,6 +499,20 @@ static int parse_duration(long *out, const char *s, int allow_zero)
     return 0;
 }
 
+/* "N" MiB (1 .. 2^20) into bytes; -1 when malformed. */
+static int parse_mib(size_t *out, const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > (1L << 20))
+        return -1;
+    *out = (size_t)v << 20;
+    return 0;
+}
+
 static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
 {
     switch (o->id) {
@@ -473,6 +533,16 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         break;
     case OPT_SSH_KEY:
         c->git.ssh_key = v;
+        break;
+    case OPT_KUBECONFIG:
+        if (c->nkubeconfig_files == sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
+            fprintf(stderr, "rightplace: at most %zu --kubeconfig flags\n", c->nkubeconfig_files);
+            return -1;
+        }
+        c->kubeconfig_files[c->nkubeconfig_files++] = v;
+        break;
+    case OPT_KUBECONFIG_DIR:
+        c->kubeconfig_dir = v;
         break;
     case OPT_PATH:
         if (c->npaths == sizeof(c->paths) / sizeof(c->paths[0])) {
@@ -497,6 +567,22 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_NO_LUNA:
         c->pass.render.luna_key = NULL;
         c->pass.render.luna_value = NULL;
+        break;
+    case OPT_MODE:
+        if (strcmp(v, "push") && strcmp(v, "pull")) {
+            fprintf(stderr, "rightplace: --mode wants push or pull, got '%s'\n", v);
+            return -1;
+        }
+        c->pass.render.pull = !strcmp(v, "pull");
+        break;
+    case OPT_PROPOSE:
+        c->pass.propose_branch = v;
+        break;
+    case OPT_COMMITTER_NAME:
+        c->committer_name = v;
+        break;
+    case OPT_COMMITTER_EMAIL:
+        c->committer_email = v;
         break;
     case OPT_ONCE:
         c->once = 1;
@@ -525,8 +611,25 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_RESYNC:
         c->pass.resync = 1;
         break;
+    case OPT_APPLY_CONCURRENCY: {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+
+        if (!*v || *end || n < 1 || n > 256) {
+            fprintf(stderr, "rightplace: invalid --apply-concurrency '%s': give 1 to 256\n", v);
+            return -1;
+        }
+        c->kube.concurrency = (int)n;
+        break;
+    }
     case OPT_FORCE:
         c->pass.force = 1;
+        break;
+    case OPT_MAX_SOURCE:
+        if (parse_mib(&c->pass.max_source_bytes, v) < 0) {
+            fprintf(stderr, "rightplace: invalid --max-source-mib '%s': give 1 to 1048576\n", v);
+            return -1;
+        }
         break;
     case OPT_SOURCE:
         c->source_rev = v;
@@ -702,6 +805,16 @@ static int parse_args(struct cli *c, int argc, char **argv)
                 c->cmd->name);
         return -1;
     }
+    if (c->pass.propose_branch && (!strcmp(c->pass.propose_branch, c->pass.deploy_branch) ||
+                                   !strcmp(c->pass.propose_branch, c->pass.source_branch))) {
+        fprintf(stderr,
+                "rightplace: --propose %s: the proposal branch must differ from the source and "
+                "deploy branches\n",
+                c->pass.propose_branch);
+        return -1;
+    }
+    if (c->pass.render.pull) /* Flux or Argo CD applies */
+        c->pass.apply = 0;
     if (c->once && c->interval) {
         fputs("rightplace: --once and --interval exclude each other\n", stderr);
         return -1;
@@ -757,25 +870,25 @@ static enum repo_kind local_repo_kind(const char *repo)
 
 /* A local --repo that is not a repository is refused before anything is written (no state
  * directory inside someone's folder). Returns 0 or prints why and returns -1. */
-static int check_local_repo(const char *repo)
+static int check_local_repo(const char *repo, const struct rc_log *log)
 {
     struct stat st;
 
     if (rc_git_is_url(repo))
         return 0;
     if (stat(repo, &st) < 0) {
-        fprintf(stderr, "rightplace: --repo '%s': %s\n", repo, strerror(errno));
+        rc_log_error(log, "--repo '%s': %s", repo, strerror(errno));
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "rightplace: --repo '%s' is not a directory\n", repo);
+        rc_log_error(log, "--repo '%s' is not a directory", repo);
         return -1;
     }
     if (local_repo_kind(repo) == REPO_NONE) {
-        fprintf(stderr,
-                "rightplace: --repo '%s' is not a git repository (no .git in it, not a bare "
-                "repository); give the top of a repository or a URL\n",
-                repo);
+        rc_log_error(log,
+                     "--repo '%s' is not a git repository (no .git in it, not a bare "
+                     "repository); give the top of a repository or a URL",
+                     repo);
         return -1;
     }
     return 0;
@@ -1072,6 +1185,30 @@ static int exit_for(int code)
     }
 }
 
+/* Files someone changed by hand on the deploy branch: said on stderr, with what happens. */
+static void log_hand_edits(const struct rc_log *log, const struct rc_pass_result *res,
+                           const char *deploy_branch, int restored)
+{
+    char list[512];
+    size_t used = 0;
+
+    if (!res->nhand_edits)
+        return;
+    list[0] = '\0';
+    for (size_t i = 0; i < res->nhand_edits && i < 5 && used < sizeof(list); i++)
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+                                 res->hand_edits[i].path);
+    if (res->nhand_edits > 5 && used < sizeof(list))
+        snprintf(list + used, sizeof(list) - used, " and %zu more", res->nhand_edits - 5);
+    rc_log_warn(log,
+                "deploy branch '%s': %zu file%s changed by hand since rightplace's commit %.12s "
+                "(%s); %s",
+                deploy_branch, res->nhand_edits, res->nhand_edits == 1 ? "" : "s",
+                res->hand_edit_base, list,
+                restored ? "this pass restored what rightplace renders"
+                         : "the next pass restores what rightplace renders");
+}
+
 /* The exit status a computed pass calls for, the same for every command: a configuration
  * error (a kubeconfig that cannot be loaded) before bad input before an outage. `pending`:
  * plan's changes, which share status 1 with an outage. */
@@ -1095,6 +1232,8 @@ static int cmd_reconcile_once(struct run *r)
     int lock_fd;
     int status;
     int error;
+    double start;
+    long long ms;
 
     /* One pass at a time per state directory. */
     lock_fd = take_lock(r->state_dir, 0, &r->cli->log, &locked_by_other);
@@ -1104,25 +1243,50 @@ static int cmd_reconcile_once(struct run *r)
         log_locked(&r->cli->log, r->state_dir, 0);
         return RC_EXIT_LOCKED;
     }
+    start = now_monotonic();
     error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
+    ms = (long long)((now_monotonic() - start) * 1000.0);
     if (error < 0) {
-        rc_log_error(&r->cli->log, "%s", err.msg);
+        struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
+        rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
         goto done;
     }
-    if (res.skipped) {
-        rc_log_info(&r->cli->log, "source %s already placed; nothing to do", short_id(res.source));
-    } else if (res.committed) {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
-                    "deploy %s -> %s",
-                    short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
-                    short_id(res.deploy_old), short_id(res.deploy_new));
-    } else {
-        rc_log_info(&r->cli->log,
-                    "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
-                    short_id(res.source), res.placed, res.pending, res.unplaced,
-                    short_id(res.deploy_old));
+    status = result_status(&res, 0);
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, res.committed);
+    {
+        struct rc_log_field f[] = {
+            RC_LOG_STR("commit", res.source),     RC_LOG_STR("deploy", res.deploy_new),
+            RC_LOG_NUM("duration_ms", ms),        RC_LOG_NUM("status", status),
+            RC_LOG_NUM("placed", res.placed),     RC_LOG_NUM("pending", res.pending),
+            RC_LOG_NUM("unplaced", res.unplaced), RC_LOG_NUM("changed", res.changed),
+        };
+        /* a skipped pass computed no counts: commit, deploy, duration and status only */
+        size_t nf = res.skipped ? 4 : sizeof(f) / sizeof(f[0]);
+        /* quiet loops: a pass that changed nothing and met no problem is a debug line */
+        enum rc_log_level quiet = status == RC_EXIT_OK ? RC_LOG_DEBUG : RC_LOG_INFO;
+
+        if (res.skipped)
+            rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
+                      short_id(res.source));
+        else if (res.proposed && strcmp(res.proposal, res.deploy_old))
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "proposed %s on %s for review (deploy %s unchanged)",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.proposal), r->cli->pass.propose_branch,
+                      short_id(res.deploy_old));
+        else if (res.committed)
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "deploy %s -> %s",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.deploy_old), short_id(res.deploy_new));
+        else
+            rc_log_kv(&r->cli->log, quiet, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; deploy %s is up to date",
+                      short_id(res.source), res.placed, res.pending, res.unplaced,
+                      short_id(res.deploy_old));
     }
     status = result_status(&res, 0);
 done:
@@ -1220,10 +1384,42 @@ static int cmd_plan(struct run *r)
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
+        {
+            cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                cJSON_AddItemToArray(ws, cJSON_CreateString(res.warnings[i]));
+        }
+        {
+            cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                cJSON *p = cJSON_CreateObject();
+                char op[2] = {res.hand_edits[i].op, 0};
+                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "change", op);
+                cJSON_AddItemToArray(hs, p);
+            }
+        }
         print_json(o);
     } else {
         printf("source %s, deploy %s\n", short_id(res.source), short_id(res.deploy_old));
+        if (res.nhand_edits) {
+            printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
+                   "(the next pass restores them):\n",
+                   short_id(res.hand_edit_base));
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
+            printf("\n");
+        }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
+        if (res.nwarnings) {
+            printf("\nwarnings:\n");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                printf("  %s\n", res.warnings[i]);
+            printf("\n");
+        }
         if (!nchanged) {
             printf("no change\n");
         } else {
@@ -1240,6 +1436,7 @@ static int cmd_plan(struct run *r)
                 printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
         }
     }
+    log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
     status = result_status(&res, nchanged != 0);
 done:
     rc_arena_release(&a);
@@ -1268,10 +1465,165 @@ static int decision_matches(const struct pl_decision *d, const char *q)
     return 0;
 }
 
+/* ---- explain: where the verdicts come from ----
+ * A decision made this run (not yet committed) has every verdict, against the fleet now. A
+ * decision that stands keeps its record entry, which lists a bounded few verdicts as they
+ * were when it was made; the full per-candidate verdicts are recomputed from the deploy
+ * commit's capacity snapshot, and labelled as of that snapshot, never as current. */
+
+static const struct pl_decision *explain_find(const struct rc_verdicts *rv, const char *unit)
+{
+    for (size_t i = 0; i < rv->ndecisions; i++) {
+        if (!strcmp(rv->decisions[i].unit, unit))
+            return &rv->decisions[i];
+    }
+    return NULL;
+}
+
+static void explain_recompute(struct run *r, const struct rc_pass_result *res,
+                              struct rc_verdicts *rv, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char **units;
+    size_t n = 0;
+
+    memset(rv, 0, sizeof(*rv));
+    if (!res->deploy_old[0])
+        return;
+    units = rc_arena_calloc(a, res->result->ndecisions + 1, sizeof(*units));
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        if (d->change == PL_CHANGE_NONE && decision_matches(d, r->cli->args[0]))
+            units[n++] = d->unit;
+    }
+    if (n &&
+        rc_verdicts_recompute(rv, r->git, res->deploy_old, units, n, &r->cli->pass, a, &err) < 0) {
+        rc_log_warn(&r->cli->log, "cannot recompute the verdicts from deploy commit %.12s: %s",
+                    res->deploy_old, err.msg);
+        memset(rv, 0, sizeof(*rv));
+    }
+}
+
+static void explain_time(char out[32], int64_t when)
+{
+    time_t t = (time_t)when;
+    struct tm tm;
+
+    if (when < 0 || !gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(out, 32, "unknown time");
+}
+
+static void explain_verdict_lines(const struct pl_decision *d)
+{
+    for (size_t i = 0; i < d->nverdicts; i++)
+        printf("    %-20s %-20s %s\n", d->verdicts[i].cluster, pl_verdict_name(d->verdicts[i].kind),
+               d->verdicts[i].detail ? d->verdicts[i].detail : "");
+}
+
+static void explain_text(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    char when[32];
+
+    print_decision_text(stdout, d, 0);
+    if (d->change != PL_CHANGE_NONE) {
+        if (d->nverdicts) {
+            printf("  candidates (against the fleet now):\n");
+            explain_verdict_lines(d);
+        }
+        printf("  note:     not yet committed: the next pass makes this decision\n");
+        return;
+    }
+    if (d->nverdicts) {
+        printf("  candidates as recorded when the decision was made:\n");
+        explain_verdict_lines(d);
+    }
+    if (!full)
+        return;
+    explain_time(when, rv->when);
+    printf("  all %zu candidates, recomputed from the capacity snapshot of deploy commit %.12s\n"
+           "  (%s, source %.12s): the fleet as that pass saw it, not as it is now:\n",
+           full->nverdicts, rv->commit, when, rv->source);
+    explain_verdict_lines(full);
+}
+
+static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts *rv)
+{
+    const struct pl_decision *full = explain_find(rv, d->unit);
+    cJSON *o = decision_json(d), *re, *vs;
+    char when[32];
+
+    cJSON_AddStringToObject(o, "verdictsFrom", d->change == PL_CHANGE_NONE ? "record" : "now");
+    if (d->change != PL_CHANGE_NONE || !full)
+        return o;
+    re = cJSON_AddObjectToObject(o, "recomputed");
+    explain_time(when, rv->when);
+    cJSON_AddStringToObject(re, "snapshotOf", rv->commit);
+    cJSON_AddStringToObject(re, "source", rv->source);
+    cJSON_AddStringToObject(re, "time", when);
+    vs = cJSON_AddArrayToObject(re, "verdicts");
+    for (size_t i = 0; i < full->nverdicts; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "cluster", full->verdicts[i].cluster);
+        cJSON_AddStringToObject(v, "verdict", pl_verdict_name(full->verdicts[i].kind));
+        cJSON_AddStringToObject(v, "detail",
+                                full->verdicts[i].detail ? full->verdicts[i].detail : "");
+        cJSON_AddItemToArray(vs, v);
+    }
+    return o;
+}
+
+/* Does warning w concern decision d: it names one of its objects ('<key>'), its policy
+ * ('<name>') or the file of one of its objects? */
+static int warning_concerns(const char *w, const struct pl_decision *d)
+{
+    char q[600];
+
+    if (d->policy) {
+        snprintf(q, sizeof(q), "'%s'", d->policy);
+        if (strstr(w, q))
+            return 1;
+    }
+    for (size_t i = 0; i < d->nobjects; i++) {
+        snprintf(q, sizeof(q), "'%s'", d->object_keys[i]);
+        if (strstr(w, q))
+            return 1;
+        if (d->objects && d->objects[i]->file) {
+            size_t n = strlen(d->objects[i]->file);
+            if (!strncmp(w, d->objects[i]->file, n) && w[n] == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pass's warnings that concern d: printed under its explanation, or as JSON. */
+static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res,
+                             const struct pl_decision *d)
+{
+    cJSON *arr = NULL;
+    int header = 0;
+
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (!warning_concerns(res->warnings[i], d))
+            continue;
+        if (o) {
+            if (!arr)
+                arr = cJSON_AddArrayToObject(o, "warnings");
+            cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
+            continue;
+        }
+        if (!header++)
+            fprintf(f, "  warnings:\n");
+        fprintf(f, "    %s\n", res->warnings[i]);
+    }
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
+    struct rc_verdicts rv;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     size_t found = 0;
     int status;
@@ -1279,6 +1631,7 @@ static int cmd_explain(struct run *r)
     status = dry_run(r, &res, &a);
     if (status != RC_EXIT_OK)
         goto done;
+    explain_recompute(r, &res, &rv, &a);
     {
         cJSON *arr = json ? cJSON_CreateArray() : NULL;
         for (size_t i = 0; i < res.result->ndecisions; i++) {
@@ -1287,21 +1640,22 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, decision_json(d));
+                cJSON *o = explain_json(d, &rv);
+                explain_warnings(NULL, o, &res, d);
+                cJSON_AddItemToArray(arr, o);
                 continue;
             }
             if (found > 1)
                 putchar('\n');
-            print_decision_text(stdout, d, 1);
-            if (d->change != PL_CHANGE_NONE)
-                printf("  note:     not yet committed: the next pass makes this decision\n");
+            explain_text(d, &rv);
+            explain_warnings(stdout, NULL, &res, d);
         }
         if (json)
             print_json(arr);
     }
     status = result_status(&res, 0);
     if (!found) {
-        fprintf(stderr, "rightplace: no workload or unit matches '%s'\n", r->cli->args[0]);
+        rc_log_error(&r->cli->log, "no workload or unit matches '%s'", r->cli->args[0]);
         status = RC_EXIT_USAGE;
     }
 done:
@@ -1474,8 +1828,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:
@@ -1521,6 +1878,8 @@ int main(int argc, char **argv)
     struct rc_pass_options pass_init = RC_PASS_OPTIONS_INIT;
     struct rc_git_options git_init = RC_GIT_OPTIONS_INIT;
     struct rc_log log_init = RC_LOG_INIT;
+    struct rc_kube_options kube_init = RC_KUBE_OPTIONS_INIT;
+    struct rc_kubeconfig_sources kc_init = RC_KUBECONFIG_SOURCES_INIT;
     struct rc_err err = RC_ERR_INIT;
     char state_dir[PATH_MAX];
     int status;
@@ -1530,6 +1889,8 @@ int main(int argc, char **argv)
     c.pass = pass_init;
     c.git = git_init;
     c.log = log_init;
+    c.kube = kube_init;
+    c.kubeconfigs = kc_init;
     c.lock_timeout = 60;
     memset(&r, 0, sizeof(r));
     r.cli = &c;
@@ -1547,14 +1908,21 @@ int main(int argc, char **argv)
 
     /* configuration that can be judged before touching anything */
     if (!strcmp(c.pass.source_branch, c.pass.deploy_branch)) {
-        fprintf(stderr,
-                "rightplace: --deploy-branch '%s' is the source branch: rendered output would be "
-                "committed onto the workloads people push; choose another (default 'deploy')\n",
-                c.pass.deploy_branch);
+        rc_log_error(&c.log,
+                     "--deploy-branch '%s' is the source branch: rendered output would be "
+                     "committed onto the workloads people push; choose another (default "
+                     "'deploy')",
+                     c.pass.deploy_branch);
         return RC_EXIT_USAGE;
     }
-    if (check_local_repo(c.repo) < 0)
+    if (check_local_repo(c.repo, &c.log) < 0)
         return RC_EXIT_USAGE;
+    if (!c.pass.max_source_bytes && getenv("RIGHTPLACE_MAX_SOURCE_MIB") &&
+        parse_mib(&c.pass.max_source_bytes, getenv("RIGHTPLACE_MAX_SOURCE_MIB")) < 0) {
+        fprintf(stderr, "rightplace: invalid RIGHTPLACE_MAX_SOURCE_MIB '%s': give 1 to 1048576\n",
+                getenv("RIGHTPLACE_MAX_SOURCE_MIB"));
+        return RC_EXIT_USAGE;
+    }
     c.pass.paths = c.paths;
     c.pass.npaths = c.npaths;
     c.pass.log = &c.log;
@@ -1563,12 +1931,11 @@ int main(int argc, char **argv)
     if (c.state_dir) {
         snprintf(state_dir, sizeof(state_dir), "%s", c.state_dir);
     } else if (default_state_dir(state_dir, sizeof(state_dir), c.repo) < 0) {
-        fprintf(stderr, "rightplace: cannot choose a state directory; give --state-dir\n");
+        rc_log_error(&c.log, "cannot choose a state directory; give --state-dir");
         return RC_EXIT_USAGE;
     }
     if (mkdir_p(state_dir) < 0) {
-        fprintf(stderr, "rightplace: cannot create state directory '%s': %s\n", state_dir,
-                strerror(errno));
+        rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
     }
     c.git.state_dir = state_dir;
@@ -1590,6 +1957,17 @@ int main(int argc, char **argv)
         return RC_EXIT_SYSTEM;
     }
     r.state_dir = state_dir;
+    /* the operator's kubeconfigs: the only credentials Cluster objects can select */
+    for (size_t i = 0; i < c.nkubeconfig_files; i++)
+        rc_kubeconfig_sources_add_file(&c.kubeconfigs, c.kubeconfig_files[i]);
+    rc_kubeconfig_sources_set_dir(&c.kubeconfigs, c.kubeconfig_dir);
+    if (rc_kubeconfig_sources_env(&c.kubeconfigs, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    c.kube.sources = &c.kubeconfigs;
+    c.pass.kube = &c.kube;
     {
         /* the first open of a URL clones into the state directory: not while a pass runs.
          * A single reconcile fails at once; the loop waits; the rest wait a bounded time. */
@@ -1606,15 +1984,39 @@ int main(int argc, char **argv)
         error = rc_git_open(&r.git, c.repo, &c.git, &err);
         release_lock(fd);
     }
+    if (error == RC_OK) {
+        /* the identity of placement commits and notes: flags, then the environment */
+        const char *name =
+            c.committer_name ? c.committer_name : getenv("RIGHTPLACE_COMMITTER_NAME");
+        const char *email =
+            c.committer_email ? c.committer_email : getenv("RIGHTPLACE_COMMITTER_EMAIL");
+        if ((name && name[0]) || (email && email[0])) {
+            error = rc_git_set_identity(r.git, name && name[0] ? name : "rightplace",
+                                        email && email[0] ? email : "rightplace@localhost", &err);
+            if (error < 0) {
+                rc_log_error(&c.log, "committer identity: %s", err.msg);
+                status = RC_EXIT_USAGE;
+                goto done;
+            }
+        }
+    }
     if (error < 0) {
         rc_log_error(&c.log, "%s", err.msg);
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
+    /* what the last pass saw, so that a pass with nothing to do stops early */
+    if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
     status = c.cmd->exec(&r);
 done:
+    rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();
+    rc_kubeconfig_sources_release(&c.kubeconfigs);
     return status;
 }

@@ -26,9 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <git2.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
 
 #include "rc_buf.h"
 #include "rc_mem.h"
@@ -452,7 +455,9 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err)
 
 /* Push refs over a smart transport (ssh, https, git): the server's receive-pack checks the
  * old values under its ref locks and runs its hooks. */
-static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+/* force: "+ref:ref", the remote ref is replaced whatever it holds (rc_git_force_ref). */
+static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                      struct rc_err *err)
 {
     git_remote *remote = NULL;
     git_push_options po;
@@ -467,11 +472,13 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, s
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]);
-        char *s = rc_xmalloc(2 * n + 2);
+        char *s = rc_xmalloc(2 * n + 3), *p = s;
 
-        memcpy(s, refs[i], n);
-        s[n] = ':';
-        memcpy(s + n + 1, refs[i], n + 1);
+        if (force)
+            *p++ = '+';
+        memcpy(p, refs[i], n);
+        p[n] = ':';
+        memcpy(p + n + 1, refs[i], n + 1);
         specs.strings[specs.count++] = s;
     }
     if ((error = remote_new(&remote, g, err)) < 0)
@@ -550,7 +557,8 @@ static int hide_remote_tip(const char *name, void *payload)
  * update. Instead: write a pack of what the remote lacks into its object store, then under
  * the remote's ref locks (a transaction) refuse any ref whose current value is not an
  * ancestor of ours, and move all refs at once or none (like `git push --atomic`). */
-static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                     struct rc_err *err)
 {
     char *path = file_url_path(g->url), *pack_dir = NULL;
     git_repository *rr = NULL;
@@ -630,7 +638,7 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, st
             goto done;
         }
         e = git_reference_name_to_id(&cur, rr, refs[i]);
-        if (e == 0 && !git_oid_equal(&cur, &ids[i]) &&
+        if (e == 0 && !force && !git_oid_equal(&cur, &ids[i]) &&
             git_graph_descendant_of(rr, &ids[i], &cur) != 1) {
             error = rc_err_set(err, RC_ECONFLICT,
                                "push of '%s' refused by '%s': non-fast-forward (the remote "
@@ -665,14 +673,15 @@ done:
 
 /* Push refs (full names) without force; on failure fetch again so that the local mirror
  * shows the remote's refs. See rc_git_push_refs. */
-static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                   struct rc_err *err)
 {
     int error;
 
     if (!strncmp(g->url, "file://", 7))
-        error = push_file(g, refs, nrefs, err);
+        error = push_file(g, refs, nrefs, force, err);
     else
-        error = push_smart(g, refs, nrefs, err);
+        error = push_smart(g, refs, nrefs, force, err);
     if (error < 0) {
         struct rc_err ferr = RC_ERR_INIT;
 
@@ -696,7 +705,7 @@ int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, st
         if (e < 0)
             return fail(err, rc_code(e), "cannot push '%s'", refs[i]);
     }
-    return do_push(g, refs, nrefs, err);
+    return do_push(g, refs, nrefs, 0, err);
 }
 
 /* ==== Open ==== */
@@ -964,6 +973,7 @@ struct walk {
     struct rc_arena *a;
     const char *prefix; /* "" or "dir/" prepended to walk roots */
     int yaml_only;
+    int list_only; /* ids only: no blob is read */
     struct rc_git_blob *v;
     size_t n, cap;
     struct rc_err *err;
@@ -993,11 +1003,20 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
     size_t len;
     int ge;
 
+    if (w->list_only) {
+        w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
+        out = &w->v[w->n++];
+        memset(out, 0, sizeof(*out));
+        out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+        oid_hex(out->id, git_tree_entry_id(e));
+        return RC_OK;
+    }
     if ((ge = git_blob_lookup(&blob, w->g->repo, git_tree_entry_id(e))) < 0)
         return w->error = fail(w->err, RC_ERROR, "cannot read '%s%s%s'", a, b, c);
     w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
     out = &w->v[w->n++];
     out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+    oid_hex(out->id, git_tree_entry_id(e));
     len = (size_t)git_blob_rawsize(blob);
     out->data = rc_arena_alloc(w->a, len + 1);
     if (len)
@@ -1088,11 +1107,11 @@ static void walk_finish(struct rc_git_blob **out, size_t *n, struct walk *w)
     *n = k;
 }
 
-int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *const *paths, size_t npaths, struct rc_arena *a,
+static int read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, int list_only, struct rc_arena *a,
                      struct rc_err *err)
 {
-    struct walk w = {g, a, "", 1, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 1, list_only, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     int error;
 
@@ -1117,10 +1136,74 @@ int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     return error;
 }
 
+int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    return read_yaml(out, n, g, commit, paths, npaths, 0, a, err);
+}
+
+int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    return read_yaml(out, n, g, commit, paths, npaths, 1, a, err);
+}
+
+int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id, size_t max,
+                     struct rc_arena *a, struct rc_err *err)
+{
+    git_odb *odb = NULL;
+    git_blob *blob = NULL;
+    git_object_t type;
+    git_oid oid;
+    size_t size = 0;
+    int ge, error;
+
+    if ((error = parse_oid(&oid, id, "blob", err)) < 0)
+        return error;
+    if ((ge = git_repository_odb(&odb, g->repo)) < 0)
+        return fail(err, RC_ERROR, "cannot open the object database");
+    ge = git_odb_read_header(&size, &type, odb, &oid);
+    git_odb_free(odb);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        return rc_err_set(err, RC_ENOTFOUND, "object %.12s not found", id);
+    }
+    if (ge < 0)
+        return fail(err, RC_ERROR, "cannot read object %.12s", id);
+    if (type != GIT_OBJECT_BLOB)
+        return rc_err_set(err, RC_EINVALID, "object %.12s is not a blob", id);
+    if (size > max) {
+        *len = size;
+        return rc_err_set(err, RC_EINVALID, "%zu bytes; the limit is %zu", size, max);
+    }
+    if ((ge = git_blob_lookup(&blob, g->repo, &oid)) < 0)
+        return fail(err, RC_ERROR, "cannot read object %.12s", id);
+    size = (size_t)git_blob_rawsize(blob);
+    *data = rc_arena_alloc(a, size + 1);
+    if (size)
+        memcpy(*data, git_blob_rawcontent(blob), size);
+    (*data)[size] = '\0';
+    *len = size;
+    git_blob_free(blob);
+    return RC_OK;
+}
+
+int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err)
+{
+    git_oid oid;
+
+    if (git_odb_hash(&oid, data ? data : "", len, GIT_OBJECT_BLOB) < 0)
+        return fail(err, RC_ERROR, "cannot compute a digest");
+    oid_hex(out, &oid);
+    return RC_OK;
+}
+
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, 0, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1278,12 +1361,110 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
     return error;
 }
 
+/*
+ * Where the new objects of a tree build go. Few: loose objects in the repository, as usual.
+ * Many (a first commit of a large fleet, a policy change that moves everything): an
+ * in-memory object store on a second handle of the repository, written out at the end as
+ * one pack, so that the commit costs one file instead of one file per object; creating
+ * thousands of files is what a large commit otherwise spends its time on (and what `git add`
+ * pays).
+ */
+#define PACK_MIN_OBJECTS 256
+
+struct objsink {
+    git_repository *repo;     /* where objects are written: g->repo, or `own` */
+    git_repository *own;      /* the second handle (pack mode) */
+    git_odb_backend *mempack; /* owned by own's object database */
+};
+
+static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struct rc_err *err)
+{
+    git_odb *odb = NULL;
+    int ge;
+
+    memset(s, 0, sizeof(*s));
+    s->repo = g->repo;
+    if (nobjects < PACK_MIN_OBJECTS)
+        return RC_OK;
+    if ((ge = git_repository_open(&s->own, git_repository_path(g->repo))) < 0)
+        return fail(err, RC_ERROR, "cannot open the repository a second time");
+    if ((ge = git_repository_odb(&odb, s->own)) < 0 || (ge = git_mempack_new(&s->mempack)) < 0 ||
+        (ge = git_odb_add_backend(odb, s->mempack, 1000)) < 0) {
+        git_odb_free(odb);
+        if (s->mempack && ge < 0 && odb)
+            s->mempack->free(s->mempack);
+        git_repository_free(s->own);
+        memset(s, 0, sizeof(*s));
+        return fail(err, RC_ERROR, "cannot set up an in-memory object store");
+    }
+    git_odb_free(odb);
+    s->repo = s->own;
+    return RC_OK;
+}
+
+struct pack_walk {
+    git_packbuilder *pb;
+    git_odb_backend *mempack;
+    int error;
+};
+
+/* Every object of the new tree that is new (in the in-memory store) goes into the pack. */
+static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct pack_walk *w = payload;
+    const git_oid *id = git_tree_entry_id(e);
+
+    (void)root;
+    if (w->mempack->exists(w->mempack, id) && git_packbuilder_insert(w->pb, id, NULL) < 0) {
+        w->error = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Pack mode: write the new objects of `tree` as one pack, and let g->repo see it. */
+static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, struct rc_err *err)
+{
+    struct pack_walk w = {NULL, s->mempack, 0};
+    git_tree *t = NULL;
+    git_odb *main_odb = NULL;
+    int ge, error = RC_OK;
+
+    if (!s->own)
+        return RC_OK;
+    if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0 ||
+        (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
+        (s->mempack->exists(s->mempack, tree) &&
+         (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
+        (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0 ||
+        (ge = git_packbuilder_write(w.pb, NULL, 0, NULL, NULL)) < 0) {
+        error = fail(err, RC_ERROR, "cannot write the new objects as a pack");
+        goto done;
+    }
+    if ((ge = git_repository_odb(&main_odb, g->repo)) < 0 || (ge = git_odb_refresh(main_odb)) < 0)
+        error = fail(err, RC_ERROR, "cannot read the new pack");
+done:
+    git_tree_free(t);
+    git_packbuilder_free(w.pb);
+    git_odb_free(main_odb);
+    return error;
+}
+
+static void sink_close(struct objsink *s)
+{
+    git_repository_free(s->own); /* frees the in-memory store with its object database */
+    memset(s, 0, sizeof(*s));
+}
+
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
 {
     git_index *idx = NULL;
     git_tree *base = NULL;
     const char **sorted = NULL;
+    unsigned char *changed = NULL;
+    size_t nchanged = 0;
+    struct objsink sink = {NULL, NULL, NULL};
     git_oid tree_id;
     int ge, error;
 
@@ -1301,21 +1482,33 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
-    /* Write what differs from the base; a file whose content the base already has at that
+    /* Which files differ from the base: a file whose content the base already has at that
      * path is left alone (hashing in memory is much cheaper than asking the object store). */
+    changed = rc_xcalloc(nfiles + 1, 1);
     for (size_t i = 0; i < nfiles; i++) {
         const char *data = files[i].data ? files[i].data : "";
         const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
-        git_index_entry ie;
+        git_oid id;
 
-        memset(&ie, 0, sizeof(ie));
-        if ((ge = git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+        if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
         }
-        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &ie.id))
+        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &id))
             continue;
-        if ((ge = git_blob_create_from_buffer(&ie.id, g->repo, data, files[i].len)) < 0) {
+        changed[i] = 1;
+        nchanged++;
+    }
+    if ((error = sink_open(&sink, g, nchanged, err)) < 0)
+        goto done;
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *data = files[i].data ? files[i].data : "";
+        git_index_entry ie;
+
+        if (!changed[i])
+            continue;
+        memset(&ie, 0, sizeof(ie));
+        if ((ge = git_blob_create_from_buffer(&ie.id, sink.repo, data, files[i].len)) < 0) {
             error = fail(err, RC_ERROR, "cannot write '%s'", files[i].path);
             goto done;
         }
@@ -1340,12 +1533,16 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
-    if ((ge = git_index_write_tree_to(&tree_id, idx, g->repo)) < 0) {
+    if ((ge = git_index_write_tree_to(&tree_id, idx, sink.repo)) < 0) {
         error = fail(err, RC_ERROR, "cannot write tree");
         goto done;
     }
+    if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
+        goto done;
     oid_hex(out_tree, &tree_id);
 done:
+    sink_close(&sink);
+    free(changed);
     free(sorted);
     git_tree_free(base);
     git_index_free(idx);
@@ -1440,6 +1637,108 @@ int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, stru
     return RC_OK;
 }
 
+int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
+                         struct rc_err *err)
+{
+    git_commit *c = NULL;
+    const git_signature *s;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    s = git_commit_author(c);
+    *out =
+        rc_arena_printf(a, "%s <%s>", s && s->name ? s->name : "", s && s->email ? s->email : "");
+    git_commit_free(c);
+    return RC_OK;
+}
+
+static int own_commit(struct rc_git *g, git_commit *c)
+{
+    const git_signature *s = git_commit_committer(c);
+    const char *m = git_commit_message_raw(c);
+
+    if (!s || !s->name || strcmp(s->name, g->name) || !m)
+        return 0;
+    return !strncmp(m, "Rightplace-Source: ", 19) || strstr(m, "\nRightplace-Source: ") != NULL;
+}
+
+int rc_git_is_own_commit(struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    if (error < 0)
+        return error;
+    error = own_commit(g, c);
+    git_commit_free(c);
+    return error;
+}
+
+int rc_git_last_own_commit(char out[41], struct rc_git *g, const char *commit, size_t depth,
+                           struct rc_err *err)
+{
+    git_commit *c = NULL;
+    int error = lookup_commit(&c, g, commit, err);
+
+    for (size_t i = 0; error == RC_OK && i <= depth; i++) {
+        git_commit *parent = NULL;
+        int e;
+        if (own_commit(g, c)) {
+            oid_hex(out, git_commit_id(c));
+            git_commit_free(c);
+            return RC_OK;
+        }
+        if (git_commit_parentcount(c) == 0)
+            break;
+        if ((e = git_commit_parent(&parent, c, 0)) < 0)
+            error = fail(err, rc_code(e), "cannot read the parent of '%s'", commit);
+        git_commit_free(c);
+        c = parent;
+    }
+    git_commit_free(c);
+    if (error < 0)
+        return error;
+    return rc_err_set(err, RC_ENOTFOUND, "no commit of rightplace within %zu commits of '%.12s'",
+                      depth, commit);
+}
+
+int rc_git_diff_commits(struct rc_git_change **out, size_t *n, struct rc_git *g, const char *from,
+                        const char *to, struct rc_arena *a, struct rc_err *err)
+{
+    git_tree *t1 = NULL, *t2 = NULL;
+    git_diff *d = NULL;
+    struct rc_git_change *v = NULL;
+    size_t cnt = 0, nd;
+    int e, error;
+
+    *out = NULL;
+    *n = 0;
+    error = lookup_tree(&t1, g, from, err);
+    if (error == RC_OK)
+        error = lookup_tree(&t2, g, to, err);
+    if (error == RC_OK && (e = git_diff_tree_to_tree(&d, g->repo, t1, t2, NULL)) < 0)
+        error = fail(err, rc_code(e), "cannot compare '%.12s' with '%.12s'", from, to);
+    if (error < 0)
+        goto done;
+    nd = git_diff_num_deltas(d);
+    v = rc_arena_calloc(a, nd + 1, sizeof(*v));
+    for (size_t i = 0; i < nd; i++) {
+        const git_diff_delta *dd = git_diff_get_delta(d, i);
+        char op = dd->status == GIT_DELTA_ADDED ? 'A' : dd->status == GIT_DELTA_DELETED ? 'D' : 'M';
+        const char *path = dd->status == GIT_DELTA_DELETED ? dd->old_file.path : dd->new_file.path;
+        v[cnt].path = rc_arena_strdup(a, path ? path : "");
+        v[cnt++].op = op;
+    }
+    *out = v;
+    *n = cnt;
+done:
+    git_diff_free(d);
+    git_tree_free(t1);
+    git_tree_free(t2);
+    return error;
+}
+
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err)
 {
     git_commit *c = NULL;
@@ -1469,6 +1768,52 @@ static int check_ref_name(const char *ref, struct rc_err *err)
     return RC_OK;
 }
 
+/* A git process that updates a ref holds "<ref>.lock" for milliseconds; one that crashed
+ * leaves it, and every later update fails. One older than this, while rightplace holds its
+ * own lock (no other pass runs on this repository through this state directory), is stale. */
+#define STALE_REF_LOCK_SECONDS 600
+
+static void ref_lock_path(char *out, size_t n, struct rc_git *g, const char *ref)
+{
+    const char *dir = git_repository_commondir(g->repo);
+    size_t dl = dir ? strlen(dir) : 0;
+
+    snprintf(out, n, "%s%s%s.lock", dir ? dir : "", dl && dir[dl - 1] != '/' ? "/" : "", ref);
+}
+
+/* Remove ref's lock file when it is provably stale (older than STALE_REF_LOCK_SECONDS);
+ * returns 1 when removed, else 0. */
+static int clear_stale_ref_lock(struct rc_git *g, const char *ref)
+{
+    char path[4096];
+    struct stat st;
+    time_t now = time(NULL);
+
+    ref_lock_path(path, sizeof(path), g, ref);
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < STALE_REF_LOCK_SECONDS)
+        return 0;
+    if (unlink(path) < 0)
+        return 0;
+    if (g->log)
+        rc_log_warn(g->log,
+                    "removed the stale lock file '%s' (%lld minutes old; a git process that "
+                    "updated '%s' must have died)",
+                    path, (long long)(now - st.st_mtime) / 60, ref);
+    return 1;
+}
+
+static int explain_ref_lock(struct rc_git *g, const char *ref, struct rc_err *err)
+{
+    char path[4096];
+
+    git_error_clear();
+    ref_lock_path(path, sizeof(path), g, ref);
+    return rc_err_set(err, RC_ERROR,
+                      "cannot update '%s': '%s' exists (a git process is updating it, or one "
+                      "died); if no git process runs on this repository, remove it: rm '%s'",
+                      ref, path, path);
+}
+
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,
                             const char *old_id, const char *log_message, struct rc_err *err)
 {
@@ -1480,16 +1825,22 @@ int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_i
         (error = parse_oid(&nid, new_id, "new id", err)) < 0 ||
         (old_id && (error = parse_oid(&oid, old_id, "old id", err)) < 0))
         return error;
-    if (!old_id) {
-        ge = git_reference_create(&r, g->repo, ref, &nid, 0, log_message);
-        if (ge == GIT_EEXISTS)
-            return fail(err, RC_ECONFLICT, "ref '%s' exists already", ref);
-    } else {
-        ge = git_reference_create_matching(&r, g->repo, ref, &nid, 1, &oid, log_message);
-        if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
-            return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
+    for (int attempt = 0;; attempt++) {
+        if (!old_id) {
+            ge = git_reference_create(&r, g->repo, ref, &nid, 0, log_message);
+            if (ge == GIT_EEXISTS)
+                return fail(err, RC_ECONFLICT, "ref '%s' exists already", ref);
+        } else {
+            ge = git_reference_create_matching(&r, g->repo, ref, &nid, 1, &oid, log_message);
+            if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
+                return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
+        }
+        if (ge != GIT_ELOCKED || attempt > 0 || !clear_stale_ref_lock(g, ref))
+            break;
     }
     git_reference_free(r);
+    if (ge == GIT_ELOCKED)
+        return explain_ref_lock(g, ref, err);
     if (ge < 0)
         return fail(err, rc_code(ge), "cannot update ref '%s'", ref);
     return RC_OK;
@@ -1502,7 +1853,17 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
     if (error < 0 || !g->remote)
         return error;
-    return do_push(g, &ref, 1, err);
+    return do_push(g, &ref, 1, 0, err);
+}
+
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err)
+{
+    int error = rc_git_update_ref_local(g, ref, new_id, old_id, log_message, err);
+
+    if (error < 0 || !g->remote)
+        return error;
+    return do_push(g, &ref, 1, 1, err);
 }
 
 /* ==== Notes ==== */
@@ -1533,7 +1894,7 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
         }
         if (!g->remote || !push)
             break;
-        error = do_push(g, notes_ref, 1, err);
+        error = do_push(g, notes_ref, 1, 0, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
             break;
         if (g->log)

@@ -102,9 +102,10 @@ int rc_git_resolve(char out[41], struct rc_git *g, const char *rev, struct rc_er
 /* A file read from a commit. path and data are allocated in the caller's arena; data has
  * len bytes plus a terminating NUL (not counted in len), so it can be read as a string. */
 struct rc_git_blob {
-    char *path; /* from the repository root, "a/b.yaml" */
-    char *data;
-    size_t len;
+    char *path;  /* from the repository root, "a/b.yaml" */
+    char *data;  /* NULL from rc_git_list_yaml */
+    size_t len;  /* 0 from rc_git_list_yaml */
+    char id[41]; /* the blob id (40 hex) */
 };
 
 /* Every blob under `paths` (npaths entries; NULL or npaths 0, or a path "" / ".": the whole
@@ -117,6 +118,23 @@ struct rc_git_blob {
 int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *const *paths, size_t npaths, struct rc_arena *a,
                      struct rc_err *err);
+
+/* What rc_git_read_yaml would read, without reading any blob: paths and blob ids only (data
+ * NULL, len 0). Cost: the trees under `paths`, never the blobs. */
+int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *const *paths, size_t npaths, struct rc_arena *a,
+                     struct rc_err *err);
+
+/* Blob `id` (40 hex) into *data (NUL-terminated, *len bytes, allocated in `a`) if it holds at
+ * most `max` bytes. The size comes from the object header first, so a larger blob is refused
+ * without being read: RC_EINVALID with *len set to its size and "<N> bytes; the limit is <max>"
+ * as the message. RC_ENOTFOUND when there is no such object. */
+int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id, size_t max,
+                     struct rc_arena *a, struct rc_err *err);
+
+/* The git blob id of `len` bytes of `data` (SHA-1 with collision detection, as git computes
+ * it): a digest for "is this the same content", computed without touching the repository. */
+int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err);
 
 /* One file at a commit; *data (NUL-terminated, *len bytes) is allocated in `a`. RC_ENOTFOUND
  * when the path is absent, RC_EINVALID when it is a directory, symlink or submodule. */
@@ -177,6 +195,14 @@ int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *
 int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
                       const char *log_message, struct rc_err *err);
 
+/* rc_git_update_ref for a ref rightplace alone writes and may replace (a proposal branch,
+ * README.md "Review gate"): the same local compare-and-swap against old_id (NULL:
+ * must not exist), then, for a remote repository, a forced push ("+ref:ref"): the remote ref
+ * is replaced whatever it holds, also when new_id does not descend from it. Errors as
+ * rc_git_update_ref. */
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err);
+
 /* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
  * with rc_git_push_refs). For a remote repository, note that every fetch, including the one
  * after any failed push (rc_git_note_write's too), puts all mirrored refs back to the
@@ -213,6 +239,29 @@ int rc_git_note_read(char **text, struct rc_git *g, const char *commit, struct r
 /* The full commit message (raw, as stored), allocated in `a`. */
 int rc_git_commit_message(char **msg, struct rc_git *g, const char *commit, struct rc_arena *a,
                           struct rc_err *err);
+/* The author of a commit as "Name <email>", allocated in `a`. */
+int rc_git_commit_author(char **out, struct rc_git *g, const char *commit, struct rc_arena *a,
+                         struct rc_err *err);
+/* Did rightplace write `commit`? Its message carries a "Rightplace-Source:" trailer line and
+ * its committer is the configured identity. 1 yes, 0 no, negative on error. */
+int rc_git_is_own_commit(struct rc_git *g, const char *commit, struct rc_err *err);
+
+/* The newest commit on `commit`'s first-parent chain (itself included) that rightplace wrote,
+ * at most `depth` commits back; RC_ENOTFOUND when there is none. */
+int rc_git_last_own_commit(char out[41], struct rc_git *g, const char *commit, size_t depth,
+                           struct rc_err *err);
+
+/* A path whose content differs between two commits. */
+struct rc_git_change {
+    const char *path;
+    char op; /* 'A', 'M', 'D' */
+};
+
+/* The paths (files) whose content differs from commit `from` to commit `to`, sorted by path,
+ * allocated in `a`. */
+int rc_git_diff_commits(struct rc_git_change **out, size_t *n, struct rc_git *g, const char *from,
+                        const char *to, struct rc_arena *a, struct rc_err *err);
+
 /* The first parent's id; RC_ENOTFOUND for a root commit. */
 int rc_git_commit_parent(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);
 

@@ -9,6 +9,7 @@
  */
 #include "rc_pass.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,11 +17,12 @@
 #include "pl_basics.h"
 #include "pl_engine.h"
 #include "rc_apply.h"
-#include "rc_kube.h"
 #include "rc_buf.h"
+#include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
+#include "rc_version.h"
 #include "rd_output.h"
 #include "rd_source.h"
 
@@ -28,8 +30,45 @@
 
 #define RECORD_PATH "placements.yaml"
 #define CAPACITY_PATH ".rightplace/capacity.yaml"
-#define MAX_SOURCE_BYTES (64 << 20) /* all manifests of one source commit together */
-#define MAX_HISTORY_WALK 1000       /* distinct versions tried for a file's last good version */
+#define MAX_HISTORY_WALK 64 /* distinct versions tried for a file's last good version */
+
+/* ==== Phase times (debug log; bench/e2e.sh reads them) ==== */
+
+enum { PH_RECORD, PH_LOAD, PH_OBSERVE, PH_PLACE, PH_RENDER, PH_DIFF, PH_COMMIT, PH_N };
+
+static const char *const phase_names[PH_N] = {"record", "load",   "observe", "place",
+                                              "render", "diff", "commit"};
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Add the time since *t to phase k and restart the clock. */
+static void phase_mark(double *ms, int k, double *t)
+{
+    double now = mono_ms();
+
+    if (ms)
+        ms[k] += now - *t;
+    *t = now;
+}
+
+static void phase_log(const struct rc_log *log, const double *ms)
+{
+    char line[256];
+    size_t n = 0;
+
+    if (!log || !rc_log_enabled(log, RC_LOG_DEBUG))
+        return;
+    for (int k = 0; k < PH_N && n < sizeof(line); k++)
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %.0f ms", k ? ", " : "",
+                              phase_names[k], ms[k]);
+    rc_log_debug(log, "pass phases: %s", line);
+}
 
 /* ==== Loading the source, with broken files kept at their last good version ==== */
 
@@ -39,6 +78,10 @@ struct loaded {
     size_t nerrors; /* the errors as found at S, before substitution */
     struct rd_file_error *errors;
     size_t unresolved; /* broken files without a last good version */
+    size_t nkept;      /* broken files replaced by their last good version: */
+    struct rc_memo_kept *kept;
+    size_t nparsed;  /* files parsed, history walk included */
+    char digest[41]; /* of the (path, blob id) listing at S */
 };
 
 static void loaded_release(struct loaded *l)
@@ -76,19 +119,90 @@ static char *utf8_clean(struct rc_arena *a, const char *s)
     return (char *)o;
 }
 
-static int file_loads_alone(const char *path, const char *data, size_t len, struct rc_arena *a)
+/* Does blob `id` of `path` load alone? Parsed through the cache when there is one. */
+static int file_loads_alone(const char *path, const char *data, size_t len, const char *id,
+                            struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
 {
     struct rd_source one;
     struct rd_file f = {path, data, len};
+    struct rd_load_options lo;
     struct rc_err err = RC_ERR_INIT;
     int ok;
 
     memset(&one, 0, sizeof(one));
-    if (rd_source_load(&one, &f, 1, a, &err) < 0)
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = cache;
+    if (rd_source_load_ex(&one, &f, 1, &lo, a, &err) < 0)
         return 0;
+    *nparsed += one.nparsed;
     ok = one.nerrors == 0;
     rd_source_release(&one);
     return ok;
+}
+
+/* A file of the source, read if it is within the per-file limit; a larger one is refused
+ * from its object header, unread. */
+static void read_source_file(struct rd_file *f, const char **refused, struct rc_git *g,
+                             const struct rc_git_blob *b, struct rc_arena *a)
+{
+    const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *data = NULL;
+    size_t len = 0;
+    int error;
+
+    memset(f, 0, sizeof(*f));
+    *refused = NULL;
+    f->path = b->path;
+    error = rc_git_read_blob(&data, &len, g, b->id, lim.max_bytes, a, &err);
+    if (error == RC_EINVALID && len > lim.max_bytes) {
+        *refused = rc_arena_printf(a,
+                                   "file of %zu bytes is larger than the limit of %zu bytes "
+                                   "per file (not read)",
+                                   len, lim.max_bytes);
+        return;
+    }
+    if (error < 0) {
+        *refused = rc_arena_printf(a, "cannot read: %s", err.msg);
+        return;
+    }
+    f->data = data;
+    f->len = len;
+}
+
+/*
+ * Does version `blob` of `path` load alone? RC_OK: yes, and with a shared cache it stays
+ * there (*data NULL), without one its bytes are copied into `a`. Each version is read into
+ * memory of its own and freed, so a long walk over large versions holds one at a time.
+ * RC_EINVALID: it does not (or is larger than a file may be).
+ */
+static int try_version(const char **data, size_t *len, size_t *nparsed, struct rc_git *g,
+                       const char *path, const char *blob, struct rd_cache *cache,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    struct rc_arena tmp = RC_ARENA_INIT;
+    char *d = NULL;
+    size_t n = 0;
+    int error = RC_OK;
+
+    *data = NULL;
+    *len = 0;
+    if (!rd_cache_has(cache, blob, path, NULL))
+        error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, &tmp, err);
+    if (error == RC_OK && !file_loads_alone(path, d, n, blob, cache, nparsed, a))
+        error = RC_EINVALID;
+    if (error == RC_OK && !cache) {
+        char *copy = rc_arena_alloc(a, n + 1);
+        memcpy(copy, d, n + 1);
+        *data = copy;
+        *len = n;
+    }
+    if (error == RC_EINVALID)
+        rc_err_clear(err);
+    rc_arena_release(&tmp);
+    return error;
 }
 
 /*
@@ -96,12 +210,14 @@ static int file_loads_alone(const char *path, const char *data, size_t len, stru
  * source commit of the previous record), walk first parents back to the newest version that
  * loads. The walk stops where the file does not exist: a file deleted and later re-added
  * broken has nothing to keep (its objects were removed when it was deleted). Consecutive
- * commits sharing one blob are tested once. RC_ENOTFOUND: nothing to keep. Any other error
- * (git I/O, or a walk longer than MAX_HISTORY_WALK distinct versions) fails the pass rather
- * than dropping the file's objects.
+ * commits sharing one blob are tested once, and at most MAX_HISTORY_WALK distinct versions
+ * are tried: past that, the version a previous pass kept (the memo) is used if it still
+ * loads. RC_ENOTFOUND: nothing to keep. Other errors: git I/O.
  */
-static int last_good_version(const char **data, size_t *len, struct rc_git *g, const char *from,
-                             const char *path, struct rc_arena *a, struct rc_err *err)
+static int last_good_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
+                             struct rc_git *g, const char *from, const char *path,
+                             const char *memo_id, struct rd_cache *cache, struct rc_arena *a,
+                             struct rc_err *err)
 {
     char cur[41], blob[41], tested[41] = "";
     int versions = 0;
@@ -114,28 +230,22 @@ static int last_good_version(const char **data, size_t *len, struct rc_git *g, c
         char parent[41];
 
         error = rc_git_path_id(blob, g, cur, path, err);
-        if (error == RC_ENOTFOUND) {
+        if (error == RC_ENOTFOUND || error == RC_EINVALID) {
             rc_err_clear(err);
             return RC_ENOTFOUND;
         }
         if (error < 0)
             return error;
         if (strcmp(blob, tested)) {
-            char *d = NULL;
-            size_t n = 0;
             if (++versions > MAX_HISTORY_WALK)
-                return rc_err_set(err, RC_ERROR,
-                                  "'%s' has not loaded for %d versions; cannot tell which "
-                                  "objects to keep (fix the file)",
-                                  path, MAX_HISTORY_WALK);
-            error = rc_git_read_file(&d, &n, g, cur, path, a, err);
-            if (error < 0)
-                return error;
-            if (file_loads_alone(path, d, n, a)) {
-                *data = d;
-                *len = n;
+                break;
+            error = try_version(data, len, nparsed, g, path, blob, cache, a, err);
+            if (error == RC_OK) {
+                memcpy(kept_id, blob, 41);
                 return RC_OK;
             }
+            if (error != RC_EINVALID)
+                return error;
             memcpy(tested, blob, sizeof(tested));
         }
         error = rc_git_commit_parent(parent, g, cur, err);
@@ -147,98 +257,208 @@ static int last_good_version(const char **data, size_t *len, struct rc_git *g, c
             return error;
         memcpy(cur, parent, sizeof(cur));
     }
+    /* the walk's bound: what a previous pass kept, if it still loads */
+    if (memo_id && memo_id[0]) {
+        error = try_version(data, len, nparsed, g, path, memo_id, cache, a, err);
+        if (error == RC_OK) {
+            memcpy(kept_id, memo_id, 41);
+            return RC_OK;
+        }
+        if (error == RC_ENOTFOUND)
+            rc_err_clear(err); /* gone from the repository: nothing to keep */
+        else if (error != RC_EINVALID)
+            return error;
+    }
+    return RC_ENOTFOUND;
+}
+
+/* The digest of a listing: "<path>\0<blob id>\n" for each file, in path order. */
+static int listing_digest(char out[41], const struct rc_git_blob *b, size_t n, struct rc_err *err)
+{
+    struct rc_buf text = RC_BUF_INIT;
+    int error;
+
+    for (size_t i = 0; i < n; i++) {
+        rc_buf_add(&text, b[i].path, strlen(b[i].path) + 1, NULL);
+        rc_buf_add(&text, b[i].id, 40, NULL);
+        rc_buf_add(&text, "\n", 1, NULL);
+    }
+    error = rc_git_digest(out, text.ptr, text.len, err);
+    rc_buf_release(&text);
+    return error;
+}
+
+static const char *memo_kept(const struct rc_memo *m, const char *path)
+{
+    for (size_t i = 0; m && i < m->nkept; i++) {
+        if (!strcmp(m->kept[i].path, path))
+            return m->kept[i].id;
+    }
+    return NULL;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Keys of every object the previous record names, sorted: "placed first" for collisions. */
+static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a)
+{
+    size_t total = 0, w = 0;
+    const char **v;
+
+    for (size_t i = 0; i < prev->nunits; i++)
+        total += prev->units[i].nobjects;
+    v = rc_arena_calloc(a, total + 1, sizeof(*v));
+    for (size_t i = 0; i < prev->nunits; i++) {
+        for (size_t k = 0; k < prev->units[i].nobjects; k++)
+            v[w++] = prev->units[i].objects[k];
+    }
+    qsort(v, w, sizeof(*v), cmp_str);
+    *n = w;
+    return v;
 }
 
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
-                       const char *prev_source, const struct rc_pass_options *o, struct rc_arena *a,
-                       struct rc_err *err)
+                       const struct rd_record *prev, const struct rc_pass_options *o,
+                       struct rc_arena *a, struct rc_err *err)
 {
+    const struct rc_memo *memo = o->cache ? rc_cache_memo(o->cache) : NULL;
+    struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
+    const char *prev_source = prev->source;
+    size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
+    size_t held = 0;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
+    const char **refused, **ids;
+    unsigned char *keep;
+    struct rd_load_options lo;
     size_t nblobs = 0;
     size_t replaced = 0;
     int error;
 
     memset(out, 0, sizeof(*out));
-    error = rc_git_read_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
+    memset(&lo, 0, sizeof(lo));
+    error = rc_git_list_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
     if (error < 0)
         return error;
-    {
-        /* Each file is bounded by the YAML loader; the whole tree is bounded here, so that
-         * many files each under the limits cannot exhaust memory together. */
-        size_t total = 0;
-        for (size_t i = 0; i < nblobs; i++)
-            total += blobs[i].len;
-        if (total > MAX_SOURCE_BYTES)
-            return rc_err_set(err, RC_EINVALID,
-                              "the source holds %zu MiB of YAML; the limit is %d MiB (use --path "
-                              "to load part of the tree)",
-                              total >> 20, MAX_SOURCE_BYTES >> 20);
-    }
-    files = rc_arena_calloc(a, nblobs ? nblobs : 1, sizeof(*files));
+    error = listing_digest(out->digest, blobs, nblobs, err);
+    if (error < 0)
+        return error;
+    files = rc_arena_calloc(a, nblobs + 1, sizeof(*files));
+    refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
+    ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
+    keep = rc_arena_calloc(a, nblobs + 1, 1);
     for (size_t i = 0; i < nblobs; i++) {
-        files[i].path = blobs[i].path;
-        files[i].data = blobs[i].data;
-        files[i].len = blobs[i].len;
+        size_t size = 0;
+        ids[i] = blobs[i].id;
+        keep[i] = 1;
+        if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
+            /* parsed by an earlier pass: not even read */
+            files[i].path = blobs[i].path;
+        } else {
+            read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+            size = files[i].len;
+        }
+        /* Memory is bounded by what the pass holds, in path order: a file past the budget is
+         * refused alone and says which limit to raise. */
+        if (!refused[i] && size > budget - held) {
+            refused[i] = rc_arena_printf(
+                a,
+                "the source files up to this one hold more than %zu MiB of YAML, the limit of "
+                "one pass (raise it with --max-source-mib or RIGHTPLACE_MAX_SOURCE_MIB)",
+                budget >> 20);
+            files[i].data = NULL;
+            files[i].len = 0;
+            size = 0;
+        }
+        held += size;
     }
-    error = rd_source_load(&out->src, files, nblobs, a, err);
+    lo.refused = refused;
+    lo.ids = ids;
+    lo.cache = cache;
+    lo.placed = record_keys(&lo.nplaced, prev, a);
+    lo.max_bytes = budget;
+    lo.over_budget = rc_arena_printf(a,
+                                     "the source files up to this one take more than %zu MiB of "
+                                     "memory parsed, the limit of one pass (raise it with "
+                                     "--max-source-mib or RIGHTPLACE_MAX_SOURCE_MIB)",
+                                     budget >> 20);
+    error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;
+    out->nparsed += out->src.nparsed;
     out->have_src = 1;
     if (out->src.nerrors == 0)
-        return RC_OK;
+        goto conflicts;
 
     /* Keep the errors as found, then swap each broken file for its last good version. */
     out->nerrors = out->src.nerrors;
-    out->errors = rc_arena_calloc(a, out->nerrors, sizeof(*out->errors));
+    out->errors = rc_arena_calloc(a, out->nerrors + out->src.nconflicts + 1, sizeof(*out->errors));
+    out->kept = rc_arena_calloc(a, out->nerrors, sizeof(*out->kept));
     for (size_t e = 0; e < out->nerrors; e++) {
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
         out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
         for (size_t i = 0; i < nblobs; i++) {
-            const char *d;
-            size_t n;
+            const char *d = NULL;
+            size_t n = 0;
+            char kept_id[41];
             int found;
-            if (strcmp(files[i].path, out->errors[e].path))
+            if (strcmp(files[i].path, out->src.errors[e].path))
                 continue;
-            found = last_good_version(&d, &n, g, prev_source, files[i].path, a, err);
+            found = last_good_version(&d, &n, kept_id, &out->nparsed, g, prev_source, files[i].path,
+                                      memo_kept(memo, files[i].path), cache, a, err);
             if (found < 0 && found != RC_ENOTFOUND)
                 return found;
             if (found == RC_ENOTFOUND) {
                 /* nothing to keep: left out of the reload, so that it cannot break another
-                 * file again (a duplicate breaks both sides) */
-                files[i].data = NULL;
-                files[i].len = 0;
+                 * file again (a duplicate breaks both sides); a file refused unread never
+                 * broke another one, so it alone needs no reload */
+                if (!refused[i])
+                    replaced++;
+                keep[i] = 0;
                 out->unresolved++;
-                replaced++;
             }
             if (found == RC_OK) {
                 files[i].data = d;
                 files[i].len = n;
+                refused[i] = NULL;
+                ids[i] = rc_arena_strdup(a, kept_id);
+                out->kept[out->nkept].path = files[i].path;
+                memcpy(out->kept[out->nkept++].id, kept_id, 41);
                 replaced++;
-                if (o->log)
-                    rc_log_warn(o->log, "%s (placements of its objects are kept)",
-                                out->errors[e].msg);
+                if (o->log) {
+                    struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                    rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
+                              out->errors[e].msg);
+                }
             } else if (o->log) {
-                rc_log_warn(o->log, "%s (not loaded)", out->errors[e].msg);
+                struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
             }
         }
     }
     if (replaced == 0)
-        return RC_OK;
+        goto conflicts;
     rd_source_release(&out->src);
     out->have_src = 0;
     memset(&out->src, 0, sizeof(out->src));
     {
         size_t w = 0;
         for (size_t i = 0; i < nblobs; i++) {
-            if (files[i].data)
+            if (keep[i]) {
+                refused[w] = refused[i];
+                ids[w] = ids[i];
                 files[w++] = files[i];
+            }
         }
         nblobs = w;
     }
-    error = rd_source_load(&out->src, files, nblobs, a, err);
+    error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;
+    out->nparsed += out->src.nparsed;
     out->have_src = 1;
     /* A kept old version may clash with a file that loaded before (an object moved from the
      * broken file to another one). Either side dropping would remove placed objects, so the
@@ -252,6 +472,26 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                               "%s (while keeping the last good version of a broken file; "
                               "fix the broken file)",
                               out->src.errors[e].msg);
+    }
+conflicts:
+    /* Objects refused alone (colliding output paths): reported with the broken files, but
+     * their files are not replaced. */
+    if (out->src.nconflicts) {
+        struct rd_file_error *all =
+            rc_arena_calloc(a, out->nerrors + out->src.nconflicts + 1, sizeof(*all));
+        if (out->nerrors)
+            memcpy(all, out->errors, out->nerrors * sizeof(*all));
+        for (size_t k = 0; k < out->src.nconflicts; k++) {
+            all[out->nerrors + k].path = utf8_clean(a, out->src.conflicts[k].path);
+            all[out->nerrors + k].msg = utf8_clean(a, out->src.conflicts[k].msg);
+            if (o->log) {
+                struct rc_log_field f[] = {RC_LOG_STR("file", all[out->nerrors + k].path)};
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (the object is not loaded)",
+                          all[out->nerrors + k].msg);
+            }
+        }
+        out->errors = all;
+        out->nerrors += out->src.nconflicts;
     }
     return RC_OK;
 }
@@ -380,14 +620,135 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
     return RC_OK;
 }
 
+/* ==== Hand edits on the deploy branch ==== */
+
+#define HAND_EDIT_DEPTH 1000 /* commits searched back for rightplace's last one */
+
+/* When the deploy head was not written by rightplace, the managed files someone changed since
+ * rightplace's last commit there (none found: nothing is reported). */
+static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struct rc_arena *a,
+                             struct rc_err *err)
+{
+    struct rc_git_change *v = NULL;
+    size_t n = 0, w = 0;
+    int error = rc_git_is_own_commit(g, out->deploy_old, err);
+
+    if (error != 0)
+        return error < 0 ? error : RC_OK;
+    error = rc_git_last_own_commit(out->hand_edit_base, g, out->deploy_old, HAND_EDIT_DEPTH, err);
+    if (error == RC_ENOTFOUND) {
+        out->hand_edit_base[0] = '\0';
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error == RC_OK)
+        error = rc_git_diff_commits(&v, &n, g, out->hand_edit_base, out->deploy_old, a, err);
+    if (error < 0)
+        return error;
+    for (size_t i = 0; i < n; i++) {
+        if (managed_path(v[i].path))
+            v[w++] = v[i];
+    }
+    out->hand_edits = v;
+    out->nhand_edits = w;
+    return RC_OK;
+}
+
+/* ==== The commit message ==== */
+
+#define MESSAGE_MAX_CONTENT 500 /* content changes read back for the message */
+
+static int find_tree_file(const struct rd_tree *t, const char *path)
+{
+    size_t lo = 0, hi = t->nfiles;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t->files[mid].path, path);
+        if (!c)
+            return (int)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 /* ==== The computation shared by pass and replay ==== */
 
 struct compute {
+    double *ph; /* phase times (ms) to add to; NULL: not timed */
     struct loaded load;
     struct pl_input in;
     struct pl_result res;
     struct rd_tree tree;
 };
+
+/* The deploy commit's message: the decisions, the content that changed under unchanged
+ * decisions (old bytes read back for modified files only: work grows with the change), and
+ * the source commit's subject and author. */
+static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct compute *cp,
+                          const struct rd_record *prev, const struct rc_pass_result *out,
+                          const struct rc_path_change *changes, size_t nchanges, struct rc_arena *a,
+                          struct rc_err *err)
+{
+    struct rd_message_input in = RD_MESSAGE_INPUT_INIT;
+    struct rd_content_change *cc = NULL;
+    size_t ncc = 0;
+    char *text = NULL, *author = NULL;
+    struct rc_err ignore = RC_ERR_INIT;
+
+    for (size_t i = 0; i < nchanges && out->deploy_old[0]; i++) {
+        const char *p = changes[i].path;
+        char *old = NULL;
+        size_t oldlen = 0;
+        int k;
+        int hand = 0;
+        for (size_t h = 0; h < out->nhand_edits && !hand; h++)
+            hand = !strcmp(out->hand_edits[h].path, p);
+        if (hand)
+            continue; /* a repair, said apart: not a change of the source */
+        if (changes[i].op != 'M' || strncmp(p, "clusters/", 9) ||
+            !strcmp(p + strlen(p) - strlen("kustomization.yaml"), "kustomization.yaml"))
+            continue;
+        if (ncc == MESSAGE_MAX_CONTENT)
+            break;
+        k = find_tree_file(&cp->tree, p);
+        if (k < 0 || rc_git_read_file(&old, &oldlen, g, out->deploy_old, p, a, &ignore) < 0)
+            continue;
+        if (!cc)
+            cc = rc_arena_calloc(a, MESSAGE_MAX_CONTENT, sizeof(*cc));
+        cc[ncc].path = p;
+        cc[ncc].old_data = old;
+        cc[ncc].old_len = oldlen;
+        cc[ncc].new_data = cp->tree.files[k].data;
+        cc[ncc].new_len = cp->tree.files[k].len;
+        ncc++;
+    }
+    if (rc_git_commit_message(&text, g, out->source, a, &ignore) == RC_OK)
+        in.source_subject = text;
+    if (rc_git_commit_author(&author, g, out->source, a, &ignore) == RC_OK)
+        in.source_author = author;
+    in.res = &cp->res;
+    in.prev = prev->units;
+    in.nprev = prev->nunits;
+    in.source_commit = out->source;
+    in.nfile_errors = cp->load.nerrors;
+    in.file_errors = cp->load.errors;
+    in.ncontent = ncc;
+    in.content = cc;
+    in.nwarnings = out->nwarnings;
+    in.warnings = out->warnings;
+    if (out->nhand_edits) {
+        const char **lines = rc_arena_calloc(a, out->nhand_edits, sizeof(*lines));
+        for (size_t i = 0; i < out->nhand_edits; i++)
+            lines[i] = rc_arena_printf(a, "%c %s", out->hand_edits[i].op, out->hand_edits[i].path);
+        in.hand_edits = lines;
+        in.nhand_edits = out->nhand_edits;
+    }
+    return rd_commit_message_ex(msg, &in, err);
+}
 
 /* Units made only of a Namespace that no policy governs are not decisions: namespaces follow
  * their workloads. Drop them so that they do not show up as "unplaced". */
@@ -464,17 +825,15 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
                         struct rc_arena *a, struct rc_err *err)
 {
-    return load_source(&c->load, g, source, prev->source, o, a, err);
+    return load_source(&c->load, g, source, prev, o, a, err);
 }
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
  * fleet's resource indices must come from c->load.src.res. */
-static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
-                         const struct pl_cluster *fleet, size_t nfleet,
-                         const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, size_t nprev,
+                          const struct pl_cluster *fleet, size_t nfleet, struct rc_arena *a,
+                          struct rc_err *err)
 {
-    const struct rd_verdict_tally **tallies;
-    struct rd_render_options ropts;
     int error;
 
     memset(&c->in, 0, sizeof(c->in));
@@ -487,12 +846,29 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     c->in.policies = c->load.src.policies;
     c->in.nclusters = fleet ? nfleet : c->load.src.nclusters;
     c->in.clusters = fleet ? fleet : c->load.src.clusters;
-    c->in.nprev = prev->nunits;
-    c->in.prev = prev->units;
+    c->in.nprev = nprev;
+    c->in.prev = prev;
     error = pl_place(&c->res, &c->in, a, err);
     if (error < 0)
         return error;
     drop_bare_namespaces(&c->res);
+    return RC_OK;
+}
+
+static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
+                         const struct pl_cluster *fleet, size_t nfleet,
+                         const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+{
+    const struct rd_verdict_tally **tallies;
+    struct rd_render_options ropts;
+    int error;
+
+    double t = mono_ms();
+
+    error = compute_decide(c, prev->units, prev->nunits, fleet, nfleet, a, err);
+    if (error < 0)
+        return error;
+    phase_mark(c->ph, PH_PLACE, &t);
     tallies = keep_recorded_reasons(&c->res, prev, a);
     ropts = o->render;
     ropts.tallies = tallies;
@@ -500,12 +876,33 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
     ropts.warnings = c->load.src.warnings;
-    return rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
+    error = rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
+    phase_mark(c->ph, PH_RENDER, &t);
+    return error;
 }
 
 static void compute_release(struct compute *c)
 {
     loaded_release(&c->load);
+}
+
+/* The pass's warnings, the engine's then the source's, into out; each logged (the first 20). */
+static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
+                             const struct rc_pass_options *o, struct rc_arena *a)
+{
+    size_t n = c->res.nwarnings + c->load.src.nwarnings, k = 0;
+    const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
+
+    for (size_t i = 0; i < c->res.nwarnings; i++)
+        w[k++] = c->res.warnings[i];
+    for (size_t i = 0; i < c->load.src.nwarnings; i++)
+        w[k++] = c->load.src.warnings[i];
+    out->nwarnings = k;
+    out->warnings = w;
+    for (size_t i = 0; o->log && i < k && i < 20; i++)
+        rc_log_warn(o->log, "%s", w[i]);
+    if (o->log && k > 20)
+        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)", k - 20);
 }
 
 static void count_states(struct rc_pass_result *out, const struct pl_result *res)
@@ -536,6 +933,94 @@ static int record_has_pending(const struct rd_record *rec)
     return 0;
 }
 
+/* ==== The quick exit ==== */
+
+/*
+ * A pass can change nothing when its inputs are those of the last completed pass and that
+ * pass's outcome depended on nothing else. Its inputs are: the options and program version
+ * (the memo's key), the YAML files under the source paths (their paths and blob ids: a commit
+ * that touches only other files changes nothing), and the deploy head (the record of
+ * placements, the capacity snapshot, and the source commit the broken files' last good
+ * versions are looked up from, all in that commit). Its outcome depends on nothing else when
+ * it was "quiet": no live cluster (observation could change capacity, and apply could have
+ * something to retry), and no pending unit. So the pass stops, before reading any blob, when
+ * a memo exists with the same key, the same deploy head, quiet, and the same source commit or
+ * the same listing digest; it reports the memo's file errors again. --force, plan and
+ * everything without a cache (rc_pass_options.cache) do all the work.
+ */
+static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err *err)
+{
+    struct rc_buf k = RC_BUF_INIT;
+    int error;
+
+    rc_buf_printf(&k, NULL,
+                  "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\npull %d\n"
+                  "propose %s\n",
+                  rc_version(), o->source_branch, o->deploy_branch,
+                  o->render.luna_key ? o->render.luna_key : "-",
+                  o->render.luna_value ? o->render.luna_value : "-", o->apply, o->render.pull,
+                  o->propose_branch ? o->propose_branch : "-");
+    for (size_t i = 0; i < o->npaths; i++)
+        rc_buf_printf(&k, NULL, "path %s\n", o->paths[i]);
+    error = rc_git_digest(out, k.ptr, k.len, err);
+    rc_buf_release(&k);
+    return error;
+}
+
+/* RC_OK and *skip = 1 when the memo says this pass can change nothing. */
+static int memo_says_skip(int *skip, struct rc_pass_result *out, struct rc_git *g,
+                          const struct rc_pass_options *o, const char key[41], struct rc_arena *a,
+                          struct rc_err *err)
+{
+    const struct rc_memo *m = rc_cache_memo(o->cache);
+    int error;
+
+    *skip = 0;
+    if (!m->key[0] || strcmp(m->key, key) || !m->quiet || strcmp(m->deploy, out->deploy_old))
+        return RC_OK;
+    if (strcmp(m->commit, out->source)) {
+        struct rc_git_blob *b = NULL;
+        size_t n = 0;
+        char digest[41];
+        error = rc_git_list_yaml(&b, &n, g, out->source, o->paths, o->npaths, a, err);
+        if (error == RC_OK)
+            error = listing_digest(digest, b, n, err);
+        if (error < 0)
+            return error;
+        if (strcmp(digest, m->source))
+            return RC_OK;
+    }
+    out->nfile_errors = m->nerrors;
+    out->file_errors = m->errors;
+    for (size_t i = 0; o->log && i < m->nerrors; i++) {
+        struct rc_log_field f[] = {RC_LOG_STR("file", m->errors[i].path)};
+        rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (as in the last pass)", m->errors[i].msg);
+    }
+    *skip = 1;
+    return RC_OK;
+}
+
+/* Remember what this pass saw, for the next one's quick exit. */
+static void remember(const struct rc_pass_options *o, const char key[41],
+                     const struct rc_pass_result *out, const struct compute *cp, int quiet)
+{
+    struct rc_memo m;
+    struct rc_err err = RC_ERR_INIT;
+
+    memset(&m, 0, sizeof(m));
+    memcpy(m.key, key, 41);
+    memcpy(m.commit, out->source, 41);
+    memcpy(m.source, cp->load.digest, 41);
+    memcpy(m.deploy, out->deploy_new, 41);
+    m.quiet = quiet;
+    m.nerrors = cp->load.nerrors;
+    m.errors = cp->load.errors;
+    m.nkept = cp->load.nkept;
+    m.kept = cp->load.kept;
+    if (rc_cache_set_memo(o->cache, &m, &err) < 0 && o->log)
+        rc_log_warn(o->log, "%s (the next pass will do all its work)", err.msg);
+}
+
 /* ==== The pass ==== */
 
 static void backoff(int attempt)
@@ -557,14 +1042,29 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
     size_t nfleet = 0;
-    char deploy_ref[512];
+    char deploy_ref[512], propose_ref[512] = "";
+    char key[41] = "";
     int error;
     int decisions_changed = 0;
+    double ph[PH_N] = {0}, t = mono_ms();
+    int quiet = 0;
 
     if (snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch) >=
         (int)sizeof(deploy_ref))
         return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
                           o->deploy_branch);
+    if (o->propose_branch) {
+        if (snprintf(propose_ref, sizeof(propose_ref), "refs/heads/%s", o->propose_branch) >=
+            (int)sizeof(propose_ref))
+            return rc_err_set(err, RC_EINVALID, "proposal branch name '%.64s...' is too long",
+                              o->propose_branch);
+        if (!strcmp(o->propose_branch, o->deploy_branch) ||
+            !strcmp(o->propose_branch, o->source_branch))
+            return rc_err_set(err, RC_EINVALID,
+                              "the proposal branch '%s' must differ from the source and deploy "
+                              "branches",
+                              o->propose_branch);
+    }
 
     error = rc_git_fetch(g, err);
     if (error < 0)
@@ -586,21 +1086,63 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     }
     memcpy(out->deploy_new, out->deploy_old, sizeof(out->deploy_new));
+    out->proposal[0] = '\0';
+    if (propose_ref[0]) {
+        error = rc_git_resolve(out->proposal, g, propose_ref, err);
+        if (error == RC_ENOTFOUND) {
+            out->proposal[0] = '\0';
+            rc_err_clear(err);
+        } else if (error < 0) {
+            goto done;
+        }
+    }
 
+    if (o->cache) {
+        int skip = 0;
+        error = memo_key(key, o, err);
+        /* a proposal awaiting review is recomputed every pass (it must follow the source) */
+        if (error == RC_OK && !o->force && !o->dry_run &&
+            (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old)))
+            error = memo_says_skip(&skip, out, g, o, key, a, err);
+        if (error < 0)
+            goto done;
+        if (skip) {
+            out->skipped = 1;
+            return RC_OK;
+        }
+    }
+
+    cp->ph = ph;
+    phase_mark(NULL, 0, &t);
     error = read_record(&prev, g, out->deploy_old, a, err);
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_RECORD, &t);
+    if (out->deploy_old[0]) {
+        error = detect_hand_edits(out, g, a, err);
+        if (error < 0)
+            goto done;
+    }
 
+    /* what the previous pass loaded and this one may not need goes now (not at the end of
+     * that pass: its result pointed into it) */
+    if (o->cache)
+        rd_cache_sweep(rc_cache_parsed(o->cache));
     error = compute_load(cp, g, out->source, &prev, o, a, err);
+    out->nparsed = cp->load.nparsed;
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_LOAD, &t);
     out->nfile_errors = cp->load.nerrors;
     out->file_errors = cp->load.errors;
 
-    /* Quick exit: nothing that could change a decision has changed. */
+    /* Without a memo: the same source commit as the record's, nothing pending and no live
+     * cluster is a pass that can change nothing (but the manifests were read to know it). */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src)) {
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
+        (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
+        quiet = !cp->load.unresolved;
         error = RC_OK;
         goto apply;
     }
@@ -608,9 +1150,11 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Observe live clusters; simulated ones keep their declared capacity. */
     {
         struct rc_observe_report rep;
-        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        error =
+            rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube, o->log, &rep, a, err);
         if (error < 0)
             goto done;
+        phase_mark(ph, PH_OBSERVE, &t);
         out->nunreachable = rep.nunreachable;
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
@@ -624,9 +1168,12 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
+    t = mono_ms();
     out->result = &cp->res;
     out->input = &cp->in;
+    collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
+    quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved;
 
     /* A broken file without an earlier version may be a renamed file whose objects are placed
      * (under its old path): while one exists, nothing is moved or removed. */
@@ -647,11 +1194,23 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = diff_tree(&changes, &nchanges, g, out->deploy_old, &cp->tree, a, err);
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_DIFF, &t);
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
     for (size_t i = 0; i < nchanges; i++) {
         if (strcmp(changes[i].path, CAPACITY_PATH))
             decisions_changed = 1;
+    }
+    if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&
+        strcmp(out->proposal, out->deploy_old)) {
+        /* nothing to propose any more (promoted, or the source went back): the proposal
+         * branch points at the deploy head, so that promoting it changes nothing */
+        error = rc_git_force_ref(g, propose_ref, out->deploy_old, out->proposal,
+                                 "rightplace: nothing to propose", err);
+        if (error < 0)
+            goto done;
+        memcpy(out->proposal, out->deploy_old, sizeof(out->proposal));
+        out->proposed = 1;
     }
     if (o->dry_run || !decisions_changed)
         goto apply;
@@ -672,8 +1231,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         int64_t when = rc_git_commit_time(g, out->source);
 
-        error = rd_commit_message_prev(&msg, &cp->res, prev.units, prev.nunits, out->source,
-                                       cp->load.nerrors, cp->load.errors, err);
+        error = commit_message(&msg, g, cp, &prev, out, changes, nchanges, a, err);
         if (error == RC_OK && when < 0)
             error = rc_err_set(err, RC_ERROR, "cannot read the time of commit %.12s", out->source);
         if (error == RC_OK)
@@ -682,6 +1240,19 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        if (propose_ref[0]) {
+            /* the review gate: the deploy branch stays; the proposal is replaced */
+            if (strcmp(out->proposal, commit)) {
+                error = rc_git_force_ref(g, propose_ref, commit,
+                                         out->proposal[0] ? out->proposal : NULL,
+                                         "rightplace: placement proposal", err);
+                if (error < 0)
+                    goto done;
+                memcpy(out->proposal, commit, sizeof(out->proposal));
+                out->proposed = 1;
+            }
+            goto apply;
+        }
         error =
             rc_git_update_ref(g, deploy_ref, commit, out->deploy_old[0] ? out->deploy_old : NULL,
                               "rightplace: placement commit", err);
@@ -689,18 +1260,16 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
+        phase_mark(ph, PH_COMMIT, &t);
     }
 
 apply:
+    phase_log(o->log, ph);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
-
-        if (o->apply_concurrency > 0)
-            ko.concurrency = o->apply_concurrency;
         error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, &ko,
-                                     o->log, a, err);
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                     o->kube, o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */
@@ -711,9 +1280,12 @@ apply:
         out->apply_incomplete |= incomplete;
     }
     error = RC_OK;
+    if (o->cache && !o->dry_run)
+        remember(o, key, out, cp, quiet && !out->apply_incomplete);
 done:
     /* The cJSON trees go now; decisions and rendered files live on in the arena. Objects'
-     * payloads must not be followed after the pass. */
+     * payloads must not be followed after the pass. The parse cache keeps what this pass
+     * loaded, and nothing else. */
     compute_release(cp);
     return error;
 }
@@ -805,6 +1377,84 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     out->match = nchanges == 0;
     out->nmismatch = nchanges;
     out->mismatch = changes;
+done:
+    compute_release(&c);
+    return error;
+}
+
+/* ==== Verdicts recomputed from a deploy commit's snapshot ==== */
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char *commit,
+                          const char *const *units, size_t nunits, const struct rc_pass_options *o,
+                          struct rc_arena *a, struct rc_err *err)
+{
+    struct compute c;
+    struct rd_record rec;
+    struct pl_prev_unit *others = NULL;
+    const char **asked = NULL;
+    struct pl_decision *found = NULL;
+    struct pl_cluster *fleet = NULL;
+    size_t nfleet = 0, nothers = 0, nfound = 0;
+    char *cap = NULL;
+    size_t caplen = 0;
+    int error;
+
+    memset(&c, 0, sizeof(c));
+    memset(out, 0, sizeof(*out));
+    error = rc_git_resolve(out->commit, g, commit, err);
+    if (error < 0)
+        goto done;
+    out->when = rc_git_commit_time(g, out->commit);
+    error = read_record(&rec, g, out->commit, a, err);
+    if (error < 0)
+        goto done;
+    if (!rec.source || !rec.source[0]) {
+        error = rc_err_set(err, RC_EINVALID, "commit %.12s has no %s", out->commit, RECORD_PATH);
+        goto done;
+    }
+    snprintf(out->source, sizeof(out->source), "%s", rec.source);
+    error = rc_git_read_file(&cap, &caplen, g, out->commit, CAPACITY_PATH, a, err);
+    if (error < 0)
+        goto done;
+    error = compute_load(&c, g, rec.source, &rec, o, a, err);
+    if (error < 0)
+        goto done;
+    error = rd_capacity_parse(&fleet, &nfleet, &c.load.src.res, cap, caplen, a, err);
+    if (error < 0) {
+        rc_err_prefix(err, "commit %.12s: %s: ", out->commit, CAPACITY_PATH);
+        goto done;
+    }
+    /* every other unit keeps what it has (and takes its capacity first); the units asked
+     * about are placed afresh, which gives a verdict for every candidate */
+    asked = rc_arena_calloc(a, nunits + 1, sizeof(*asked));
+    if (nunits)
+        memcpy(asked, units, nunits * sizeof(*asked));
+    qsort(asked, nunits, sizeof(*asked), cmp_cstr);
+    others = rc_arena_calloc(a, rec.nunits + 1, sizeof(*others));
+    for (size_t i = 0; i < rec.nunits; i++) {
+        if (!bsearch(&rec.units[i].unit, asked, nunits, sizeof(*asked), cmp_cstr))
+            others[nothers++] = rec.units[i];
+    }
+    error = compute_decide(&c, others, nothers, fleet, nfleet, a, err);
+    if (error < 0)
+        goto done;
+    found = rc_arena_calloc(a, nunits + 1, sizeof(*found));
+    for (size_t i = 0; i < c.res.ndecisions; i++) {
+        const struct pl_decision *d = &c.res.decisions[i];
+        if (d->change != PL_CHANGE_REMOVED &&
+            bsearch(&d->unit, asked, nunits, sizeof(*asked), cmp_cstr)) {
+            found[nfound] = *d;
+            found[nfound].objects = NULL; /* their payloads go with the load */
+            nfound++;
+        }
+    }
+    out->ndecisions = nfound;
+    out->decisions = found;
 done:
     compute_release(&c);
     return error;

@@ -12,15 +12,19 @@
 #define RC_PASS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pl_types.h"
 #include "rc_arena.h"
 #include "rc_err.h"
+#include "rc_git.h"
 #include "rc_log.h"
 #include "rd_output.h"
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_kube_options;
+struct rc_cache;
 
 struct rc_pass_options {
     const char *source_branch; /* default "main" */
@@ -35,12 +39,32 @@ struct rc_pass_options {
     int max_attempts; /* passes redone when another writer moved the deploy branch */
     struct rd_render_options render;
     const struct rc_log *log;
-    int apply_concurrency; /* requests in flight per cluster while applying; 0: the default */
+    /* What the last pass saw (rc_cache.h): lets a pass whose inputs did not change stop
+     * before reading any manifest. NULL: every pass does all the work. */
+    struct rc_cache *cache;
+    /* Bytes of YAML one pass may hold in memory; files beyond it (in path order) are refused,
+     * each with an error that names the limit. 0: RC_PASS_SOURCE_BYTES_DEFAULT. */
+    size_t max_source_bytes;
+    /* The review gate (reconcile --propose): the placement commit goes to this branch, made
+     * on top of the deploy head, and the deploy branch is left alone: a person or CI
+     * promotes the proposal (a fast-forward of the deploy branch to it) and the next pass
+     * applies it. The branch always holds the one proposal for the current deploy head and
+     * source (replaced, by a forced push for a remote, whenever they change), or the deploy
+     * head itself when there is nothing to propose. Apply still applies the deploy head.
+     * NULL: commit to the deploy branch. */
+    const char *propose_branch;
+    /* client options for observe and apply, with the operator's kubeconfigs (sources) that
+     * Cluster objects select among; NULL: defaults and no kubeconfig, so live clusters are
+     * not connectable */
+    const struct rc_kube_options *kube;
 };
+
+#define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
 
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, 0            \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
+            NULL, NULL                                                                             \
     }
 
 /* A path whose content a pass would change. */
@@ -53,7 +77,8 @@ struct rc_pass_result {
     char source[41];     /* source commit S */
     char deploy_old[41]; /* deploy head before the pass; "" when the branch did not exist */
     char deploy_new[41]; /* deploy head after the pass (== deploy_old when nothing committed) */
-    int skipped;         /* quick exit: source unchanged, nothing pending, no live cluster */
+    int skipped;         /* quick exit: nothing could change a decision (see rc_pass.c) */
+    size_t nparsed;      /* source files whose YAML this pass parsed (history walk included) */
     int committed;
     int attempts;
     size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */
@@ -63,14 +88,29 @@ struct rc_pass_result {
     const struct rc_path_change *paths_changed;
     const struct pl_result *result; /* the decisions (arena) */
     const struct pl_input *input;
-    int apply_incomplete;              /* some live cluster was not fully applied */
+    int apply_incomplete; /* some live cluster was not fully applied */
+    /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
+     * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
+     * commits rightplace did not write. A pass that commits restores them. */
+    size_t nhand_edits;
+    const struct rc_git_change *hand_edits;
+    char hand_edit_base[41];
     size_t nunreachable;               /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the
+     * source's (unknown fields, ignored features), "file:line[:col]: ..." where known; also
+     * logged at warn level, in the commit message and in placements.yaml */
+    size_t nwarnings;
+    const char *const *warnings;
+    char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
+    int proposed;      /* --propose: the proposal branch was moved this pass */
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
- * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK
+ * input->objects[].payload are freed before the call returns: never follow a payload. With
+ * o->cache, the objects' strings (keys, names, labels) live in the cache until the next pass
+ * that uses it: read a result before running the next pass. Returns RC_OK
  * also when some files did not parse (see out->nfile_errors) or the pass was skipped; errors are
  * for git, I/O and exhausted retries. */
 int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
@@ -88,5 +128,24 @@ struct rc_replay_result {
  * placements and its recorded capacity, and compare the rendered tree with the commit's. */
 int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit,
               const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err);
+
+/*
+ * The full per-candidate verdicts of some units, recomputed from deploy commit `commit`:
+ * its source commit, its capacity snapshot (.rightplace/capacity.yaml) and its record, in
+ * which every other unit keeps its placement (and its capacity) while the units asked about
+ * are placed afresh. The record lists a bounded few verdicts per unit; this gives them all,
+ * as of that snapshot (the fleet as the pass that made `commit` saw it), not as of now.
+ */
+struct rc_verdicts {
+    char commit[41];   /* the deploy commit whose snapshot was used */
+    char source[41];   /* the source commit it was made from */
+    int64_t when;      /* its commit time (seconds since the epoch); -1: unknown */
+    size_t ndecisions; /* the units asked about that the source holds, in unit order */
+    const struct pl_decision *decisions; /* objects is NULL: use object_keys */
+};
+
+int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char *commit,
+                          const char *const *units, size_t nunits, const struct rc_pass_options *o,
+                          struct rc_arena *a, struct rc_err *err);
 
 #endif

@@ -17,6 +17,8 @@
  */
 #include "rd_demand.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pl_basics.h"
@@ -366,12 +368,17 @@ static int replicated(struct dctx *c, struct pl_object *obj, const cJSON *root)
         (rc = template_spec(c, spec, "template", &pspec)) < 0)
         return rc;
     obj->replicas = replicas;
+    obj->split = PL_SPLIT_REPLICAS;
     return add_pod(c, "pod", replicas, pspec, NULL, spec);
 }
 
-static int job(struct dctx *c, const cJSON *spec)
+/* A Job's spec (also a CronJob's jobTemplate.spec). Divide shares a Job's parallelism and
+ * completions (PL_SPLIT_JOB), except an Indexed one: its completion indexes are one set, so
+ * it runs whole on one cluster (PL_SPLIT_WHOLE). */
+static int job(struct dctx *c, struct pl_object *obj, const cJSON *spec)
 {
     const cJSON *pspec;
+    const char *mode = NULL;
     int64_t parallelism, completions;
     int suspend, rc;
 
@@ -380,8 +387,13 @@ static int job(struct dctx *c, const cJSON *spec)
         (rc = rd_field_int(&completions, spec, "completions", -1, 0, INT32_MAX, c->docs, c->err)) <
             0 ||
         (rc = rd_field_bool(&suspend, spec, "suspend", 0, c->docs, c->err)) < 0 ||
+        (rc = rd_field_str(&mode, spec, "completionMode", "NonIndexed", c->docs, c->a, c->err)) <
+            0 ||
         (rc = template_spec(c, spec, "template", &pspec)) < 0)
         return rc;
+    obj->split = strcmp(mode, "Indexed") ? PL_SPLIT_JOB : PL_SPLIT_WHOLE;
+    obj->parallelism = parallelism;
+    obj->completions = completions;
     if (completions >= 0 && completions < parallelism)
         parallelism = completions; /* never more pods at once than completions left */
     return add_pod(c, "pod", suspend ? 0 : parallelism, pspec, NULL, spec);
@@ -535,6 +547,389 @@ static int ray_service(struct dctx *c, const cJSON *spec)
     return ray_cluster(c, rcc, NULL);
 }
 
+/* ==== AI kinds: LeaderWorkerSet, KServe, Kubeflow training ==== */
+
+/* LeaderWorkerSet (leaderworkerset.x-k8s.io): spec.replicas groups (default 1) of
+ * leaderWorkerTemplate.size pods (default 1): one leader (leaderTemplate, else the worker
+ * template) and size - 1 workers. Divide shares spec.replicas (whole groups). */
+static int lws(struct dctx *c, struct pl_object *obj, const cJSON *spec)
+{
+    const cJSON *lwt, *wspec, *lspec = NULL;
+    int64_t replicas, size;
+    int rc;
+
+    if ((rc = rd_field_int(&replicas, spec, "replicas", 1, 0, INT32_MAX, c->docs, c->err)) < 0 ||
+        (rc = rd_field_obj(&lwt, spec, "leaderWorkerTemplate", 1, c->docs, c->err)) < 0 ||
+        (rc = rd_field_int(&size, lwt, "size", 1, 1, INT32_MAX, c->docs, c->err)) < 0 ||
+        (rc = template_spec(c, lwt, "workerTemplate", &wspec)) < 0)
+        return rc;
+    if (rd_field_get(lwt, "leaderTemplate") &&
+        (rc = template_spec(c, lwt, "leaderTemplate", &lspec)) < 0)
+        return rc;
+    obj->replicas = replicas;
+    obj->split = PL_SPLIT_REPLICAS;
+    if ((rc = add_pod(c, "leader", replicas, lspec ? lspec : wspec, NULL, lwt)) < 0)
+        return rc;
+    return add_pod(c, "worker", replicas * (size - 1), wspec, NULL, lwt);
+}
+
+/* The keys of a KServe component that are a container: `model` and the framework shorthands
+ * (each is a container spec with resources). */
+static const char *const kserve_models[] = {"model",    "sklearn", "xgboost",    "tensorflow",
+                                            "pytorch",  "triton",  "onnx",       "pmml",
+                                            "lightgbm", "paddle",  "huggingface"};
+
+static void ref_item(cJSON *to, const char *key, const cJSON *item)
+{
+    if (item && !cJSON_AddItemReferenceToObject(to, key, (cJSON *)item))
+        abort(); /* out of memory: see rc_mem.h */
+}
+
+/* One KServe component (predictor, transformer, explainer): its pod spec is the component
+ * itself (containers, nodeSelector, tolerations, affinity, ...) plus the model container.
+ * Pods: minReplicas (default 1); a component that may scale to zero still needs room for
+ * one pod to serve at all, so it counts as 1. */
+static int isvc_component(struct dctx *c, const char *role, const cJSON *comp)
+{
+    static const char *const podkeys[] = {"nodeSelector", "tolerations", "affinity",
+                                          "initContainers", "overhead"};
+    const cJSON *ctrs, *it;
+    cJSON *pod, *list;
+    int64_t min;
+    size_t n = 0;
+    int rc;
+
+    if (!cJSON_IsObject(comp))
+        return rd_err_at(c->err, RC_EINVALID, c->docs, comp, "%s must be a mapping", role);
+    if ((rc = rd_field_int(&min, comp, "minReplicas", 1, 0, INT32_MAX, c->docs, c->err)) < 0 ||
+        (rc = rd_field_list(&ctrs, comp, "containers", 0, c->docs, c->err)) < 0)
+        return rc;
+    if (min < 1)
+        min = 1;
+    pod = cJSON_CreateObject();
+    list = cJSON_CreateArray();
+    if (!pod || !list || !cJSON_AddItemToObject(pod, "containers", list))
+        abort();
+    cJSON_ArrayForEach(it, ctrs)
+    {
+        if (!cJSON_AddItemReferenceToArray(list, (cJSON *)it))
+            abort();
+        n++;
+    }
+    for (size_t i = 0; i < sizeof(kserve_models) / sizeof(kserve_models[0]); i++) {
+        const cJSON *m = rd_field_get(comp, kserve_models[i]);
+        if (!cJSON_IsObject(m))
+            continue;
+        if (!cJSON_AddItemReferenceToArray(list, (cJSON *)m))
+            abort();
+        n++;
+    }
+    /* the component's own `resources` are the model container's, not pod-level ones */
+    for (size_t i = 0; i < sizeof(podkeys) / sizeof(podkeys[0]); i++)
+        ref_item(pod, podkeys[i], rd_field_get(comp, podkeys[i]));
+    if (n == 0)
+        rc = rd_err_at(c->err, RC_EINVALID, c->docs, comp,
+                       "InferenceService %s has no model and no containers", role);
+    else
+        rc = add_pod(c, role, min, pod, NULL, comp);
+    cJSON_Delete(pod);
+    return rc;
+}
+
+/* KServe InferenceService (serving.kserve.io): predictor (required), transformer, explainer. */
+static int isvc(struct dctx *c, const cJSON *spec)
+{
+    static const char *const parts[] = {"predictor", "transformer", "explainer"};
+    int rc;
+
+    if (!rd_field_get(spec, "predictor"))
+        return rd_err_at(c->err, RC_EINVALID, c->docs, spec, "InferenceService has no predictor");
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const cJSON *comp = rd_field_get(spec, parts[i]);
+        if (comp && (rc = isvc_component(c, parts[i], comp)) < 0)
+            return rc;
+    }
+    return RC_OK;
+}
+
+/* The <x>ReplicaSpecs mapping of a Kubeflow training job (pytorchReplicaSpecs,
+ * tfReplicaSpecs, mpiReplicaSpecs, xgbReplicaSpecs, paddleReplicaSpecs, jaxReplicaSpecs). */
+static const cJSON *replica_specs(const cJSON *spec)
+{
+    const cJSON *it;
+    static const char suffix[] = "ReplicaSpecs";
+
+    if (!cJSON_IsObject(spec))
+        return NULL;
+    cJSON_ArrayForEach(it, spec)
+    {
+        size_t n = strlen(it->string);
+        if (n > sizeof(suffix) - 1 && !strcmp(it->string + n - (sizeof(suffix) - 1), suffix))
+            return it;
+    }
+    return NULL;
+}
+
+/* Kubeflow training jobs (kubeflow.org: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob,
+ * JAXJob): every replica type's replicas (default 1) x its template; runPolicy.suspend: none. */
+static int kubeflow_job(struct dctx *c, const cJSON *spec)
+{
+    const cJSON *rs = replica_specs(spec), *run, *it;
+    int suspend, rc;
+
+    if (!rs)
+        return rd_err_at(c->err, RC_EINVALID, c->docs, spec,
+                         "training job has no <framework>ReplicaSpecs (e.g. pytorchReplicaSpecs)");
+    if (!cJSON_IsObject(rs))
+        return rd_err_at(c->err, RC_EINVALID, c->docs, rs, "field '%s' must be a mapping",
+                         rs->string);
+    if ((rc = rd_field_obj(&run, spec, "runPolicy", 0, c->docs, c->err)) < 0 ||
+        (rc = rd_field_bool(&suspend, run, "suspend", 0, c->docs, c->err)) < 0)
+        return rc;
+    cJSON_ArrayForEach(it, rs)
+    {
+        const cJSON *pspec;
+        int64_t replicas;
+        if (!cJSON_IsObject(it))
+            return rd_err_at(c->err, RC_EINVALID, c->docs, it, "replica spec must be a mapping");
+        if ((rc = rd_field_int(&replicas, it, "replicas", 1, 0, INT32_MAX, c->docs, c->err)) < 0 ||
+            (rc = template_spec(c, it, "template", &pspec)) < 0 ||
+            (rc = add_pod(c, it->string, suspend ? 0 : replicas, pspec, NULL, it)) < 0)
+            return rc;
+    }
+    return RC_OK;
+}
+
+/* Kubeflow Trainer TrainJob (trainer.kubeflow.org): trainer.numNodes pods (default 1) asking
+ * trainer.resourcesPerNode; the rest of the pod comes from its runtime, which is not read
+ * (its nodeSelector and tolerations are not modelled). suspend: none. */
+static int train_job(struct dctx *c, const cJSON *spec)
+{
+    const cJSON *trainer;
+    cJSON *pod, *list, *ctr;
+    int64_t nodes;
+    int suspend, rc;
+
+    if ((rc = rd_field_bool(&suspend, spec, "suspend", 0, c->docs, c->err)) < 0 ||
+        (rc = rd_field_obj(&trainer, spec, "trainer", 0, c->docs, c->err)) < 0 ||
+        (rc = rd_field_int(&nodes, trainer, "numNodes", 1, 0, INT32_MAX, c->docs, c->err)) < 0)
+        return rc;
+    pod = cJSON_CreateObject();
+    list = cJSON_CreateArray();
+    ctr = cJSON_CreateObject();
+    if (!pod || !list || !ctr || !cJSON_AddItemToObject(pod, "containers", list) ||
+        !cJSON_AddItemToArray(list, ctr))
+        abort();
+    ref_item(ctr, "resources", rd_field_get(trainer, "resourcesPerNode"));
+    rc = add_pod(c, "node", suspend ? 0 : nodes, pod, NULL, trainer ? trainer : spec);
+    cJSON_Delete(pod);
+    return rc;
+}
+
+/* ==== Kinds declared by annotation ==== */
+
+#define RD_POD_TEMPLATES_ANNOTATION "rightplace.dev/pod-templates"
+
+/* Follow a path like "spec.workers[1].template" from root; NULL when it leads nowhere. */
+static cJSON *follow(cJSON *root, const char *path, size_t len)
+{
+    cJSON *cur = root;
+    size_t i = 0;
+
+    while (cur && i < len) {
+        if (path[i] == '.') {
+            i++;
+            continue;
+        }
+        if (path[i] == '[') {
+            int64_t idx = 0;
+            i++;
+            if (i >= len || path[i] < '0' || path[i] > '9')
+                return NULL;
+            while (i < len && path[i] >= '0' && path[i] <= '9' && idx < INT32_MAX)
+                idx = idx * 10 + (path[i++] - '0');
+            if (i >= len || path[i] != ']' || !cJSON_IsArray(cur))
+                return NULL;
+            i++;
+            cur = cJSON_GetArrayItem(cur, (int)idx);
+            continue;
+        }
+        {
+            size_t j = i;
+            char key[256];
+            while (j < len && path[j] != '.' && path[j] != '[')
+                j++;
+            if (j - i >= sizeof(key) || !cJSON_IsObject(cur))
+                return NULL;
+            memcpy(key, path + i, j - i);
+            key[j - i] = 0;
+            cur = cJSON_GetObjectItemCaseSensitive(cur, key);
+            i = j;
+        }
+    }
+    return cur;
+}
+
+static const char *annotation(const cJSON *root, const char *key)
+{
+    const cJSON *v = rd_field_get(rd_field_get(rd_field_get(root, "metadata"), "annotations"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* One entry "<template path>[=<replicas path or integer>]" of the annotation. */
+struct decl {
+    const char *path;
+    size_t len;
+    const char *rep; /* NULL: 1 */
+    size_t replen;
+};
+
+/* Split the annotation into entries (at most max); returns the count, or -1 on bad syntax. */
+static long decl_parse(const char *v, struct decl *out, size_t max)
+{
+    size_t n = 0;
+    const char *p = v;
+
+    while (*p) {
+        const char *end, *eq;
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        end = p;
+        while (*end && *end != ',')
+            end++;
+        if (n == max)
+            return -1;
+        eq = memchr(p, '=', (size_t)(end - p));
+        out[n].path = p;
+        out[n].len = (size_t)((eq ? eq : end) - p);
+        out[n].rep = eq ? eq + 1 : NULL;
+        out[n].replen = eq ? (size_t)(end - eq - 1) : 0;
+        while (out[n].len && out[n].path[out[n].len - 1] == ' ')
+            out[n].len--;
+        while (out[n].rep && out[n].replen && *out[n].rep == ' ') {
+            out[n].rep++;
+            out[n].replen--;
+        }
+        while (out[n].rep && out[n].replen && out[n].rep[out[n].replen - 1] == ' ')
+            out[n].replen--;
+        if (!out[n].len || (out[n].rep && !out[n].replen))
+            return -1;
+        n++;
+        p = end;
+    }
+    return (long)n;
+}
+
+/* The pod spec a declared template path leads to: a PodTemplateSpec's spec, or a PodSpec. */
+static cJSON *decl_spec(cJSON *t)
+{
+    cJSON *spec = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "spec") : NULL;
+
+    if (cJSON_IsObject(spec) && cJSON_GetObjectItemCaseSensitive(spec, "containers"))
+        return spec;
+    if (cJSON_IsObject(t) && cJSON_GetObjectItemCaseSensitive(t, "containers"))
+        return t;
+    return NULL;
+}
+
+#define RD_MAX_DECL 16
+
+/* A kind declared with metadata.annotations["rightplace.dev/pod-templates"]:
+ * "spec.template=spec.replicas, spec.launcher.template=1" (see rd_demand.h). */
+static int declared(struct dctx *c, const cJSON *root, const char *value)
+{
+    struct decl d[RD_MAX_DECL];
+    const cJSON *where = rd_field_get(rd_field_get(rd_field_get(root, "metadata"), "annotations"),
+                                      RD_POD_TEMPLATES_ANNOTATION);
+    long n = decl_parse(value, d, RD_MAX_DECL);
+    int rc;
+
+    if (n <= 0)
+        return rd_err_at(c->err, RC_EINVALID, c->docs, where,
+                         "annotation %s must list up to %d '<template path>[=<replicas path or "
+                         "number>]' entries, comma-separated",
+                         RD_POD_TEMPLATES_ANNOTATION, RD_MAX_DECL);
+    for (long i = 0; i < n; i++) {
+        const char *path = rc_arena_strndup(c->a, d[i].path, d[i].len);
+        cJSON *spec = decl_spec(follow((cJSON *)root, d[i].path, d[i].len));
+        int64_t count = 1;
+
+        if (!spec)
+            return rd_err_at(c->err, RC_EINVALID, c->docs, where,
+                             "annotation %s: '%s' is not a pod template (a mapping with "
+                             "spec.containers, or with containers)",
+                             RD_POD_TEMPLATES_ANNOTATION, path);
+        if (d[i].rep) {
+            const char *rep = rc_arena_strndup(c->a, d[i].rep, d[i].replen);
+            char *endp = NULL;
+            long long lit = strtoll(rep, &endp, 10);
+            if (endp && !*endp && lit >= 0 && lit <= INT32_MAX) {
+                count = lit;
+            } else {
+                const cJSON *r = follow((cJSON *)root, d[i].rep, d[i].replen);
+                if (r && (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble > INT32_MAX ||
+                          r->valuedouble != (double)(int64_t)r->valuedouble))
+                    return rd_err_at(c->err, RC_EINVALID, c->docs, r,
+                                     "annotation %s: '%s' must be a whole number from 0 to %d",
+                                     RD_POD_TEMPLATES_ANNOTATION, rep, INT32_MAX);
+                count = r ? (int64_t)r->valuedouble : 1; /* absent: 1, as a replicas default */
+            }
+        }
+        if ((rc = add_pod(c, path, count, spec, NULL, where)) < 0)
+            return rc;
+    }
+    return RC_OK;
+}
+
+/* ==== Kinds rightplace does not know ==== */
+
+/* Kinds that hold pod templates but make no pods themselves. */
+static int templates_only(const char *api_version, const char *kind)
+{
+    static const char *const kinds[][2] = {{"", "PodTemplate"},
+                                           {"apps", "ControllerRevision"},
+                                           {"serving.kserve.io", "ServingRuntime"},
+                                           {"serving.kserve.io", "ClusterServingRuntime"},
+                                           {"trainer.kubeflow.org", "TrainingRuntime"},
+                                           {"trainer.kubeflow.org", "ClusterTrainingRuntime"}};
+    const char *slash = strchr(api_version, '/');
+    size_t glen = slash ? (size_t)(slash - api_version) : 0;
+
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (strlen(kinds[i][0]) == glen && !strncmp(api_version, kinds[i][0], glen) &&
+            !strcmp(kind, kinds[i][1]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Where (a path like "spec.template") a pod spec sits in n: a mapping whose `containers`
+ * is a sequence of mappings. Depth-limited; the first in document order. */
+static int find_pod_spec(const cJSON *n, int depth, char *path, size_t cap, size_t len)
+{
+    const cJSON *it;
+    const cJSON *ctrs =
+        cJSON_IsObject(n) ? cJSON_GetObjectItemCaseSensitive(n, "containers") : NULL;
+
+    if (cJSON_IsArray(ctrs) && cJSON_IsObject(ctrs->child))
+        return 1;
+    if (depth == 0 || (!cJSON_IsObject(n) && !cJSON_IsArray(n)))
+        return 0;
+    for (it = n->child; it; it = it->next) {
+        int w = cJSON_IsObject(n)
+                    ? snprintf(path + len, cap - len, "%s%s", len ? "." : "", it->string)
+                    : snprintf(path + len, cap - len, "[]");
+        if (w < 0 || (size_t)w >= cap - len)
+            continue;
+        if (find_pod_spec(it, depth - 1, path, cap, len + (size_t)w))
+            return 1;
+        path[len] = 0;
+    }
+    return 0;
+}
+
 /* The API group of an apiVersion: "" for "v1", "apps" for "apps/v1". */
 static int group_is(const char *api_version, const char *group)
 {
@@ -553,7 +948,11 @@ enum kind {
     K_CRONJOB,
     K_RAYCLUSTER,
     K_RAYJOB,
-    K_RAYSERVICE
+    K_RAYSERVICE,
+    K_LWS,
+    K_ISVC,
+    K_KUBEFLOW,
+    K_TRAINJOB
 };
 
 static enum kind kind_of(const cJSON *root)
@@ -588,6 +987,22 @@ static enum kind kind_of(const cJSON *root)
             return K_RAYJOB;
         if (!strcmp(kind, "RayService"))
             return K_RAYSERVICE;
+    } else if (group_is(av, "leaderworkerset.x-k8s.io")) {
+        if (!strcmp(kind, "LeaderWorkerSet"))
+            return K_LWS;
+    } else if (group_is(av, "serving.kserve.io")) {
+        if (!strcmp(kind, "InferenceService"))
+            return K_ISVC;
+    } else if (group_is(av, "kubeflow.org")) {
+        static const char *const jobs[] = {"PyTorchJob", "TFJob",     "MPIJob",
+                                           "XGBoostJob", "PaddleJob", "JAXJob"};
+        for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+            if (!strcmp(kind, jobs[i]))
+                return K_KUBEFLOW;
+        }
+    } else if (group_is(av, "trainer.kubeflow.org")) {
+        if (!strcmp(kind, "TrainJob"))
+            return K_TRAINJOB;
     }
     return K_NONE;
 }
@@ -597,13 +1012,48 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
 {
     struct dctx c = {docs, res, a, err, 0, 0, NULL};
     const cJSON *spec = NULL, *jt = NULL, *jspec = NULL;
+    const char *decl = annotation(root, RD_POD_TEMPLATES_ANNOTATION);
     enum kind k = kind_of(root);
     int rc = RC_OK;
 
     obj->npods = 0;
     obj->pods = NULL;
     obj->replicas = -1;
-    if (k == K_NONE || k == K_DAEMONSET)
+    obj->parallelism = -1;
+    obj->completions = -1;
+    /* how Divide shares it: whole on one cluster unless a kind says otherwise below */
+    obj->split = k == K_NONE || k == K_DAEMONSET ? PL_SPLIT_COPY : PL_SPLIT_WHOLE;
+    obj->warning = NULL;
+    obj->nova_cluster = annotation(root, PL_ANNOTATION_CLUSTER);
+    obj->nova_spread_onto = annotation(root, PL_ANNOTATION_SPREAD_ONTO);
+    if (obj->nova_cluster)
+        obj->nova_cluster = rc_arena_strdup(a, obj->nova_cluster);
+    if (obj->nova_spread_onto)
+        obj->nova_spread_onto = rc_arena_strdup(a, obj->nova_spread_onto);
+    if (decl) { /* the annotation wins over what rightplace knows of the kind */
+        obj->split = PL_SPLIT_WHOLE;
+        if ((rc = declared(&c, root, decl)) < 0)
+            return rc;
+        obj->npods = c.npods;
+        obj->pods = c.pods;
+        return RC_OK;
+    }
+    if (k == K_NONE) {
+        const cJSON *kind = rd_field_get(root, "kind"), *av = rd_field_get(root, "apiVersion");
+        char path[256] = "";
+        if (cJSON_IsString(kind) && cJSON_IsString(av) &&
+            !templates_only(av->valuestring, kind->valuestring) &&
+            find_pod_spec(root, 8, path, sizeof(path), 0))
+            obj->warning = rc_arena_printf(
+                a,
+                "%s '%s' (%s) has a pod spec at %s, but rightplace does not know how many pods "
+                "it makes: counted as none. Declare them with the annotation %s "
+                "(docs/formats.md)",
+                kind->valuestring, obj->key ? obj->key : "", av->valuestring,
+                path[0] ? path : "the top", RD_POD_TEMPLATES_ANNOTATION);
+        return RC_OK;
+    }
+    if (k == K_DAEMONSET)
         return RC_OK;
     if (k != K_REPLICATED && (rc = rd_field_obj(&spec, root, "spec", 1, docs, err)) < 0)
         return rc;
@@ -615,15 +1065,17 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
         rc = replicated(&c, obj, root);
         break;
     case K_JOB:
-        rc = job(&c, spec);
+        rc = job(&c, obj, spec);
         break;
     case K_CRONJOB: {
         int suspend;
         if ((rc = rd_field_bool(&suspend, spec, "suspend", 0, docs, err)) < 0 ||
             (rc = rd_field_obj(&jt, spec, "jobTemplate", 1, docs, err)) < 0 ||
-            (rc = rd_field_obj(&jspec, jt, "spec", 1, docs, err)) < 0 || (rc = job(&c, jspec)) < 0)
+            (rc = rd_field_obj(&jspec, jt, "spec", 1, docs, err)) < 0 ||
+            (rc = job(&c, obj, jspec)) < 0)
             break;
-        if (suspend) /* a suspended CronJob starts no Jobs */
+        obj->split = PL_SPLIT_WHOLE; /* each run is one Job: nothing to share */
+        if (suspend)                 /* a suspended CronJob starts no Jobs */
             c.npods = 0;
         break;
     }
@@ -635,6 +1087,18 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
         break;
     case K_RAYSERVICE:
         rc = ray_service(&c, spec);
+        break;
+    case K_LWS:
+        rc = lws(&c, obj, spec);
+        break;
+    case K_ISVC:
+        rc = isvc(&c, spec);
+        break;
+    case K_KUBEFLOW:
+        rc = kubeflow_job(&c, spec);
+        break;
+    case K_TRAINJOB:
+        rc = train_job(&c, spec);
         break;
     default:
         break;
@@ -677,9 +1141,21 @@ static void cluster_templates(cJSON *cs, cJSON **out, size_t max, size_t *n)
 
 size_t rd_pod_templates(cJSON *root, cJSON **out, size_t max)
 {
-    cJSON *spec = member(root, "spec");
+    cJSON *spec = member(root, "spec"), *it;
+    const char *decl = annotation(root, RD_POD_TEMPLATES_ANNOTATION);
     size_t n = 0;
 
+    if (decl) {
+        struct decl d[RD_MAX_DECL];
+        long nd = decl_parse(decl, d, RD_MAX_DECL);
+        for (long i = 0; i < nd; i++) {
+            cJSON *t = follow(root, d[i].path, d[i].len);
+            cJSON *ts = member(t, "spec");
+            if (cJSON_IsObject(ts) && member(ts, "containers")) /* a PodTemplateSpec */
+                push(t, out, max, &n);
+        }
+        return n;
+    }
     switch (kind_of(root)) {
     case K_POD:
         push(root, out, max, &n);
@@ -701,6 +1177,17 @@ size_t rd_pod_templates(cJSON *root, cJSON **out, size_t max)
         break;
     case K_RAYSERVICE:
         cluster_templates(member(spec, "rayClusterConfig"), out, max, &n);
+        break;
+    case K_LWS:
+        push(member(member(spec, "leaderWorkerTemplate"), "leaderTemplate"), out, max, &n);
+        push(member(member(spec, "leaderWorkerTemplate"), "workerTemplate"), out, max, &n);
+        break;
+    case K_KUBEFLOW:
+        it = (cJSON *)replica_specs(spec);
+        if (!cJSON_IsObject(it))
+            break;
+        for (it = it->child; it; it = it->next)
+            push(member(it, "template"), out, max, &n);
         break;
     default:
         break;

@@ -28,11 +28,20 @@ struct rc_arena;
  * obj->replicas), Job (parallelism, capped by completions), CronJob (one job's worth),
  * DaemonSet (zero: its pods follow the nodes of whatever cluster it lands on, one per node,
  * so they are not a fixed demand a cluster must have room for), RayCluster, RayJob,
- * RayService. Every other kind has zero demand. obj->replicas is -1 for kinds without
- * spec.replicas. Pod roles: "pod", "head", "worker <group>", "submitter". Groups with zero
- * pods are left out. Resource names are interned in res (at most PL_RES_MAX names in all).
- * docs (may be NULL) gives positions: errors read "file:line:col: ...". Everything is
- * allocated in a; nothing points into root afterwards.
+ * RayService, LeaderWorkerSet (replicas x (leader + size-1 workers)), KServe
+ * InferenceService (predictor, transformer, explainer: minReplicas, at least 1, of the
+ * component's containers plus its model container), Kubeflow PyTorchJob, TFJob, MPIJob,
+ * XGBoostJob, PaddleJob, JAXJob (every <x>ReplicaSpecs entry: replicas x template;
+ * runPolicy.suspend: none) and TrainJob (trainer.numNodes x trainer.resourcesPerNode).
+ * Any object may declare its pods with the annotation rightplace.dev/pod-templates:
+ * "<template path>[=<replicas path or number>], ..." (paths like spec.workers[0].template;
+ * a template is a PodTemplateSpec or a PodSpec; a replicas path that is absent reads 1),
+ * which wins over the rules above. Every other kind has zero demand; when one holds a pod
+ * spec somewhere, obj->warning says where. obj->replicas is -1 for kinds without
+ * spec.replicas; obj->split, parallelism, completions say how Divide shares the object. Pod roles:
+ * "pod", "head", "worker <group>", "submitter". Groups with zero pods are left out. Resource names
+ * are interned in res (at most PL_RES_MAX names in all). docs (may be NULL) gives positions: errors
+ * read "file:line:col: ...". Everything is allocated in a; nothing points into root afterwards.
  */
 int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_docs *docs,
                       struct pl_resnames *res, struct rc_arena *a, struct rc_err *err);
@@ -42,8 +51,10 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
  * labels can be added to them: Pod -> root; Deployment & co (also DaemonSet, Job) ->
  * spec.template; CronJob -> spec.jobTemplate.spec.template; RayCluster -> head + every
  * worker template; RayJob -> those under spec.rayClusterSpec + spec.submitterPodTemplate
- * (if present); RayService -> spec.rayClusterConfig's. Only mappings are returned, in that
- * order. Returns the number found (at most max written to out; borrowed from root).
+ * (if present); RayService -> spec.rayClusterConfig's; LeaderWorkerSet -> leader and worker
+ * templates; Kubeflow training jobs -> every replica spec's template; declared kinds -> the
+ * declared paths that are PodTemplateSpecs. Only mappings are returned, in that order. Returns the
+ * number found (at most max written to out; borrowed from root).
  */
 size_t rd_pod_templates(cJSON *root, cJSON **out, size_t max);
 

@@ -177,9 +177,11 @@ int rd_out_get_strs(const char ***out, size_t *n, const cJSON *obj, const char *
 /* Kinds whose objects create pods, for picking a unit's main workload by key. */
 static int kind_creates_pods(const char *kind)
 {
-    static const char *const kinds[] = {"Pod",    "Deployment", "ReplicaSet", "StatefulSet",
-                                        "Job",    "CronJob",    "DaemonSet",  "RayCluster",
-                                        "RayJob", "RayService"};
+    static const char *const kinds[] = {
+        "Pod",        "Deployment",      "ReplicaSet",       "StatefulSet", "Job",
+        "CronJob",    "DaemonSet",       "RayCluster",       "RayJob",      "RayService",
+        "PyTorchJob", "LeaderWorkerSet", "InferenceService", "TFJob",       "MPIJob",
+        "XGBoostJob", "PaddleJob",       "JAXJob",           "TrainJob"};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         if (!strcmp(kind, kinds[i]))
             return 1;
@@ -327,16 +329,41 @@ static void set_str(cJSON *obj, const char *key, const char *value)
     rd_out_add_str(obj, key, value);
 }
 
-static void set_labels(cJSON *obj, const char *unit_label, const char *luna_key,
+/* managed: add app.kubernetes.io/managed-by (not in pull mode). Adds no empty labels map. */
+static void set_labels(cJSON *obj, int managed, const char *unit_label, const char *luna_key,
                        const char *luna_value)
 {
-    cJSON *labels = ensure_object(ensure_object(obj, "metadata"), "labels");
+    cJSON *labels;
 
-    set_str(labels, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
+    if (!managed && !unit_label && !luna_key)
+        return;
+    labels = ensure_object(ensure_object(obj, "metadata"), "labels");
+    if (managed)
+        set_str(labels, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
     if (unit_label)
         set_str(labels, PL_LABEL_UNIT, unit_label);
     if (luna_key)
         set_str(labels, luna_key, luna_value ? luna_value : "true");
+}
+
+/* Pull mode: neither Flux nor Argo CD may prune a Namespace (deleting it deletes everything
+ * in it, placed by rightplace or not). Sync options the manifest already has are kept. */
+static void keep_namespace(cJSON *ns)
+{
+    cJSON *ann = ensure_object(ensure_object(ns, "metadata"), "annotations");
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(ann, "argocd.argoproj.io/sync-options");
+
+    set_str(ann, "kustomize.toolkit.fluxcd.io/prune", "disabled");
+    if (cJSON_IsString(cur) && cur->valuestring[0] && !strstr(cur->valuestring, "Prune=false")) {
+        size_t n = strlen(cur->valuestring) + sizeof(",Prune=false");
+        char *v = rc_xmalloc(n);
+
+        snprintf(v, n, "%s,Prune=false", cur->valuestring);
+        set_str(ann, "argocd.argoproj.io/sync-options", v);
+        free(v);
+    } else if (!cJSON_IsString(cur) || !cur->valuestring[0]) {
+        set_str(ann, "argocd.argoproj.io/sync-options", "Prune=false");
+    }
 }
 
 /* Fields the API server fills in: never part of a desired manifest. */
@@ -380,18 +407,19 @@ static void set_namespace(cJSON *root, const char *ns)
         abort();
 }
 
-static void set_replicas(cJSON *root, int64_t n)
+/* spec.<key> = n */
+static void set_spec_int(cJSON *root, const char *key, int64_t n)
 {
     cJSON *spec = ensure_object(root, "spec");
-    cJSON *cur = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+    cJSON *cur = cJSON_GetObjectItemCaseSensitive(spec, key);
     cJSON *num = oom(cJSON_CreateNumber((double)n));
 
     if (cur) {
-        if (!cJSON_ReplaceItemInObjectCaseSensitive(spec, "replicas", num))
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(spec, key, num))
             abort();
         return;
     }
-    rd_out_add(spec, "replicas", num);
+    rd_out_add(spec, key, num);
 }
 
 /* A file name part must not walk out of its folder. */
@@ -430,17 +458,27 @@ static int is_namespace_object(const struct pl_object *o)
 
 #define RD_MAX_TEMPLATES 32
 
-static int render_object(struct files *f, const struct pl_object *o, const char *cluster,
-                         const char *unit_label, int64_t percent,
-                         const struct rd_render_options *opts, struct rc_arena *a,
-                         struct rc_err *err)
+/* Write object o for target t of decision d. *written = 0 when a Divide gives that target
+ * nothing of it (pl_divide_object). */
+static int render_object(struct files *f, const struct pl_object *o, const struct pl_decision *d,
+                         size_t t, const char *unit_label, const struct rd_render_options *opts,
+                         int *written, struct rc_arena *a, struct rc_err *err)
 {
     const struct rd_object *ro = o->payload;
+    const char *cluster = d->targets[t].cluster;
     cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
     const char *data = NULL;
+    struct pl_share share = {1, o->replicas, o->parallelism, o->completions};
+    int divides = pl_decision_divides(d);
     size_t len = 0, nt;
     int error;
 
+    *written = 0;
+    if (divides) {
+        pl_divide_object(&share, o, d->targets, d->ntargets, t);
+        if (!share.present)
+            return 0;
+    }
     if (!ro || !ro->root)
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
     if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
@@ -452,23 +490,31 @@ static int render_object(struct files *f, const struct pl_object *o, const char 
     else /* cluster-scoped: a stray namespace would only confuse apply */
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
                                                 "namespace");
-    set_labels(copy, unit_label, NULL, NULL);
+    set_labels(copy, !opts->pull, unit_label, NULL, NULL);
+    if (opts->pull && is_namespace_object(o))
+        keep_namespace(copy);
     nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
     if (nt > RD_MAX_TEMPLATES) {
         tmpl = rc_xcalloc(nt, sizeof(*tmpl));
         nt = rd_pod_templates(copy, tmpl, nt);
     }
     for (size_t i = 0; i < nt; i++)
-        set_labels(tmpl[i], unit_label, opts->luna_key, opts->luna_value);
+        set_labels(tmpl[i], !opts->pull, unit_label, opts->luna_key, opts->luna_value);
     if (tmpl != small)
         free(tmpl);
-    if (o->replicas >= 0 && percent != 100)
-        set_replicas(copy, pl_divide_replicas(o->replicas, percent));
+    if (divides && pl_split_of(o) == PL_SPLIT_REPLICAS) {
+        set_spec_int(copy, "replicas", share.replicas);
+    } else if (divides && pl_split_of(o) == PL_SPLIT_JOB) {
+        set_spec_int(copy, "parallelism", share.parallelism);
+        if (share.completions >= 0)
+            set_spec_int(copy, "completions", share.completions);
+    }
     error = rd_out_emit(&data, &len, copy, a, err);
     cJSON_Delete(copy);
     if (error < 0)
         return error;
     files_add(f, object_path(cluster, o->ns, o->kind, o->name, a), data, len);
+    *written = 1;
     return 0;
 }
 
@@ -515,7 +561,7 @@ static const struct pl_object *find_namespace_object(const struct nsobjs *s, con
 }
 
 static int render_namespace(struct files *f, const struct nsobjs *nso, const char *cluster,
-                            const char *ns, struct rc_arena *a, struct rc_err *err)
+                            const char *ns, int pull, struct rc_arena *a, struct rc_err *err)
 {
     const struct pl_object *o = find_namespace_object(nso, ns);
     cJSON *root;
@@ -534,7 +580,9 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
         rd_out_add_str(root, "kind", "Namespace");
         rd_out_add_str(rd_out_add(root, "metadata", cJSON_CreateObject()), "name", ns);
     }
-    set_labels(root, NULL, NULL, NULL);
+    set_labels(root, !pull, NULL, NULL, NULL);
+    if (pull)
+        keep_namespace(root);
     error = rd_out_emit(&data, &len, root, a, err);
     cJSON_Delete(root);
     if (error < 0)
@@ -609,10 +657,13 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             }
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
-                error = render_object(&f, o, cluster, rc_arena_strdup(a, unit_label),
-                                      d->targets[t].percent, opts, a, err);
+                int written = 0;
+                error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), opts, &written,
+                                      a, err);
                 if (error < 0)
                     goto done;
+                if (!written)
+                    continue;
                 if (o->ns && !is_system_namespace(o->ns))
                     nsset_add(&need, cluster, o->ns);
                 else if (is_namespace_object(o))
@@ -632,7 +683,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             continue;
         if (have.n && bsearch(&need.v[i], have.v, have.n, sizeof(*have.v), cmp_nsneed))
             continue;
-        error = render_namespace(&f, &nso, need.v[i].cluster, need.v[i].ns, a, err);
+        error = render_namespace(&f, &nso, need.v[i].cluster, need.v[i].ns, opts->pull, a, err);
         if (error < 0)
             goto done;
     }

@@ -41,11 +41,16 @@ struct rd_render_options {
      * the previous record (a unit that kept its entry), that entry's tally, so that the
      * entry is written again as it was; NULL entries: the tally is counted from verdicts. */
     const struct rd_verdict_tally *const *tallies;
+    /* Pull mode (docs/pull-mode.md): Flux or Argo CD applies the cluster directories, so
+     * objects carry no app.kubernetes.io/managed-by label (rightplace's apply would take them
+     * for its own) and Namespaces carry the annotations that keep both agents from pruning a
+     * Namespace, which would delete everything in it. */
+    int pull;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL                                               \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0                                            \
     }
 
 struct rd_tree_file {
@@ -66,12 +71,12 @@ struct rd_tree {
  * (in->objects[i].payload is a struct rd_object *), with metadata.namespace set for
  * namespaced objects, server-populated fields removed (metadata.uid, resourceVersion,
  * generation, creationTimestamp, managedFields, selfLink; status), rightplace's labels
- * (app.kubernetes.io/managed-by: rightplace, rightplace.dev/unit: pl_unit_label(unit)) on the
- * object and on every pod template (plus the Luna label there), and spec.replicas set to the
- * target's share for Divide. A cluster that receives an object in namespace N gets Namespace
- * N too (the repo's Namespace object when there is one, else a minimal one), once, except
- * the namespaces every cluster has (default, kube-system, kube-public, kube-node-lease). Every
- * cluster of in->clusters gets a kustomization.yaml, even an empty one.
+ * (app.kubernetes.io/managed-by: rightplace unless opts->pull, rightplace.dev/unit:
+ * pl_unit_label(unit)) on the object and on every pod template (plus the Luna label there),
+ * and spec.replicas set to the target's share for Divide. A cluster that receives an object in
+ * namespace N gets Namespace N too (the repo's Namespace object when there is one, else a minimal
+ * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
+ * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
  * source_commit: the source commit id written to placements.yaml and capacity.yaml.
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be
@@ -169,5 +174,46 @@ int rd_commit_message_prev(struct rc_buf *out, const struct pl_result *res,
                            const struct pl_prev_unit *prev, size_t nprev, const char *source_commit,
                            size_t nfile_errors, const struct rd_file_error *file_errors,
                            struct rc_err *err);
+
+/* A deploy file whose content changed (op 'M'), old and new bytes. */
+struct rd_content_change {
+    const char *path; /* clusters/<cluster>/... */
+    const char *old_data;
+    size_t old_len;
+    const char *new_data;
+    size_t new_len;
+};
+
+/* Everything a commit message may say. Fields after file_errors are optional (0/NULL). */
+struct rd_message_input {
+    const struct pl_result *res;
+    const struct pl_prev_unit *prev; /* the previous record's units (moves say "from") */
+    size_t nprev;
+    const char *source_commit;
+    size_t nfile_errors;
+    const struct rd_file_error *file_errors;
+    /* content changes: a unit whose decision did not change but whose rendered objects did
+     * (an image bump, replicas, resources) gets a paragraph naming the fields that changed */
+    size_t ncontent;
+    const struct rd_content_change *content;
+    const char *source_subject; /* trailer Rightplace-Source-Subject (first line only) */
+    const char *source_author;  /* trailer Rightplace-Source-Author ("Name <email>") */
+    /* deploy paths that differ from what rightplace last wrote (hand edits), repaired here */
+    size_t nhand_edits;
+    const char *const *hand_edits;
+    /* warnings of the pass (the engine's, the source's; "file:line: ..." where known),
+     * listed in a section of their own (the first 20, then a count) */
+    size_t nwarnings;
+    const char *const *warnings;
+};
+
+#define RD_MESSAGE_INPUT_INIT                                                                      \
+    {                                                                                              \
+        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL                        \
+    }
+
+/* The commit message from everything in `in` (rd_commit_message_prev is this with the first
+ * six fields). Trailers Rightplace-Source-Subject and -Author follow the four counts. */
+int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, struct rc_err *err);
 
 #endif

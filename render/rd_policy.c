@@ -6,8 +6,12 @@
  *   spreading split replicas); topologyKey absent means kubernetes.io/metadata.name.
  * - percentageSplit is read in the CRD's list form [{topologyValue, percentage}] and in the
  *   map form {value: percentage} of the v1.5 docs; percentages are integers 0..100, each
- *   value at most once, and with Divide they sum to at most 100.
+ *   value at most once, and with Divide they add up to exactly 100 (less would leave
+ *   replicas nowhere: Nova drops them, rightplace refuses the policy).
  * - orderedClusterSelector must hold an In requirement: its values are the priority order.
+ * - namespaceSelector may be left out (the 2023 CRD required it; Nova 1.5's examples omit
+ *   it): every namespace, as `matchExpressions: [{key: kubernetes.io/metadata.name,
+ *   operator: Exists}]` says.
  */
 #include "rd_policy.h"
 
@@ -219,9 +223,17 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
             rc = add_split(out, it->string, it, it, docs, a, err);
         } else {
             const char *value = NULL;
+            const cJSON *f;
             if (!cJSON_IsObject(it))
                 return rd_err_at(err, RC_EINVALID, docs, it,
                                  "percentageSplit entry must be a mapping");
+            cJSON_ArrayForEach(f, it)
+            {
+                if (strcmp(f->string, "topologyValue") && strcmp(f->string, "percentage"))
+                    warn(w, docs, f,
+                         "unknown field 'spreadConstraints.percentageSplit[].%s'; ignored",
+                         f->string);
+            }
             if ((rc = rd_field_str(&value, it, "topologyValue", NULL, docs, a, err)) < 0)
                 return rc;
             if (!value)
@@ -236,6 +248,11 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
     if (out->spread == PL_SPREAD_DIVIDE && sum > 100)
         return rd_err_at(err, RC_EINVALID, docs, ps,
                          "percentageSplit adds up to %lld%%, more than 100%%", (long long)sum);
+    if (out->spread == PL_SPREAD_DIVIDE && sum < 100)
+        return rd_err_at(err, RC_EINVALID, docs, ps,
+                         "percentageSplit adds up to %lld%%, not 100%%: %lld%% of the replicas "
+                         "would run nowhere (Nova drops them; rightplace refuses the policy)",
+                         (long long)sum, 100 - (long long)sum);
     if (out->spread == PL_SPREAD_DUPLICATE && out->nsplits)
         warn(w, docs, ps, "percentageSplit has no effect with spreadMode Duplicate; ignored");
     return RC_OK;
@@ -288,12 +305,20 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
         (rc = rd_field_obj(&gb, spec, "groupBy", 0, docs, err)) < 0 ||
         (rc = rd_field_obj(&sc, spec, "spreadConstraints", 0, docs, err)) < 0)
         return rc;
-    if (!nsel)
-        return rd_err_at(err, RC_EINVALID, docs, spec,
-                         "SchedulePolicy '%s' needs spec.namespaceSelector (use matchExpressions "
-                         "[{key: kubernetes.io/metadata.name, operator: Exists}] for every "
-                         "namespace)",
-                         o->name);
+    cJSON_ArrayForEach(it, rsel)
+    {
+        if (strcmp(it->string, "labelSelectors"))
+            warn(&w, docs, it,
+                 "unknown field 'spec.resourceSelectors.%s' in SchedulePolicy '%s'; "
+                 "ignored",
+                 it->string, o->name);
+    }
+    cJSON_ArrayForEach(it, gb)
+    {
+        if (strcmp(it->string, "labelKey"))
+            warn(&w, docs, it, "unknown field 'spec.groupBy.%s' in SchedulePolicy '%s'; ignored",
+                 it->string, o->name);
+    }
     if (!rsel || !(lsels = rd_field_get(rsel, "labelSelectors")))
         return rd_err_at(err, RC_EINVALID, docs, rsel ? rsel : spec,
                          "SchedulePolicy '%s' needs spec.resourceSelectors.labelSelectors",
@@ -303,6 +328,7 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
                          "labelSelectors of SchedulePolicy '%s' must be a non-empty sequence "
                          "(`- matchExpressions: []` selects every object)",
                          o->name);
+    /* absent (Nova 1.5 examples): every namespace, as the empty selector */
     if ((rc = rd_selector_from_json(&out->namespace_selector, nsel, docs, a, err)) < 0)
         return rc;
     out->resource_selectors = rc_arena_calloc(a, n, sizeof(*out->resource_selectors));

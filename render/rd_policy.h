@@ -2,8 +2,8 @@
  * rd_policy.h - Nova SchedulePolicy manifests -> struct pl_policy.
  *
  * Reads `SchedulePolicy` of policy.elotl.co/v1alpha1 as Nova defines it (and the same kind
- * under rightplace.dev/v1alpha1): namespaceSelector and resourceSelectors.labelSelectors
- * (required), clusterSelector, orderedClusterSelector, groupBy.labelKey, spreadConstraints
+ * under rightplace.dev/v1alpha1): resourceSelectors.labelSelectors (required),
+ * namespaceSelector (absent: every namespace, as in Nova 1.5), clusterSelector, orderedClusterSelector, groupBy.labelKey, spreadConstraints
  * (spreadMode, topologyKey, percentageSplit in list or map form). spreadConstraints.overrides
  * and unknown spec fields are accepted and ignored with a warning. What a policy means at
  * placement time is placement/'s business; this module only checks and translates.

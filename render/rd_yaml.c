@@ -13,16 +13,16 @@
  *   - bool:  true/True/TRUE, false/False/FALSE, and the YAML 1.1 words y/Y/yes/Yes/YES,
  *            n/N/no/No/NO, on/On/ON, off/Off/OFF (kubectl reads `enabled: yes` as true)
  *   - int:   after removing '_': [+-] decimal, 0x hex, 0o or leading-0 octal, 0b binary,
- *            within int64 (or uint64); stored as a double, so integers beyond 2^53 are
- *            rounded to the nearest double (cJSON keeps only doubles)
+ *            within int64 (or uint64); stored as a double, plus the exact decimal text for
+ *            an int64 beyond 2^53 (see "Number text")
  *   - float: [+-](.d+|d+(.d*)?)([eE][+-]?d+)? that fits a double; .inf/.Inf/.INF with an
- *            optional sign, .nan/.NaN/.NAN
+ *            optional sign, .nan/.NaN/.NAN (refused as values: kubectl refuses them)
  *   - everything else, timestamps included, is a string.
  * Quoted and block scalars are always strings. Tags: !!str makes a string of anything;
  * !!int, !!float, !!bool, !!null demand a value of that type; other tags are ignored.
- * Mapping keys are the scalar's text ("1: a" has the key "1"); a mapping or sequence used as
- * a key is an error. Merge keys (<<) follow the YAML merge spec: keys written in the mapping
- * win over merged ones wherever they appear; among merged mappings the first wins.
+ * Mapping keys are turned into strings as sigs.k8s.io/yaml does (see key_text); a mapping or
+ * sequence used as a key is an error. Merge keys (<<) follow the YAML merge spec: keys written in
+ * the mapping win over merged ones wherever they appear; among merged mappings the first wins.
  * Scalars containing a NUL character are refused (cJSON strings end at NUL).
  *
  * Emitting is a small hand-written printer (not libyaml's emitter) for exact control of
@@ -191,6 +191,7 @@ struct rd_docs {
     struct pos_map pos;
     cJSON *graveyard; /* nodes dropped while loading (overridden keys, merge sources): kept
                          alive so that no address in the position table is ever reused */
+    size_t bytes;     /* memory held, approximately (see rd_docs_bytes) */
 };
 
 void rd_docs_free(struct rd_docs *docs)
@@ -290,9 +291,17 @@ static int float_syntax(const char *s)
     return *s == '\0';
 }
 
+/* What a number literal was. */
+struct num_info {
+    int is_int;   /* an integer literal (Go's ParseInt or ParseUint took it) */
+    int in_int64; /* ... within int64: i is exact */
+    int64_t i;
+};
+
 /* Go's strconv.ParseInt(s, 0, 64) / ParseUint: prefixes 0x 0o 0b, leading 0 = octal.
- * Returns 1 and sets *out when s is such an integer within int64 or uint64. */
-static int parse_go_int(const char *s, double *out)
+ * Returns 1 and sets *out (and *ni, may be NULL) when s is such an integer within int64 or
+ * uint64. */
+static int parse_go_int(const char *s, double *out, struct num_info *ni)
 {
     int neg = 0, base = 10;
     const char *p = s;
@@ -336,6 +345,13 @@ static int parse_go_int(const char *s, double *out)
         *out = v == (uint64_t)INT64_MAX + 1 ? (double)INT64_MIN : -(double)(int64_t)v;
     else
         *out = (double)v;
+    if (ni) {
+        ni->is_int = 1;
+        ni->in_int64 = neg || v <= (uint64_t)INT64_MAX;
+        ni->i = !ni->in_int64 ? 0
+                : neg         ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v)
+                              : (int64_t)v;
+    }
     return 1;
 }
 
@@ -350,7 +366,7 @@ static int is_integral(double d)
 }
 
 /* How go-yaml v2 reads a plain scalar (see the top comment). */
-static enum scalar_kind resolve_plain(const char *s, double *num)
+static enum scalar_kind resolve_plain(const char *s, double *num, struct num_info *ni)
 {
     static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
     static const char *const trues[] = {"true", "True", "TRUE", "y",  "Y",  "yes",
@@ -363,6 +379,8 @@ static enum scalar_kind resolve_plain(const char *s, double *num)
     char tmp[128];
     size_t len = strlen(s), j = 0;
 
+    if (ni)
+        memset(ni, 0, sizeof(*ni));
     if (in_list(s, nulls))
         return SK_NULL;
     if (in_list(s, trues))
@@ -401,7 +419,7 @@ static enum scalar_kind resolve_plain(const char *s, double *num)
         if (s[i] != '_')
             tmp[j++] = s[i];
     tmp[j] = '\0';
-    if (parse_go_int(tmp, num))
+    if (parse_go_int(tmp, num, ni))
         return SK_NUM;
     if (float_syntax(tmp)) {
         double d = strtod(tmp, NULL);
@@ -411,6 +429,161 @@ static enum scalar_kind resolve_plain(const char *s, double *num)
         }
     }
     return SK_STR;
+}
+
+/* ==== Number text ==== */
+
+/*
+ * A number node keeps a double (cJSON has nothing else). An integer literal beyond 2^53 but
+ * within int64 also keeps its exact decimal text in valuestring (cJSON_Delete and
+ * cJSON_Duplicate handle valuestring for any type; cJSON's printer ignores it, so JSON for
+ * the API server is printed by rd_json_print). The text is used only while it still reads
+ * as the node's double, so code that changes valuedouble does not print a stale text.
+ */
+#define NUM_TEXT_MAX 64
+
+static int int64_fits(double d)
+{
+    return d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
+/* The integer a number node holds, as canonical decimal text, when it is an integer within
+ * int64 (exact text when the node carries one); NULL otherwise. */
+static const char *int_text(const cJSON *n, char buf[NUM_TEXT_MAX])
+{
+    double d = n->valuedouble;
+
+    if (n->valuestring && strtod(n->valuestring, NULL) == d)
+        return n->valuestring;
+    if (!is_integral(d) || !int64_fits(d))
+        return NULL;
+    snprintf(buf, NUM_TEXT_MAX, "%lld", (long long)(int64_t)d);
+    return buf;
+}
+
+/* Shortest decimal digits that read back as x (finite, > 0) as a double (or, as_float, as
+ * a float): digits without a dot in dig, x = 0.dig x 10^dp (Go's decimal digits/dp). */
+static void shortest_digits(double x, int as_float, char dig[24], int *dp)
+{
+    char tmp[40];
+    const char *p;
+    size_t n = 0;
+
+    for (int prec = 1; prec <= 17; prec++) {
+        double back;
+        snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, x);
+        back = strtod(tmp, NULL);
+        if (as_float && back > 3.4028234663852886e38)
+            continue; /* rounded past FLT_MAX: more digits needed */
+        if (as_float ? (float)back == (float)x : back == x)
+            break;
+    }
+    for (p = tmp; *p && *p != 'e'; p++)
+        if (is_digit(*p))
+            dig[n++] = *p;
+    while (n > 1 && dig[n - 1] == '0')
+        n--;
+    dig[n] = '\0';
+    *dp = (int)strtol(p + 1, NULL, 10) + 1;
+}
+
+/* Go's strconv 'e' form of shortest digits: d.ddde+XX (at least two exponent digits). */
+static void fmt_e(char out[NUM_TEXT_MAX], int neg, const char *dig, int dp)
+{
+    int exp = dp - 1;
+
+    snprintf(out, NUM_TEXT_MAX, "%s%c%s%se%c%02d", neg ? "-" : "", dig[0], dig[1] ? "." : "",
+             dig + 1, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+}
+
+/* Go's strconv 'f' form of shortest digits: no exponent, no trailing zeros. */
+static void fmt_f(char out[NUM_TEXT_MAX], int neg, const char *dig, int dp)
+{
+    int nd = (int)strlen(dig), k = 0;
+
+    if (neg)
+        out[k++] = '-';
+    if (dp <= 0) {
+        out[k++] = '0';
+    } else {
+        for (int i = 0; i < dp && k < NUM_TEXT_MAX - 2; i++)
+            out[k++] = i < nd ? dig[i] : '0';
+    }
+    if (nd > dp) {
+        out[k++] = '.';
+        for (int i = dp; i < nd && k < NUM_TEXT_MAX - 1; i++)
+            out[k++] = i < 0 ? '0' : dig[i];
+    }
+    out[k] = '\0';
+}
+
+/* How Go's encoding/json writes a float64 (what kubectl sends): 'f' form for 1e-6 <= |d| <
+ * 1e21, else 'e' form with "e-07" shortened to "e-7". d is finite. */
+static void json_float_text(double d, char out[NUM_TEXT_MAX])
+{
+    double a = fabs(d);
+    char dig[24];
+    int dp;
+
+    if (d == 0) {
+        snprintf(out, NUM_TEXT_MAX, "0"); /* -0 too: kubectl reads "-0" as the integer 0 */
+        return;
+    }
+    shortest_digits(a, 0, dig, &dp);
+    if (a < 1e-6 || a >= 1e21) {
+        size_t n;
+        fmt_e(out, d < 0, dig, dp);
+        n = strlen(out);
+        if (n >= 4 && out[n - 4] == 'e' && out[n - 3] == '-' && out[n - 2] == '0') {
+            out[n - 2] = out[n - 1];
+            out[n - 1] = '\0';
+        }
+    } else {
+        fmt_f(out, d < 0, dig, dp);
+    }
+}
+
+/* JSON text of a finite number node: the exact integer, else Go's float64 form. */
+static void json_number_text(const cJSON *n, char out[NUM_TEXT_MAX])
+{
+    char buf[NUM_TEXT_MAX];
+    const char *t = int_text(n, buf);
+
+    if (t)
+        snprintf(out, NUM_TEXT_MAX, "%s", t);
+    else
+        json_float_text(n->valuedouble, out);
+}
+
+/* The JSON key sigs.k8s.io/yaml makes of a float key: strconv.FormatFloat(f, 'g', -1, 32)
+ * (so at float32 precision: 3.14159265358979 is "3.1415927", 1e6 is "1e+06"), with +Inf,
+ * -Inf, NaN spelled .inf, -.inf, .nan. */
+static void key_float_text(double d, char out[NUM_TEXT_MAX])
+{
+    const double flt_round_up = 340282356779733661637539395458142568448.0; /* 2^128 - 2^103 */
+    char dig[24];
+    double a = fabs(d);
+    int dp;
+    float f;
+
+    if (isnan(d)) {
+        snprintf(out, NUM_TEXT_MAX, ".nan");
+        return;
+    }
+    if (a >= flt_round_up) { /* float32(d) is infinite (half-way rounds to even: up) */
+        snprintf(out, NUM_TEXT_MAX, "%s", d < 0 ? "-.inf" : ".inf");
+        return;
+    }
+    f = a > 3.4028234663852886e38 ? 3.4028234663852886e38f : (float)a;
+    if (f == 0) {
+        snprintf(out, NUM_TEXT_MAX, "%s0", signbit(d) ? "-" : "");
+        return;
+    }
+    shortest_digits((double)f, 1, dig, &dp);
+    if (dp - 1 < -4 || dp - 1 >= 6)
+        fmt_e(out, d < 0, dig, dp);
+    else
+        fmt_f(out, d < 0, dig, dp);
 }
 
 /* ==== Loading ==== */
@@ -439,9 +612,11 @@ struct ld {
     const struct rd_diag *diag;
     struct rc_err *err;
     struct rd_docs *docs;
-    size_t nodes;     /* materialized so far, all documents */
-    size_t bytes;     /* string bytes materialized so far */
-    size_t bytes_max; /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t nodes;       /* materialized so far, all documents */
+    size_t bytes;       /* string bytes materialized so far */
+    size_t bytes_max;   /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t doc_nodes0;  /* nodes before the current document */
+    size_t alias_nodes; /* nodes of the current document made by aliases */
     struct str_map anchors;
     struct anchor *anchor_list;
 };
@@ -569,6 +744,22 @@ static cJSON *new_number(double d)
     return n;
 }
 
+/* A number that also keeps the exact text of an int64 beyond 2^53 (see "Number text"). */
+static cJSON *new_number_exact(double d, const struct num_info *ni)
+{
+    cJSON *n;
+    char text[NUM_TEXT_MAX];
+
+    if (!ni || !ni->is_int || !ni->in_int64 || (ni->i <= (1LL << 53) && ni->i >= -(1LL << 53)))
+        return new_number(d);
+    snprintf(text, sizeof(text), "%lld", (long long)ni->i);
+    n = must(cJSON_CreateRaw(text)); /* valuestring from cJSON's allocator */
+    n->type = cJSON_Number;
+    n->valuedouble = d;
+    n->valueint = d >= INT_MAX ? INT_MAX : d <= INT_MIN ? INT_MIN : (int)d;
+    return n;
+}
+
 static void note_pos(struct ld *l, const cJSON *node, struct rd_pos pos)
 {
     pos_map_put(&l->docs->pos, node, pos);
@@ -645,6 +836,12 @@ static cJSON *dup_tree(struct ld *l, const cJSON *src, struct rd_pos pos)
         out = must(cJSON_CreateString(src->valuestring));
     } else if (cJSON_IsNumber(src)) {
         out = new_number(src->valuedouble);
+        if (src->valuestring) { /* the exact text (see "Number text") */
+            cJSON *raw = must(cJSON_CreateRaw(src->valuestring));
+            out->valuestring = raw->valuestring;
+            raw->valuestring = NULL;
+            cJSON_Delete(raw);
+        }
     } else if (cJSON_IsBool(src)) {
         out = must(cJSON_CreateBool(cJSON_IsTrue(src)));
     } else {
@@ -654,19 +851,70 @@ static cJSON *dup_tree(struct ld *l, const cJSON *src, struct rd_pos pos)
     return out;
 }
 
-static int ld_node(struct ld *l, yaml_event_t *ev, int depth, struct built *out);
+/* Where a mapping is: identity keys (apiVersion, kind, metadata.name, ...) live in the
+ * document's root mapping and in its metadata mapping. */
+enum map_role { ROLE_OTHER, ROLE_ROOT, ROLE_METADATA };
 
-/* The text of a scalar node, for use as a mapping key (aliased keys). */
-static const char *key_text_of(const cJSON *n, char *buf, size_t size)
+static int ld_node(struct ld *l, yaml_event_t *ev, int depth, enum map_role role,
+                   struct built *out);
+
+/*
+ * The key kubectl makes of a scalar mapping key. sigs.k8s.io/yaml decodes YAML with go-yaml
+ * v2 into map[interface{}]interface{}, keys typed like any plain scalar, then turns each key
+ * into a JSON string: bool -> "true"/"false" (so `on:` and `yes:` are the key "true", `n:`
+ * is "false"), int -> decimal (0x10 -> "16", 010 -> "8", 1_0 -> "10"), float ->
+ * strconv.FormatFloat(f, 'g', -1, 32) (1.0 -> "1", 1e6 -> "1e+06", .inf -> ".inf"). A null
+ * key or an integer beyond int64 is refused ("unsupported map key"). Checked with kubectl
+ * 1.32 (`kubectl label --local -o json -f`). raw: the scalar's text, NULL for an alias (an
+ * integral number is then taken as an integer); float_tag: tagged !!float.
+ */
+static int key_text(struct ld *l, const cJSON *n, const char *raw, int float_tag, struct rd_pos pos,
+                    char buf[NUM_TEXT_MAX], const char **out)
 {
-    if (cJSON_IsString(n))
-        return n->valuestring;
-    if (cJSON_IsBool(n))
-        return cJSON_IsTrue(n) ? "true" : "false";
-    if (cJSON_IsNull(n))
-        return "null";
-    snprintf(buf, size, "%.17g", n->valuedouble);
-    return buf;
+    *out = NULL;
+    if (cJSON_IsString(n)) {
+        *out = n->valuestring;
+    } else if (cJSON_IsBool(n)) {
+        *out = cJSON_IsTrue(n) ? "true" : "false";
+    } else if (cJSON_IsNull(n)) {
+        return ld_fail(l, pos,
+                       "mapping key is null, which kubectl refuses (quote it to mean "
+                       "the text)");
+    } else if (cJSON_IsNumber(n)) {
+        struct num_info ni = {0};
+        double d;
+        if (raw && !float_tag) {
+            resolve_plain(raw, &d, &ni);
+        } else if (!raw && int_text(n, buf)) {
+            *out = buf;
+            return RC_OK;
+        }
+        if (ni.is_int && !ni.in_int64)
+            return ld_fail(l, pos,
+                           "mapping key %.64s is an integer beyond int64, which kubectl "
+                           "refuses (quote it to mean the text)",
+                           raw);
+        if (ni.is_int)
+            snprintf(buf, NUM_TEXT_MAX, "%lld", (long long)ni.i);
+        else
+            key_float_text(n->valuedouble, buf);
+        *out = buf;
+    } else {
+        return ld_fail(l, pos, "mapping key is a collection; only scalar keys are supported");
+    }
+    return RC_OK;
+}
+
+/* kubectl cannot turn .inf or .nan into JSON and refuses the file ("json: unsupported
+ * value: +Inf"); so does the loader, rather than send something else. */
+static int check_finite(struct ld *l, const cJSON *n, struct rd_pos pos)
+{
+    if (!cJSON_IsNumber(n) || isfinite(n->valuedouble))
+        return RC_OK;
+    return ld_fail(l, pos, "%s has no JSON form and kubectl refuses it (quote it to mean the text)",
+                   isnan(n->valuedouble) ? ".nan"
+                   : n->valuedouble > 0  ? ".inf"
+                                         : "-.inf");
 }
 
 static int is_tag(const yaml_char_t *tag, const char *suffix)
@@ -685,6 +933,7 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     const yaml_char_t *tag = ev->data.scalar.tag;
     int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
     enum scalar_kind k = SK_STR;
+    struct num_info ni = {0};
     double num = 0;
     int error;
 
@@ -696,14 +945,16 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     } else if (is_tag(tag, "int") || is_tag(tag, "float") || is_tag(tag, "bool") ||
                is_tag(tag, "null")) {
         const char *want = (const char *)tag + strlen("tag:yaml.org,2002:");
-        k = resolve_plain(v, &num);
+        k = resolve_plain(v, &num, &ni);
+        if (strcmp(want, "float") == 0)
+            ni.is_int = 0; /* go-yaml makes a float64 of it */
         if ((strcmp(want, "int") == 0 && (k != SK_NUM || !is_integral(num))) ||
             (strcmp(want, "float") == 0 && k != SK_NUM) ||
             (strcmp(want, "bool") == 0 && k != SK_TRUE && k != SK_FALSE) ||
             (strcmp(want, "null") == 0 && k != SK_NULL))
             return ld_fail(l, pos, "cannot read '%.64s' as !!%s", v, want);
     } else if (plain) {
-        k = resolve_plain(v, &num);
+        k = resolve_plain(v, &num, &ni);
         if (k == SK_MERGE)
             k = SK_STR;
     }
@@ -722,7 +973,7 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
         out->node = must(cJSON_CreateBool(k == SK_TRUE));
         break;
     case SK_NUM:
-        out->node = new_number(num);
+        out->node = new_number_exact(num, &ni);
         break;
     default:
         out->node = must(cJSON_CreateString(v));
@@ -733,6 +984,27 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     out->height = 0;
     note_pos(l, out->node, pos);
     return RC_OK;
+}
+
+/*
+ * kubectl reads YAML with go-yaml, which refuses a document whose nodes come mostly from
+ * aliases ("document contains excessive aliasing"): past 100 nodes made by aliases and 1,000
+ * nodes in all, at most 99% may come from aliases up to 400,000 nodes, falling linearly to
+ * 10% at 4,000,000. The same rule here: a small file cannot expand into a big tree.
+ */
+static int alias_ratio_ok(size_t alias, size_t total)
+{
+    double allowed;
+
+    if (alias <= 100 || total <= 1000)
+        return 1;
+    if (total <= 400000)
+        allowed = 0.99;
+    else if (total >= 4000000)
+        allowed = 0.10;
+    else
+        allowed = 0.99 - 0.89 * ((double)(total - 400000) / 3600000.0);
+    return (double)alias / (double)total <= allowed;
 }
 
 static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos, struct built *out)
@@ -749,6 +1021,12 @@ static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos
     error = count_node(l, pos, a->count);
     if (error < 0)
         return error;
+    l->alias_nodes += a->count;
+    if (!alias_ratio_ok(l->alias_nodes, l->nodes - l->doc_nodes0))
+        return ld_fail(l, pos,
+                       "document contains excessive aliasing: %zu of its %zu nodes come from "
+                       "aliases (through alias '%.64s'), which kubectl refuses too",
+                       l->alias_nodes, l->nodes - l->doc_nodes0, name);
     error = count_bytes(l, pos, a->bytes);
     if (error < 0)
         return error;
@@ -762,7 +1040,8 @@ static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos
 /* One key of a mapping being built. */
 struct mkey {
     cJSON *item;
-    int merged; /* came from a << merge: a written key replaces it silently */
+    int merged;        /* came from a << merge: a written key replaces it silently */
+    struct rd_pos pos; /* of the key */
 };
 
 /* A mapping being built. Small mappings find keys by a linear scan; from MB_HASH_AT keys
@@ -794,19 +1073,39 @@ static struct mkey *mb_find(const struct mbuild *mb, const char *key)
     return NULL;
 }
 
-/* Add key: value to the mapping. `merged`: from a merge key (never replaces). */
-static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *value, int merged,
-                   struct rd_pos keypos)
+/* Does a second `key` in a mapping of this role change which object the document is? */
+static int is_identity_key(enum map_role role, const char *key)
+{
+    if (role == ROLE_ROOT)
+        return !strcmp(key, "apiVersion") || !strcmp(key, "kind") || !strcmp(key, "metadata");
+    if (role == ROLE_METADATA)
+        return !strcmp(key, "name") || !strcmp(key, "namespace");
+    return 0;
+}
+
+/* Add key: value to the mapping. `merged`: from a merge key (never replaces). A written key
+ * given twice: the last value wins (as kubectl does) with a warning, except for the keys
+ * that decide the object's identity, which refuse the file (value is then buried). */
+static int mb_set(struct ld *l, struct mbuild *mb, enum map_role role, const char *key,
+                  cJSON *value, int merged, struct rd_pos keypos)
 {
     struct mkey *k = mb_find(mb, key);
 
     if (k) {
         if (merged) {
             bury(l, value);
-            return;
+            return RC_OK;
+        }
+        if (!k->merged && is_identity_key(role, key)) {
+            bury(l, value);
+            return ld_fail(l, keypos,
+                           "duplicate key '%s%.64s' (also at line %d): it decides which object "
+                           "this is, so the file is refused",
+                           role == ROLE_METADATA ? "metadata." : "", key, k->pos.line);
         }
         if (!k->merged)
-            ld_warn(l, keypos, "duplicate key '%.64s': the last value wins", key);
+            ld_warn(l, keypos, "duplicate key '%.64s' (also at line %d): the last value wins", key,
+                    k->pos.line);
         bury(l, cJSON_DetachItemViaPointer(mb->obj, k->item));
     } else {
         mb->keys = rc_xgrow(mb->keys, &mb->cap, mb->n + 1, sizeof(*mb->keys));
@@ -821,8 +1120,10 @@ static void mb_set(struct ld *l, struct mbuild *mb, const char *key, cJSON *valu
         abort();
     k->item = value;
     k->merged = merged;
+    k->pos = keypos;
     if (mb->n >= MB_HASH_AT)
         str_map_put(&mb->index, value->string, (void *)(uintptr_t)(k - mb->keys + 1));
+    return RC_OK;
 }
 
 /* Nodes and string bytes of a subtree (depth is bounded by max_depth). */
@@ -850,7 +1151,7 @@ static int mb_merge_one(struct ld *l, struct mbuild *mb, const cJSON *m, struct 
             error = count_bytes(l, pos, bytes);
         if (error < 0)
             return error;
-        mb_set(l, mb, c->string, dup_tree(l, c, rd_docs_pos(l->docs, c)), 1, pos);
+        mb_set(l, mb, ROLE_OTHER, c->string, dup_tree(l, c, rd_docs_pos(l->docs, c)), 1, pos);
     }
     return RC_OK;
 }
@@ -874,7 +1175,8 @@ static int mb_merge(struct ld *l, struct mbuild *mb, const cJSON *src, struct rd
     return ld_fail(l, pos, "merge key '<<' needs a mapping or a list of mappings");
 }
 
-static int ld_mapping(struct ld *l, int depth, struct rd_pos pos, struct built *out)
+static int ld_mapping(struct ld *l, int depth, enum map_role role, struct rd_pos pos,
+                      struct built *out)
 {
     struct mbuild mb = {0};
     yaml_event_t ev;
@@ -890,9 +1192,9 @@ static int ld_mapping(struct ld *l, int depth, struct rd_pos pos, struct built *
     for (;;) {
         struct built kb = {0}, vb = {0};
         struct rd_pos kpos;
-        char numbuf[64];
-        const char *key;
-        int is_merge = 0;
+        char numbuf[NUM_TEXT_MAX];
+        const char *key = NULL;
+        int is_merge = 0, float_tag = 0;
 
         error = ld_next(l, &ev);
         if (error < 0)
@@ -913,32 +1215,31 @@ static int ld_mapping(struct ld *l, int depth, struct rd_pos pos, struct built *
             (!ev.data.scalar.tag || is_tag(ev.data.scalar.tag, "merge")))
             is_merge = 1;
         if (ev.type == YAML_SCALAR_EVENT) {
-            /* the key is the scalar's text; build the node anyway for anchors and counts */
             keytext = rc_xstrdup((const char *)ev.data.scalar.value);
-            error = ld_node(l, &ev, depth, &kb);
+            float_tag = is_tag(ev.data.scalar.tag, "float");
+        }
+        error = ld_node(l, &ev, depth, ROLE_OTHER, &kb);
+        if (error < 0)
+            goto done;
+        bury(l, kb.node);
+        if (!is_merge) {
+            error = key_text(l, kb.node, keytext, float_tag, kpos, numbuf, &key);
             if (error < 0)
                 goto done;
-            bury(l, kb.node);
-            key = keytext;
-        } else {
-            error = ld_node(l, &ev, depth, &kb);
-            if (error < 0)
-                goto done;
-            bury(l, kb.node);
-            if (cJSON_IsObject(kb.node) || cJSON_IsArray(kb.node)) {
-                error = ld_fail(l, kpos,
-                                "mapping key is a collection; only scalar keys are "
-                                "supported");
-                goto done;
-            }
-            key = key_text_of(kb.node, numbuf, sizeof(numbuf));
         }
         error = ld_next(l, &ev);
         if (error < 0)
             goto done;
-        error = ld_node(l, &ev, depth, &vb);
+        error = ld_node(l, &ev, depth,
+                        role == ROLE_ROOT && !is_merge && !strcmp(key, "metadata") ? ROLE_METADATA
+                                                                                   : ROLE_OTHER,
+                        &vb);
         if (error < 0)
             goto done;
+        if (!is_merge && (error = check_finite(l, vb.node, rd_docs_pos(l->docs, vb.node))) < 0) {
+            bury(l, vb.node);
+            goto done;
+        }
         if (vb.height + 1 > out->height)
             out->height = vb.height + 1;
         out->count += kb.count + vb.count;
@@ -950,7 +1251,9 @@ static int ld_mapping(struct ld *l, int depth, struct rd_pos pos, struct built *
             if (error < 0)
                 goto done;
         } else {
-            mb_set(l, &mb, key, vb.node, 0, kpos);
+            error = mb_set(l, &mb, role, key, vb.node, 0, kpos);
+            if (error < 0)
+                goto done;
         }
         free(keytext);
         keytext = NULL;
@@ -986,10 +1289,13 @@ static int ld_sequence(struct ld *l, int depth, struct rd_pos pos, struct built 
             yaml_event_delete(&ev);
             break;
         }
-        error = ld_node(l, &ev, depth, &b);
+        error = ld_node(l, &ev, depth, ROLE_OTHER, &b);
         if (error < 0)
             break;
         cJSON_AddItemToArray(arr, b.node);
+        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+        if (error < 0)
+            break;
         out->count += b.count;
         out->bytes += b.bytes;
         if (b.height + 1 > out->height)
@@ -1003,7 +1309,7 @@ static int ld_sequence(struct ld *l, int depth, struct rd_pos pos, struct built 
 }
 
 /* Build the node that starts with event *ev (consumed). `depth`: collections around it. */
-static int ld_node(struct ld *l, yaml_event_t *ev, int depth, struct built *out)
+static int ld_node(struct ld *l, yaml_event_t *ev, int depth, enum map_role role, struct built *out)
 {
     struct rd_pos pos = mark_pos(ev->start_mark);
     char *anchor = NULL;
@@ -1035,7 +1341,8 @@ static int ld_node(struct ld *l, yaml_event_t *ev, int depth, struct built *out)
         error = count_node(l, pos, 1);
         if (error < 0)
             break;
-        error = is_map ? ld_mapping(l, depth + 1, pos, out) : ld_sequence(l, depth + 1, pos, out);
+        error =
+            is_map ? ld_mapping(l, depth + 1, role, pos, out) : ld_sequence(l, depth + 1, pos, out);
         break;
     }
     default:
@@ -1084,12 +1391,19 @@ static int ld_stream(struct ld *l)
         if (++ndocs > l->lim.max_documents)
             return ld_fail(l, pos, "more than %zu documents in one file", l->lim.max_documents);
         anchors_clear(l);
+        l->doc_nodes0 = l->nodes;
+        l->alias_nodes = 0;
         error = ld_next(l, &ev);
         if (error < 0)
             return error;
-        error = ld_node(l, &ev, 0, &b);
+        error = ld_node(l, &ev, 0, ROLE_ROOT, &b);
         if (error < 0)
             return error;
+        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+        if (error < 0) {
+            cJSON_Delete(b.node);
+            return error;
+        }
         error = ld_next(l, &ev);
         if (error < 0) {
             cJSON_Delete(b.node);
@@ -1138,8 +1452,15 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
         rd_docs_free(l.docs);
         return error;
     }
+    l.docs->bytes = sizeof(*l.docs) + l.nodes * (sizeof(cJSON) + sizeof(struct rd_pos) + 16) +
+                    l.bytes + l.docs->cap * sizeof(cJSON *);
     *out = l.docs;
     return RC_OK;
+}
+
+size_t rd_docs_bytes(const struct rd_docs *docs)
+{
+    return docs ? docs->bytes : 0;
 }
 
 /* ==== Streaming the items of one sequence ==== */
@@ -1158,9 +1479,12 @@ static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_i
     l->nodes = 0;
     l->bytes = 0;
     anchors_clear(l); /* anchors do not reach across items */
-    error = ld_node(l, ev, 2, &b);
+    error = ld_node(l, ev, 2, ROLE_OTHER, &b);
     if (error == RC_OK) {
         docs_push(l->docs, b.node);
+        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+    }
+    if (error == RC_OK) {
         error = items->each(items->payload, b.node, l->docs, l->err);
         if (error > 0)
             error = RC_OK;
@@ -1194,6 +1518,9 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
     for (;;) {
         struct built kb = {0}, vb = {0};
         struct rd_pos kpos;
+        char numbuf[NUM_TEXT_MAX];
+        const char *key = NULL;
+        int float_tag;
 
         error = ld_next(l, &ev);
         if (error < 0)
@@ -1209,24 +1536,28 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             goto done;
         }
         keytext = rc_xstrdup((const char *)ev.data.scalar.value);
+        float_tag = is_tag(ev.data.scalar.tag, "float");
         if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(keytext, "<<")) {
             yaml_event_delete(&ev);
             error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
             goto done;
         }
-        error = ld_node(l, &ev, 1, &kb);
+        error = ld_node(l, &ev, 1, ROLE_OTHER, &kb);
         if (error < 0)
             goto done;
         bury(l, kb.node);
+        error = key_text(l, kb.node, keytext, float_tag, kpos, numbuf, &key);
+        if (error < 0)
+            goto done;
         error = ld_next(l, &ev);
         if (error < 0)
             goto done;
-        if (!strcmp(keytext, items->key) && streamed) {
+        if (!strcmp(key, items->key) && streamed) {
             yaml_event_delete(&ev);
-            error = ld_fail(l, kpos, "key '%.64s' appears twice", keytext);
+            error = ld_fail(l, kpos, "key '%.64s' appears twice", key);
             goto done;
         }
-        if (!strcmp(keytext, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
+        if (!strcmp(key, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
             struct rd_pos spos = mark_pos(ev.start_mark);
             cJSON *empty;
 
@@ -1250,15 +1581,24 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             /* the key stays, with an empty sequence where the items were */
             empty = must(cJSON_CreateArray());
             note_pos(l, empty, spos);
-            mb_set(l, &mb, keytext, empty, 0, kpos);
-        } else {
-            streamed |= !strcmp(keytext, items->key);
-            error = ld_node(l, &ev, 1, &vb);
+            error = mb_set(l, &mb, ROLE_ROOT, key, empty, 0, kpos);
             if (error < 0)
                 goto done;
+        } else {
+            streamed |= !strcmp(key, items->key);
+            error = ld_node(l, &ev, 1, ROLE_OTHER, &vb);
+            if (error < 0)
+                goto done;
+            error = check_finite(l, vb.node, rd_docs_pos(l->docs, vb.node));
+            if (error < 0) {
+                bury(l, vb.node);
+                goto done;
+            }
             if (vb.height + 1 > out->height)
                 out->height = vb.height + 1;
-            mb_set(l, &mb, keytext, vb.node, 0, kpos);
+            error = mb_set(l, &mb, ROLE_ROOT, key, vb.node, 0, kpos);
+            if (error < 0)
+                goto done;
         }
         free(keytext);
         keytext = NULL;
@@ -1336,7 +1676,7 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
             yaml_event_delete(&ev);
             error = ld_stream_root(&l, mpos, items, &b);
         } else {
-            error = ld_node(&l, &ev, 0, &b);
+            error = ld_node(&l, &ev, 0, ROLE_ROOT, &b);
         }
         if (error < 0)
             break;
@@ -1369,8 +1709,13 @@ int rd_yaml_equal(const cJSON *a, const cJSON *b)
         return a == b;
     if ((a->type & 0xFF) != (b->type & 0xFF))
         return 0;
-    if (cJSON_IsNumber(a))
+    if (cJSON_IsNumber(a)) {
+        char ba[NUM_TEXT_MAX], bb[NUM_TEXT_MAX];
+        const char *ia = int_text(a, ba), *ib = int_text(b, bb);
+        if (ia || ib) /* integers compare exactly */
+            return ia && ib && strcmp(ia, ib) == 0;
         return a->valuedouble == b->valuedouble || (isnan(a->valuedouble) && isnan(b->valuedouble));
+    }
     if (cJSON_IsString(a))
         return strcmp(a->valuestring, b->valuestring) == 0;
     if (cJSON_IsArray(a) || cJSON_IsObject(a)) {
@@ -1478,7 +1823,78 @@ static void str_scan(const char *s, struct str_info *info)
         info->literal_ok = 0;
 }
 
-/* May s be written as a plain scalar (block context)? */
+/* A number under YAML 1.1's own regular expressions (yaml.org/type/int.html, float.html),
+ * read generously: [-+]? then 0b[01_]+ | 0x[0-9a-fA-F_]+ | [0-9][0-9_]* |
+ * [0-9][0-9_]*(:[0-9]{1,2})+(\.[0-9_]*)? (base 60) | ([0-9][0-9_]*)?\.[0-9._]*([eE][-+]?[0-9]+)?
+ * (which also takes "1.2.3" and ".") | .inf | .nan. go-yaml does not read most of these as
+ * numbers, but PyYAML and other YAML 1.1 readers do. */
+static int yaml11_number(const char *s)
+{
+    const char *p = s;
+    size_t n;
+
+    if (*p == '+' || *p == '-')
+        p++;
+    if (p[0] == '0' && (p[1] == 'b' || p[1] == 'x')) {
+        const char *set = p[1] == 'b' ? "01_" : "0123456789abcdefABCDEF_";
+        p += 2;
+        return *p && strspn(p, set) == strlen(p);
+    }
+    if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF") || !strcmp(p, ".nan") ||
+        !strcmp(p, ".NaN") || !strcmp(p, ".NAN"))
+        return 1;
+    n = strspn(p, "0123456789_");
+    if (n && !is_digit(p[0]))
+        return 0;
+    if (n && !p[n])
+        return 1;
+    if (n && p[n] == ':') {
+        const char *q = p + n;
+        while (*q == ':') {
+            size_t m = strspn(++q, "0123456789");
+            if (m < 1 || m > 2)
+                return 0;
+            q += m;
+        }
+        if (*q == '.')
+            q += 1 + strspn(q + 1, "0123456789_");
+        return !*q;
+    }
+    if (p[n] == '.') {
+        const char *q = p + n + 1;
+        q += strspn(q, "0123456789._");
+        if (*q == 'e' || *q == 'E') {
+            size_t m;
+            q++;
+            if (*q == '+' || *q == '-')
+                q++;
+            m = strspn(q, "0123456789");
+            if (!m)
+                return 0;
+            q += m;
+        }
+        return !*q;
+    }
+    return 0;
+}
+
+/* Could a reader take s for a timestamp? YAML 1.1's timestamp type and yaml.v3 (kyaml, so
+ * `kubectl kustomize`, which rewrites 2024-01-01 as 2024-01-01T00:00:00Z) start with a
+ * four-digit year and '-'; any such string followed by a digit is quoted. */
+static int looks_like_timestamp(const char *s)
+{
+    return strspn(s, "0123456789") == 4 && s[4] == '-' && is_digit(s[5]);
+}
+
+/*
+ * May s be written as a plain scalar (block context)? Only if every YAML reader takes it
+ * back as the same string: go-yaml v2 (kubectl), yaml.v3 (kustomize's kyaml, which Flux and
+ * Argo CD run on the deploy branch), YAML 1.1 and 1.2 readers. So not when it reads as null,
+ * a bool in any YAML 1.1 spelling (y, n, yes, on, off, ...), a number in any base or form
+ * (0x1F, 0o17, 017, 0b1, 1_000, 1e3, .5, 1:20, 1.2.3, .inf, .nan), a timestamp, the merge
+ * key << or the value key =; nor when it starts with an indicator or space, ends with a
+ * space or ':', or holds ": " or " #".
+ */
 static int plain_ok(const char *s, const struct str_info *info)
 {
     double num;
@@ -1486,8 +1902,10 @@ static int plain_ok(const char *s, const struct str_info *info)
 
     if (!len || !info->all_plain)
         return 0;
-    if (resolve_plain(s, &num) != SK_STR)
+    if (resolve_plain(s, &num, NULL) != SK_STR)
         return 0; /* would read back as null, bool, number or merge */
+    if (yaml11_number(s) || looks_like_timestamp(s) || float_syntax(s))
+        return 0; /* another reader would retype it (float_syntax: 1e400 is inf to some) */
     if (strchr("-?:,[]{}#&*!|>'\"%@` <=~", s[0]))
         return 0;
     if (s[len - 1] == ' ' || s[len - 1] == ':')
@@ -1613,14 +2031,21 @@ static int put_literal(struct rc_buf *b, const char *s, int indent, struct rc_er
     return error;
 }
 
-static int put_number(struct rc_buf *b, double d, struct rc_err *err)
+/* A number: an exact integer text when the node carries one, else the double (integers up
+ * to 2^53 without ".0", others in the shortest form that reads back exactly). Infinities and
+ * NaN are refused: kubectl cannot send them (see check_finite). */
+static int put_number(struct rc_buf *b, const cJSON *n, struct rc_err *err)
 {
+    double d = n->valuedouble;
     char tmp[40];
 
-    if (isnan(d))
-        return rc_buf_puts(b, ".nan", err);
-    if (isinf(d))
-        return rc_buf_puts(b, d > 0 ? ".inf" : "-.inf", err);
+    if (!isfinite(d))
+        return rc_err_set(err, RC_EINVALID, "number %s has no JSON form",
+                          isnan(d) ? ".nan"
+                          : d > 0  ? ".inf"
+                                   : "-.inf");
+    if (n->valuestring && strtod(n->valuestring, NULL) == d)
+        return rc_buf_puts(b, n->valuestring, err);
     if (d == 0 && signbit(d))
         return rc_buf_puts(b, "-0.0", err);
     if (is_integral(d) && d >= -9007199254740992.0 && d <= 9007199254740992.0)
@@ -1643,7 +2068,7 @@ static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
     if (cJSON_IsFalse(n))
         return rc_buf_puts(b, "false", err);
     if (cJSON_IsNumber(n))
-        return put_number(b, n->valuedouble, err);
+        return put_number(b, n, err);
     if (cJSON_IsString(n)) {
         struct str_info info;
         const char *s = n->valuestring ? n->valuestring : "";
@@ -1811,4 +2236,48 @@ int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err)
         out->ptr[start] = '\0';
     }
     return error;
+}
+
+/* ==== JSON for the API server ==== */
+
+/* Turn every number of a copied tree into raw JSON text (see json_number_text). */
+static int json_numbers(cJSON *n, struct rc_err *err)
+{
+    if (cJSON_IsNumber(n)) {
+        char text[NUM_TEXT_MAX];
+        cJSON *raw;
+        char *swap;
+        if (!isfinite(n->valuedouble))
+            return rc_err_set(err, RC_EINVALID, "number %s has no JSON form",
+                              isnan(n->valuedouble) ? ".nan"
+                              : n->valuedouble > 0  ? ".inf"
+                                                    : "-.inf");
+        json_number_text(n, text);
+        raw = must(cJSON_CreateRaw(text));
+        swap = n->valuestring;
+        n->valuestring = raw->valuestring;
+        raw->valuestring = swap;
+        cJSON_Delete(raw);
+        n->type = (n->type & ~0xFF) | cJSON_Raw;
+        return RC_OK;
+    }
+    for (cJSON *c = n->child; c; c = c->next) {
+        int error = json_numbers(c, err);
+        if (error < 0)
+            return error;
+    }
+    return RC_OK;
+}
+
+char *rd_json_print(const cJSON *root, struct rc_err *err)
+{
+    cJSON *copy;
+    char *out = NULL;
+
+    assert(root);
+    copy = must(cJSON_Duplicate(root, 1));
+    if (json_numbers(copy, err) == RC_OK && !(out = cJSON_PrintUnformatted(copy)))
+        abort(); /* out of memory */
+    cJSON_Delete(copy);
+    return out;
 }

@@ -8,14 +8,23 @@
  *         on On ON off Off OFF (so `enabled: yes` is true, `country: NO` is false: quote them)
  *   int   [+-] decimal, 0x hex, 0o or leading-0 octal (0644 is 420), 0b binary, '_' ignored,
  *         within int64/uint64
- *   float [+-](.5 | 1 | 1. | 1.5)(e[+-]?3)? and .inf -.inf .nan (any of their 3 spellings)
+ *   float [+-](.5 | 1 | 1. | 1.5)(e[+-]?3)?; .inf -.inf .nan are refused as values (kubectl
+ *         cannot make JSON of them and refuses the file)
  *   else  string (timestamps too)
- * cJSON keeps numbers as doubles: integers beyond 2^53 are rounded to the nearest double.
- * Tags: !!str makes a string of anything; !!int !!float !!bool !!null demand that type;
- * other tags are ignored. Mapping keys are the scalar's text ("1: a" has the key "1");
+ * cJSON keeps numbers as doubles; an integer beyond 2^53 within int64 also keeps its exact
+ * decimal text, which the emitter and rd_json_print write (beyond int64 kubectl reads a
+ * float64, and so does this loader). Tags: !!str makes a string of anything; !!int !!float
+ * !!bool !!null demand that type; other tags are ignored. Mapping keys are what kubectl
+ * makes of them: strings as written, bools "true"/"false" (`on:`, `y:`, `yes:` are the key
+ * "true"), integers in decimal (0x10 -> "16"), floats at float32 precision ("1e+06",
+ * "3.1415927"); a null key or one beyond int64 is refused, as kubectl refuses it;
  * collections as keys are refused. Strings with a NUL character are refused.
  *
- * A duplicate mapping key keeps the last value and yields a warning. Anchors and aliases
+ * A duplicate mapping key keeps the last value (kubectl 1.32 does the same, silently) and
+ * yields a warning naming both lines, except a duplicate of a key that decides which object
+ * a document is (apiVersion, kind, metadata at the root; name, namespace in the root's
+ * metadata): that is an error, since the file would silently rename or move the object.
+ * Anchors and aliases
  * work (per document); merge keys (<<) follow the YAML merge spec: written keys win over
  * merged ones, earlier merged mappings over later ones. Limits: input bytes (checked before
  * parsing), nesting depth (aliases included), nodes (aliases and merges expanded, counted
@@ -25,10 +34,13 @@
  *
  * Emitting writes canonical YAML: the same tree gives the same bytes; block style, 2-space
  * indentation, sequences inside a mapping at the mapping's indentation ("- name: x", as
- * kubectl prints them); keys in the tree's order; strings that would read back as another
- * type, or that YAML cannot hold plain, double-quoted with escapes; multi-line strings as
- * literal block scalars (|, |-, |+, with an indentation indicator when needed); integers
- * up to 2^53 without ".0", other numbers in the shortest form that reads back exactly;
+ * kubectl prints them); keys in the tree's order; strings that any YAML 1.1 or 1.2 reader
+ * (go-yaml v2 for kubectl, yaml.v3 for kustomize, PyYAML...) could read as another type
+ * (bools in every YAML 1.1 spelling, nulls, numbers in any base or form, base 60,
+ * timestamps, <<, =), or that YAML cannot hold plain, double-quoted with escapes; multi-line
+ * strings as literal block scalars (|, |-, |+, with an indentation indicator when needed);
+ * integers exact (the kept text beyond 2^53), other numbers in the shortest form that reads
+ * back exactly; .inf and .nan refused;
  * {} and [] for empty collections. emit(load(x)) loads back to the same tree, and emit is a
  * fixed point of load+emit.
  */
@@ -83,6 +95,8 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
 void rd_docs_free(struct rd_docs *docs);
 
 size_t rd_docs_count(const struct rd_docs *docs);
+/* Memory the set holds (trees, positions, strings), approximately; 0 for NULL. */
+size_t rd_docs_bytes(const struct rd_docs *docs);
 /* Borrowed: valid until rd_docs_free. Ownership may be taken with rd_docs_take. */
 cJSON *rd_docs_get(const struct rd_docs *docs, size_t i);
 /* Take document i out of the set (the slot becomes NULL); the caller frees it. */
@@ -122,5 +136,12 @@ int rd_yaml_equal(const cJSON *a, const cJSON *b);
 
 /* Append canonical YAML for `root` (one document, no "---") to out. */
 int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err);
+
+/* Compact JSON for `root` with numbers as kubectl sends them: integers exact (also those
+ * beyond 2^53 that the loader kept as text), other numbers as Go's encoding/json writes a
+ * float64 (1e+21, 0.1, 1e-7; 1e17 as 100000000000000000). Use it, not cJSON_Print, for
+ * bodies sent to the API server. NULL with err (RC_EINVALID) for .inf or .nan; the result
+ * is freed with free(). */
+char *rd_json_print(const cJSON *root, struct rc_err *err);
 
 #endif

@@ -13,7 +13,10 @@
  *                    verdicts: {cluster: kind}, detail: {cluster: substring},
  *                    nodesAdded: {cluster: n}, reason: substring, change,
  * cause: substring warnings:  substrings, one per engine warning (absent: no
- * warnings) Each case is also run with its input arrays reversed, which must
+ * warnings) rendered: {path: [substring, ...]} files of the deploy tree and what they
+ * hold; {path: null}: no such file. sourceWarnings: substrings, one per warning of the
+ * load (absent: not checked). errors: substrings of the input's load errors (the
+ * case then checks nothing else). Each case is also run with its input arrays reversed, which must
  * not change a byte of the decisions. One failure report lists every mismatch
  * of every case.
  */
@@ -270,6 +273,46 @@ static void check_unit(struct ctx *c, const cJSON *eu, const struct pl_result *r
     }
 }
 
+/* rendered: {path: [substring, ...]} the deploy tree file must hold each substring;
+ * {path: null} the file must not exist. */
+static void check_rendered(struct ctx *c, const cJSON *want, const struct pl_input *in,
+                           const struct pl_result *r, struct rc_arena *a)
+{
+    struct rd_tree t;
+    struct rc_err err = RC_ERR_INIT;
+    const cJSON *it, *v;
+
+    if (!want)
+        return;
+    if (rd_render_tree(&t, r, in, "0000000000000000000000000000000000000000", NULL, a, &err) < 0) {
+        bad(c, "rd_render_tree: %s", err.msg);
+        return;
+    }
+    cJSON_ArrayForEach(it, want)
+    {
+        const struct rd_tree_file *file = NULL;
+        for (size_t i = 0; i < t.nfiles; i++) {
+            if (!strcmp(t.files[i].path, it->string))
+                file = &t.files[i];
+        }
+        if (cJSON_IsNull(it)) {
+            if (file)
+                bad(c, "rendered %s, expected no such file", it->string);
+            continue;
+        }
+        if (!file) {
+            bad(c, "no rendered file %s", it->string);
+            continue;
+        }
+        cJSON_ArrayForEach(v, it)
+        {
+            if (!cJSON_IsString(v) || !strstr(file->data, v->valuestring))
+                bad(c, "%s lacks '%s':\n%s", it->string, cJSON_IsString(v) ? v->valuestring : "?",
+                    file->data);
+        }
+    }
+}
+
 static char *dump_to_string(const struct pl_result *r)
 {
     struct rc_buf b = RC_BUF_INIT;
@@ -389,10 +432,6 @@ static void run_case(struct ctx *c, const char *dir)
         goto done;
     }
     loaded = 1;
-    for (size_t i = 0; i < src.nerrors; i++)
-        bad(c, "input error: %s", src.errors[i].msg);
-    if (src.nerrors)
-        goto done;
 
     rc_buf_reset(&path);
     rc_buf_printf(&path, NULL, "%s/expected.yaml", dir);
@@ -403,6 +442,26 @@ static void run_case(struct ctx *c, const char *dir)
         goto done;
     }
     root = rd_docs_get(exp, 0);
+    {
+        /* errors: substrings of the load errors (the input file is refused whole) */
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(root, "errors");
+        size_t nw = 0;
+        cJSON_ArrayForEach(it, want)
+        {
+            int found = 0;
+            for (size_t i = 0; i < src.nerrors; i++)
+                found |= cJSON_IsString(it) && strstr(src.errors[i].msg, it->valuestring) != NULL;
+            if (!found)
+                bad(c, "no input error contains '%s' (%zu errors: %s)",
+                    cJSON_IsString(it) ? it->valuestring : "?", src.nerrors,
+                    src.nerrors ? src.errors[0].msg : "");
+            nw++;
+        }
+        for (size_t i = 0; nw == 0 && i < src.nerrors; i++)
+            bad(c, "input error: %s", src.errors[i].msg);
+        if (src.nerrors || nw)
+            goto done;
+    }
     apply_setup(c, cJSON_GetObjectItemCaseSensitive(root, "setup"), &src, &a);
 
     rc_buf_reset(&path);
@@ -454,6 +513,28 @@ static void run_case(struct ctx *c, const char *dir)
         if (nw != out.nwarnings)
             bad(c, "%zu warnings, expected %zu", out.nwarnings, nw);
     }
+    {
+        /* sourceWarnings: substrings, one per warning of the load (unknown fields, ...) */
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "sourceWarnings");
+        size_t nw = 0, missing = 0;
+        cJSON_ArrayForEach(it, w)
+        {
+            int found = 0;
+            for (size_t i = 0; i < src.nwarnings; i++)
+                found |= cJSON_IsString(it) && strstr(src.warnings[i], it->valuestring) != NULL;
+            if (!found)
+                bad(c, "no source warning contains '%s'",
+                    cJSON_IsString(it) ? it->valuestring : "?");
+            missing += !found;
+            nw++;
+        }
+        if (w && (nw != src.nwarnings || missing)) {
+            bad(c, "%zu source warnings, expected %zu", src.nwarnings, nw);
+            for (size_t i = 0; i < src.nwarnings; i++)
+                bad(c, "source warning: %s", src.warnings[i]);
+        }
+    }
+    check_rendered(c, cJSON_GetObjectItemCaseSensitive(root, "rendered"), &in, &out, &a);
     check_order_independent(c, &in, &out);
     check_second_pass_quiet(c, &in, &out);
     if (c->failed > failed_before) {

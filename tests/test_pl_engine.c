@@ -943,10 +943,47 @@ static void test_pl_engine__divide_rounding(void **state)
     assert_int_equal(d->targets[0].percent, 70);
     assert_string_equal(d->targets[1].cluster, "wlc-2");
     assert_int_equal(d->targets[1].percent, 30);
-    /* 3 and 1 replicas (floor), 1 cpu each */
-    assert_int_equal(f->out.usage[0].committed.v[0], CPU(3));
+    /* 4 and 1 replicas (largest remainder: 3.5 and 1.5, the tie to the larger percent) */
+    assert_int_equal(f->out.usage[0].committed.v[0], CPU(4));
     assert_int_equal(f->out.usage[1].committed.v[0], CPU(1));
     assert_contains(d->reason, "wlc-1 70%, wlc-2 30%");
+}
+
+static void test_pl_engine__divide_part_conserves(void **state)
+{
+    struct pl_target t[4];
+    int64_t sum;
+
+    (void)state;
+    memset(t, 0, sizeof(t));
+    t[0].cluster = "c";
+    t[1].cluster = "a";
+    t[2].cluster = "b";
+    t[0].percent = t[1].percent = t[2].percent = 33;
+    /* 10 over three equal targets: 4/3/3, the extra one to the first by name */
+    assert_int_equal(pl_divide_part(10, t, 3, 1), 4);
+    assert_int_equal(pl_divide_part(10, t, 3, 2), 3);
+    assert_int_equal(pl_divide_part(10, t, 3, 0), 3);
+    /* every total over any weights adds up exactly, whatever the order */
+    for (int64_t total = 0; total < 300; total += 7) {
+        for (int64_t p = 0; p <= 100; p += 9) {
+            t[0].percent = p;
+            t[1].percent = 100 - p;
+            t[2].percent = 13;
+            t[3].cluster = "d";
+            t[3].percent = 0;
+            sum = 0;
+            for (size_t i = 0; i < 4; i++)
+                sum += pl_divide_part(total, t, 4, i);
+            assert_int_equal(sum, total);
+            assert_int_equal(pl_divide_part(total, t, 4, 3), 0);
+        }
+    }
+    /* a large total does not overflow */
+    t[0].percent = 70;
+    t[1].percent = 30;
+    assert_int_equal(pl_divide_part(INT64_MAX, t, 2, 0) + pl_divide_part(INT64_MAX, t, 2, 1),
+                     INT64_MAX);
 }
 
 static void test_pl_engine__two_policies_match(void **state)
@@ -963,8 +1000,9 @@ static void test_pl_engine__two_policies_match(void **state)
     d = dec(f, "ns/Pod/x");
     assert_string_equal(d->policy, "alpha");
     assert_int_equal(f->out.nwarnings, 1);
-    assert_string_equal(f->out.warnings[0],
-                        "object 'ns/Pod/x' matches policies 'alpha' and 'zeta'; 'alpha' wins");
+    assert_string_equal(
+        f->out.warnings[0],
+        "object 'ns/Pod/x' matches policies 'alpha' and 'zeta'; 'alpha' wins (the smallest name)");
 }
 
 static void test_pl_engine__namespace_selector(void **state)
@@ -1259,6 +1297,7 @@ int main(void)
         T(groupby_gang),
         T(duplicate),
         T(divide_rounding),
+        T(divide_part_conserves),
         T(two_policies_match),
         T(namespace_selector),
         T(no_policy),

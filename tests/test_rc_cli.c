@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "th_git.h"
 #include "th_rp.h"
 
@@ -312,27 +314,199 @@ static void test_rc_cli__deploy_branch_equal_to_source_refused(void **state)
     free(repo);
 }
 
-/* A Cluster whose kubeconfig file does not exist: a configuration error (2) naming the
- * Cluster and the path, not an outage (1) */
+/* A Cluster whose kubeconfig file does not exist in the operator's kubeconfig directory: a
+ * configuration error (2) naming the Cluster and the path, not an outage (1) */
 static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
 {
     char *repo = th_example_repo();
+    char *kcdir = th_tmpdir("kubeconfigs");
     char *err = NULL;
     (void)state;
 
     free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
                              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
                              "metadata:\n  name: live-east\nspec:\n"
-                             "  kubeconfig: {path: /nonexistent/rightplace/kubeconfig}\n"
+                             "  kubeconfig: {name: live-east}\n"
                              "  autoscaler: {type: none}\n",
                              NULL));
-    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 2);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply",
+                           "--kubeconfig-dir", kcdir, NULL),
+                     2);
     assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
-    assert_contains(err, "/nonexistent/rightplace/kubeconfig");
+    assert_contains(err, "/live-east'");
     free(err);
-    assert_int_equal(th_rp(NULL, &err, "status", "--repo", repo, NULL), 2);
+    assert_int_equal(th_rp(NULL, &err, "status", "--repo", repo, "--kubeconfig-dir", kcdir, NULL),
+                     2);
     assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
     free(err);
+    th_rm_rf(kcdir);
+    free(kcdir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* "2026-01-02T03:04:05.678Z" */
+static int is_rfc3339_utc(const char *t)
+{
+    const char *shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+
+    if (strlen(t) != strlen(shape))
+        return 0;
+    for (size_t i = 0; shape[i]; i++) {
+        if (shape[i] == 'd' ? (t[i] < '0' || t[i] > '9') : t[i] != shape[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Every line of `err` is one JSON object with time, level and msg; returns them as an array. */
+static cJSON *json_lines(const char *err)
+{
+    cJSON *all = cJSON_CreateArray();
+    const char *p = err;
+
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = strndup(p, n);
+        cJSON *o = cJSON_Parse(line);
+        if (!cJSON_IsObject(o))
+            fail_msg("not a JSON object: %s", line);
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "time")));
+        if (!is_rfc3339_utc(cJSON_GetObjectItemCaseSensitive(o, "time")->valuestring))
+            fail_msg("time not RFC 3339 UTC: %s", line);
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "level")));
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "msg")));
+        cJSON_AddItemToArray(all, o);
+        free(line);
+        p = nl ? nl + 1 : NULL;
+    }
+    return all;
+}
+
+static void test_rc_cli__log_json_has_time_and_fields_once(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL;
+    cJSON *lines, *o;
+    int nfile = 0, nsummary = 0;
+    (void)state;
+
+    free(th_git_commit_files(repo, "broken", "broken.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(
+        th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", "--log-json", NULL), 3);
+    lines = json_lines(err);
+    assert_int_equal(th_count(err, "broken.yaml:4"), 1); /* once, and as JSON */
+    cJSON_ArrayForEach(o, lines)
+    {
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+        const cJSON *commit = cJSON_GetObjectItemCaseSensitive(o, "commit");
+        if (cJSON_IsString(file) && !strcmp(file->valuestring, "broken.yaml"))
+            nfile++;
+        if (cJSON_IsString(commit)) {
+            nsummary++;
+            assert_int_equal(strlen(commit->valuestring), 40);
+            assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "duration_ms")));
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(o, "status")->valueint, 3);
+        }
+    }
+    assert_int_equal(nfile, 1);
+    assert_int_equal(nsummary, 1);
+    cJSON_Delete(lines);
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* A pass that did nothing logs at debug level only */
+static void test_rc_cli__quiet_pass_logs_at_debug(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_contains(err, "changed"); /* the pass that committed says so */
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_string_equal(err, "");
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", "--log-json",
+                           "--log-level", "debug", NULL),
+                     0);
+    assert_contains(err, "\"level\":\"debug\",\"msg\":\"source ");
+    assert_contains(err, "nothing to do");
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* s with the first `from` replaced by `to` (malloc'd) */
+static char *replace1(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+
+    assert_non_null(p);
+    snprintf(r, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return r;
+}
+
+/* Content-only changes are named field by field, multi-object units by count, and the source
+ * commit's subject and author ride along as trailers */
+static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
+{
+    char *repo = th_example_repo();
+    const char *job = "fill-and-spill/rayjob-rayjob1.yaml";
+    char *msg, *subject, *text, *t1, *t2, *trailers;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    /* the namespaces unit holds six: the headline says so */
+    assert_contains(msg, "place 6 Namespaces (development, experiments, production, +3) on");
+    assert_contains(msg, "Rightplace-Source-Subject: example fleet\n");
+    assert_contains(msg, "Rightplace-Source-Author: ");
+    free(msg);
+
+    text = th_git_show(repo, "main", job);
+    t1 = replace1(text, "rayproject/ray-ml:2.2.0-gpu", "rayproject/ray-ml:2.9.0-gpu");
+    t2 = replace1(t1, "- replicas: 2", "- replicas: 3");
+    free(th_git_commit_files(repo, "Bump rayjob1 to Ray 2.9", job, t2, NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
+    assert_string_equal(subject, "update rayjob1/rayjob-train on static-cluster: image, replicas");
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    assert_contains(msg, "rayjob1/RayJob/rayjob-train on static-cluster:");
+    assert_contains(msg, "rayproject/ray-ml:2.2.0-gpu -> rayproject/ray-ml:2.9.0-gpu");
+    assert_contains(msg, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: 2 -> 3");
+    /* git reads the trailers */
+    {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/msg.txt", repo);
+        th_write_file(repo, "msg.txt", msg, (size_t)-1);
+        const char *argv[] = {"git", "interpret-trailers", "--parse", path, NULL};
+        assert_int_equal(th_run(repo, &trailers, NULL, argv), 0);
+    }
+    assert_contains(trailers, "Rightplace-Source-Subject: Bump rayjob1 to Ray 2.9\n");
+    assert_contains(trailers, "Rightplace-Placed: 6\n");
+    /* every subject fits 72 columns */
+    free(subject);
+    subject = th_git_ok(repo, "log", "--format=%s", "deploy", NULL);
+    for (char *p = subject; p && *p;) {
+        char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        assert_true(n <= 72);
+        p = nl ? nl + 1 : NULL;
+    }
+    free(trailers);
+    free(subject);
+    free(msg);
+    free(text);
+    free(t1);
+    free(t2);
     th_rm_rf(repo);
     free(repo);
 }
@@ -352,6 +526,9 @@ int main(void)
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
         cmocka_unit_test(test_rc_cli__deploy_branch_equal_to_source_refused),
         cmocka_unit_test(test_rc_cli__missing_kubeconfig_is_configuration),
+        cmocka_unit_test(test_rc_cli__log_json_has_time_and_fields_once),
+        cmocka_unit_test(test_rc_cli__quiet_pass_logs_at_debug),
+        cmocka_unit_test(test_rc_cli__commit_messages_a_reviewer_wants),
     };
     int rc;
 

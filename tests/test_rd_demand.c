@@ -586,6 +586,147 @@ static void test_rd_demand__rayjob_cluster_selector(void **state)
     assert_non_null(strstr(f->err.msg, "rayClusterSpec"));
 }
 
+static void test_rd_demand__leaderworkerset(void **state)
+{
+    struct fx *f = *state;
+    cJSON *t[8];
+
+    /* no leaderTemplate: the leader uses the worker template; 3 groups of 4 */
+    assert_int_equal(extract(f, "{'apiVersion':'leaderworkerset.x-k8s.io/v1','kind':"
+                                "'LeaderWorkerSet','spec':{'replicas':3,'leaderWorkerTemplate':{"
+                                "'size':4,'workerTemplate':{'spec':" CTR("2") "}}}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.npods, 2);
+    assert_string_equal(f->obj.pods[0].role, "leader");
+    assert_int_equal(f->obj.pods[0].count, 3);
+    assert_int_equal(f->obj.pods[1].count, 9);
+    assert_int_equal(req(f, 1, "cpu"), 2000);
+    assert_int_equal(f->obj.replicas, 3);
+    assert_int_equal(f->obj.split, PL_SPLIT_REPLICAS);
+    assert_int_equal(rd_pod_templates(f->root, t, 8), 1);
+    /* size 0 is refused */
+    assert_int_equal(extract(f, "{'apiVersion':'leaderworkerset.x-k8s.io/v1','kind':"
+                                "'LeaderWorkerSet','spec':{'leaderWorkerTemplate':{"
+                                "'size':0,'workerTemplate':{'spec':" CTR("2") "}}}}"),
+                     RC_EINVALID);
+}
+
+static void test_rd_demand__inference_service(void **state)
+{
+    struct fx *f = *state;
+
+    /* minReplicas 0 still needs room for one pod; framework shorthand is the container */
+    assert_int_equal(extract(f, "{'apiVersion':'serving.kserve.io/v1beta1','kind':"
+                                "'InferenceService','spec':{'predictor':{'minReplicas':0,"
+                                "'nodeSelector':{'gpu':'a100'},'sklearn':{'storageUri':'gs://x',"
+                                "'resources':{'limits':{'cpu':'3','nvidia.com/gpu':'1'}}}}}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.npods, 1);
+    assert_int_equal(f->obj.pods[0].count, 1);
+    assert_int_equal(req(f, 0, "cpu"), 3000);
+    assert_int_equal(req(f, 0, "nvidia.com/gpu"), 1000);
+    assert_int_equal(f->obj.pods[0].node_selector.n, 1);
+    assert_int_equal(f->obj.split, PL_SPLIT_WHOLE);
+    assert_int_equal(extract(f, "{'apiVersion':'serving.kserve.io/v1beta1','kind':"
+                                "'InferenceService','spec':{'predictor':{'minReplicas':1}}}"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "no model and no containers"));
+}
+
+static void test_rd_demand__training_jobs(void **state)
+{
+    struct fx *f = *state;
+    cJSON *t[8];
+
+    assert_int_equal(
+        extract(f, "{'apiVersion':'kubeflow.org/v2beta1','kind':'MPIJob','spec':{"
+                   "'mpiReplicaSpecs':{'Launcher':{'template':{'spec':" CTR(
+                       "1") "}},"
+                            "'Worker':{'replicas':2,'template':{'spec':" CTR("4") "}}}}}"),
+        RC_OK);
+    assert_int_equal(f->obj.npods, 2);
+    assert_string_equal(f->obj.pods[0].role, "Launcher");
+    assert_int_equal(f->obj.pods[0].count, 1); /* replicas default 1 */
+    assert_int_equal(f->obj.pods[1].count, 2);
+    assert_int_equal(rd_pod_templates(f->root, t, 8), 2);
+    assert_int_equal(extract(f, "{'apiVersion':'trainer.kubeflow.org/v1alpha1','kind':"
+                                "'TrainJob','spec':{'trainer':{'numNodes':3,'resourcesPerNode':{"
+                                "'limits':{'nvidia.com/gpu':'2'}}}}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.npods, 1);
+    assert_int_equal(f->obj.pods[0].count, 3);
+    assert_int_equal(req(f, 0, "nvidia.com/gpu"), 2000);
+}
+
+static void test_rd_demand__jobs_divide_kind(void **state)
+{
+    struct fx *f = *state;
+
+    assert_int_equal(extract(f, "{'apiVersion':'batch/v1','kind':'Job','spec':{'completions':10,"
+                                "'parallelism':4,'template':{'spec':" CTR("1") "}}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.split, PL_SPLIT_JOB);
+    assert_int_equal(f->obj.parallelism, 4);
+    assert_int_equal(f->obj.completions, 10);
+    assert_int_equal(extract(f, "{'apiVersion':'batch/v1','kind':'Job','spec':{'completions':4,"
+                                "'completionMode':'Indexed','template':{'spec':" CTR("1") "}}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.split, PL_SPLIT_WHOLE);
+    assert_int_equal(extract(f, "{'apiVersion':'v1','kind':'ConfigMap','data':{}}"), RC_OK);
+    assert_int_equal(f->obj.split, PL_SPLIT_COPY);
+}
+
+static void test_rd_demand__declared_pod_templates(void **state)
+{
+    struct fx *f = *state;
+    cJSON *t[8];
+
+    assert_int_equal(
+        extract(f,
+                "{'apiVersion':'x.io/v1','kind':'Thing','metadata':{'annotations':{"
+                "'rightplace.dev/pod-templates':'spec.main.template=spec.main.count, "
+                "spec.side[1]=2, spec.other.template=spec.missing'}},'spec':{'main':{"
+                "'count':5,'template':{'spec':" CTR(
+                    "1") "}},'side':[{},{'containers':[{"
+                         "'name':'s','resources':{'requests':{'cpu':'3'}}}]}],'other':{'template':{"
+                         "'spec':" CTR("7") "}}}}"),
+        RC_OK);
+    assert_int_equal(f->obj.npods, 3);
+    assert_string_equal(f->obj.pods[0].role, "spec.main.template");
+    assert_int_equal(f->obj.pods[0].count, 5);
+    assert_int_equal(f->obj.pods[1].count, 2);
+    assert_int_equal(req(f, 1, "cpu"), 3000);
+    assert_int_equal(f->obj.pods[2].count, 1); /* a replicas path that is absent: 1 */
+    assert_null(f->obj.warning);
+    /* only PodTemplateSpecs get labels (spec.side[1] is a bare PodSpec) */
+    assert_int_equal(rd_pod_templates(f->root, t, 8), 2);
+    /* a path that is not a pod template, a bad count */
+    assert_int_equal(extract(f, "{'apiVersion':'x.io/v1','kind':'Thing','metadata':{"
+                                "'annotations':{'rightplace.dev/pod-templates':'spec.nope'}},"
+                                "'spec':{}}"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "'spec.nope' is not a pod template"));
+    assert_int_equal(extract(f, "{'apiVersion':'x.io/v1','kind':'Thing','metadata':{"
+                                "'annotations':{'rightplace.dev/pod-templates':'spec.t=spec.n'}},"
+                                "'spec':{'n':'many','t':{'spec':" CTR("1") "}}}"),
+                     RC_EINVALID);
+    assert_int_equal(extract(f, "{'apiVersion':'x.io/v1','kind':'Thing','metadata':{"
+                                "'annotations':{'rightplace.dev/pod-templates':' , '}}}"),
+                     RC_EINVALID);
+    /* undeclared: a warning that names where the pod spec is */
+    assert_int_equal(extract(f, "{'apiVersion':'x.io/v1','kind':'Thing','spec':{'jobs':[{"
+                                "'template':{'spec':" CTR("1") "}}]}}"),
+                     RC_OK);
+    assert_int_equal(f->obj.npods, 0);
+    assert_non_null(f->obj.warning);
+    assert_non_null(strstr(f->obj.warning, "spec.jobs[].template.spec"));
+    /* a kind that only holds templates is not warned about */
+    assert_int_equal(
+        extract(f, "{'apiVersion':'v1','kind':'PodTemplate','template':{'spec':" CTR("1") "}}"),
+        RC_OK);
+    assert_null(f->obj.warning);
+}
+
 static void test_rd_demand__pod_templates(void **state)
 {
     struct fx *f = *state;
@@ -789,6 +930,11 @@ int main(void)
         T(rayjob_submission_modes),
         T(rayjob_cluster_selector),
         T(pod_templates),
+        T(leaderworkerset),
+        T(inference_service),
+        T(training_jobs),
+        T(jobs_divide_kind),
+        T(declared_pod_templates),
         T(skyray_rayjob_train),
         T(skyray_text_summarizer),
         T(supernova_autoscaler_sidecar),

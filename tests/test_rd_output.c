@@ -656,10 +656,12 @@ static void test_rd_output__luna_label_configurable(void **state)
     struct fx *f = *state;
     struct rd_tree t;
     struct rc_err err = RC_ERR_INIT;
-    struct rd_render_options o = {NULL, NULL, 0, NULL, 0, NULL, NULL};
+    struct rd_render_options o = RD_RENDER_OPTIONS_INIT;
     cJSON *dep;
     const cJSON *l;
 
+    o.luna_key = NULL;
+    o.luna_value = NULL;
     assert_int_equal(rd_render_tree(&t, &f->result, &f->in, SOURCE, &o, &f->a, &err), 0);
     dep = load(find(&t, "clusters/alpha/web/deployment.frontend.yaml"));
     l = cJSON_GetObjectItemCaseSensitive(
@@ -1344,7 +1346,9 @@ static void test_rd_output__message_bounded(void **state)
     f->result.decisions = d;
     f->result.ndecisions = 150;
     m = message(f, NULL, 0, 0);
-    assert_true(!strncmp(m, "place 150 units\n", 16));
+    /* the subject says where they went when that fits */
+    assert_true(!strncmp(m, "place 150 units on ", 19));
+    assert_true(strchr(m, '\n') - m <= 72);
     assert_non_null(strstr(m, "unit: p/ns/unit-099"));
     assert_null(strstr(m, "unit: p/ns/unit-100"));
     assert_non_null(strstr(m, "... and 50 more changed units: see placements.yaml\n"));

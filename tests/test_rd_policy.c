@@ -167,9 +167,9 @@ static void test_rd_policy__required_fields(void **state)
 {
     struct fx *f = *state;
 
-    assert_int_equal(parse(f, "p.yaml", HEAD RSALL), RC_EINVALID);
-    assert_non_null(strstr(f->err.msg, "p.yaml:5:3: "));
-    assert_non_null(strstr(f->err.msg, "namespaceSelector"));
+    /* namespaceSelector is optional (Nova 1.5): every namespace */
+    assert_int_equal(parse(f, "p.yaml", HEAD RSALL), RC_OK);
+    assert_int_equal(f->pol.namespace_selector.n, 0);
     assert_int_equal(parse(f, "p.yaml", HEAD NSALL "  resourceSelectors: {}\n"), RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "labelSelectors"));
     assert_int_equal(parse(f, "p.yaml", HEAD NSALL), RC_EINVALID);
@@ -265,6 +265,12 @@ static void test_rd_policy__spread(void **state)
                                             "    percentageSplit: {us: 30, eu: 71}\n"),
                      RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "101%"));
+    /* below 100 would leave replicas nowhere: refused */
+    assert_int_equal(parse(f, "p.yaml",
+                           HEAD NSALL RSALL "  spreadConstraints:\n    spreadMode: Divide\n"
+                                            "    percentageSplit: {us: 30, eu: 50}\n"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "adds up to 80%, not 100%"));
     assert_int_equal(parse(f, "p.yaml",
                            HEAD NSALL RSALL "  spreadConstraints:\n    spreadMode: Divide\n"
                                             "    percentageSplit: [{topologyValue: a, "

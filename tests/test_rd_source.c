@@ -31,7 +31,7 @@ static const char fleet[] =
     "kind: Cluster\n"
     "metadata: {name: dynamic-cluster}\n"
     "spec:\n"
-    "  kubeconfig: {path: /etc/kc, context: dyn}\n"
+    "  kubeconfig: {context: dyn}\n"
     "  autoscaler: {type: luna}\n";
 
 static const char policies[] =
@@ -98,7 +98,7 @@ static const char bad_policy[] = "apiVersion: policy.elotl.co/v1alpha1\n"
                                  "kind: SchedulePolicy\n"
                                  "metadata: {name: broken-policy}\n"
                                  "spec:\n"
-                                 "  resourceSelectors: {labelSelectors: [{}]}\n";
+                                 "  resourceSelectors: {labelSelectors: []}\n";
 
 static const char dup_cluster[] = "apiVersion: rightplace.dev/v1alpha1\n"
                                   "kind: Cluster\n"
@@ -203,10 +203,11 @@ static void test_rd_source__loads_a_tree(void **state)
     assert_int_equal(s->nclusters, 2);
     assert_string_equal(s->clusters[0].name, "dynamic-cluster");
     assert_string_equal(s->conns[0].name, "dynamic-cluster");
-    assert_string_equal(s->conns[0].kubeconfig, "/etc/kc");
+    assert_int_equal(s->conns[0].live, 1);
+    assert_string_equal(s->conns[0].context, "dyn");
     assert_int_equal(s->clusters[0].autoscaler, PL_AUTOSCALER_LUNA);
     assert_string_equal(s->clusters[1].name, "static-cluster");
-    assert_null(s->conns[1].kubeconfig);
+    assert_int_equal(s->conns[1].live, 0);
     assert_int_equal(s->clusters[1].nnodes, 2);
     /* policies, sorted by name */
     assert_int_equal(s->npolicies, 2);
@@ -297,7 +298,7 @@ static void test_rd_source__broken_files_contribute_nothing(void **state)
     assert_non_null(strstr(m, "'sometimes'"));
     m = error_of(s, "policies/bad.yaml");
     assert_non_null(strstr(m, "policies/bad.yaml:"));
-    assert_non_null(strstr(m, "namespaceSelector"));
+    assert_non_null(strstr(m, "labelSelectors"));
     for (size_t i = 0; i < s->nclusters; i++)
         assert_string_not_equal(s->clusters[i].name, "broken-cluster");
 }

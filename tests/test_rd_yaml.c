@@ -203,18 +203,37 @@ static void test_rd_yaml__scalar_types(void **state)
     }
 }
 
+/* kubectl refuses .inf and .nan values ("json: unsupported value: +Inf"): so does the
+ * loader, with the place; as keys they are the text kubectl makes of them. */
 static void test_rd_yaml__special_floats(void **state)
 {
-    struct rd_docs *d = load_ok("a: .inf\nb: -.Inf\nc: .NaN\nd: +.INF\n");
+    struct rd_docs *d = load_ok("\".inf\": a\n.Inf: b\n-.INF: c\n.NaN: d\ne: [\".nan\"]\n");
     const cJSON *r = rd_docs_get(d, 0);
+    cJSON *n = cJSON_CreateNumber(0);
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
 
     (void)state;
-    assert_true(isinf(cJSON_GetObjectItem(r, "a")->valuedouble));
-    assert_true(cJSON_GetObjectItem(r, "b")->valuedouble < 0);
-    assert_true(isnan(cJSON_GetObjectItem(r, "c")->valuedouble));
-    assert_true(isinf(cJSON_GetObjectItem(r, "d")->valuedouble));
+    load_fails("a: 1\nb: .inf\n", 13, NULL,
+               "t.yaml:2:4: .inf has no JSON form and kubectl refuses it");
+    load_fails("a: [1, -.Inf]\n", 14, NULL, "t.yaml:1:8: -.inf has no JSON form");
+    load_fails("a:\n  b: .NaN\n", 13, NULL, "t.yaml:2:6: .nan has no JSON form");
+    load_fails("a: &x .nan\n", 11, NULL, "t.yaml:1:4: .nan has no JSON form");
+    load_fails("+.INF\n", 6, NULL, "t.yaml:1:1: .inf has no JSON form");
+    /* one .inf key and then another: the second is a duplicate */
+    assert_int_equal(cJSON_GetArraySize(r), 4);
+    assert_string_equal(cJSON_GetObjectItem(r, ".inf")->valuestring, "b");
+    assert_string_equal(cJSON_GetObjectItem(r, "-.inf")->valuestring, "c");
+    assert_string_equal(cJSON_GetObjectItem(r, ".nan")->valuestring, "d");
     check_round_trip("special floats", r);
     rd_docs_free(d);
+    /* trees built in code: neither YAML nor JSON can carry them */
+    n->valuedouble = INFINITY;
+    assert_int_equal(rd_yaml_emit(&b, n, &err), RC_EINVALID);
+    assert_string_equal(err.msg, "number .inf has no JSON form");
+    assert_null(rd_json_print(n, &err));
+    cJSON_Delete(n);
+    rc_buf_release(&b);
 }
 
 static void test_rd_yaml__bad_tagged_scalar(void **state)
@@ -228,6 +247,233 @@ static void test_rd_yaml__nul_in_string_refused(void **state)
 {
     (void)state;
     load_fails("a: \"x\\0y\"\n", 10, NULL, "t.yaml:1:4: string contains a NUL character");
+}
+
+/* Keys as kubectl makes them (sigs.k8s.io/yaml over go-yaml v2); every expected key was
+ * printed by kubectl 1.32: `kubectl label --local -o json -f file.yaml x=y`. */
+static void test_rd_yaml__keys_as_kubectl_reads_them(void **state)
+{
+    static const struct {
+        const char *key, *want;
+    } cases[] = {
+        {"on", "true"},
+        {"On", "true"},
+        {"y", "true"},
+        {"Y", "true"},
+        {"yes", "true"},
+        {"True", "true"},
+        {"n", "false"},
+        {"off", "false"},
+        {"NO", "false"},
+        {"\"on\"", "on"},
+        {"'y'", "y"},
+        {"!!str on", "on"},
+        {"0x10", "16"},
+        {"010", "8"},
+        {"0b11", "3"},
+        {"1_0", "10"},
+        {"+1", "1"},
+        {"-0", "0"},
+        {"9223372036854775807", "9223372036854775807"},
+        {"1.0", "1"},
+        {"-0.0", "-0"},
+        {"1e3", "1000"},
+        {"1e6", "1e+06"},
+        {"1234567.0", "1.234567e+06"},
+        {"0.0001", "0.0001"},
+        {"0.00001", "1e-05"},
+        {"-1e-10", "-1e-10"},
+        {"3.14159265358979", "3.1415927"},
+        {"16777217.0", "1.6777216e+07"},
+        {"100000000000000000000.0", "1e+20"},
+        {"1e300", ".inf"},
+        {"!!float 1", "1"},
+        {".inf", ".inf"},
+        {"-.Inf", "-.inf"},
+        {".NaN", ".nan"},
+        {"1e400", "1e400"},
+        {"2024-01-01", "2024-01-01"},
+        {"=", "="},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[128];
+        struct rd_docs *d;
+        const cJSON *r;
+
+        snprintf(text, sizeof(text), "%s: v\n", cases[i].key);
+        d = load_ok(text);
+        r = rd_docs_get(d, 0);
+        if (!r->child || strcmp(r->child->string, cases[i].want) != 0)
+            print_error("key %s: '%s', want '%s'\n", cases[i].key, r->child ? r->child->string : "",
+                        cases[i].want);
+        assert_string_equal(r->child->string, cases[i].want);
+        check_round_trip(text, r);
+        rd_docs_free(d);
+    }
+    /* kubectl: "unsupported map key of type: <nil>" / "... uint64" */
+    load_fails("a: 1\n~: v\n", 9, NULL, "t.yaml:2:1: mapping key is null, which kubectl refuses");
+    load_fails("null: v\n", 8, NULL, "t.yaml:1:1: mapping key is null");
+    load_fails("18446744073709551615: v\n", 24, NULL,
+               "t.yaml:1:1: mapping key 18446744073709551615 is an integer beyond int64");
+}
+
+/* Integers exact to int64: kept as text past 2^53, written back and sent as JSON digit for
+ * digit; beyond int64 kubectl reads a float64, and so does the loader. */
+static void test_rd_yaml__integers_exact_to_int64(void **state)
+{
+    const char *text = "a: 9007199254740993\n"
+                       "b: 0x20000000000001\n"
+                       "c: -9223372036854775808\n"
+                       "d: 9223372036854775807\n"
+                       "e: 123_456_789_012_345_678\n"
+                       "f: 18446744073709551615\n"
+                       "g: !!float 9007199254740993\n"
+                       "h: [*x, &x 9007199254740995]\n";
+    const char *want_yaml = "a: 9007199254740993\n"
+                            "b: 9007199254740993\n"
+                            "c: -9223372036854775808\n"
+                            "d: 9223372036854775807\n"
+                            "e: 123456789012345678\n"
+                            "f: 1.8446744073709552e+19\n"
+                            "g: 9007199254740992\n"
+                            "h:\n"
+                            "- 9007199254740995\n"
+                            "- 9007199254740995\n";
+    const char *want_json = "{\"a\":9007199254740993,\"b\":9007199254740993,"
+                            "\"c\":-9223372036854775808,\"d\":9223372036854775807,"
+                            "\"e\":123456789012345678,\"f\":18446744073709552000,"
+                            "\"g\":9007199254740992,\"h\":[9007199254740995,9007199254740995]}";
+    struct rd_docs *d;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *r, *near;
+    char *y, *j;
+
+    (void)state;
+    load_fails(text, strlen(text), NULL, "t.yaml:8:5: unknown anchor 'x'");
+    text = "a: 9007199254740993\n"
+           "b: 0x20000000000001\n"
+           "c: -9223372036854775808\n"
+           "d: 9223372036854775807\n"
+           "e: 123_456_789_012_345_678\n"
+           "f: 18446744073709551615\n"
+           "g: !!float 9007199254740993\n"
+           "h: [&x 9007199254740995, *x]\n";
+    d = load_ok(text);
+    r = rd_docs_get(d, 0);
+    y = emit(r);
+    assert_string_equal(y, want_yaml);
+    j = rd_json_print(r, &err);
+    assert_non_null(j);
+    assert_string_equal(j, want_json);
+    check_round_trip("big integers", r);
+    /* 2^53 + 1 and 2^53 are the same double but not the same integer */
+    near = cJSON_CreateNumber(9007199254740992.0);
+    assert_true(near->valuedouble == cJSON_GetObjectItem(r, "a")->valuedouble);
+    assert_false(rd_yaml_equal(near, cJSON_GetObjectItem(r, "a")));
+    /* code that changes the double does not print a stale text */
+    cJSON_SetNumberValue(cJSON_GetObjectItem(r, "a"), 5);
+    free(j);
+    j = rd_json_print(r, &err);
+    assert_non_null(strstr(j, "{\"a\":5,"));
+    cJSON_Delete(near);
+    free(j);
+    free(y);
+    rd_docs_free(d);
+}
+
+/* rd_json_print writes numbers as Go's encoding/json does (what kubectl sends). */
+static void test_rd_yaml__json_print_numbers(void **state)
+{
+    static const struct {
+        double d;
+        const char *want;
+    } cases[] = {
+        {0, "0"},
+        {-0.0, "0"},
+        {42, "42"},
+        {-7, "-7"},
+        {0.1, "0.1"},
+        {1.5, "1.5"},
+        {1.0 / 3, "0.3333333333333333"},
+        {0.000001, "0.000001"},
+        {1e-7, "1e-7"},
+        {-2.25e-7, "-2.25e-7"},
+        {1e-10, "1e-10"},
+        {1e17, "100000000000000000"},
+        {1e20, "100000000000000000000"},
+        {1e21, "1e+21"},
+        {1.5e300, "1.5e+300"},
+        {123456.789, "123456.789"},
+        {18446744073709551616.0, "18446744073709552000"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *n = cJSON_CreateNumber(cases[i].d);
+        struct rc_err err = RC_ERR_INIT;
+        char *j = rd_json_print(n, &err);
+        assert_non_null(j);
+        if (strcmp(j, cases[i].want) != 0)
+            print_error("%.17g: '%s', want '%s'\n", cases[i].d, j, cases[i].want);
+        assert_string_equal(j, cases[i].want);
+        free(j);
+        cJSON_Delete(n);
+    }
+}
+
+/* A duplicate that decides which object a document is refuses the file; any other keeps
+ * the last value, as kubectl does, with a warning naming both lines. */
+static void test_rd_yaml__duplicate_identity_keys_refused(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
+         "t.yaml:5:3: duplicate key 'metadata.name' (also at line 4): it decides which object "
+         "this is, so the file is refused"},
+        {"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: a\n  name: x\n"
+         "  namespace: b\n",
+         "t.yaml:6:3: duplicate key 'metadata.namespace' (also at line 4)"},
+        {"kind: ConfigMap\napiVersion: v1\nkind: Secret\n",
+         "t.yaml:3:1: duplicate key 'kind' (also at line 1)"},
+        {"apiVersion: v1\napiVersion: apps/v1\n",
+         "t.yaml:2:1: duplicate key 'apiVersion' (also at line 1)"},
+        {"metadata: {name: a}\nkind: X\nmetadata: {name: b}\n",
+         "t.yaml:3:1: duplicate key 'metadata' (also at line 1)"},
+        {"a: 1\n---\nmetadata:\n  name: a\n  name: a\n",
+         "t.yaml:5:3: duplicate key 'metadata.name' (also at line 4)"},
+    };
+    static const char *const warned[] = {
+        "spec:\n  name: a\n  name: b\n",
+        "spec:\n  template:\n    metadata:\n      name: a\n      name: b\n",
+        "items:\n- metadata:\n    name: a\n    name: b\n",
+        "metadata:\n  labels: {}\n  labels: {a: b}\n",
+        "on: 1\ntrue: 2\n",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        load_fails(bad[i].text, strlen(bad[i].text), NULL, bad[i].want);
+    for (size_t i = 0; i < sizeof(warned) / sizeof(warned[0]); i++) {
+        struct warns w = {0};
+        struct rd_diag diag = {collect_warn, &w};
+        struct rd_docs *d = NULL;
+        struct rc_err err = RC_ERR_INIT;
+        assert_int_equal(
+            rd_yaml_load(&d, "t.yaml", warned[i], strlen(warned[i]), NULL, &diag, &err), RC_OK);
+        assert_int_equal(w.n, 1);
+        assert_non_null(strstr(w.last, "the last value wins"));
+        rd_docs_free(d);
+    }
+    {
+        /* merged keys are not duplicates: written ones win */
+        const char *text = "base: &b {name: a}\nmetadata:\n  <<: *b\n  name: b\n";
+        struct rd_docs *d = load_ok(text);
+        assert_string_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(rd_docs_get(d, 0), "metadata"), "name")
+                ->valuestring,
+            "b");
+        rd_docs_free(d);
+    }
 }
 
 /* ==== loading: documents, positions, keys ==== */
@@ -303,7 +549,8 @@ static void test_rd_yaml__duplicate_key_last_wins_with_warning(void **state)
     assert_int_equal(cJSON_GetArraySize(r), 2);
     assert_int_equal(cJSON_GetObjectItem(r, "a")->valuedouble, 3);
     assert_int_equal(w.n, 1);
-    assert_string_equal(w.last, "t.yaml:3:1: duplicate key 'a': the last value wins");
+    assert_string_equal(w.last, "t.yaml:3:1: duplicate key 'a' (also at line 1): the last value "
+                                "wins");
     rd_docs_free(d);
 }
 
@@ -386,7 +633,7 @@ static void test_rd_yaml__anchors_and_merge(void **state)
                        "x:\n"
                        "  <<: *b\n"
                        "  cpu: 4\n"
-                       "y:\n"
+                       "w:\n"
                        "  cpu: 8\n"
                        "  <<: [*o, *b]\n"
                        "z: *b\n"
@@ -401,7 +648,7 @@ static void test_rd_yaml__anchors_and_merge(void **state)
     assert_int_equal(cJSON_GetObjectItem(x, "cpu")->valuedouble, 4);
     assert_string_equal(cJSON_GetObjectItem(x, "mem")->valuestring, "2Gi");
     assert_int_equal(cJSON_GetArraySize(x), 2);
-    y = cJSON_GetObjectItem(r, "y");
+    y = cJSON_GetObjectItem(r, "w");
     assert_int_equal(cJSON_GetObjectItem(y, "cpu")->valuedouble, 8);
     assert_int_equal(cJSON_GetObjectItem(y, "gpu")->valuedouble, 1);
     assert_string_equal(cJSON_GetObjectItem(y, "mem")->valuestring, "2Gi");
@@ -446,8 +693,39 @@ static void test_rd_yaml__billion_laughs_refused(void **state)
     char *text = billion_laughs();
 
     (void)state;
-    load_fails(text, strlen(text), NULL, "has more than 1000000 nodes (aliases expanded)");
+    /* refused as kubectl refuses it, long before the node limit */
+    load_fails(text, strlen(text), NULL, "document contains excessive aliasing");
     free(text);
+}
+
+/* go-yaml's rule: a document may take most of its nodes from aliases while small, less as it
+ * grows; a file of 10 lines cannot become 600,000 nodes. */
+static void test_rd_yaml__alias_ratio_as_kubectl(void **state)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_docs *docs = NULL;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    /* 200 aliases of a 4-node list next to 2,000 written nodes: 800 of 2,800 from aliases */
+    rc_buf_printf(&b, NULL, "base: &b [1, 2, 3]\nplain:\n");
+    for (int i = 0; i < 1000; i++)
+        rc_buf_printf(&b, NULL, "- k%d\n", i);
+    rc_buf_printf(&b, NULL, "refs:\n");
+    for (int i = 0; i < 200; i++)
+        rc_buf_printf(&b, NULL, "- *b\n");
+    assert_int_equal(rd_yaml_load(&docs, "ok.yaml", b.ptr, b.len, NULL, NULL, &err), RC_OK);
+    rd_docs_free(docs);
+    rc_buf_release(&b);
+    /* ~80,000 nodes from five lines: refused at the first alias over the ratio */
+    rc_buf_printf(&b, NULL,
+                  "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                  "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                  "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                  "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                  "e: &e [*d, *d, *d, *d, *d, *d]\n");
+    load_fails(b.ptr, b.len, NULL, "excessive aliasing");
+    rc_buf_release(&b);
 }
 
 static void test_rd_yaml__alias_text_amplification_refused(void **state)
@@ -659,7 +937,32 @@ static void test_rd_yaml__emit_quotes_what_would_change_type(void **state)
         {"a#b", "a#b"},
         {"http://x/y?z=1", "http://x/y?z=1"},
         {"héllo wörld", "héllo wörld"},
-        {"2001-12-14", "2001-12-14"},
+        {"2001-12-14", "\"2001-12-14\""},
+        {"2001-12-14t21:59:43.10-05:00", "\"2001-12-14t21:59:43.10-05:00\""},
+        {"2024-1-1 10:00:00", "\"2024-1-1 10:00:00\""},
+        {"1:20", "\"1:20\""},
+        {"12:30:45.5", "\"12:30:45.5\""},
+        {"-1:20", "\"-1:20\""},
+        {"1.2.3", "\"1.2.3\""},
+        {".", "\".\""},
+        {"1.", "\"1.\""},
+        {"=", "\"=\""},
+        {"0b_", "\"0b_\""},
+        {"0x_1", "\"0x_1\""},
+        {"0o17", "\"0o17\""},
+        {"0O17", "\"0O17\""},
+        {"-0b1", "\"-0b1\""},
+        {"1e400", "\"1e400\""},
+        {"+.inf", "\"+.inf\""},
+        {"-.nan", "\"-.nan\""},
+        {"y", "\"y\""},
+        {"N", "\"N\""},
+        {"on", "\"on\""},
+        {"v1.2.3", "v1.2.3"},
+        {"2024q1", "2024q1"},
+        {"a-2024-01-01", "a-2024-01-01"},
+        {"1.5Gi", "1.5Gi"},
+        {"1:a", "1:a"},
         {"\xe2\x80\xa8", "\"\\L\""},
         {"\xef\xbb\xbf"
          "x",
@@ -1003,6 +1306,10 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__special_floats),
         cmocka_unit_test(test_rd_yaml__bad_tagged_scalar),
         cmocka_unit_test(test_rd_yaml__nul_in_string_refused),
+        cmocka_unit_test(test_rd_yaml__keys_as_kubectl_reads_them),
+        cmocka_unit_test(test_rd_yaml__integers_exact_to_int64),
+        cmocka_unit_test(test_rd_yaml__json_print_numbers),
+        cmocka_unit_test(test_rd_yaml__duplicate_identity_keys_refused),
         cmocka_unit_test(test_rd_yaml__documents_and_positions),
         cmocka_unit_test(test_rd_yaml__take_keeps_positions),
         cmocka_unit_test(test_rd_yaml__duplicate_key_last_wins_with_warning),
@@ -1012,6 +1319,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__anchors_and_merge),
         cmocka_unit_test(test_rd_yaml__bad_merge_and_alias),
         cmocka_unit_test(test_rd_yaml__billion_laughs_refused),
+        cmocka_unit_test(test_rd_yaml__alias_ratio_as_kubectl),
         cmocka_unit_test(test_rd_yaml__alias_text_amplification_refused),
         cmocka_unit_test(test_rd_yaml__depth_limit),
         cmocka_unit_test(test_rd_yaml__depth_through_aliases),

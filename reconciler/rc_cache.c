@@ -1,0 +1,397 @@
+/*
+ * rc_cache.c - the memo of the last pass, in memory and in <state_dir>/pass-state.
+ *
+ * File format (text, one field per line, written only by rc_cache_set_memo):
+ *   rightplace-pass-state 1
+ *   key <40 hex>
+ *   commit <40 hex>
+ *   source <40 hex>
+ *   deploy <40 hex, or "-">
+ *   quiet <0 or 1>
+ *   errors <count>
+ *   <path> <message>          one line per error; bytes <= ' ', '%' and DEL as %XX
+ *   kept <count>
+ *   <path> <40 hex>           one line per kept version
+ *   end
+ * The reader accepts exactly this and nothing else: the file may have been damaged or
+ * written by someone else, and the worst a bad memo may cause is a pass doing all its work.
+ */
+#include "rc_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rc_buf.h"
+#include "rc_mem.h"
+
+#include "rc_banned.h"
+
+#define MEMO_FILE "pass-state"
+#define MEMO_MAGIC "rightplace-pass-state 1"
+#define MEMO_MAX_ERRORS 100000
+
+struct rc_cache {
+    char *state_dir; /* NULL: memory only */
+    struct rc_memo memo;
+    struct rd_cache *parsed;
+};
+
+static void memo_release(struct rc_memo *m)
+{
+    for (size_t i = 0; i < m->nerrors; i++) {
+        free((char *)m->errors[i].path);
+        free((char *)m->errors[i].msg);
+    }
+    free(m->errors);
+    for (size_t i = 0; i < m->nkept; i++)
+        free((char *)m->kept[i].path);
+    free(m->kept);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ==== Reading ==== */
+
+static int is_hex40(const char *s, size_t n)
+{
+    if (n != 40)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    }
+    return 1;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode a %XX-escaped field of n bytes (no raw byte <= ' ' allowed); NULL when malformed. */
+static char *unescape(const char *s, size_t n)
+{
+    char *o = rc_xmalloc(n + 1);
+    size_t w = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c == 0x7f)
+            goto bad;
+        if (c == '%') {
+            int h, l;
+            if (i + 2 >= n)
+                goto bad;
+            h = hexval(s[i + 1]);
+            l = hexval(s[i + 2]);
+            if (h < 0 || l < 0 || (h == 0 && l == 0))
+                goto bad;
+            o[w++] = (char)(h * 16 + l);
+            i += 2;
+            continue;
+        }
+        o[w++] = (char)c;
+    }
+    o[w] = '\0';
+    return o;
+bad:
+    free(o);
+    return NULL;
+}
+
+/* The next line (without '\n') of [*p, end); 0 at the end or when a line has no '\n'. */
+static int next_line(const char **line, size_t *n, const char **p, const char *end)
+{
+    const char *eol;
+
+    if (*p >= end)
+        return 0;
+    eol = memchr(*p, '\n', (size_t)(end - *p));
+    if (!eol)
+        return 0;
+    *line = *p;
+    *n = (size_t)(eol - *p);
+    *p = eol + 1;
+    return 1;
+}
+
+/* "<name> <40 hex>" into out; "-" allowed (as "") when dash_ok. */
+static int hex_field(char out[41], const char *line, size_t n, const char *name, int dash_ok)
+{
+    size_t k = strlen(name);
+
+    if (n < k + 1 || memcmp(line, name, k) || line[k] != ' ')
+        return 0;
+    line += k + 1;
+    n -= k + 1;
+    if (dash_ok && n == 1 && line[0] == '-') {
+        out[0] = '\0';
+        return 1;
+    }
+    if (!is_hex40(line, n))
+        return 0;
+    memcpy(out, line, 40);
+    out[40] = '\0';
+    return 1;
+}
+
+static int uint_field(size_t *out, const char *line, size_t n, const char *name, size_t max)
+{
+    size_t k = strlen(name), v = 0;
+
+    if (n < k + 2 || memcmp(line, name, k) || line[k] != ' ' || n - k - 1 > 7)
+        return 0;
+    for (size_t i = k + 1; i < n; i++) {
+        if (line[i] < '0' || line[i] > '9')
+            return 0;
+        v = v * 10 + (size_t)(line[i] - '0');
+    }
+    if (v > max)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_memo(struct rc_memo *m, const char *text, size_t len)
+{
+    const char *p = text, *end = text + len, *line;
+    size_t n, quiet = 0, nerr = 0, nkept = 0;
+
+    memset(m, 0, sizeof(*m));
+    if (!next_line(&line, &n, &p, end) || n != strlen(MEMO_MAGIC) || memcmp(line, MEMO_MAGIC, n))
+        return -1;
+    if (!next_line(&line, &n, &p, end) || !hex_field(m->key, line, n, "key", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(m->commit, line, n, "commit", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(m->source, line, n, "source", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(m->deploy, line, n, "deploy", 1) ||
+        !next_line(&line, &n, &p, end) || !uint_field(&quiet, line, n, "quiet", 1) ||
+        !next_line(&line, &n, &p, end) || !uint_field(&nerr, line, n, "errors", MEMO_MAX_ERRORS))
+        goto bad;
+    m->quiet = (int)quiet;
+    m->errors = rc_xcalloc(nerr + 1, sizeof(*m->errors));
+    for (size_t i = 0; i < nerr; i++) {
+        const char *sp;
+        char *path, *msg;
+        if (!next_line(&line, &n, &p, end) || !(sp = memchr(line, ' ', n)))
+            goto bad;
+        path = unescape(line, (size_t)(sp - line));
+        msg = unescape(sp + 1, n - (size_t)(sp + 1 - line));
+        if (!path || !msg || !*path) {
+            free(path);
+            free(msg);
+            goto bad;
+        }
+        m->errors[i].path = path;
+        m->errors[i].msg = msg;
+        m->nerrors++;
+    }
+    if (!next_line(&line, &n, &p, end) || !uint_field(&nkept, line, n, "kept", MEMO_MAX_ERRORS))
+        goto bad;
+    m->kept = rc_xcalloc(nkept + 1, sizeof(*m->kept));
+    for (size_t i = 0; i < nkept; i++) {
+        const char *sp;
+        char *path;
+        if (!next_line(&line, &n, &p, end) || !(sp = memchr(line, ' ', n)))
+            goto bad;
+        if (!is_hex40(sp + 1, n - (size_t)(sp + 1 - line)))
+            goto bad;
+        path = unescape(line, (size_t)(sp - line));
+        if (!path || !*path) {
+            free(path);
+            goto bad;
+        }
+        m->kept[i].path = path;
+        memcpy(m->kept[i].id, sp + 1, 40);
+        m->kept[i].id[40] = '\0';
+        m->nkept++;
+    }
+    if (!next_line(&line, &n, &p, end) || n != 3 || memcmp(line, "end", 3) || p != end)
+        goto bad;
+    return 0;
+bad:
+    memo_release(m);
+    return -1;
+}
+
+static void read_memo_file(struct rc_cache *c)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    struct stat st;
+    char *text = NULL;
+    size_t got = 0;
+    int fd;
+
+    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, MEMO_FILE);
+    fd = open(path.ptr, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        goto done;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        st.st_size > (off_t)RC_CACHE_FILE_MAX)
+        goto done;
+    text = rc_xmalloc((size_t)st.st_size + 1);
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            goto done;
+        got += (size_t)r;
+    }
+    if (parse_memo(&c->memo, text, got) < 0)
+        memset(&c->memo, 0, sizeof(c->memo));
+done:
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    rc_buf_release(&path);
+}
+
+/* ==== Writing ==== */
+
+static void escape(struct rc_buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p <= ' ' || *p == '%' || *p == 0x7f)
+            rc_buf_printf(b, NULL, "%%%02X", *p);
+        else
+            rc_buf_add(b, (const char *)p, 1, NULL);
+    }
+}
+
+static int write_memo_file(const struct rc_cache *c, struct rc_err *err)
+{
+    const struct rc_memo *m = &c->memo;
+    struct rc_buf text = RC_BUF_INIT, path = RC_BUF_INIT, tmp = RC_BUF_INIT;
+    size_t off = 0;
+    int fd = -1, error = RC_OK;
+
+    rc_buf_printf(&text, NULL,
+                  "%s\nkey %s\ncommit %s\nsource %s\ndeploy %s\nquiet %d\nerrors %zu\n", MEMO_MAGIC,
+                  m->key, m->commit, m->source, m->deploy[0] ? m->deploy : "-", m->quiet ? 1 : 0,
+                  m->nerrors);
+    for (size_t i = 0; i < m->nerrors; i++) {
+        escape(&text, m->errors[i].path);
+        rc_buf_add(&text, " ", 1, NULL);
+        escape(&text, m->errors[i].msg);
+        rc_buf_add(&text, "\n", 1, NULL);
+    }
+    rc_buf_printf(&text, NULL, "kept %zu\n", m->nkept);
+    for (size_t i = 0; i < m->nkept; i++) {
+        escape(&text, m->kept[i].path);
+        rc_buf_printf(&text, NULL, " %s\n", m->kept[i].id);
+    }
+    rc_buf_add(&text, "end\n", 4, NULL);
+    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, MEMO_FILE);
+    rc_buf_printf(&tmp, NULL, "%s/%s.tmp.%ld", c->state_dir, MEMO_FILE, (long)getpid());
+    unlink(tmp.ptr);
+    fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+        goto done;
+    }
+    while (off < text.len) {
+        ssize_t w = write(fd, text.ptr + off, text.len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+            goto done;
+        }
+        off += (size_t)w;
+    }
+    if (close(fd) < 0) {
+        fd = -1;
+        error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+        goto done;
+    }
+    fd = -1;
+    if (rename(tmp.ptr, path.ptr) < 0)
+        error = rc_err_set(err, RC_ERROR, "cannot rename '%s': %s", tmp.ptr, strerror(errno));
+done:
+    if (fd >= 0)
+        close(fd);
+    if (error < 0) {
+        unlink(tmp.ptr);
+        unlink(path.ptr);
+    }
+    rc_buf_release(&text);
+    rc_buf_release(&path);
+    rc_buf_release(&tmp);
+    return error;
+}
+
+/* ==== The API ==== */
+
+int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *err)
+{
+    struct rc_cache *c = rc_xcalloc(1, sizeof(*c));
+
+    (void)err;
+    rd_cache_new(&c->parsed);
+    if (state_dir) {
+        c->state_dir = rc_xstrdup(state_dir);
+        read_memo_file(c);
+    }
+    *out = c;
+    return RC_OK;
+}
+
+void rc_cache_free(struct rc_cache *c)
+{
+    if (!c)
+        return;
+    memo_release(&c->memo);
+    rd_cache_free(c->parsed);
+    free(c->state_dir);
+    free(c);
+}
+
+struct rd_cache *rc_cache_parsed(struct rc_cache *c)
+{
+    return c ? c->parsed : NULL;
+}
+
+const struct rc_memo *rc_cache_memo(const struct rc_cache *c)
+{
+    return &c->memo;
+}
+
+int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err *err)
+{
+    struct rc_memo copy = *m;
+
+    copy.errors = rc_xcalloc(m->nerrors + 1, sizeof(*copy.errors));
+    for (size_t i = 0; i < m->nerrors; i++) {
+        copy.errors[i].path = rc_xstrdup(m->errors[i].path);
+        copy.errors[i].msg = rc_xstrdup(m->errors[i].msg);
+    }
+    copy.kept = rc_xcalloc(m->nkept + 1, sizeof(*copy.kept));
+    for (size_t i = 0; i < m->nkept; i++) {
+        copy.kept[i].path = rc_xstrdup(m->kept[i].path);
+        memcpy(copy.kept[i].id, m->kept[i].id, 41);
+    }
+    memo_release(&c->memo);
+    c->memo = copy;
+    return c->state_dir ? write_memo_file(c, err) : RC_OK;
+}
+
+void rc_cache_forget(struct rc_cache *c)
+{
+    memo_release(&c->memo);
+    if (c->state_dir) {
+        struct rc_buf path = RC_BUF_INIT;
+        rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, MEMO_FILE);
+        unlink(path.ptr);
+        rc_buf_release(&path);
+    }
+}

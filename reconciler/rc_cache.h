@@ -1,0 +1,69 @@
+/*
+ * rc_cache.h - what one reconcile pass leaves for the next: the memo of the last pass.
+ *
+ * The memo says, in git object ids, which inputs the last completed pass saw and what it
+ * concluded: a digest of the options and program version (`key`), the source commit and a
+ * digest of the (path, blob id) list of the YAML files under the source paths, the deploy
+ * head it left, the last good versions it kept for broken files, whether the outcome was "quiet"
+ * (no live cluster, no pending unit, nothing left to apply or retry) and the file errors it
+ * reported. rc_pass compares the memo with the repository before reading any manifest (see
+ * rc_pass.c, "The quick exit").
+ *
+ * The memo lives in memory (loop mode keeps one struct rc_cache across passes) and, when a
+ * state directory is given, in <state_dir>/pass-state (mode 0600, written to a temporary
+ * file and renamed) so that the next `--once` run finds it. The file is untrusted input: it
+ * is read only when it is a regular file of at most RC_CACHE_FILE_MAX bytes in exactly the
+ * format written; anything else is ignored (the pass then does all the work) and never an
+ * error.
+ */
+#ifndef RC_CACHE_H
+#define RC_CACHE_H
+
+#include <stddef.h>
+
+#include "rc_err.h"
+#include "rd_source.h"
+
+#define RC_CACHE_FILE_MAX (4u << 20)
+
+/* A broken file that was replaced by its last good version: the blob that was kept. */
+struct rc_memo_kept {
+    const char *path;
+    char id[41];
+};
+
+struct rc_memo {
+    char key[41];    /* digest of options and version; "" when there is no memo */
+    char commit[41]; /* source commit S */
+    char source[41]; /* digest of the (path, blob id) list of the YAML files at S */
+    char deploy[41]; /* deploy head after the pass; "" when the branch did not exist */
+    int quiet;       /* nothing could change a decision or is left to apply while inputs stay */
+    size_t nerrors;
+    struct rd_file_error *errors; /* malloc'd, strings too */
+    size_t nkept;
+    struct rc_memo_kept *kept; /* malloc'd, paths too */
+};
+
+struct rc_cache;
+
+/* A cache; state_dir NULL: memory only. The memo file is read now (if valid). */
+int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *err);
+void rc_cache_free(struct rc_cache *c);
+
+/* The memo of the last pass; borrowed, valid until the next rc_cache_set_memo. Its key is ""
+ * when there is none. */
+const struct rc_memo *rc_cache_memo(const struct rc_cache *c);
+
+/* Replace the memo (copied) and write the memo file when there is a state directory. A file
+ * that cannot be written is removed (a stale memo must not survive) and reported as
+ * RC_ERROR, which callers may log and ignore: the memo in memory is set in any case. */
+int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err *err);
+
+/* What source files parsed to, by blob id (rd_source.h): kept in memory between the passes
+ * of one process; borrowed. */
+struct rd_cache *rc_cache_parsed(struct rc_cache *c);
+
+/* Forget the memo (memory and file). */
+void rc_cache_forget(struct rc_cache *c);
+
+#endif

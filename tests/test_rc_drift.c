@@ -1,0 +1,180 @@
+/*
+ * test_rc_drift.c - operator mistakes and drift on the deploy branch: a stale ref lock left by
+ * a git process that died (recognised, explained, cleared when provably stale), and commits
+ * someone made by hand on the deploy branch (reported by plan and reconcile, named in the
+ * next commit, and repaired by it, never kept silently).
+ */
+#include "th.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "th_git.h"
+#include "th_rp.h"
+
+#include "rc_banned.h"
+
+static char *home;
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
+}
+
+static void write_lock(const char *repo, long age_seconds, char *path, size_t n)
+{
+    struct timeval tv[2];
+    int fd;
+
+    snprintf(path, n, "%s/.git/refs/heads/deploy.lock", repo);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+    gettimeofday(&tv[0], NULL);
+    tv[0].tv_sec -= age_seconds;
+    tv[1] = tv[0];
+    assert_int_equal(utimes(path, tv), 0);
+}
+
+static void test_rc_drift__fresh_ref_lock_is_explained(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL;
+    char lock[4096], want[8192];
+    struct stat st;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    free(th_git_commit_files(repo, "more", "extra/cm.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                             "  namespace: development\ndata: {a: b}\n",
+                             NULL));
+    write_lock(repo, 5, lock, sizeof(lock));
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 4);
+    snprintf(want, sizeof(want), "'%s' exists", lock);
+    assert_contains(err, want);
+    snprintf(want, sizeof(want), "remove it: rm '%s'", lock);
+    assert_contains(err, want);
+    assert_null(strstr(err, "moved under us"));  /* not mistaken for a race, not retried */
+    assert_null(strstr(err, "for writing: \n")); /* no empty reason */
+    assert_int_equal(stat(lock, &st), 0);        /* a lock that may be live is left alone */
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_drift__stale_ref_lock_is_cleared(void **state)
+{
+    char *repo = th_example_repo();
+    char *err = NULL, *before, *after;
+    char lock[4096];
+    struct stat st;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    before = th_git_ok(repo, "rev-parse", "deploy", NULL);
+    free(th_git_commit_files(repo, "more", "extra/cm.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                             "  namespace: development\ndata: {a: b}\n",
+                             NULL));
+    write_lock(repo, 3600, lock, sizeof(lock));
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_contains(err, "removed the stale lock file");
+    assert_contains(err, lock);
+    assert_true(stat(lock, &st) < 0);
+    after = th_git_ok(repo, "rev-parse", "deploy", NULL);
+    assert_string_not_equal(before, after);
+    free(before);
+    free(after);
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* A person commits to the deploy branch: plan reports it, reconcile repairs it in a commit
+ * that says so, and the repaired file is what rightplace rendered */
+static void test_rc_drift__hand_edit_is_reported_and_repaired(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("handedit");
+    const char *file = "clusters/static-cluster/rayjob1/rayjob.rayjob-train.yaml";
+    char wt[4096], path[8192];
+    char *out = NULL, *err = NULL, *rendered, *edited, *repaired, *subject, *msg;
+    FILE *f;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    rendered = th_git_show(repo, "deploy", file);
+    assert_non_null(rendered);
+    /* the hand edit, in a work tree of the deploy branch */
+    snprintf(wt, sizeof(wt), "%s/wt", dir);
+    free(th_git_ok(repo, "worktree", "add", wt, "deploy", NULL));
+    snprintf(path, sizeof(path), "%s/%s", wt, file);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("# edited by hand\n", f);
+    fclose(f);
+    free(th_git_ok(wt, "commit", "-qam", "hotfix on the cluster", NULL));
+    edited = th_git_show(repo, "deploy", file);
+    assert_string_not_equal(edited, rendered);
+
+    /* plan reports it: a change pending, the file named */
+    assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, NULL), 1);
+    assert_contains(out, "files changed by hand on the deploy branch");
+    assert_contains(out, file);
+    assert_contains(err, "changed by hand");
+    free(out);
+    free(err);
+    assert_int_equal(th_rp(&out, NULL, "plan", "--repo", repo, "-o", "json", NULL), 1);
+    assert_contains(out, "\"handEdits\":");
+    free(out);
+
+    /* reconcile acts: it does not say "nothing to do" and leave it */
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_contains(err, "changed by hand");
+    assert_contains(err, "this pass restored");
+    assert_null(strstr(err, "nothing to do"));
+    free(err);
+    repaired = th_git_show(repo, "deploy", file);
+    assert_string_equal(repaired, rendered);
+    subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
+    assert_string_equal(subject, "repair 1 hand-edited file on the deploy branch");
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    assert_contains(msg, file);
+    /* the repair is rightplace's: the next pass is quiet */
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    assert_string_equal(err, "");
+    free(err);
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(rendered);
+    free(edited);
+    free(repaired);
+    free(subject);
+    free(msg);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_drift__fresh_ref_lock_is_explained),
+        cmocka_unit_test(test_rc_drift__stale_ref_lock_is_cleared),
+        cmocka_unit_test(test_rc_drift__hand_edit_is_reported_and_repaired),
+    };
+    int rc;
+
+    home = th_git_env_setup();
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
