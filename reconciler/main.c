@@ -26,6 +26,7 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_buf.h"
 #include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
@@ -1104,6 +1105,11 @@ static cJSON *decision_json(const struct pl_decision *d)
     cJSON_AddStringToObject(o, "change", change_name(d->change));
     if (d->cause)
         cJSON_AddStringToObject(o, "cause", d->cause);
+    if (d->noverrides) {
+        cJSON *ov = cJSON_AddArrayToObject(o, "overrides");
+        for (size_t i = 0; i < d->noverrides; i++)
+            cJSON_AddItemToArray(ov, cJSON_CreateString(d->overrides[i]));
+    }
     for (size_t i = 0; i < d->nverdicts; i++) {
         cJSON *v = cJSON_CreateObject();
         cJSON_AddStringToObject(v, "cluster", d->verdicts[i].cluster);
@@ -1154,6 +1160,8 @@ static void print_decision_text(FILE *f, const struct pl_decision *d, int verbos
         fprintf(f, "  reason:   %s\n", d->reason);
     if (d->cause)
         fprintf(f, "  moved:    %s\n", d->cause);
+    for (size_t i = 0; i < d->noverrides; i++) /* spreadConstraints.overrides it gets */
+        fprintf(f, "  %s %s\n", i ? "         " : "override:", d->overrides[i]);
     if (verbose && d->nverdicts) {
         fprintf(f, "  candidates:\n");
         for (size_t i = 0; i < d->nverdicts; i++)
@@ -1937,6 +1945,22 @@ int main(int argc, char **argv)
     if (mkdir_p(state_dir) < 0) {
         rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
+    }
+    {
+        /* the state directory and everything under it are private (docs/security.md) */
+        int tightened = rc_dir_make_private(state_dir, &err);
+
+        if (tightened < 0) {
+            rc_log_error(&c.log, "state directory: %s", err.msg);
+            return RC_EXIT_USAGE;
+        }
+        if (tightened)
+            rc_log_warn(&c.log, "state directory '%s' was open to other users: made private (0700)",
+                        state_dir);
+        /* a URL's mirror is written by libgit2, which honours the umask: files 0600, folders
+         * 0700 (a local repository's own files keep the owner's umask) */
+        if (rc_git_is_url(c.repo))
+            umask(077);
     }
     c.git.state_dir = state_dir;
 

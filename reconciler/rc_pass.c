@@ -36,7 +36,7 @@
 
 enum { PH_RECORD, PH_LOAD, PH_OBSERVE, PH_PLACE, PH_RENDER, PH_DIFF, PH_COMMIT, PH_N };
 
-static const char *const phase_names[PH_N] = {"record", "load",   "observe", "place",
+static const char *const phase_names[PH_N] = {"record", "load", "observe", "place",
                                               "render", "diff", "commit"};
 
 static double mono_ms(void)
@@ -890,13 +890,15 @@ static void compute_release(struct compute *c)
 static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
                              const struct rc_pass_options *o, struct rc_arena *a)
 {
-    size_t n = c->res.nwarnings + c->load.src.nwarnings, k = 0;
+    size_t n = c->res.nwarnings + c->load.src.nwarnings + c->tree.nwarnings, k = 0;
     const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
 
     for (size_t i = 0; i < c->res.nwarnings; i++)
         w[k++] = c->res.warnings[i];
     for (size_t i = 0; i < c->load.src.nwarnings; i++)
         w[k++] = c->load.src.warnings[i];
+    for (size_t i = 0; i < c->tree.nwarnings; i++) /* overrides that could not be applied */
+        w[k++] = c->tree.warnings[i];
     out->nwarnings = k;
     out->warnings = w;
     for (size_t i = 0; o->log && i < k && i < 20; i++)
