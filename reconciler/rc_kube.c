@@ -588,8 +588,12 @@ int rc_kube_apply_call(struct rc_kube *k, struct rc_kube_call *c, const cJSON *o
     c->method = "PATCH";
     c->path = rc_xstrdup(path.ptr);
     c->content_type = "application/apply-patch+yaml";
-    c->body = cJSON_PrintUnformatted(obj);
-    c->body_len = c->body ? strlen(c->body) : 0;
+    c->body = rd_json_print(obj, &c->err); /* exact integers, numbers as kubectl writes them */
+    if (!c->body) {
+        error = RC_EINVALID;
+        goto done;
+    }
+    c->body_len = strlen(c->body);
     c->ready = 1;
 done:
     rc_buf_release(&path);
