@@ -916,7 +916,20 @@ static int default_state_dir(char *out, size_t n, const char *repo)
             break;
         }
     }
-    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, key), hex);
+    {
+        /* keyed by the URL without credentials: a rotated token is the same mirror */
+        char *clean = NULL, *user = NULL, *pass = NULL;
+
+        rc_git_url_split(key, &clean, &user, &pass);
+        rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, clean), hex);
+        free(clean);
+        if (user)
+            memset(user, 0, strlen(user));
+        if (pass)
+            memset(pass, 0, strlen(pass));
+        free(user);
+        free(pass);
+    }
     base = getenv("XDG_STATE_HOME");
     if (base && base[0])
         return snprintf(out, n, "%s/rightplace/%s", base, hex) < (int)n ? 0 : -1;
