@@ -312,6 +312,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* "file:line: " for messages about something from the source, "" when it has no file. */
+static const char *at(struct engine *e, const char *file, int line)
+{
+    return file ? rc_arena_printf(e->a, "%s:%d: ", file, line) : "";
+}
+
 static void add_warning(struct engine *e, const char *w)
 {
     e->warn = rc_xgrow(e->warn, &e->capwarn, e->nwarn + 1, sizeof(*e->warn));
@@ -440,8 +446,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     for (size_t i = 0; i < e->nobj; i++) {
         const struct pl_object *o = e->obj[i];
         if (o->warning)
-            add_warning(e, rc_arena_printf(e->a, "%s:%d: %s", o->file ? o->file : "?", o->line,
-                                           o->warning));
+            add_warning(e, rc_arena_printf(e->a, "%s%s", at(e, o->file, o->line), o->warning));
     }
     /* declared namespaces first (sorted), then names only objects mention */
     for (size_t i = 0; i < in->nnamespaces; i++) {
@@ -530,11 +535,11 @@ static void warn_split_values(struct engine *e, const struct epol *ep)
         if (found || p->splits[s].percent <= 0)
             continue;
         add_warning(e, rc_arena_printf(e->a,
-                                       "%s:%d: policy '%s': percentageSplit gives %" PRId64
+                                       "%spolicy '%s': percentageSplit gives %" PRId64
                                        "%% to %s '%s', which no cluster the policy selects "
                                        "has; that share goes to the other values",
-                                       p->file ? p->file : "?", p->line, p->name,
-                                       p->splits[s].percent, tk, p->splits[s].value));
+                                       at(e, p->file, p->line), p->name, p->splits[s].percent, tk,
+                                       p->splits[s].value));
     }
 }
 
@@ -730,22 +735,21 @@ static void assign_annotation(struct engine *e, size_t i, const char *policy)
             hi = mid;
     }
     if (o->nova_cluster && o->nova_spread_onto)
-        add_warning(e,
-                    rc_arena_printf(e->a, "%s:%d: object '%s' has both %s and %s; %s wins",
-                                    o->file ? o->file : "?", o->line, o->key, PL_ANNOTATION_CLUSTER,
-                                    PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
+        add_warning(e, rc_arena_printf(e->a, "%sobject '%s' has both %s and %s; %s wins",
+                                       at(e, o->file, o->line), o->key, PL_ANNOTATION_CLUSTER,
+                                       PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
     if (policy)
         add_warning(e, rc_arena_printf(e->a,
-                                       "%s:%d: object '%s' matches policy '%s', but its "
+                                       "%sobject '%s' matches policy '%s', but its "
                                        "annotation %s places it instead",
-                                       o->file ? o->file : "?", o->line, o->key, policy, key));
+                                       at(e, o->file, o->line), o->key, policy, key));
     for (size_t r = 0; ep && r < ep->p->cluster_selector.req[0].nvalues; r++) {
         const char *c = ep->p->cluster_selector.req[0].values[r];
         if (find_cluster(e, c) < 0)
             add_warning(e, rc_arena_printf(e->a,
-                                           "%s:%d: object '%s': annotation %s names cluster "
+                                           "%sobject '%s': annotation %s names cluster "
                                            "'%s', which is not in the fleet",
-                                           o->file ? o->file : "?", o->line, o->key, key, c));
+                                           at(e, o->file, o->line), o->key, key, c));
     }
 }
 
@@ -777,15 +781,20 @@ static void assign_policies(struct engine *e)
             continue;
         }
         e->objpol[i] = first;
+        /* Nova documents no rule for an object several policies match: ours is the smallest
+         * name, always said out loud */
         if (nmatch == 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches policies '%s' and '%s'; '%s' wins",
-                                           o->key, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches policies '%s' and '%s'; "
+                                           "'%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, names[0], names[1],
+                                           names[0]));
         else if (nmatch > 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches %d policies ('%s', '%s', ...); "
-                                           "'%s' wins",
-                                           o->key, nmatch, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches %d policies ('%s', '%s', "
+                                           "...); '%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, nmatch, names[0],
+                                           names[1], names[0]));
     }
 }
 
@@ -1277,10 +1286,10 @@ static void decide_divide(struct engine *e, struct eunit *u)
             if (!sh.present)
                 continue;
             add_warning(e, rc_arena_printf(e->a,
-                                           "%s:%d: %s '%s' has no replica count to divide; "
+                                           "%s%s '%s' has no replica count to divide; "
                                            "it runs whole on %s only, not on every cluster "
                                            "(spreadMode Divide of policy '%s')",
-                                           o->file ? o->file : "?", o->line, o->kind, o->key,
+                                           at(e, o->file, o->line), o->kind, o->key,
                                            d->targets[t].cluster, p->name));
         }
     }

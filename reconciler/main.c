@@ -26,7 +26,10 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_esc.h"
 #include "rc_http.h"
+#include "rc_kube.h"
+#include "rc_kubeconfig.h"
 #include "rc_log.h"
 #include "rc_pass.h"
 #include "rc_version.h"
@@ -63,6 +66,8 @@ enum opt_id {
     OPT_DEPLOY_BRANCH,
     OPT_TOKEN_FILE,
     OPT_SSH_KEY,
+    OPT_KUBECONFIG,
+    OPT_KUBECONFIG_DIR,
     OPT_PATH,
     OPT_LUNA,
     OPT_NO_LUNA,
@@ -106,6 +111,12 @@ static const struct opt_def opt_defs[] = {
     {OPT_TOKEN_FILE, "token-file", 0, "F",
      "HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)"},
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
+    {OPT_KUBECONFIG, "kubeconfig", 0, "F",
+     "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
+     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+    {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
+     "kubeconfigs Cluster objects may select by file name\n"
+     "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},
     {OPT_PATH, "path", 0, "P", "load manifests only under P (repeatable; default: all)"},
     {OPT_LUNA, "luna-label", 0, "K=V", "label added to pod templates (default elotl-luna=true)"},
     {OPT_NO_LUNA, "no-luna-label", 0, NULL, "add no Luna label"},
@@ -142,7 +153,8 @@ static const struct opt_def opt_defs[] = {
 
 #define OPTS_REPO                                                                                  \
     (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
-     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY))
+     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY) |                 \
+     OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
 #define OPTS_RENDER                                                                                \
     (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
 #define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
@@ -231,6 +243,11 @@ struct cli {
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
+    const char *kubeconfig_files[64]; /* --kubeconfig */
+    size_t nkubeconfig_files;
+    const char *kubeconfig_dir;               /* --kubeconfig-dir */
+    struct rc_kubeconfig_sources kubeconfigs; /* the operator's: Clusters select among them */
+    struct rc_kube_options kube;
 };
 
 /* ==== Help and suggestions ==== */
@@ -513,6 +530,16 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         break;
     case OPT_SSH_KEY:
         c->git.ssh_key = v;
+        break;
+    case OPT_KUBECONFIG:
+        if (c->nkubeconfig_files == sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
+            fprintf(stderr, "rightplace: at most %zu --kubeconfig flags\n", c->nkubeconfig_files);
+            return -1;
+        }
+        c->kubeconfig_files[c->nkubeconfig_files++] = v;
+        break;
+    case OPT_KUBECONFIG_DIR:
+        c->kubeconfig_dir = v;
         break;
     case OPT_PATH:
         if (c->npaths == sizeof(c->paths) / sizeof(c->paths[0])) {
@@ -1344,6 +1371,11 @@ static int cmd_plan(struct run *r)
             cJSON_AddItemToArray(ps, p);
         }
         {
+            cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                cJSON_AddItemToArray(ws, cJSON_CreateString(res.warnings[i]));
+        }
+        {
             cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
@@ -1360,11 +1392,20 @@ static int cmd_plan(struct run *r)
             printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
                    "(the next pass restores them):\n",
                    short_id(res.hand_edit_base));
-            for (size_t i = 0; i < res.nhand_edits; i++)
-                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
+        if (res.nwarnings) {
+            printf("\nwarnings:\n");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                printf("  %s\n", res.warnings[i]);
+            printf("\n");
+        }
         if (!nchanged) {
             printf("no change\n");
         } else {
@@ -1518,6 +1559,52 @@ static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts
     return o;
 }
 
+/* Does warning w concern decision d: it names one of its objects ('<key>'), its policy
+ * ('<name>') or the file of one of its objects? */
+static int warning_concerns(const char *w, const struct pl_decision *d)
+{
+    char q[600];
+
+    if (d->policy) {
+        snprintf(q, sizeof(q), "'%s'", d->policy);
+        if (strstr(w, q))
+            return 1;
+    }
+    for (size_t i = 0; i < d->nobjects; i++) {
+        snprintf(q, sizeof(q), "'%s'", d->object_keys[i]);
+        if (strstr(w, q))
+            return 1;
+        if (d->objects && d->objects[i]->file) {
+            size_t n = strlen(d->objects[i]->file);
+            if (!strncmp(w, d->objects[i]->file, n) && w[n] == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pass's warnings that concern d: printed under its explanation, or as JSON. */
+static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res,
+                             const struct pl_decision *d)
+{
+    cJSON *arr = NULL;
+    int header = 0;
+
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (!warning_concerns(res->warnings[i], d))
+            continue;
+        if (o) {
+            if (!arr)
+                arr = cJSON_AddArrayToObject(o, "warnings");
+            cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
+            continue;
+        }
+        if (!header++)
+            fprintf(f, "  warnings:\n");
+        fprintf(f, "    %s\n", res->warnings[i]);
+    }
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -1539,12 +1626,15 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, explain_json(d, &rv));
+                cJSON *o = explain_json(d, &rv);
+                explain_warnings(NULL, o, &res, d);
+                cJSON_AddItemToArray(arr, o);
                 continue;
             }
             if (found > 1)
                 putchar('\n');
             explain_text(d, &rv);
+            explain_warnings(stdout, NULL, &res, d);
         }
         if (json)
             print_json(arr);
@@ -1724,8 +1814,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:
@@ -1771,6 +1864,8 @@ int main(int argc, char **argv)
     struct rc_pass_options pass_init = RC_PASS_OPTIONS_INIT;
     struct rc_git_options git_init = RC_GIT_OPTIONS_INIT;
     struct rc_log log_init = RC_LOG_INIT;
+    struct rc_kube_options kube_init = RC_KUBE_OPTIONS_INIT;
+    struct rc_kubeconfig_sources kc_init = RC_KUBECONFIG_SOURCES_INIT;
     struct rc_err err = RC_ERR_INIT;
     char state_dir[PATH_MAX];
     int status;
@@ -1780,6 +1875,8 @@ int main(int argc, char **argv)
     c.pass = pass_init;
     c.git = git_init;
     c.log = log_init;
+    c.kube = kube_init;
+    c.kubeconfigs = kc_init;
     c.lock_timeout = 60;
     memset(&r, 0, sizeof(r));
     r.cli = &c;
@@ -1846,6 +1943,17 @@ int main(int argc, char **argv)
         return RC_EXIT_SYSTEM;
     }
     r.state_dir = state_dir;
+    /* the operator's kubeconfigs: the only credentials Cluster objects can select */
+    for (size_t i = 0; i < c.nkubeconfig_files; i++)
+        rc_kubeconfig_sources_add_file(&c.kubeconfigs, c.kubeconfig_files[i]);
+    rc_kubeconfig_sources_set_dir(&c.kubeconfigs, c.kubeconfig_dir);
+    if (rc_kubeconfig_sources_env(&c.kubeconfigs, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    c.kube.sources = &c.kubeconfigs;
+    c.pass.kube = &c.kube;
     {
         /* the first open of a URL clones into the state directory: not while a pass runs.
          * A single reconcile fails at once; the loop waits; the rest wait a bounded time. */
@@ -1895,5 +2003,6 @@ done:
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();
+    rc_kubeconfig_sources_release(&c.kubeconfigs);
     return status;
 }

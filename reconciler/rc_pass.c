@@ -81,7 +81,6 @@ struct loaded {
     size_t nkept;      /* broken files replaced by their last good version: */
     struct rc_memo_kept *kept;
     size_t nparsed;  /* files parsed, history walk included */
-    int listed;      /* the source was listed: the parse cache was used */
     char digest[41]; /* of the (path, blob id) listing at S */
 };
 
@@ -173,20 +172,53 @@ static void read_source_file(struct rd_file *f, const char **refused, struct rc_
 }
 
 /*
+ * Does version `blob` of `path` load alone? RC_OK: yes, and with a shared cache it stays
+ * there (*data NULL), without one its bytes are copied into `a`. Each version is read into
+ * memory of its own and freed, so a long walk over large versions holds one at a time.
+ * RC_EINVALID: it does not (or is larger than a file may be).
+ */
+static int try_version(const char **data, size_t *len, size_t *nparsed, struct rc_git *g,
+                       const char *path, const char *blob, struct rd_cache *cache,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    struct rc_arena tmp = RC_ARENA_INIT;
+    char *d = NULL;
+    size_t n = 0;
+    int error = RC_OK;
+
+    *data = NULL;
+    *len = 0;
+    if (!rd_cache_has(cache, blob, path, NULL))
+        error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, &tmp, err);
+    if (error == RC_OK && !file_loads_alone(path, d, n, blob, cache, nparsed, a))
+        error = RC_EINVALID;
+    if (error == RC_OK && !cache) {
+        char *copy = rc_arena_alloc(a, n + 1);
+        memcpy(copy, d, n + 1);
+        *data = copy;
+        *len = n;
+    }
+    if (error == RC_EINVALID)
+        rc_err_clear(err);
+    rc_arena_release(&tmp);
+    return error;
+}
+
+/*
  * The version of `path` that the deploy branch was built from: starting at `from` (the
  * source commit of the previous record), walk first parents back to the newest version that
  * loads. The walk stops where the file does not exist: a file deleted and later re-added
  * broken has nothing to keep (its objects were removed when it was deleted). Consecutive
  * commits sharing one blob are tested once, and at most MAX_HISTORY_WALK distinct versions
  * are tried: past that, the version a previous pass kept (the memo) is used if it still
- * loads. RC_ENOTFOUND: nothing to keep (the caller freezes the file). Other errors: git I/O.
+ * loads. RC_ENOTFOUND: nothing to keep. Other errors: git I/O.
  */
 static int last_good_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
                              struct rc_git *g, const char *from, const char *path,
                              const char *memo_id, struct rd_cache *cache, struct rc_arena *a,
                              struct rc_err *err)
 {
-    const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
     char cur[41], blob[41], tested[41] = "";
     int versions = 0;
     int error;
@@ -205,23 +237,15 @@ static int last_good_version(const char **data, size_t *len, char kept_id[41], s
         if (error < 0)
             return error;
         if (strcmp(blob, tested)) {
-            char *d = NULL;
-            size_t n = 0;
             if (++versions > MAX_HISTORY_WALK)
                 break;
-            if (rd_cache_has(cache, blob, path, NULL))
-                error = RC_OK; /* parsed before: no need to read it */
-            else
-                error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, a, err);
-            if (error == RC_OK && file_loads_alone(path, d, n, blob, cache, nparsed, a)) {
-                *data = d;
-                *len = n;
+            error = try_version(data, len, nparsed, g, path, blob, cache, a, err);
+            if (error == RC_OK) {
                 memcpy(kept_id, blob, 41);
                 return RC_OK;
             }
-            if (error < 0 && error != RC_EINVALID)
+            if (error != RC_EINVALID)
                 return error;
-            rc_err_clear(err);
             memcpy(tested, blob, sizeof(tested));
         }
         error = rc_git_commit_parent(parent, g, cur, err);
@@ -235,17 +259,15 @@ static int last_good_version(const char **data, size_t *len, char kept_id[41], s
     }
     /* the walk's bound: what a previous pass kept, if it still loads */
     if (memo_id && memo_id[0]) {
-        char *d = NULL;
-        size_t n = 0;
-        if ((rd_cache_has(cache, memo_id, path, NULL) ||
-             rc_git_read_blob(&d, &n, g, memo_id, lim.max_bytes, a, err) == RC_OK) &&
-            file_loads_alone(path, d, n, memo_id, cache, nparsed, a)) {
-            *data = d;
-            *len = n;
+        error = try_version(data, len, nparsed, g, path, memo_id, cache, a, err);
+        if (error == RC_OK) {
             memcpy(kept_id, memo_id, 41);
             return RC_OK;
         }
-        rc_err_clear(err);
+        if (error == RC_ENOTFOUND)
+            rc_err_clear(err); /* gone from the repository: nothing to keep */
+        else if (error != RC_EINVALID)
+            return error;
     }
     return RC_ENOTFOUND;
 }
@@ -324,7 +346,6 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     error = listing_digest(out->digest, blobs, nblobs, err);
     if (error < 0)
         return error;
-    out->listed = 1;
     files = rc_arena_calloc(a, nblobs + 1, sizeof(*files));
     refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
@@ -463,6 +484,11 @@ conflicts:
         for (size_t k = 0; k < out->src.nconflicts; k++) {
             all[out->nerrors + k].path = utf8_clean(a, out->src.conflicts[k].path);
             all[out->nerrors + k].msg = utf8_clean(a, out->src.conflicts[k].msg);
+            if (o->log) {
+                struct rc_log_field f[] = {RC_LOG_STR("file", all[out->nerrors + k].path)};
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (the object is not loaded)",
+                          all[out->nerrors + k].msg);
+            }
         }
         out->errors = all;
         out->nerrors += out->src.nconflicts;
@@ -745,6 +771,8 @@ static int commit_message(struct rc_buf *msg, struct rc_git *g, const struct com
     in.file_errors = cp->load.errors;
     in.ncontent = ncc;
     in.content = cc;
+    in.nwarnings = out->nwarnings;
+    in.warnings = out->warnings;
     if (out->nhand_edits) {
         const char **lines = rc_arena_calloc(a, out->nhand_edits, sizeof(*lines));
         for (size_t i = 0; i < out->nhand_edits; i++)
@@ -930,6 +958,25 @@ static void compute_release(struct compute *c)
     loaded_release(&c->load);
 }
 
+/* The pass's warnings, the engine's then the source's, into out; each logged (the first 20). */
+static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
+                             const struct rc_pass_options *o, struct rc_arena *a)
+{
+    size_t n = c->res.nwarnings + c->load.src.nwarnings, k = 0;
+    const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
+
+    for (size_t i = 0; i < c->res.nwarnings; i++)
+        w[k++] = c->res.warnings[i];
+    for (size_t i = 0; i < c->load.src.nwarnings; i++)
+        w[k++] = c->load.src.warnings[i];
+    out->nwarnings = k;
+    out->warnings = w;
+    for (size_t i = 0; o->log && i < k && i < 20; i++)
+        rc_log_warn(o->log, "%s", w[i]);
+    if (o->log && k > 20)
+        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)", k - 20);
+}
+
 static void count_states(struct rc_pass_result *out, const struct pl_result *res)
 {
     for (size_t i = 0; i < res->ndecisions; i++) {
@@ -1026,6 +1073,10 @@ static int memo_says_skip(int *skip, struct rc_pass_result *out, struct rc_git *
     }
     out->nfile_errors = m->nerrors;
     out->file_errors = m->errors;
+    for (size_t i = 0; o->log && i < m->nerrors; i++) {
+        struct rc_log_field f[] = {RC_LOG_STR("file", m->errors[i].path)};
+        rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (as in the last pass)", m->errors[i].msg);
+    }
     *skip = 1;
     return RC_OK;
 }
@@ -1155,6 +1206,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
     }
 
+    /* what the previous pass loaded and this one may not need goes now (not at the end of
+     * that pass: its result pointed into it) */
+    if (o->cache)
+        rd_cache_sweep(rc_cache_parsed(o->cache));
     error = compute_load(cp, g, out->source, &prev, o, a, err);
     out->nparsed = cp->load.nparsed;
     if (error < 0)
@@ -1178,7 +1233,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Observe live clusters; simulated ones keep their declared capacity. */
     {
         struct rc_observe_report rep;
-        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        error =
+            rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube, o->log, &rep, a, err);
         if (error < 0)
             goto done;
         phase_mark(ph, PH_OBSERVE, &t);
@@ -1212,6 +1268,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     t = mono_ms();
     out->result = &cp->res;
     out->input = &cp->in;
+    collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
     quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved;
 
@@ -1318,9 +1375,9 @@ apply:
     phase_log(o->log, ph);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
-                                a, err);
+        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                     o->kube, o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */
@@ -1338,8 +1395,6 @@ done:
      * payloads must not be followed after the pass. The parse cache keeps what this pass
      * loaded, and nothing else. */
     compute_release(cp);
-    if (o->cache && cp->load.listed)
-        rd_cache_sweep(rc_cache_parsed(o->cache));
     return error;
 }
 

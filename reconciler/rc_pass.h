@@ -23,6 +23,7 @@
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_kube_options;
 struct rc_cache;
 
 struct rc_pass_options {
@@ -52,6 +53,10 @@ struct rc_pass_options {
      * head itself when there is nothing to propose. Apply still applies the deploy head.
      * NULL: commit to the deploy branch. */
     const char *propose_branch;
+    /* client options for observe and apply, with the operator's kubeconfigs (sources) that
+     * Cluster objects select among; NULL: defaults and no kubeconfig, so live clusters are
+     * not connectable */
+    const struct rc_kube_options *kube;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -59,7 +64,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL                                                                                   \
+            NULL, NULL                                                                             \
     }
 
 /* A path whose content a pass would change. */
@@ -94,12 +99,19 @@ struct rc_pass_result {
     size_t nunreachable;               /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the
+     * source's (unknown fields, ignored features), "file:line[:col]: ..." where known; also
+     * logged at warn level, in the commit message and in placements.yaml */
+    size_t nwarnings;
+    const char *const *warnings;
     char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
     int proposed;      /* --propose: the proposal branch was moved this pass */
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
- * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK
+ * input->objects[].payload are freed before the call returns: never follow a payload. With
+ * o->cache, the objects' strings (keys, names, labels) live in the cache until the next pass
+ * that uses it: read a result before running the next pass. Returns RC_OK
  * also when some files did not parse (see out->nfile_errors) or the pass was skipped; errors are
  * for git, I/O and exhausted retries. */
 int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,

@@ -216,11 +216,15 @@ struct rd_message_input {
     /* deploy paths that differ from what rightplace last wrote (hand edits), repaired here */
     size_t nhand_edits;
     const char *const *hand_edits;
+    /* warnings of the pass (the engine's, the source's; "file:line: ..." where known),
+     * listed in a section of their own (the first 20, then a count) */
+    size_t nwarnings;
+    const char *const *warnings;
 };
 
 #define RD_MESSAGE_INPUT_INIT                                                                      \
     {                                                                                              \
-        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL                                 \
+        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL                        \
     }
 
 /* The commit message from everything in `in` (rd_commit_message_prev is this with the first

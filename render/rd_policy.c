@@ -223,9 +223,17 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
             rc = add_split(out, it->string, it, it, docs, a, err);
         } else {
             const char *value = NULL;
+            const cJSON *f;
             if (!cJSON_IsObject(it))
                 return rd_err_at(err, RC_EINVALID, docs, it,
                                  "percentageSplit entry must be a mapping");
+            cJSON_ArrayForEach(f, it)
+            {
+                if (strcmp(f->string, "topologyValue") && strcmp(f->string, "percentage"))
+                    warn(w, docs, f,
+                         "unknown field 'spreadConstraints.percentageSplit[].%s'; ignored",
+                         f->string);
+            }
             if ((rc = rd_field_str(&value, it, "topologyValue", NULL, docs, a, err)) < 0)
                 return rc;
             if (!value)
@@ -297,6 +305,20 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
         (rc = rd_field_obj(&gb, spec, "groupBy", 0, docs, err)) < 0 ||
         (rc = rd_field_obj(&sc, spec, "spreadConstraints", 0, docs, err)) < 0)
         return rc;
+    cJSON_ArrayForEach(it, rsel)
+    {
+        if (strcmp(it->string, "labelSelectors"))
+            warn(&w, docs, it,
+                 "unknown field 'spec.resourceSelectors.%s' in SchedulePolicy '%s'; "
+                 "ignored",
+                 it->string, o->name);
+    }
+    cJSON_ArrayForEach(it, gb)
+    {
+        if (strcmp(it->string, "labelKey"))
+            warn(&w, docs, it, "unknown field 'spec.groupBy.%s' in SchedulePolicy '%s'; ignored",
+                 it->string, o->name);
+    }
     if (!rsel || !(lsels = rd_field_get(rsel, "labelSelectors")))
         return rd_err_at(err, RC_EINVALID, docs, rsel ? rsel : spec,
                          "SchedulePolicy '%s' needs spec.resourceSelectors.labelSelectors",

@@ -14,7 +14,8 @@
  *                    nodesAdded: {cluster: n}, reason: substring, change,
  * cause: substring warnings:  substrings, one per engine warning (absent: no
  * warnings) rendered: {path: [substring, ...]} files of the deploy tree and what they
- * hold; {path: null}: no such file. errors: substrings of the input's load errors (the
+ * hold; {path: null}: no such file. sourceWarnings: substrings, one per warning of the
+ * load (absent: not checked). errors: substrings of the input's load errors (the
  * case then checks nothing else). Each case is also run with its input arrays reversed, which must
  * not change a byte of the decisions. One failure report lists every mismatch
  * of every case.
@@ -511,6 +512,27 @@ static void run_case(struct ctx *c, const char *dir)
         }
         if (nw != out.nwarnings)
             bad(c, "%zu warnings, expected %zu", out.nwarnings, nw);
+    }
+    {
+        /* sourceWarnings: substrings, one per warning of the load (unknown fields, ...) */
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "sourceWarnings");
+        size_t nw = 0, missing = 0;
+        cJSON_ArrayForEach(it, w)
+        {
+            int found = 0;
+            for (size_t i = 0; i < src.nwarnings; i++)
+                found |= cJSON_IsString(it) && strstr(src.warnings[i], it->valuestring) != NULL;
+            if (!found)
+                bad(c, "no source warning contains '%s'",
+                    cJSON_IsString(it) ? it->valuestring : "?");
+            missing += !found;
+            nw++;
+        }
+        if (w && (nw != src.nwarnings || missing)) {
+            bad(c, "%zu source warnings, expected %zu", src.nwarnings, nw);
+            for (size_t i = 0; i < src.nwarnings; i++)
+                bad(c, "source warning: %s", src.warnings[i]);
+        }
     }
     check_rendered(c, cJSON_GetObjectItemCaseSensitive(root, "rendered"), &in, &out, &a);
     check_order_independent(c, &in, &out);

@@ -92,6 +92,25 @@ if command -v systemd-analyze >/dev/null; then
             check "$u has $k" grep -qx -- "$k" "$dest$unitdir/$u"
         done
     done
+    # exposure as systemd rates it (0 best, 100 worst; printed x10): at most 1.5 ("OK")
+    for u in rightplace.service rightplace-loop.service; do
+        score=$(cd "$TMP/units" && systemd-analyze security --offline=true "./$u" 2>&1 |
+            sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+        echo "systemd-analyze security $u: exposure $score"
+        check "$u exposure $score > 1.5" awk -v s="$score" 'BEGIN {exit !(s != "" && s <= 1.5)}'
+    done
+    # every flag the units pass is one `rightplace reconcile` takes
+    "$dest$bindir/rightplace" reconcile --help >"$TMP/reconcile-help.txt" 2>&1
+    for u in rightplace.service rightplace-loop.service; do
+        for f in $(sed -n 's/^ExecStart=//p' "$dest$unitdir/$u" | grep -oE -- '--[a-z][a-z0-9-]*'); do
+            check "$u passes $f, which reconcile does not take" grep -qE -- "$f( |$)" "$TMP/reconcile-help.txt"
+        done
+    done
+    for f in $(sed -n 's/^#* *RIGHTPLACE_OPTS=//p; s/^#   //p' "$dest$sysconfdir/rightplace/rightplace.env" |
+        grep -oE -- '--[a-z][a-z0-9-]*'); do
+        check "rightplace.env suggests $f, which reconcile does not take" \
+            grep -qE -- "$f( |$)" "$TMP/reconcile-help.txt"
+    done
     check "rightplace.service is a oneshot --once" grep -q '^ExecStart=.* reconcile --once ' \
         "$dest$unitdir/rightplace.service"
     check "rightplace-loop.service loops" grep -q '^ExecStart=.* reconcile --interval ' \
@@ -115,6 +134,19 @@ envf=$dest$sysconfdir/rightplace/rightplace.env
 check "env file is not world-readable" test "$(stat -c %a "$envf")" = 640
 check "env file sets RIGHTPLACE_REPO" grep -q '^RIGHTPLACE_REPO=' "$envf"
 check "env file is shell-readable" bash -n "$envf"
+
+# 7. `cmake --install --prefix P` puts everything under P (the units still name the
+# configured path of the binary: set the prefix when configuring)
+other=$TMP/other-prefix
+cmake --install "$RP_BUILD_DIR" --prefix "$other" >"$TMP/install2.log" 2>&1 ||
+    bad "cmake --install --prefix: $(cat "$TMP/install2.log")"
+if [ "${RP_PREFIX%/}" != /usr ]; then
+    outside=$(grep -oE 'Installing: [^ ]+' "$TMP/install2.log" | cut -d' ' -f2 | grep -v "^$other/" || true)
+    check "--prefix $other installed outside it: $outside" test -z "$outside"
+    check "--prefix installs the binary under it" test -x "$other/${RP_BINDIR}/rightplace"
+    check "--prefix installs as many files as DESTDIR" \
+        test "$(find "$other" -type f | wc -l)" -eq "$(wc -l <"$TMP/want")"
+fi
 
 # 7. documentation
 check "README installed" cmp -s "$RP_SOURCE_DIR/README.md" "$dest$docdir/README.md"
