@@ -1373,6 +1373,52 @@ static void set_change(struct engine *e, struct eunit *u)
 
 /* ==== pl_place ==== */
 
+/* Does override o name object x? */
+static int override_names(const struct pl_override *o, const struct pl_object *x)
+{
+    return !strcmp(o->kind, x->kind) && !strcmp(o->name, x->name) &&
+           (!o->api_version || !strcmp(o->api_version, x->api_version)) &&
+           (!o->ns || (x->ns && !strcmp(o->ns, x->ns)));
+}
+
+/* The overrides of the unit's policy that apply to its objects on its targets (render applies
+ * the same ones: rd_output.c). */
+static void list_overrides(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct pl_policy *p = e->pol[u->pol].p;
+    const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
+    size_t n = 0, cap = 0;
+    const char **v = NULL;
+
+    for (size_t t = 0; t < d->ntargets; t++) {
+        long ci = find_cluster(e, d->targets[t].cluster);
+        const char *tv = d->targets[t].domain;
+        if (!tv && ci >= 0)
+            tv = pl_labels_get(&e->clabels[ci], tk);
+        for (size_t k = 0; tv && k < p->noverrides; k++) {
+            const struct pl_override *o = &p->overrides[k];
+            if (strcmp(o->topology_value, tv))
+                continue;
+            for (size_t j = 0; j < u->nobj; j++) {
+                if (!override_names(o, u->objs[j]))
+                    continue;
+                if (n == cap) {
+                    const char **nv = rc_arena_calloc(e->a, cap ? cap * 2 : 4, sizeof(*nv));
+                    if (n)
+                        memcpy(nv, v, n * sizeof(*v));
+                    v = nv;
+                    cap = cap ? cap * 2 : 4;
+                }
+                v[n++] = rc_arena_printf(e->a, "%s: %s %s = %s", d->targets[t].cluster,
+                                         u->objs[j]->key, o->field_path, o->value_json);
+            }
+        }
+    }
+    d->noverrides = n;
+    d->overrides = v;
+}
+
 static void decide(struct engine *e, struct eunit *u)
 {
     const struct epol *ep = &e->pol[u->pol];
@@ -1386,6 +1432,8 @@ static void decide(struct engine *e, struct eunit *u)
         decide_divide(e, u);
     else
         decide_single(e, u);
+    if (p->noverrides && u->d->state == PL_STATE_PLACED)
+        list_overrides(e, u);
     if (ep->annot && strncmp(u->d->reason, "annotation ", 11)) /* no SchedulePolicy did */
         u->d->reason = rc_arena_printf(e->a, "annotation %s: %s", ep->annot, u->d->reason);
 }

@@ -199,6 +199,22 @@ struct pl_split {
     int64_t percent;   /* 0..100 */
 };
 
+/* One spreadConstraints.overrides entry: on targets whose topology value is
+ * `topology_value`, the object (kind, name; apiVersion and namespace when given) gets
+ * field_path set to value_json. Placement only lists them per decision; render applies them. */
+struct pl_override {
+    const char *topology_value;
+    const char *api_version; /* NULL: any */
+    const char *kind;
+    const char *name;
+    const char *ns;         /* NULL: any (cluster-scoped objects have none) */
+    const char *field_path; /* "spec.template.spec.containers[0].env[0].value",
+                               "metadata.labels['topology.istio.io/network']" */
+    const char *value_json; /* value.staticValue, as JSON text */
+    const char *file;
+    int line;
+};
+
 struct pl_policy {
     const char *name;
     const char *digest; /* changes whenever the policy's spec changes */
@@ -214,6 +230,8 @@ struct pl_policy {
     const char *topology_key; /* NULL: kubernetes.io/metadata.name */
     size_t nsplits;
     struct pl_split *splits;
+    size_t noverrides;
+    struct pl_override *overrides;
     const char *file;
     int line;
 };
@@ -308,6 +326,10 @@ struct pl_decision {
     struct pl_verdict *verdicts;
     enum pl_change change;
     const char *cause; /* moves: why it moved; NULL otherwise */
+    /* spreadConstraints.overrides that apply to its objects on its targets, one line each:
+     * "<cluster>: <object key> <fieldPath> = <value>", in target then policy order */
+    size_t noverrides;
+    const char **overrides;
 };
 
 /* Per cluster, what the decisions leave of it (for status and capacity.yaml). */

@@ -26,6 +26,7 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_buf.h"
 #include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
@@ -901,7 +902,20 @@ static int default_state_dir(char *out, size_t n, const char *repo)
             break;
         }
     }
-    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, key), hex);
+    {
+        /* keyed by the URL without credentials: a rotated token is the same mirror */
+        char *clean = NULL, *user = NULL, *pass = NULL;
+
+        rc_git_url_split(key, &clean, &user, &pass);
+        rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, clean), hex);
+        free(clean);
+        if (user)
+            memset(user, 0, strlen(user));
+        if (pass)
+            memset(pass, 0, strlen(pass));
+        free(user);
+        free(pass);
+    }
     base = getenv("XDG_STATE_HOME");
     if (base && base[0])
         return snprintf(out, n, "%s/rightplace/%s", base, hex) < (int)n ? 0 : -1;
@@ -1090,6 +1104,11 @@ static cJSON *decision_json(const struct pl_decision *d)
     cJSON_AddStringToObject(o, "change", change_name(d->change));
     if (d->cause)
         cJSON_AddStringToObject(o, "cause", d->cause);
+    if (d->noverrides) {
+        cJSON *ov = cJSON_AddArrayToObject(o, "overrides");
+        for (size_t i = 0; i < d->noverrides; i++)
+            cJSON_AddItemToArray(ov, cJSON_CreateString(d->overrides[i]));
+    }
     for (size_t i = 0; i < d->nverdicts; i++) {
         cJSON *v = cJSON_CreateObject();
         cJSON_AddStringToObject(v, "cluster", d->verdicts[i].cluster);
@@ -1140,6 +1159,8 @@ static void print_decision_text(FILE *f, const struct pl_decision *d, int verbos
         fprintf(f, "  reason:   %s\n", d->reason);
     if (d->cause)
         fprintf(f, "  moved:    %s\n", d->cause);
+    for (size_t i = 0; i < d->noverrides; i++) /* spreadConstraints.overrides it gets */
+        fprintf(f, "  %s %s\n", i ? "         " : "override:", d->overrides[i]);
     if (verbose && d->nverdicts) {
         fprintf(f, "  candidates:\n");
         for (size_t i = 0; i < d->nverdicts; i++)
@@ -1923,6 +1944,22 @@ int main(int argc, char **argv)
     if (mkdir_p(state_dir) < 0) {
         rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
+    }
+    {
+        /* the state directory and everything under it are private (docs/security.md) */
+        int tightened = rc_dir_make_private(state_dir, &err);
+
+        if (tightened < 0) {
+            rc_log_error(&c.log, "state directory: %s", err.msg);
+            return RC_EXIT_USAGE;
+        }
+        if (tightened)
+            rc_log_warn(&c.log, "state directory '%s' was open to other users: made private (0700)",
+                        state_dir);
+        /* a URL's mirror is written by libgit2, which honours the umask: files 0600, folders
+         * 0700 (a local repository's own files keep the owner's umask) */
+        if (rc_git_is_url(c.repo))
+            umask(077);
     }
     c.git.state_dir = state_dir;
 

@@ -962,13 +962,15 @@ static void compute_release(struct compute *c)
 static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
                              const struct rc_pass_options *o, struct rc_arena *a)
 {
-    size_t n = c->res.nwarnings + c->load.src.nwarnings, k = 0;
+    size_t n = c->res.nwarnings + c->load.src.nwarnings + c->tree.nwarnings, k = 0;
     const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
 
     for (size_t i = 0; i < c->res.nwarnings; i++)
         w[k++] = c->res.warnings[i];
     for (size_t i = 0; i < c->load.src.nwarnings; i++)
         w[k++] = c->load.src.warnings[i];
+    for (size_t i = 0; i < c->tree.nwarnings; i++) /* overrides that could not be applied */
+        w[k++] = c->tree.warnings[i];
     out->nwarnings = k;
     out->warnings = w;
     for (size_t i = 0; o->log && i < k && i < 20; i++)
@@ -1024,7 +1026,8 @@ static int record_has_pending(const struct rd_record *rec)
  * placements, the capacity snapshot, and the source commit the broken files' last good
  * versions are looked up from, all in that commit). Its outcome depends on nothing else when
  * it was "quiet": no live cluster (observation could change capacity, and apply could have
- * something to retry), and no pending unit. So the pass stops, before reading any blob, when
+ * something to retry), no pending unit, no broken file without an earlier version, no hand
+ * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass stops, before reading any blob, when
  * a memo exists with the same key, the same deploy head, quiet, and the same source commit or
  * the same listing digest; it reports the memo's file errors again. --force, plan and
  * everything without a cache (rc_pass_options.cache) do all the work.
@@ -1225,7 +1228,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
         (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
-        quiet = !cp->load.unresolved;
+        quiet = !cp->load.unresolved && !o->propose_branch;
         error = RC_OK;
         goto apply;
     }
@@ -1270,7 +1273,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->input = &cp->in;
     collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
-    quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved;
+    /* hand edits, a proposal waiting for review and configuration errors are reported by
+     * every pass until resolved: not quiet */
+    quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved &&
+            !out->nhand_edits && !out->nconfig_errors && !o->propose_branch;
 
     /* A broken file without an earlier version may be a renamed file whose objects are placed
      * (under its old path): while one exists, nothing is moved or removed. */

@@ -68,6 +68,10 @@ struct rd_tree {
     size_t nfiles;
     struct rd_tree_file *files; /* sorted by path (strcmp) */
     size_t nrendered;           /* object files rendered (kept ones not counted) */
+    /* what rendering could not do, e.g. a spreadConstraints.overrides fieldPath that does
+     * not exist in the object ("file:line: ..."); also listed in placements.yaml */
+    size_t nwarnings;
+    const char **warnings;
 };
 
 /*

@@ -13,11 +13,11 @@
  *                    verdicts: {cluster: kind}, detail: {cluster: substring},
  *                    nodesAdded: {cluster: n}, reason: substring, change,
  * cause: substring warnings:  substrings, one per engine warning (absent: no
- * warnings) rendered: {path: [substring, ...]} files of the deploy tree and what they
- * hold; {path: null}: no such file. sourceWarnings: substrings, one per warning of the
- * load (absent: not checked). errors: substrings of the input's load errors (the
- * case then checks nothing else). Each case is also run with its input arrays reversed, which must
- * not change a byte of the decisions. One failure report lists every mismatch
+ * warnings) overrides (per unit): substrings of the overrides it gets. rendered: {path: [substring,
+ * ...]} files of the deploy tree and what they hold; {path: null}: no such file. sourceWarnings:
+ * substrings, one per warning of the load (absent: not checked). errors: substrings of the input's
+ * load errors (the case then checks nothing else). Each case is also run with its input arrays
+ * reversed, which must not change a byte of the decisions. One failure report lists every mismatch
  * of every case.
  */
 #include "th.h"
@@ -263,6 +263,22 @@ static void check_unit(struct ctx *c, const cJSON *eu, const struct pl_result *r
         else if (!cJSON_IsString(it) || !v->detail || !strstr(v->detail, it->valuestring))
             bad(c, "%s: detail on %s is '%s', expected to contain '%s'", unit, it->string,
                 v->detail ? v->detail : "", cJSON_IsString(it) ? it->valuestring : "?");
+    }
+    if ((it = cJSON_GetObjectItemCaseSensitive(eu, "overrides"))) {
+        const cJSON *v;
+        size_t n = 0;
+        cJSON_ArrayForEach(v, it)
+        {
+            int found = 0;
+            for (size_t k = 0; k < d->noverrides; k++)
+                found |= cJSON_IsString(v) && strstr(d->overrides[k], v->valuestring) != NULL;
+            if (!found)
+                bad(c, "%s: no override contains '%s'", unit,
+                    cJSON_IsString(v) ? v->valuestring : "?");
+            n++;
+        }
+        if (n != d->noverrides)
+            bad(c, "%s: %zu overrides, expected %zu", unit, d->noverrides, n);
     }
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(eu, "nodesAdded"))
     {

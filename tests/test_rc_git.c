@@ -1150,10 +1150,52 @@ static void test_rc_git__credentials_tried_once_and_never_shown(void **state)
     pthread_join(t, NULL);
 }
 
+/* Credentials come off a URL before it is stored anywhere; what they were is kept for the
+ * credential callback. */
+static void test_rc_git__url_split(void **state)
+{
+    static const struct {
+        const char *url, *clean, *user, *pass;
+    } cases[] = {
+        {"https://alice:s3cret@git.example.com/fleet.git", "https://git.example.com/fleet.git",
+         "alice", "s3cret"},
+        {"https://ghp_TOKEN@github.com/org/fleet", "https://github.com/org/fleet", "ghp_TOKEN", ""},
+        {"http://u%40x:p%3Aw%2Fd@127.0.0.1:8080/r.git", "http://127.0.0.1:8080/r.git", "u@x",
+         "p:w/d"},
+        {"https://git.example.com/fleet.git", "https://git.example.com/fleet.git", NULL, NULL},
+        {"https://host/path/with@sign", "https://host/path/with@sign", NULL, NULL},
+        {"ssh://git@host/fleet.git", "ssh://git@host/fleet.git", NULL, NULL},
+        {"ssh://git:pw@host/fleet.git", "ssh://git@host/fleet.git", "git", "pw"},
+        {"git@host:fleet.git", "git@host:fleet.git", NULL, NULL},
+        {"file:///srv/fleet.git", "file:///srv/fleet.git", NULL, NULL},
+        {"/srv/fleet", "/srv/fleet", NULL, NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *clean = NULL, *user = NULL, *pass = NULL;
+        int found = rc_git_url_split(cases[i].url, &clean, &user, &pass);
+
+        assert_string_equal(clean, cases[i].clean);
+        assert_int_equal(found, cases[i].user != NULL);
+        if (cases[i].user) {
+            assert_string_equal(user, cases[i].user);
+            assert_string_equal(pass, cases[i].pass);
+        } else {
+            assert_null(user);
+            assert_null(pass);
+        }
+        free(clean);
+        free(user);
+        free(pass);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_git__is_url),
+        cmocka_unit_test(test_rc_git__url_split),
         cmocka_unit_test_setup_teardown(test_rc_git__open_local_nonbare_and_bare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__resolve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_at_rev, setup, teardown),

@@ -4,7 +4,7 @@
  * deploy commit's message and placements.yaml, with file and line.
  *
  * The repository is examples/repo plus one file: a policy with fields Nova does not have
- * at several depths (spec, groupBy, resourceSelectors) and overrides rightplace ignores,
+ * at several depths (spec, groupBy, resourceSelectors) and an override whose path does not exist,
  * which overlaps the example's fill-and-spill policy for rayjob3's RayJob.
  */
 #include "th.h"
@@ -32,7 +32,9 @@ static const char overlap[] =
     "    topologyKey: kubernetes.io/metadata.name\n"
     "    overrides:\n"
     "    - topologyValue: static-cluster\n"
-    "      resources: []\n";
+    "      resources:\n"
+    "      - {kind: ConfigMap, name: extra, override: [{fieldPath: 'data.list[0]', value: "
+    "{staticValue: x}}]}\n";
 
 static const char rayjob3[] = "apiVersion: v1\n"
                               "kind: ConfigMap\n"
@@ -66,7 +68,8 @@ static void test_rc_warnings__plan_explain_log_commit(void **state)
     assert_non_null(strstr(out, "'spec.groupBy.label'"));
     assert_non_null(
         strstr(out, "policies/overlap.yaml:10:19: unknown field 'spec.clusterSelectr'"));
-    assert_non_null(strstr(out, "overrides are not supported"));
+    assert_non_null(strstr(out, "override of 'rayjob3/ConfigMap/extra' on static-cluster: "
+                                "fieldPath 'data.list[0]': no 'list' in the object"));
     assert_non_null(strstr(out, "fill-and-spill/extra.yaml:1: object 'rayjob3/ConfigMap/extra' "
                                 "matches policies 'aaa-overlap' and"));
     assert_non_null(strstr(err, "'spec.groupBy.label'"));
@@ -81,6 +84,7 @@ static void test_rc_warnings__plan_explain_log_commit(void **state)
 
     /* explain: the warnings about that workload (its policy, its objects) */
     assert_int_equal(th_rp(&out, NULL, "explain", "--repo", repo, "rayjob3/extra", NULL), 0);
+    assert_non_null(strstr(out, "override: static-cluster: rayjob3/ConfigMap/extra data.list[0]"));
     assert_non_null(strstr(out, "warnings:"));
     assert_non_null(strstr(out, "'spec.groupBy.label'"));
     free(out);
