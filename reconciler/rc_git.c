@@ -1323,10 +1323,10 @@ int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err
     return RC_OK;
 }
 
-int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, int list_only, struct rc_arena *a, struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, 0, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1342,6 +1342,18 @@ int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     free(p);
     git_tree_free(tree);
     return error;
+}
+
+int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 0, a, err);
+}
+
+int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 1, a, err);
 }
 
 int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
@@ -1613,7 +1625,17 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
         git_oid id;
 
-        if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+        if (files[i].keep) {
+            if (!have || have->mode != GIT_FILEMODE_BLOB) {
+                error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
+                                   files[i].path);
+                goto done;
+            }
+            continue;
+        }
+        if (files[i].id[0] && parse_oid(&id, files[i].id, "blob", err) == RC_OK) {
+            /* hashed by the caller */
+        } else if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
         }
