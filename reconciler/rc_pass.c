@@ -328,7 +328,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
     const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
-    size_t held = 0;
+    size_t held = 0, primed = 0;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
     const char **refused, **ids;
@@ -357,10 +357,27 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
-        } else {
-            read_source_file(&files[i], &refused[i], g, &blobs[i], a);
-            size = files[i].len;
+            continue;
         }
+        if (cache && primed <= budget) {
+            /* parsed into the cache now, its text dropped at once: the pass never holds the
+             * whole source's text */
+            struct rc_arena tmp = RC_ARENA_INIT;
+            size_t before = rd_cache_bytes(cache);
+            read_source_file(&files[i], &refused[i], g, &blobs[i], &tmp);
+            if (!refused[i])
+                file_loads_alone(files[i].path, files[i].data, files[i].len, blobs[i].id, cache,
+                                 &out->nparsed, a);
+            if (refused[i])
+                refused[i] = rc_arena_strdup(a, refused[i]);
+            primed += rd_cache_bytes(cache) - before;
+            files[i].data = NULL;
+            files[i].len = 0;
+            rc_arena_release(&tmp);
+            continue;
+        }
+        read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+        size = files[i].len;
         /* Memory is bounded by what the pass holds, in path order: a file past the budget is
          * refused alone and says which limit to raise. */
         if (!refused[i] && size > budget - held) {
@@ -946,10 +963,10 @@ static int record_has_pending(const struct rd_record *rec)
  * versions are looked up from, all in that commit). Its outcome depends on nothing else when
  * it was "quiet": no live cluster (observation could change capacity, and apply could have
  * something to retry), no pending unit, no broken file without an earlier version, no hand
- * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass stops, before reading any blob, when
- * a memo exists with the same key, the same deploy head, quiet, and the same source commit or
- * the same listing digest; it reports the memo's file errors again. --force, plan and
- * everything without a cache (rc_pass_options.cache) do all the work.
+ * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass
+ * stops, before reading any blob, when a memo exists with the same key, the same deploy head,
+ * quiet, and the same source commit or the same listing digest; it reports the memo's file errors
+ * again. --force, plan and everything without a cache (rc_pass_options.cache) do all the work.
  */
 static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err *err)
 {
