@@ -245,7 +245,7 @@ int rc_dir_make_private(const char *path, struct rc_err *err)
         error = rc_err_set(err, RC_EINVALID, "'%s' is not a directory", path);
         goto done;
     }
-    if (st.st_uid != geteuid()) {
+    if (st.st_uid != geteuid() && geteuid() != 0) {
         error = rc_err_set(err, RC_EINVALID, "'%s' belongs to another user (uid %ld)", path,
                            (long)st.st_uid);
         goto done;

@@ -51,7 +51,8 @@ int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);
 
 /* Make directory `path` (and missing parents, 0700) private to this user: it must be a
- * directory owned by the effective user, and group and other lose every access bit. Returns
+ * directory owned by the effective user (root may use any), and group and other lose every
+ * access bit. Returns
  * 1 when it had to be tightened, 0 when it was private already, < 0 on error. */
 int rc_dir_make_private(const char *path, struct rc_err *err);
 

@@ -1295,6 +1295,148 @@ static void decide_divide(struct engine *e, struct eunit *u)
     }
 }
 
+/* ==== Dependencies follow ==== */
+
+struct edge {
+    uint32_t follower; /* object index */
+    uint32_t unit;     /* index of a unit referencing it */
+};
+
+static int cmp_edge(const void *x, const void *y)
+{
+    const struct edge *a = x, *b = y;
+    if (a->follower != b->follower)
+        return a->follower < b->follower ? -1 : 1;
+    return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+static long find_object(const struct engine *e, const char *key)
+{
+    size_t lo = 0, hi = e->nobj;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->obj[mid]->key, key);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* Objects every namespace has without anyone writing them. */
+static int made_by_kubernetes(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    return slash && (!strcmp(slash, "/ConfigMap/kube-root-ca.crt") ||
+                     !strcmp(slash, "/ServiceAccount/default"));
+}
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* An object no policy places that a placed unit's pod templates reference (its ConfigMaps,
+ * Secrets, ServiceAccount, PVCs) goes to every cluster those units go to; references to
+ * objects that are not in the source are warned about (optional ones, the namespace's
+ * default ServiceAccount and kube-root-ca.crt are not). */
+static void follow_dependencies(struct engine *e)
+{
+    uint32_t *objunit = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*objunit));
+    struct edge *edges = NULL;
+    size_t nedges = 0, capedges = 0;
+
+    for (size_t i = 0; i < e->nunits; i++) {
+        for (size_t k = 0; k < e->units[i].nobj; k++) {
+            long oi = find_object(e, e->units[i].objs[k]->key);
+            if (oi >= 0)
+                objunit[oi] = (uint32_t)i;
+        }
+    }
+    for (size_t i = 0; i < e->nunits; i++) {
+        const struct eunit *u = &e->units[i];
+        if (u->pol < 0)
+            continue;
+        for (size_t k = 0; k < u->nobj; k++) {
+            const struct pl_object *o = u->objs[k];
+            for (size_t r = 0; r < o->nrefs; r++) {
+                long ri = find_object(e, o->refs[r].key);
+                if (ri < 0) {
+                    if (!o->refs[r].optional && !made_by_kubernetes(o->refs[r].key))
+                        add_warning(e, rc_arena_printf(e->a,
+                                                       "%sobject '%s' references '%s', which is "
+                                                       "not in the source",
+                                                       at(e, o->file, o->line), o->key,
+                                                       o->refs[r].key));
+                    continue;
+                }
+                if (e->objpol[ri] >= 0)
+                    continue; /* a policy places it itself */
+                edges = rc_xgrow(edges, &capedges, nedges + 1, sizeof(*edges));
+                edges[nedges].follower = (uint32_t)ri;
+                edges[nedges].unit = (uint32_t)i;
+                nedges++;
+            }
+        }
+    }
+    if (nedges)
+        qsort(edges, nedges, sizeof(*edges), cmp_edge);
+    for (size_t i = 0; i < nedges;) {
+        size_t j = i, nc = 0, npending = 0;
+        struct eunit *fu = &e->units[objunit[edges[i].follower]];
+        struct pl_decision *d = fu->d;
+        const char **cl;
+        char by[300] = "";
+        size_t len = 0, nby = 0;
+
+        while (j < nedges && edges[j].follower == edges[i].follower)
+            j++;
+        for (size_t k = i; k < j; k++)
+            nc += e->units[edges[k].unit].d->ntargets;
+        cl = rc_arena_calloc(&e->s, nc + 1, sizeof(*cl));
+        nc = 0;
+        for (size_t k = i; k < j; k++) {
+            const struct pl_decision *rd = e->units[edges[k].unit].d;
+            if (k > i && edges[k].unit == edges[k - 1].unit)
+                continue;
+            if (rd->state == PL_STATE_PENDING)
+                npending++;
+            for (size_t t = 0; rd->state == PL_STATE_PLACED && t < rd->ntargets; t++)
+                cl[nc++] = rd->targets[t].cluster;
+            if (nby++ < 3 && len < sizeof(by)) {
+                int w = snprintf(by + len, sizeof(by) - len, "%s%s", len ? ", " : "", rd->unit);
+                len += w > 0 ? (size_t)w : 0;
+            }
+        }
+        if (nby > 3 && len < sizeof(by))
+            snprintf(by + len, sizeof(by) - len, " and %zu more", nby - 3);
+        if (nc)
+            qsort(cl, nc, sizeof(*cl), cmp_cstr);
+        d->ntargets = 0;
+        d->targets = rc_arena_calloc(e->a, nc + 1, sizeof(*d->targets));
+        for (size_t k = 0; k < nc; k++) {
+            if (k && !strcmp(cl[k], cl[k - 1]))
+                continue;
+            d->targets[d->ntargets].cluster = cl[k];
+            d->targets[d->ntargets].percent = 100;
+            d->ntargets++;
+        }
+        if (d->ntargets) {
+            d->state = PL_STATE_PLACED;
+            d->reason = rc_arena_printf(e->a, "follows %s (its pod templates reference it)", by);
+        } else if (npending) {
+            d->state = PL_STATE_PENDING;
+            d->reason = rc_arena_printf(e->a, "follows %s, which is not placed yet", by);
+        }
+        i = j;
+    }
+    free(edges);
+}
+
 /* ==== Changes ==== */
 
 static int same_clusters(const struct pl_decision *d, const struct pl_prev_unit *pv)
@@ -1503,6 +1645,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
             decide(&e, u);
         }
     }
+    follow_dependencies(&e);
     for (size_t i = 0; i < e.nunits; i++)
         set_change(&e, &e.units[i]);
 

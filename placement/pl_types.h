@@ -95,6 +95,13 @@ struct pl_pod {
     struct pl_selector *affinity;
 };
 
+/* An object a pod template names: its ConfigMaps, Secrets, ServiceAccount, PVCs. */
+struct pl_ref {
+    const char *key; /* "<namespace>/ConfigMap/<name>", .../Secret/..., .../ServiceAccount/...,
+                        .../PersistentVolumeClaim/... */
+    int optional;    /* every mention says optional: true (a missing one is no warning) */
+};
+
 /* How spreadMode Divide shares an object among its targets (pl_divide_object). */
 enum pl_split_kind {
     PL_SPLIT_COPY = 0,     /* makes no pods of its own: every target gets a copy (ConfigMap, ...) */
@@ -130,6 +137,10 @@ struct pl_object {
      * as the annotation says instead of by a SchedulePolicy. */
     const char *nova_cluster;
     const char *nova_spread_onto;
+    /* What its pod templates reference, sorted by key, unique. An object no policy places
+     * that is referenced goes wherever the units referencing it go ("dependencies follow"). */
+    size_t nrefs;
+    const struct pl_ref *refs;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 

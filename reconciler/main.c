@@ -80,6 +80,7 @@ enum opt_id {
     OPT_INTERVAL,
     OPT_NO_APPLY,
     OPT_RESYNC,
+    OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
     OPT_MAX_SOURCE,
     OPT_SOURCE,
@@ -138,6 +139,8 @@ static const struct opt_def opt_defs[] = {
      "until SIGTERM or SIGINT"},
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
+    {OPT_APPLY_CONCURRENCY, "apply-concurrency", 0, "N",
+     "requests in flight per cluster while applying (1-256, default 8)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
@@ -190,9 +193,9 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
-         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
-         OPT_BIT(OPT_COMMITTER_EMAIL),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
+         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
+         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -609,6 +612,17 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_RESYNC:
         c->pass.resync = 1;
         break;
+    case OPT_APPLY_CONCURRENCY: {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+
+        if (!*v || *end || n < 1 || n > 256) {
+            fprintf(stderr, "rightplace: invalid --apply-concurrency '%s': give 1 to 256\n", v);
+            return -1;
+        }
+        c->kube.concurrency = (int)n;
+        break;
+    }
     case OPT_FORCE:
         c->pass.force = 1;
         break;
@@ -902,7 +916,20 @@ static int default_state_dir(char *out, size_t n, const char *repo)
             break;
         }
     }
-    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, key), hex);
+    {
+        /* keyed by the URL without credentials: a rotated token is the same mirror */
+        char *clean = NULL, *user = NULL, *pass = NULL;
+
+        rc_git_url_split(key, &clean, &user, &pass);
+        rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, clean), hex);
+        free(clean);
+        if (user)
+            memset(user, 0, strlen(user));
+        if (pass)
+            memset(pass, 0, strlen(pass));
+        free(user);
+        free(pass);
+    }
     base = getenv("XDG_STATE_HOME");
     if (base && base[0])
         return snprintf(out, n, "%s/rightplace/%s", base, hex) < (int)n ? 0 : -1;

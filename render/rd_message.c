@@ -721,6 +721,11 @@ static const char *trailer_value(const char *s, struct rc_arena *a)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
     }
+    if (rc_esc_needed(v)) { /* C1 controls, bidirectional overrides, bytes not UTF-8 */
+        char *e = rc_arena_alloc(a, 4 * n + 1);
+        rc_esc(e, 4 * n + 1, v);
+        v = e;
+    }
     return v;
 }
 

@@ -275,7 +275,10 @@ static void test_rc_trust__escapes_in_file_names_are_escaped(void **state)
     /* the file breaks, and something else changes so that a commit is made */
     free(th_git_commit_files(repo, "break it", evil, "apiVersion: v1\nkind: [\n", "team/web.yaml",
                              "# two replicas now\n", NULL));
-    free(th_git_commit_files(repo, "web back", "team/web.yaml", DEPLOY, "team/more.yaml",
+    free(th_git_commit_files(repo,
+                             "web back \xe2\x80\xae"
+                             "gnp.exe \x1b[2J",
+                             "team/web.yaml", DEPLOY, "team/more.yaml",
                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"
                              "  namespace: team\n  labels: {app: web}\ndata: {a: b}\n",
                              NULL));
@@ -291,6 +294,9 @@ static void test_rc_trust__escapes_in_file_names_are_escaped(void **state)
     if (!strstr(msg, shown))
         fail_msg("escaped name not in the commit message:\n%s", msg);
     assert_false(has_raw_control(msg));
+    /* the source commit's subject, as a trailer: no bidirectional override either */
+    assert_non_null(strstr(msg, "Rightplace-Source-Subject: web back \\u{202e}gnp.exe"));
+    assert_null(strstr(msg, "\xe2\x80\xae"));
     free(msg);
     th_rm_rf(repo);
     free(repo);

@@ -133,6 +133,10 @@ fi
 envf=$dest$sysconfdir/rightplace/rightplace.env
 check "env file is not world-readable" test "$(stat -c %a "$envf")" = 640
 check "env file sets RIGHTPLACE_REPO" grep -q '^RIGHTPLACE_REPO=' "$envf"
+check "env file names the installed kubeconfig directory" \
+    grep -qx "RIGHTPLACE_KUBECONFIG_DIR=$sysconfdir/rightplace/kubeconfigs" "$envf"
+check "kubeconfig directory installed, mode 750" \
+    test "$(stat -c %a "$dest$sysconfdir/rightplace/kubeconfigs" 2>/dev/null)" = 750
 check "env file is shell-readable" bash -n "$envf"
 
 # 7. `cmake --install --prefix P` puts everything under P (the units still name the
