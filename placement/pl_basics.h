@@ -30,5 +30,9 @@ void pl_unit_label(const char *unit, char out[17]);
 #define PL_LABEL_MANAGED "app.kubernetes.io/managed-by"
 #define PL_LABEL_MANAGED_VALUE "rightplace"
 #define PL_LABEL_CLUSTER_NAME "kubernetes.io/metadata.name"
+/* Nova's placement annotations (annotation-based scheduling): the object goes to the named
+ * cluster, or is divided evenly over the comma-separated clusters, whatever policy matches. */
+#define PL_ANNOTATION_CLUSTER "nova.elotl.co/cluster"
+#define PL_ANNOTATION_SPREAD_ONTO "nova.elotl.co/spread-onto"
 
 #endif

@@ -198,7 +198,8 @@ struct epol {
     unsigned char *sel;   /* per cluster: 1 selected; 0 not */
     unsigned char *why;   /* per cluster, when not selected: 1 clusterSelector, 2 ordered */
     size_t ncand;
-    uint32_t *cand; /* cluster indices, preference order */
+    uint32_t *cand;    /* cluster indices, preference order */
+    const char *annot; /* NULL: a SchedulePolicy; else the Nova annotation it stands for */
 };
 
 struct eunit {
@@ -537,15 +538,120 @@ static void warn_split_values(struct engine *e, const struct epol *ep)
     }
 }
 
+struct uentry {
+    const char *id;
+    uint32_t obj;
+};
+
+static int cmp_uentry(const void *a, const void *b)
+{
+    const struct uentry *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    if (c)
+        return c;
+    return x->obj < y->obj ? -1 : x->obj > y->obj;
+}
+
+/* The annotation that places o (nova.elotl.co/cluster wins over spread-onto), or NULL. */
+static const char *annotation_of(const struct pl_object *o, const char **value)
+{
+    if (o->nova_cluster) {
+        *value = o->nova_cluster;
+        return PL_ANNOTATION_CLUSTER;
+    }
+    if (o->nova_spread_onto) {
+        *value = o->nova_spread_onto;
+        return PL_ANNOTATION_SPREAD_ONTO;
+    }
+    return NULL;
+}
+
+/* "<annotation>=<value>": the name of the policy standing for an annotation. */
+static const char *annotation_policy_name(struct engine *e, const struct pl_object *o)
+{
+    const char *v = NULL, *k = annotation_of(o, &v);
+    return k ? rc_arena_printf(e->a, "%s=%s", k, v) : NULL; /* decisions point to it */
+}
+
+/* A policy standing for a Nova placement annotation: clusterSelector In the named clusters
+ * (comma-separated for spread-onto, which divides evenly over them, as Nova does). */
+static struct pl_policy *annotation_policy(struct engine *e, const struct pl_object *o,
+                                           const char *name)
+{
+    struct pl_policy *p = rc_arena_calloc(&e->s, 1, sizeof(*p));
+    const char *v = NULL, *k = annotation_of(o, &v);
+    struct pl_requirement *r = rc_arena_calloc(&e->s, 1, sizeof(*r));
+    size_t n = 1, len = strlen(v);
+    const char **vals;
+
+    for (size_t i = 0; i < len; i++)
+        n += v[i] == ',';
+    vals = rc_arena_calloc(&e->s, n, sizeof(*vals));
+    n = 0;
+    if (!strcmp(k, PL_ANNOTATION_CLUSTER)) {
+        vals[n++] = v; /* one cluster name, exactly as written */
+    } else {
+        for (size_t i = 0; i <= len; i++) {
+            size_t j = i, b, t;
+            while (j < len && v[j] != ',')
+                j++;
+            for (b = i; b < j && v[b] == ' '; b++)
+                ;
+            for (t = j; t > b && v[t - 1] == ' '; t--)
+                ;
+            if (t > b)
+                vals[n++] = rc_arena_strndup(&e->s, v + b, t - b);
+            i = j;
+        }
+    }
+    p->name = name;
+    p->has_cluster_selector = 1;
+    p->cluster_selector.n = 1;
+    p->cluster_selector.req = r;
+    r->key = PL_LABEL_CLUSTER_NAME;
+    r->op = PL_OP_IN;
+    r->nvalues = n;
+    r->values = vals;
+    p->spread = strcmp(k, PL_ANNOTATION_SPREAD_ONTO) ? PL_SPREAD_NONE : PL_SPREAD_DIVIDE;
+    p->file = o->file;
+    p->line = o->line;
+    return p;
+}
+
 static void setup_policies(struct engine *e)
 {
     const struct pl_input *in = e->in;
     struct candkey *ck = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*ck));
+    size_t nsyn = 0, nann = 0;
+    struct uentry *ann = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*ann));
+    const char **names = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*names));
+    const struct pl_object **first = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*first));
 
-    e->npol = in->npolicies;
+    /* one policy per distinct annotation and value, made from its first object by key */
+    for (size_t i = 0; i < e->nobj; i++) {
+        const char *name = annotation_policy_name(e, e->obj[i]);
+        if (name) {
+            ann[nann].id = name;
+            ann[nann++].obj = (uint32_t)i;
+        }
+    }
+    qsort(ann, nann, sizeof(*ann), cmp_uentry);
+    for (size_t i = 0; i < nann; i++) {
+        if (nsyn && !strcmp(names[nsyn - 1], ann[i].id))
+            continue;
+        names[nsyn] = ann[i].id;
+        first[nsyn++] = e->obj[ann[i].obj];
+    }
+    e->npol = in->npolicies + nsyn;
     e->pol = rc_arena_calloc(&e->s, e->npol + 1, sizeof(*e->pol));
-    for (size_t i = 0; i < e->npol; i++)
+    for (size_t i = 0; i < in->npolicies; i++)
         e->pol[i].p = &in->policies[i];
+    for (size_t k = 0; k < nsyn; k++) {
+        struct epol *ep = &e->pol[in->npolicies + k];
+        const char *v = NULL;
+        ep->p = annotation_policy(e, first[k], names[k]);
+        ep->annot = annotation_of(first[k], &v);
+    }
     qsort(e->pol, e->npol, sizeof(*e->pol), cmp_policy);
     for (size_t i = 0; i < e->npol; i++) {
         struct epol *ep = &e->pol[i];
@@ -600,6 +706,49 @@ static int labels_match_any(const struct pl_policy *p, const struct pl_labels *l
     return 0;
 }
 
+/* Object i is placed by its annotation's policy; `policy` (may be NULL) is the first
+ * SchedulePolicy that also matches it, which the annotation overrides. */
+static void assign_annotation(struct engine *e, size_t i, const char *policy)
+{
+    const struct pl_object *o = e->obj[i];
+    const char *name = annotation_policy_name(e, o), *value = NULL;
+    const char *key = annotation_of(o, &value);
+    size_t lo = 0, hi = e->npol;
+    const struct epol *ep = NULL;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->pol[mid].p->name, name);
+        if (c == 0) {
+            ep = &e->pol[mid];
+            e->objpol[i] = (int)mid;
+            break;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (o->nova_cluster && o->nova_spread_onto)
+        add_warning(e,
+                    rc_arena_printf(e->a, "%s:%d: object '%s' has both %s and %s; %s wins",
+                                    o->file ? o->file : "?", o->line, o->key, PL_ANNOTATION_CLUSTER,
+                                    PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
+    if (policy)
+        add_warning(e, rc_arena_printf(e->a,
+                                       "%s:%d: object '%s' matches policy '%s', but its "
+                                       "annotation %s places it instead",
+                                       o->file ? o->file : "?", o->line, o->key, policy, key));
+    for (size_t r = 0; ep && r < ep->p->cluster_selector.req[0].nvalues; r++) {
+        const char *c = ep->p->cluster_selector.req[0].values[r];
+        if (find_cluster(e, c) < 0)
+            add_warning(e, rc_arena_printf(e->a,
+                                           "%s:%d: object '%s': annotation %s names cluster "
+                                           "'%s', which is not in the fleet",
+                                           o->file ? o->file : "?", o->line, o->key, key, c));
+    }
+}
+
 static void assign_policies(struct engine *e)
 {
     e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
@@ -607,10 +756,12 @@ static void assign_policies(struct engine *e)
         const struct pl_object *o = e->obj[i];
         long ns = o->ns ? find_ns(e, o->ns) : -1;
         int first = -1, nmatch = 0;
-        const char *names[3] = {NULL, NULL, NULL};
+        const char *names[3] = {NULL, NULL, NULL}, *avalue = NULL;
 
         for (size_t k = 0; k < e->npol; k++) {
             const struct epol *ep = &e->pol[k];
+            if (ep->annot)
+                continue;
             if (ns >= 0 && !ep->ns_ok[ns])
                 continue; /* cluster-scoped objects match any namespaceSelector */
             if (!labels_match_any(ep->p, &o->labels))
@@ -620,6 +771,10 @@ static void assign_policies(struct engine *e)
             if (nmatch < 3)
                 names[nmatch] = ep->p->name;
             nmatch++;
+        }
+        if (annotation_of(o, &avalue)) {
+            assign_annotation(e, i, nmatch ? names[0] : NULL);
+            continue;
         }
         e->objpol[i] = first;
         if (nmatch == 2)
@@ -632,20 +787,6 @@ static void assign_policies(struct engine *e)
                                            "'%s' wins",
                                            o->key, nmatch, names[0], names[1], names[0]));
     }
-}
-
-struct uentry {
-    const char *id;
-    uint32_t obj;
-};
-
-static int cmp_uentry(const void *a, const void *b)
-{
-    const struct uentry *x = a, *y = b;
-    int c = strcmp(x->id, y->id);
-    if (c)
-        return c;
-    return x->obj < y->obj ? -1 : x->obj > y->obj;
 }
 
 static void build_units(struct engine *e)
@@ -856,6 +997,8 @@ static const char *no_candidate_reason(struct engine *e, const struct epol *ep)
 {
     if (e->ncl == 0)
         return "no clusters in the fleet";
+    if (ep->annot)
+        return rc_arena_printf(e->a, "annotation %s names no cluster of the fleet", ep->annot);
     return rc_arena_printf(e->a, "no cluster matches the policy's %s",
                            ep->p->has_ordered && !ep->p->has_cluster_selector
                                ? "orderedClusterSelector"
@@ -1223,7 +1366,8 @@ static void set_change(struct engine *e, struct eunit *u)
 
 static void decide(struct engine *e, struct eunit *u)
 {
-    const struct pl_policy *p = e->pol[u->pol].p;
+    const struct epol *ep = &e->pol[u->pol];
+    const struct pl_policy *p = ep->p;
 
     if (u->keep && p->spread == PL_SPREAD_NONE)
         decide_kept(e, u);
@@ -1233,6 +1377,8 @@ static void decide(struct engine *e, struct eunit *u)
         decide_divide(e, u);
     else
         decide_single(e, u);
+    if (ep->annot && strncmp(u->d->reason, "annotation ", 11)) /* no SchedulePolicy did */
+        u->d->reason = rc_arena_printf(e->a, "annotation %s: %s", ep->annot, u->d->reason);
 }
 
 int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,

@@ -5,7 +5,10 @@
  * decisions in the same order whatever the order of the input arrays. It decides, for every
  * workload object:
  *   - the governing SchedulePolicy (several match: the lexicographically smallest name wins and
- *     a warning names the others; none: the object is a unit alone, state unplaced);
+ *     a warning names the others; none: the object is a unit alone, state unplaced), unless
+ *     the object carries Nova's nova.elotl.co/cluster or nova.elotl.co/spread-onto
+ *     annotation: then it is a unit alone under a policy standing for the annotation (named
+ *     "<annotation>=<value>", clusterSelector In the named clusters; spread-onto divides);
  *   - its placement unit (groupBy.labelKey gangs; unit ids as in CONTRACTS.md);
  *   - one verdict per candidate cluster (fits-now / fits-after-scale-up / does-not-fit /
  *     unreachable) from a first-fit-decreasing per-node bin-packing of every pod of the unit,

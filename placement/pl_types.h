@@ -125,6 +125,11 @@ struct pl_object {
      * pods rightplace cannot count); pl_place lists it among the warnings with file:line.
      * NULL: none. */
     const char *warning;
+    /* Nova's placement annotations (PL_ANNOTATION_CLUSTER, PL_ANNOTATION_SPREAD_ONTO): the
+     * values as written, NULL when absent. Either makes the object a unit alone, placed
+     * as the annotation says instead of by a SchedulePolicy. */
+    const char *nova_cluster;
+    const char *nova_spread_onto;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 

@@ -72,6 +72,9 @@ enum opt_id {
     OPT_LUNA,
     OPT_NO_LUNA,
     OPT_MODE,
+    OPT_PROPOSE,
+    OPT_COMMITTER_NAME,
+    OPT_COMMITTER_EMAIL,
     OPT_ONCE,
     OPT_INTERVAL,
     OPT_NO_APPLY,
@@ -116,6 +119,14 @@ static const struct opt_def opt_defs[] = {
     {OPT_MODE, "mode", 0, "push|pull",
      "pull: Flux or Argo CD applies the deploy branch; no apply, no managed-by\n"
      "label (docs/pull-mode.md; default push)"},
+    {OPT_PROPOSE, "propose", 0, "BRANCH",
+     "commit decisions to BRANCH, on top of the deploy branch, for review;\n"
+     "the deploy branch moves only when a person promotes BRANCH"},
+    {OPT_COMMITTER_NAME, "committer-name", 0, "NAME",
+     "author and committer of placement commits and notes\n"
+     "(default $RIGHTPLACE_COMMITTER_NAME, else rightplace)"},
+    {OPT_COMMITTER_EMAIL, "committer-email", 0, "EMAIL",
+     "their email (default $RIGHTPLACE_COMMITTER_EMAIL, else rightplace@localhost)"},
     {OPT_ONCE, "once", 0, NULL, "one pass, then exit (the default)"},
     {OPT_INTERVAL, "interval", 0, "DURATION",
      "run a pass every DURATION (30s, 5m, 1h; a bare number is seconds)\n"
@@ -182,7 +193,8 @@ static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
          OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
-         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_METRICS_FILE) | OPT_BIT(OPT_LISTEN),
+         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) | OPT_BIT(OPT_LISTEN),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -242,6 +254,8 @@ struct cli {
     const char *listen;
     int once;
     char luna_buf[256];
+    const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
+    const char *committer_email; /* NULL: $RIGHTPLACE_COMMITTER_EMAIL, else rc_git's default */
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
@@ -559,6 +573,15 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         }
         c->pass.render.pull = !strcmp(v, "pull");
         break;
+    case OPT_PROPOSE:
+        c->pass.propose_branch = v;
+        break;
+    case OPT_COMMITTER_NAME:
+        c->committer_name = v;
+        break;
+    case OPT_COMMITTER_EMAIL:
+        c->committer_email = v;
+        break;
     case OPT_ONCE:
         c->once = 1;
         break;
@@ -773,6 +796,14 @@ static int parse_args(struct cli *c, int argc, char **argv)
         fprintf(stderr,
                 "rightplace: %s needs --repo: the repository to place from (a path or a URL)\n",
                 c->cmd->name);
+        return -1;
+    }
+    if (c->pass.propose_branch && (!strcmp(c->pass.propose_branch, c->pass.deploy_branch) ||
+                                   !strcmp(c->pass.propose_branch, c->pass.source_branch))) {
+        fprintf(stderr,
+                "rightplace: --propose %s: the proposal branch must differ from the source and "
+                "deploy branches\n",
+                c->pass.propose_branch);
         return -1;
     }
     if (c->pass.render.pull) /* Flux or Argo CD applies */
@@ -1314,6 +1345,13 @@ static int cmd_reconcile_once(struct run *r)
         if (res.skipped)
             rc_log_kv(&r->cli->log, quiet, f, nf, "source %s already placed; nothing to do",
                       short_id(res.source));
+        else if (res.proposed && strcmp(res.proposal, res.deploy_old))
+            rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
+                      "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
+                      "proposed %s on %s for review (deploy %s unchanged)",
+                      short_id(res.source), res.placed, res.pending, res.unplaced, res.changed,
+                      short_id(res.proposal), r->cli->pass.propose_branch,
+                      short_id(res.deploy_old));
         else if (res.committed)
             rc_log_kv(&r->cli->log, RC_LOG_INFO, f, nf,
                       "source %s: %zu placed, %zu pending, %zu unplaced; %zu changed; "
@@ -1957,6 +1995,22 @@ int main(int argc, char **argv)
         }
         error = rc_git_open(&r.git, c.repo, &c.git, &err);
         release_lock(fd);
+    }
+    if (error == RC_OK) {
+        /* the identity of placement commits and notes: flags, then the environment */
+        const char *name =
+            c.committer_name ? c.committer_name : getenv("RIGHTPLACE_COMMITTER_NAME");
+        const char *email =
+            c.committer_email ? c.committer_email : getenv("RIGHTPLACE_COMMITTER_EMAIL");
+        if ((name && name[0]) || (email && email[0])) {
+            error = rc_git_set_identity(r.git, name && name[0] ? name : "rightplace",
+                                        email && email[0] ? email : "rightplace@localhost", &err);
+            if (error < 0) {
+                rc_log_error(&c.log, "committer identity: %s", err.msg);
+                status = RC_EXIT_USAGE;
+                goto done;
+            }
+        }
     }
     if (error < 0) {
         rc_log_error(&c.log, "%s", err.msg);

@@ -38,6 +38,7 @@
 struct rc_cache {
     char *state_dir; /* NULL: memory only */
     struct rc_memo memo;
+    struct rd_cache *parsed;
 };
 
 static void memo_release(struct rc_memo *m)
@@ -336,6 +337,7 @@ int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *er
     struct rc_cache *c = rc_xcalloc(1, sizeof(*c));
 
     (void)err;
+    rd_cache_new(&c->parsed);
     if (state_dir) {
         c->state_dir = rc_xstrdup(state_dir);
         read_memo_file(c);
@@ -349,8 +351,14 @@ void rc_cache_free(struct rc_cache *c)
     if (!c)
         return;
     memo_release(&c->memo);
+    rd_cache_free(c->parsed);
     free(c->state_dir);
     free(c);
+}
+
+struct rd_cache *rc_cache_parsed(struct rc_cache *c)
+{
+    return c ? c->parsed : NULL;
 }
 
 const struct rc_memo *rc_cache_memo(const struct rc_cache *c)

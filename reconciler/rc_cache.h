@@ -59,6 +59,10 @@ const struct rc_memo *rc_cache_memo(const struct rc_cache *c);
  * RC_ERROR, which callers may log and ignore: the memo in memory is set in any case. */
 int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err *err);
 
+/* What source files parsed to, by blob id (rd_source.h): kept in memory between the passes
+ * of one process; borrowed. */
+struct rd_cache *rc_cache_parsed(struct rc_cache *c);
+
 /* Forget the memo (memory and file). */
 void rc_cache_forget(struct rc_cache *c);
 

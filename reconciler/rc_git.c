@@ -453,7 +453,9 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err)
 
 /* Push refs over a smart transport (ssh, https, git): the server's receive-pack checks the
  * old values under its ref locks and runs its hooks. */
-static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+/* force: "+ref:ref", the remote ref is replaced whatever it holds (rc_git_force_ref). */
+static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                      struct rc_err *err)
 {
     git_remote *remote = NULL;
     git_push_options po;
@@ -468,11 +470,13 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, s
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
         size_t n = strlen(refs[i]);
-        char *s = rc_xmalloc(2 * n + 2);
+        char *s = rc_xmalloc(2 * n + 3), *p = s;
 
-        memcpy(s, refs[i], n);
-        s[n] = ':';
-        memcpy(s + n + 1, refs[i], n + 1);
+        if (force)
+            *p++ = '+';
+        memcpy(p, refs[i], n);
+        p[n] = ':';
+        memcpy(p + n + 1, refs[i], n + 1);
         specs.strings[specs.count++] = s;
     }
     if ((error = remote_new(&remote, g, err)) < 0)
@@ -551,7 +555,8 @@ static int hide_remote_tip(const char *name, void *payload)
  * update. Instead: write a pack of what the remote lacks into its object store, then under
  * the remote's ref locks (a transaction) refuse any ref whose current value is not an
  * ancestor of ours, and move all refs at once or none (like `git push --atomic`). */
-static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                     struct rc_err *err)
 {
     char *path = file_url_path(g->url), *pack_dir = NULL;
     git_repository *rr = NULL;
@@ -631,7 +636,7 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, st
             goto done;
         }
         e = git_reference_name_to_id(&cur, rr, refs[i]);
-        if (e == 0 && !git_oid_equal(&cur, &ids[i]) &&
+        if (e == 0 && !force && !git_oid_equal(&cur, &ids[i]) &&
             git_graph_descendant_of(rr, &ids[i], &cur) != 1) {
             error = rc_err_set(err, RC_ECONFLICT,
                                "push of '%s' refused by '%s': non-fast-forward (the remote "
@@ -666,14 +671,15 @@ done:
 
 /* Push refs (full names) without force; on failure fetch again so that the local mirror
  * shows the remote's refs. See rc_git_push_refs. */
-static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, struct rc_err *err)
+static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
+                   struct rc_err *err)
 {
     int error;
 
     if (!strncmp(g->url, "file://", 7))
-        error = push_file(g, refs, nrefs, err);
+        error = push_file(g, refs, nrefs, force, err);
     else
-        error = push_smart(g, refs, nrefs, err);
+        error = push_smart(g, refs, nrefs, force, err);
     if (error < 0) {
         struct rc_err ferr = RC_ERR_INIT;
 
@@ -697,7 +703,7 @@ int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, st
         if (e < 0)
             return fail(err, rc_code(e), "cannot push '%s'", refs[i]);
     }
-    return do_push(g, refs, nrefs, err);
+    return do_push(g, refs, nrefs, 0, err);
 }
 
 /* ==== Open ==== */
@@ -1731,7 +1737,17 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
     if (error < 0 || !g->remote)
         return error;
-    return do_push(g, &ref, 1, err);
+    return do_push(g, &ref, 1, 0, err);
+}
+
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err)
+{
+    int error = rc_git_update_ref_local(g, ref, new_id, old_id, log_message, err);
+
+    if (error < 0 || !g->remote)
+        return error;
+    return do_push(g, &ref, 1, 1, err);
 }
 
 /* ==== Notes ==== */
@@ -1762,7 +1778,7 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
         }
         if (!g->remote || !push)
             break;
-        error = do_push(g, notes_ref, 1, err);
+        error = do_push(g, notes_ref, 1, 0, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
             break;
         if (g->log)

@@ -195,6 +195,14 @@ int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *
 int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
                       const char *log_message, struct rc_err *err);
 
+/* rc_git_update_ref for a ref rightplace alone writes and may replace (a proposal branch,
+ * README.md "Review gate"): the same local compare-and-swap against old_id (NULL:
+ * must not exist), then, for a remote repository, a forced push ("+ref:ref"): the remote ref
+ * is replaced whatever it holds, also when new_id does not descend from it. Errors as
+ * rc_git_update_ref. */
+int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
+                     const char *log_message, struct rc_err *err);
+
 /* The compare-and-swap of rc_git_update_ref without the push (for a batch pushed afterwards
  * with rc_git_push_refs). For a remote repository, note that every fetch, including the one
  * after any failed push (rc_git_note_write's too), puts all mirrored refs back to the

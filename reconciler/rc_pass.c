@@ -43,6 +43,7 @@ struct loaded {
     size_t nkept;      /* broken files replaced by their last good version: */
     struct rc_memo_kept *kept;
     size_t nparsed;  /* files parsed, history walk included */
+    int listed;      /* the source was listed: the parse cache was used */
     char digest[41]; /* of the (path, blob id) listing at S */
 };
 
@@ -81,16 +82,21 @@ static char *utf8_clean(struct rc_arena *a, const char *s)
     return (char *)o;
 }
 
-static int file_loads_alone(const char *path, const char *data, size_t len, size_t *nparsed,
-                            struct rc_arena *a)
+/* Does blob `id` of `path` load alone? Parsed through the cache when there is one. */
+static int file_loads_alone(const char *path, const char *data, size_t len, const char *id,
+                            struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
 {
     struct rd_source one;
     struct rd_file f = {path, data, len};
+    struct rd_load_options lo;
     struct rc_err err = RC_ERR_INIT;
     int ok;
 
     memset(&one, 0, sizeof(one));
-    if (rd_source_load(&one, &f, 1, a, &err) < 0)
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = cache;
+    if (rd_source_load_ex(&one, &f, 1, &lo, a, &err) < 0)
         return 0;
     *nparsed += one.nparsed;
     ok = one.nerrors == 0;
@@ -139,7 +145,8 @@ static void read_source_file(struct rd_file *f, const char **refused, struct rc_
  */
 static int last_good_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
                              struct rc_git *g, const char *from, const char *path,
-                             const char *memo_id, struct rc_arena *a, struct rc_err *err)
+                             const char *memo_id, struct rd_cache *cache, struct rc_arena *a,
+                             struct rc_err *err)
 {
     const struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
     char cur[41], blob[41], tested[41] = "";
@@ -164,8 +171,11 @@ static int last_good_version(const char **data, size_t *len, char kept_id[41], s
             size_t n = 0;
             if (++versions > MAX_HISTORY_WALK)
                 break;
-            error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, a, err);
-            if (error == RC_OK && file_loads_alone(path, d, n, nparsed, a)) {
+            if (rd_cache_has(cache, blob, path, NULL))
+                error = RC_OK; /* parsed before: no need to read it */
+            else
+                error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, a, err);
+            if (error == RC_OK && file_loads_alone(path, d, n, blob, cache, nparsed, a)) {
                 *data = d;
                 *len = n;
                 memcpy(kept_id, blob, 41);
@@ -189,8 +199,9 @@ static int last_good_version(const char **data, size_t *len, char kept_id[41], s
     if (memo_id && memo_id[0]) {
         char *d = NULL;
         size_t n = 0;
-        if (rc_git_read_blob(&d, &n, g, memo_id, lim.max_bytes, a, err) == RC_OK &&
-            file_loads_alone(path, d, n, nparsed, a)) {
+        if ((rd_cache_has(cache, memo_id, path, NULL) ||
+             rc_git_read_blob(&d, &n, g, memo_id, lim.max_bytes, a, err) == RC_OK) &&
+            file_loads_alone(path, d, n, memo_id, cache, nparsed, a)) {
             *data = d;
             *len = n;
             memcpy(kept_id, memo_id, 41);
@@ -226,34 +237,74 @@ static const char *memo_kept(const struct rc_memo *m, const char *path)
     return NULL;
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Keys of every object the previous record names, sorted: "placed first" for collisions. */
+static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a)
+{
+    size_t total = 0, w = 0;
+    const char **v;
+
+    for (size_t i = 0; i < prev->nunits; i++)
+        total += prev->units[i].nobjects;
+    v = rc_arena_calloc(a, total + 1, sizeof(*v));
+    for (size_t i = 0; i < prev->nunits; i++) {
+        for (size_t k = 0; k < prev->units[i].nobjects; k++)
+            v[w++] = prev->units[i].objects[k];
+    }
+    qsort(v, w, sizeof(*v), cmp_str);
+    *n = w;
+    return v;
+}
+
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
-                       const char *prev_source, const struct rc_pass_options *o, struct rc_arena *a,
-                       struct rc_err *err)
+                       const struct rd_record *prev, const struct rc_pass_options *o,
+                       struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_memo *memo = o->cache ? rc_cache_memo(o->cache) : NULL;
+    struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
+    const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
     size_t held = 0;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
-    const char **refused;
+    const char **refused, **ids;
+    unsigned char *keep;
+    struct rd_load_options lo;
     size_t nblobs = 0;
     size_t replaced = 0;
     int error;
 
     memset(out, 0, sizeof(*out));
+    memset(&lo, 0, sizeof(lo));
     error = rc_git_list_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
     if (error < 0)
         return error;
     error = listing_digest(out->digest, blobs, nblobs, err);
     if (error < 0)
         return error;
-    files = rc_arena_calloc(a, nblobs ? nblobs : 1, sizeof(*files));
-    refused = rc_arena_calloc(a, nblobs ? nblobs : 1, sizeof(*refused));
+    out->listed = 1;
+    files = rc_arena_calloc(a, nblobs + 1, sizeof(*files));
+    refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
+    ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
+    keep = rc_arena_calloc(a, nblobs + 1, 1);
     for (size_t i = 0; i < nblobs; i++) {
-        read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+        size_t size = 0;
+        ids[i] = blobs[i].id;
+        keep[i] = 1;
+        if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
+            /* parsed by an earlier pass: not even read */
+            files[i].path = blobs[i].path;
+        } else {
+            read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+            size = files[i].len;
+        }
         /* Memory is bounded by what the pass holds, in path order: a file past the budget is
          * refused alone and says which limit to raise. */
-        if (!refused[i] && files[i].len > budget - held) {
+        if (!refused[i] && size > budget - held) {
             refused[i] = rc_arena_printf(
                 a,
                 "the source files up to this one hold more than %zu MiB of YAML, the limit of "
@@ -261,20 +312,31 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 budget >> 20);
             files[i].data = NULL;
             files[i].len = 0;
+            size = 0;
         }
-        held += files[i].len;
+        held += size;
     }
-    error = rd_source_load_ex(&out->src, files, refused, nblobs, a, err);
+    lo.refused = refused;
+    lo.ids = ids;
+    lo.cache = cache;
+    lo.placed = record_keys(&lo.nplaced, prev, a);
+    lo.max_bytes = budget;
+    lo.over_budget = rc_arena_printf(a,
+                                     "the source files up to this one take more than %zu MiB of "
+                                     "memory parsed, the limit of one pass (raise it with "
+                                     "--max-source-mib or RIGHTPLACE_MAX_SOURCE_MIB)",
+                                     budget >> 20);
+    error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;
     out->nparsed += out->src.nparsed;
     out->have_src = 1;
     if (out->src.nerrors == 0)
-        return RC_OK;
+        goto conflicts;
 
     /* Keep the errors as found, then swap each broken file for its last good version. */
     out->nerrors = out->src.nerrors;
-    out->errors = rc_arena_calloc(a, out->nerrors, sizeof(*out->errors));
+    out->errors = rc_arena_calloc(a, out->nerrors + out->src.nconflicts + 1, sizeof(*out->errors));
     out->kept = rc_arena_calloc(a, out->nerrors, sizeof(*out->kept));
     for (size_t e = 0; e < out->nerrors; e++) {
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
@@ -287,7 +349,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             if (strcmp(files[i].path, out->src.errors[e].path))
                 continue;
             found = last_good_version(&d, &n, kept_id, &out->nparsed, g, prev_source, files[i].path,
-                                      memo_kept(memo, files[i].path), a, err);
+                                      memo_kept(memo, files[i].path), cache, a, err);
             if (found < 0 && found != RC_ENOTFOUND)
                 return found;
             if (found == RC_ENOTFOUND) {
@@ -296,15 +358,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                  * broke another one, so it alone needs no reload */
                 if (!refused[i])
                     replaced++;
-                files[i].data = NULL;
-                files[i].len = 0;
-                refused[i] = NULL;
+                keep[i] = 0;
                 out->unresolved++;
             }
             if (found == RC_OK) {
                 files[i].data = d;
                 files[i].len = n;
                 refused[i] = NULL;
+                ids[i] = rc_arena_strdup(a, kept_id);
                 out->kept[out->nkept].path = files[i].path;
                 memcpy(out->kept[out->nkept++].id, kept_id, 41);
                 replaced++;
@@ -320,21 +381,22 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         }
     }
     if (replaced == 0)
-        return RC_OK;
+        goto conflicts;
     rd_source_release(&out->src);
     out->have_src = 0;
     memset(&out->src, 0, sizeof(out->src));
     {
         size_t w = 0;
         for (size_t i = 0; i < nblobs; i++) {
-            if (files[i].data || refused[i]) {
+            if (keep[i]) {
                 refused[w] = refused[i];
+                ids[w] = ids[i];
                 files[w++] = files[i];
             }
         }
         nblobs = w;
     }
-    error = rd_source_load_ex(&out->src, files, refused, nblobs, a, err);
+    error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;
     out->nparsed += out->src.nparsed;
@@ -351,6 +413,21 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                               "%s (while keeping the last good version of a broken file; "
                               "fix the broken file)",
                               out->src.errors[e].msg);
+    }
+conflicts:
+    /* Objects refused alone (colliding output paths): reported with the broken files, but
+     * their files are not replaced. */
+    if (out->src.nconflicts) {
+        struct rd_file_error *all =
+            rc_arena_calloc(a, out->nerrors + out->src.nconflicts + 1, sizeof(*all));
+        if (out->nerrors)
+            memcpy(all, out->errors, out->nerrors * sizeof(*all));
+        for (size_t k = 0; k < out->src.nconflicts; k++) {
+            all[out->nerrors + k].path = utf8_clean(a, out->src.conflicts[k].path);
+            all[out->nerrors + k].msg = utf8_clean(a, out->src.conflicts[k].msg);
+        }
+        out->errors = all;
+        out->nerrors += out->src.nconflicts;
     }
     return RC_OK;
 }
@@ -681,7 +758,7 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
                         struct rc_arena *a, struct rc_err *err)
 {
-    return load_source(&c->load, g, source, prev->source, o, a, err);
+    return load_source(&c->load, g, source, prev, o, a, err);
 }
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
@@ -785,10 +862,13 @@ static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err
     struct rc_buf k = RC_BUF_INIT;
     int error;
 
-    rc_buf_printf(&k, NULL, "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\n",
+    rc_buf_printf(&k, NULL,
+                  "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\npull %d\n"
+                  "propose %s\n",
                   rc_version(), o->source_branch, o->deploy_branch,
                   o->render.luna_key ? o->render.luna_key : "-",
-                  o->render.luna_value ? o->render.luna_value : "-", o->apply);
+                  o->render.luna_value ? o->render.luna_value : "-", o->apply, o->render.pull,
+                  o->propose_branch ? o->propose_branch : "-");
     for (size_t i = 0; i < o->npaths; i++)
         rc_buf_printf(&k, NULL, "path %s\n", o->paths[i]);
     error = rc_git_digest(out, k.ptr, k.len, err);
@@ -892,7 +972,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
     size_t nfleet = 0;
-    char deploy_ref[512];
+    char deploy_ref[512], propose_ref[512] = "";
     char key[41] = "";
     int error;
     int decisions_changed = 0;
@@ -902,6 +982,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         (int)sizeof(deploy_ref))
         return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
                           o->deploy_branch);
+    if (o->propose_branch) {
+        if (snprintf(propose_ref, sizeof(propose_ref), "refs/heads/%s", o->propose_branch) >=
+            (int)sizeof(propose_ref))
+            return rc_err_set(err, RC_EINVALID, "proposal branch name '%.64s...' is too long",
+                              o->propose_branch);
+        if (!strcmp(o->propose_branch, o->deploy_branch) ||
+            !strcmp(o->propose_branch, o->source_branch))
+            return rc_err_set(err, RC_EINVALID,
+                              "the proposal branch '%s' must differ from the source and deploy "
+                              "branches",
+                              o->propose_branch);
+    }
 
     error = rc_git_fetch(g, err);
     if (error < 0)
@@ -923,12 +1015,24 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         goto done;
     }
     memcpy(out->deploy_new, out->deploy_old, sizeof(out->deploy_new));
+    out->proposal[0] = '\0';
+    if (propose_ref[0]) {
+        error = rc_git_resolve(out->proposal, g, propose_ref, err);
+        if (error == RC_ENOTFOUND) {
+            out->proposal[0] = '\0';
+            rc_err_clear(err);
+        } else if (error < 0) {
+            goto done;
+        }
+    }
     phase_end(out, RC_PHASE_SYNC, &t);
 
     if (o->cache) {
         int skip = 0;
         error = memo_key(key, o, err);
-        if (error == RC_OK && !o->force && !o->dry_run)
+        /* a proposal awaiting review is recomputed every pass (it must follow the source) */
+        if (error == RC_OK && !o->force && !o->dry_run &&
+            (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old)))
             error = memo_says_skip(&skip, out, g, o, key, a, err);
         if (error < 0)
             goto done;
@@ -958,7 +1062,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits) {
+        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
+        (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
         quiet = !cp->load.unresolved;
         error = RC_OK;
@@ -1016,6 +1121,17 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (strcmp(changes[i].path, CAPACITY_PATH))
             decisions_changed = 1;
     }
+    if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&
+        strcmp(out->proposal, out->deploy_old)) {
+        /* nothing to propose any more (promoted, or the source went back): the proposal
+         * branch points at the deploy head, so that promoting it changes nothing */
+        error = rc_git_force_ref(g, propose_ref, out->deploy_old, out->proposal,
+                                 "rightplace: nothing to propose", err);
+        if (error < 0)
+            goto done;
+        memcpy(out->proposal, out->deploy_old, sizeof(out->proposal));
+        out->proposed = 1;
+    }
     if (o->dry_run || !decisions_changed)
         goto apply;
 
@@ -1044,6 +1160,19 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        if (propose_ref[0]) {
+            /* the review gate: the deploy branch stays; the proposal is replaced */
+            if (strcmp(out->proposal, commit)) {
+                error = rc_git_force_ref(g, propose_ref, commit,
+                                         out->proposal[0] ? out->proposal : NULL,
+                                         "rightplace: placement proposal", err);
+                if (error < 0)
+                    goto done;
+                memcpy(out->proposal, commit, sizeof(out->proposal));
+                out->proposed = 1;
+            }
+            goto apply;
+        }
         error =
             rc_git_update_ref(g, deploy_ref, commit, out->deploy_old[0] ? out->deploy_old : NULL,
                               "rightplace: placement commit", err);
@@ -1075,8 +1204,11 @@ apply:
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
 done:
     /* The cJSON trees go now; decisions and rendered files live on in the arena. Objects'
-     * payloads must not be followed after the pass. */
+     * payloads must not be followed after the pass. The parse cache keeps what this pass
+     * loaded, and nothing else. */
     compute_release(cp);
+    if (o->cache && cp->load.listed)
+        rd_cache_sweep(rc_cache_parsed(o->cache));
     return error;
 }
 

@@ -44,13 +44,22 @@ struct rc_pass_options {
     /* Bytes of YAML one pass may hold in memory; files beyond it (in path order) are refused,
      * each with an error that names the limit. 0: RC_PASS_SOURCE_BYTES_DEFAULT. */
     size_t max_source_bytes;
+    /* The review gate (reconcile --propose): the placement commit goes to this branch, made
+     * on top of the deploy head, and the deploy branch is left alone: a person or CI
+     * promotes the proposal (a fast-forward of the deploy branch to it) and the next pass
+     * applies it. The branch always holds the one proposal for the current deploy head and
+     * source (replaced, by a forced push for a remote, whenever they change), or the deploy
+     * head itself when there is nothing to propose. Apply still applies the deploy head.
+     * NULL: commit to the deploy branch. */
+    const char *propose_branch;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
 
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0      \
+        "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
+            NULL                                                                                   \
     }
 
 /* A path whose content a pass would change. */
@@ -99,6 +108,8 @@ struct rc_pass_result {
     size_t nunreachable;                  /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
+    int proposed;      /* --propose: the proposal branch was moved this pass */
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind

@@ -1024,6 +1024,12 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
     /* how Divide shares it: whole on one cluster unless a kind says otherwise below */
     obj->split = k == K_NONE || k == K_DAEMONSET ? PL_SPLIT_COPY : PL_SPLIT_WHOLE;
     obj->warning = NULL;
+    obj->nova_cluster = annotation(root, PL_ANNOTATION_CLUSTER);
+    obj->nova_spread_onto = annotation(root, PL_ANNOTATION_SPREAD_ONTO);
+    if (obj->nova_cluster)
+        obj->nova_cluster = rc_arena_strdup(a, obj->nova_cluster);
+    if (obj->nova_spread_onto)
+        obj->nova_spread_onto = rc_arena_strdup(a, obj->nova_spread_onto);
     if (decl) { /* the annotation wins over what rightplace knows of the kind */
         obj->split = PL_SPLIT_WHOLE;
         if ((rc = declared(&c, root, decl)) < 0)

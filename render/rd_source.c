@@ -1,12 +1,17 @@
 /*
  * rd_source.c - the Load step over a whole source tree (see rd_source.h).
  *
- * Files are processed in path order. Each file's results are staged and either committed
- * whole or dropped whole, so that the outcome for one file depends only on its content and
- * on the files before it (for duplicates): the same tree always loads to the same inputs.
+ * Two stages. (1) Each file is parsed alone into a struct parsed: its objects, policies,
+ * clusters, warnings and object keys, or one error; everything in memory of its own (an
+ * arena, the cJSON trees, a resource-name table of its own), so that the result depends on
+ * the file's bytes and path only and can be cached by blob id. (2) The files' results are
+ * combined in path order: duplicates and colliding output paths, the pass's resource-name
+ * table (each file's demand remapped onto it), sorting, namespaces. The same tree always
+ * loads to the same inputs, whatever was cached.
  */
 #include "rd_source.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,38 +97,45 @@ struct cluster_ent {
     const char *file;
 };
 
-/* A later file that defined an object an accepted file already had. */
-struct collision {
-    const char *first; /* the accepted file */
-    const char *later; /* the file refused for it */
+/* ==== One file, parsed alone ==== */
+
+struct fkey {
     const char *key;
+    int line, col;
 };
 
-struct stage {
+struct parsed {
+    char *path; /* in arena */
+    char *id;   /* in arena; NULL: not cached */
+    struct rc_arena arena;
+    struct rd_docs *docs;
+    struct pl_resnames res; /* this file's names; indices of its demand and capacity */
+    const char *error;      /* broken: the message, and nothing below is set */
+    size_t nobjects;
+    struct pl_object *objects;
+    size_t npolicies;
+    struct pl_policy *policies;
+    size_t nclusters;
+    struct cluster_ent *clusters;
+    size_t nwarnings;
+    const char **warnings;
+    size_t nkeys;
+    struct fkey *keys; /* objects, Clusters, SchedulePolicies, in document order */
+    size_t bytes;
+    size_t len;          /* of the file */
+    unsigned gen;        /* the cache sweep that last saw it used */
+    struct parsed *next; /* hash chain */
+};
+
+struct pstage {
     VEC(struct pl_object) objects;
     VEC(struct pl_policy) policies;
     VEC(struct cluster_ent) clusters;
     VEC(const char *) warnings;
-    VEC(struct keyent) keys;
+    VEC(struct fkey) keys;
 };
 
-struct loader {
-    struct rc_arena *a;
-    struct rd_source *out;
-    struct keyset seen;
-    struct stage all;  /* accepted */
-    struct stage file; /* the file being read */
-    VEC(struct rd_docs *) docs;
-    VEC(struct rd_file_error) errors;
-    VEC(struct collision) collisions;
-};
-
-static void stage_reset(struct stage *s)
-{
-    s->objects.n = s->policies.n = s->clusters.n = s->warnings.n = s->keys.n = 0;
-}
-
-static void stage_free(struct stage *s)
+static void pstage_free(struct pstage *s)
 {
     free(s->objects.v);
     free(s->policies.v);
@@ -132,44 +144,18 @@ static void stage_free(struct stage *s)
     free(s->keys.v);
 }
 
+struct pctx {
+    struct parsed *p;
+    struct pstage st;
+};
+
 static void on_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
 {
-    struct loader *l = payload;
-    const char *w = pos.line > 0
-                        ? rc_arena_printf(l->a, "%s:%d:%d: %s", file, pos.line, pos.col, msg)
-                        : rc_arena_printf(l->a, "%s: %s", file, msg);
-    *VEC_PUSH(l->file.warnings) = w;
-}
-
-/* Claim `key` for the file being read; a duplicate makes the file broken. */
-static int claim(struct loader *l, const char *key, const struct rd_object *o,
-                 const struct rd_docs *docs, struct rc_err *err)
-{
-    const struct keyent *prev = keyset_find(&l->seen, key);
-
-    if (prev) {
-        struct collision *c = VEC_PUSH(l->collisions);
-        c->first = prev->path;
-        c->later = o->file;
-        c->key = key;
-    }
-    if (prev)
-        return rd_err_at(err, RC_EINVALID, docs, o->root,
-                         "duplicate object '%s' (already in '%s' at line %d)", key, prev->path,
-                         prev->line);
-    for (size_t i = 0; i < l->file.keys.n; i++) {
-        if (!strcmp(l->file.keys.v[i].key, key))
-            return rd_err_at(err, RC_EINVALID, docs, o->root,
-                             "duplicate object '%s' (already at line %d)", key,
-                             l->file.keys.v[i].line);
-    }
-    {
-        struct keyent *k = VEC_PUSH(l->file.keys);
-        k->key = key;
-        k->path = o->file;
-        k->line = o->pos.line;
-    }
-    return RC_OK;
+    struct pctx *c = payload;
+    struct rc_arena *a = &c->p->arena;
+    const char *w = pos.line > 0 ? rc_arena_printf(a, "%s:%d:%d: %s", file, pos.line, pos.col, msg)
+                                 : rc_arena_printf(a, "%s: %s", file, msg);
+    *VEC_PUSH(c->st.warnings) = w;
 }
 
 static int is_core(const struct rd_object *o, const char *kind)
@@ -177,14 +163,35 @@ static int is_core(const struct rd_object *o, const char *kind)
     return o->group && !*o->group && !strcmp(o->kind, kind);
 }
 
-static int load_doc(struct loader *l, struct rd_docs *docs, size_t i, const char *path,
+/* A key for the file being read; the same object twice in one file breaks it. */
+static int file_claim(struct pctx *c, const char *key, const struct rd_object *o,
+                      const struct rd_docs *docs, struct rc_err *err)
+{
+    struct rd_pos pos = rd_docs_pos(docs, o->root);
+    struct fkey *k;
+
+    for (size_t i = 0; i < c->st.keys.n; i++) {
+        if (!strcmp(c->st.keys.v[i].key, key))
+            return rd_err_at(err, RC_EINVALID, docs, o->root,
+                             "duplicate object '%s' (already at line %d)", key,
+                             c->st.keys.v[i].line);
+    }
+    k = VEC_PUSH(c->st.keys);
+    k->key = key;
+    k->line = pos.line > 0 ? pos.line : o->pos.line;
+    k->col = pos.line > 0 ? pos.col : o->pos.col;
+    return RC_OK;
+}
+
+static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *path,
                     struct rc_err *err)
 {
+    struct rc_arena *a = &c->p->arena;
     cJSON *root = rd_docs_get(docs, i);
-    struct rd_object *o = rc_arena_calloc(l->a, 1, sizeof(*o));
+    struct rd_object *o = rc_arena_calloc(a, 1, sizeof(*o));
     int rc;
 
-    if ((rc = rd_object_init(o, root, path, rd_docs_pos(docs, root), docs, l->a, err)) < 0)
+    if ((rc = rd_object_init(o, root, path, rd_docs_pos(docs, root), docs, a, err)) < 0)
         return rc;
     if (is_core(o, "List"))
         return rd_err_at(err, RC_EINVALID, docs, root,
@@ -197,24 +204,24 @@ static int load_doc(struct loader *l, struct rd_docs *docs, size_t i, const char
                          !strcmp(o->group, "rightplace.dev") ? "Cluster or SchedulePolicy"
                                                              : "SchedulePolicy");
     if (rd_is_cluster(o)) {
-        struct cluster_ent *c = VEC_PUSH(l->file.clusters);
-        c->file = path;
-        if ((rc = rd_cluster_parse(&c->c, &c->conn, o, docs, &l->out->res, l->a, err)) < 0)
+        struct cluster_ent *ce = VEC_PUSH(c->st.clusters);
+        ce->file = path;
+        if ((rc = rd_cluster_parse(&ce->c, &ce->conn, o, docs, &c->p->res, a, err)) < 0)
             return rc;
-        return claim(l, rc_arena_printf(l->a, "Cluster/%s", o->name), o, docs, err);
+        return file_claim(c, rc_arena_printf(a, "Cluster/%s", o->name), o, docs, err);
     }
     if (rd_is_policy(o)) {
-        struct pl_policy *p = VEC_PUSH(l->file.policies);
+        struct pl_policy *p = VEC_PUSH(c->st.policies);
         size_t nw = 0;
         const char **w = NULL;
-        if ((rc = rd_policy_parse_ex(p, o, docs, &nw, &w, l->a, err)) < 0)
+        if ((rc = rd_policy_parse_ex(p, o, docs, &nw, &w, a, err)) < 0)
             return rc;
         for (size_t k = 0; k < nw; k++)
-            *VEC_PUSH(l->file.warnings) = w[k];
-        return claim(l, rc_arena_printf(l->a, "SchedulePolicy/%s", o->name), o, docs, err);
+            *VEC_PUSH(c->st.warnings) = w[k];
+        return file_claim(c, rc_arena_printf(a, "SchedulePolicy/%s", o->name), o, docs, err);
     }
     {
-        struct pl_object *obj = VEC_PUSH(l->file.objects);
+        struct pl_object *obj = VEC_PUSH(c->st.objects);
         obj->key = o->key;
         obj->api_version = o->api_version;
         obj->kind = o->kind;
@@ -224,55 +231,217 @@ static int load_doc(struct loader *l, struct rd_docs *docs, size_t i, const char
         obj->file = o->file;
         obj->line = o->pos.line;
         obj->payload = o;
-        if ((rc = rd_demand_extract(obj, root, docs, &l->out->res, l->a, err)) < 0)
+        if ((rc = rd_demand_extract(obj, root, docs, &c->p->res, a, err)) < 0)
             return rc;
-        return claim(l, o->key, o, docs, err);
+        return file_claim(c, o->key, o, docs, err);
     }
 }
 
-#define APPEND(dst, src)                                                                           \
+#define TO_ARENA(a, dst, ndst, vec)                                                                \
     do {                                                                                           \
-        for (size_t k_ = 0; k_ < (src).n; k_++)                                                    \
-            *VEC_PUSH(dst) = (src).v[k_];                                                          \
+        (ndst) = (vec).n;                                                                          \
+        (dst) = rc_arena_calloc((a), (vec).n + 1, sizeof(*(vec).v));                               \
+        if ((vec).n)                                                                               \
+            memcpy((dst), (vec).v, (vec).n * sizeof(*(vec).v));                                    \
     } while (0)
 
-static void load_file(struct loader *l, const struct rd_file *f, const char *refused)
+static void parsed_free(struct parsed *p)
 {
-    const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
-    const struct rd_diag diag = {on_warn, l};
-    struct rc_err ferr = RC_ERR_INIT;
-    struct rd_docs *docs = NULL;
-    const char *path = rc_arena_strdup(l->a, f->path);
-    int rc;
-
-    stage_reset(&l->file);
-    if (refused) {
-        struct rd_file_error *e = VEC_PUSH(l->errors);
-        e->path = path;
-        e->msg = rc_arena_printf(l->a, "%s: %s", path, refused);
+    if (!p)
         return;
-    }
-    l->out->nparsed++;
-    rc = rd_yaml_load(&docs, path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
-    for (size_t i = 0; rc >= 0 && i < rd_docs_count(docs); i++)
-        rc = load_doc(l, docs, i, path, &ferr);
-    if (rc < 0) {
-        struct rd_file_error *e = VEC_PUSH(l->errors);
-        e->path = path;
-        e->msg = rc_arena_strdup(l->a, ferr.msg[0] ? ferr.msg : "unreadable file");
-        rd_docs_free(docs);
-        return;
-    }
-    APPEND(l->all.objects, l->file.objects);
-    APPEND(l->all.policies, l->file.policies);
-    APPEND(l->all.clusters, l->file.clusters);
-    APPEND(l->all.warnings, l->file.warnings);
-    for (size_t i = 0; i < l->file.keys.n; i++)
-        keyset_add(&l->seen, l->file.keys.v[i].key, l->file.keys.v[i].path, l->file.keys.v[i].line);
-    *VEC_PUSH(l->docs) = docs;
+    rd_docs_free(p->docs);
+    rc_arena_release(&p->arena);
+    free(p);
 }
 
-/* ==== Duplicates break every file that defines the object ==== */
+/* Parse one file alone. refused: refuse it unread with that problem. Never fails: a broken
+ * file is a struct parsed with an error. */
+static struct parsed *parse_file(const struct rd_file *f, const char *id, const char *refused)
+{
+    const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    struct parsed *p = rc_xcalloc(1, sizeof(*p));
+    struct pctx c;
+    struct rd_diag diag;
+    struct rc_err ferr = RC_ERR_INIT;
+    int rc;
+
+    memset(&c, 0, sizeof(c));
+    c.p = p;
+    diag.warn = on_warn;
+    diag.payload = &c;
+    pl_resnames_init(&p->res);
+    p->path = rc_arena_strdup(&p->arena, f->path);
+    p->len = f->len;
+    p->id = id ? rc_arena_strdup(&p->arena, id) : NULL;
+    if (refused) {
+        p->error = rc_arena_printf(&p->arena, "%s: %s", p->path, refused);
+        goto done;
+    }
+    rc = rd_yaml_load(&p->docs, p->path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
+    for (size_t i = 0; rc >= 0 && i < rd_docs_count(p->docs); i++)
+        rc = load_doc(&c, p->docs, i, p->path, &ferr);
+    if (rc >= 0 && p->res.n - PL_RES_FIRST_EXTENDED > RD_FILE_EXTENDED_MAX) {
+        rc = rc_err_set(&ferr, RC_EINVALID,
+                        "%s: names %d extended resources; at most %d in one file ('%s', ...)",
+                        p->path, p->res.n - PL_RES_FIRST_EXTENDED, RD_FILE_EXTENDED_MAX,
+                        p->res.name[PL_RES_FIRST_EXTENDED]);
+    }
+    if (rc < 0) {
+        rd_docs_free(p->docs);
+        p->docs = NULL;
+        p->error = rc_arena_strdup(&p->arena, ferr.msg[0] ? ferr.msg : "unreadable file");
+        goto done;
+    }
+    TO_ARENA(&p->arena, p->objects, p->nobjects, c.st.objects);
+    TO_ARENA(&p->arena, p->policies, p->npolicies, c.st.policies);
+    TO_ARENA(&p->arena, p->clusters, p->nclusters, c.st.clusters);
+    TO_ARENA(&p->arena, p->warnings, p->nwarnings, c.st.warnings);
+    TO_ARENA(&p->arena, p->keys, p->nkeys, c.st.keys);
+done:
+    pstage_free(&c.st);
+    p->bytes = sizeof(*p) + p->arena.used_total + rd_docs_bytes(p->docs);
+    return p;
+}
+
+/* ==== The cache ==== */
+
+struct rd_cache {
+    size_t n, cap; /* cap: power of two */
+    struct parsed **slot;
+    unsigned gen;
+    size_t bytes;
+    unsigned long anon; /* ids of entries nobody may look up */
+};
+
+int rd_cache_new(struct rd_cache **out)
+{
+    struct rd_cache *c = rc_xcalloc(1, sizeof(*c));
+
+    c->cap = 256;
+    c->slot = rc_xcalloc(c->cap, sizeof(*c->slot));
+    c->gen = 1;
+    *out = c;
+    return RC_OK;
+}
+
+static size_t cache_hash(const char *id, const char *path)
+{
+    return (size_t)rc_fnv1a_str(rc_fnv1a_str(RC_FNV_INIT, id), path);
+}
+
+static struct parsed *cache_get(const struct rd_cache *c, const char *id, const char *path)
+{
+    for (struct parsed *p = c->slot[cache_hash(id, path) & (c->cap - 1)]; p; p = p->next) {
+        if (!strcmp(p->id, id) && !strcmp(p->path, path))
+            return p;
+    }
+    return NULL;
+}
+
+static void cache_put(struct rd_cache *c, struct parsed *p)
+{
+    size_t h;
+
+    if (c->n + 1 > c->cap) {
+        size_t ncap = c->cap * 2;
+        struct parsed **ns = rc_xcalloc(ncap, sizeof(*ns));
+        for (size_t i = 0; i < c->cap; i++) {
+            struct parsed *q = c->slot[i], *next;
+            for (; q; q = next) {
+                next = q->next;
+                h = cache_hash(q->id, q->path) & (ncap - 1);
+                q->next = ns[h];
+                ns[h] = q;
+            }
+        }
+        free(c->slot);
+        c->slot = ns;
+        c->cap = ncap;
+    }
+    h = cache_hash(p->id, p->path) & (c->cap - 1);
+    p->next = c->slot[h];
+    c->slot[h] = p;
+    c->n++;
+    c->bytes += p->bytes;
+}
+
+int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len)
+{
+    const struct parsed *p = c && id ? cache_get(c, id, path) : NULL;
+
+    if (p && len)
+        *len = p->len;
+    return p != NULL;
+}
+
+void rd_cache_sweep(struct rd_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->cap; i++) {
+        struct parsed **pp = &c->slot[i];
+        while (*pp) {
+            struct parsed *p = *pp;
+            if (p->gen != c->gen) {
+                *pp = p->next;
+                c->n--;
+                c->bytes -= p->bytes;
+                parsed_free(p);
+            } else {
+                pp = &p->next;
+            }
+        }
+    }
+    c->gen++;
+}
+
+void rd_cache_free(struct rd_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->cap; i++) {
+        struct parsed *p = c->slot[i], *next;
+        for (; p; p = next) {
+            next = p->next;
+            parsed_free(p);
+        }
+    }
+    free(c->slot);
+    free(c);
+}
+
+size_t rd_cache_count(const struct rd_cache *c)
+{
+    return c ? c->n : 0;
+}
+
+size_t rd_cache_bytes(const struct rd_cache *c)
+{
+    return c ? c->bytes : 0;
+}
+
+/* ==== Combining the files ==== */
+
+/* A later file that defined an object an accepted file already had. */
+struct collision {
+    const char *first; /* the accepted file */
+    const char *later; /* the file refused for it */
+    const char *key;
+};
+
+struct loader {
+    struct rc_arena *a;
+    struct rd_source *out;
+    const struct rd_load_options *opts;
+    struct keyset seen;
+    VEC(struct pl_object) objects;
+    VEC(struct pl_policy) policies;
+    VEC(struct cluster_ent) clusters;
+    VEC(const char *) warnings;
+    VEC(struct rd_file_error) errors;
+    VEC(struct rd_file_error) conflicts;
+    VEC(struct collision) collisions;
+};
 
 static int is_broken(const struct loader *l, const char *path)
 {
@@ -281,6 +450,171 @@ static int is_broken(const struct loader *l, const char *path)
             return 1;
     }
     return 0;
+}
+
+static void add_error(struct loader *l, const char *path, const char *msg)
+{
+    struct rd_file_error *e = VEC_PUSH(l->errors);
+    e->path = path;
+    e->msg = msg;
+}
+
+/* Claim every key of an accepted file; the first duplicate refuses it (and, later, the file
+ * it collided with). 0: claimed. */
+static int claim_file(struct loader *l, const struct parsed *p)
+{
+    for (size_t i = 0; i < p->nkeys; i++) {
+        const struct keyent *prev = keyset_find(&l->seen, p->keys[i].key);
+        if (!prev)
+            continue;
+        struct collision *c = VEC_PUSH(l->collisions);
+        c->first = prev->path;
+        c->later = p->path;
+        c->key = p->keys[i].key;
+        add_error(l, p->path,
+                  rc_arena_printf(l->a,
+                                  "%s:%d:%d: duplicate object '%s' (already in '%s' at "
+                                  "line %d)",
+                                  p->path, p->keys[i].line, p->keys[i].col, p->keys[i].key,
+                                  prev->path, prev->line));
+        return -1;
+    }
+    for (size_t i = 0; i < p->nkeys; i++)
+        keyset_add(&l->seen, p->keys[i].key, p->path, p->keys[i].line);
+    return 0;
+}
+
+/* The pass's resource table: cpu, memory, pods, then the names Clusters declare (sorted),
+ * then the names workloads use, by how many files use them (most first), then by name. A
+ * file whose names do not all find a place is refused alone. */
+struct rescount {
+    const char *name;
+    int clusters; /* declared by a Cluster file */
+    size_t files; /* workload files using it */
+};
+
+static int cmp_rescount(const void *x, const void *y)
+{
+    const struct rescount *a = x, *b = y;
+
+    if (a->clusters != b->clusters)
+        return b->clusters - a->clusters;
+    if (a->files != b->files)
+        return a->files < b->files ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+static void build_resnames(struct loader *l, struct parsed **files, size_t n)
+{
+    VEC(struct rescount) rc = {0, 0, NULL};
+
+    for (size_t i = 0; i < n; i++) {
+        const struct parsed *p = files[i];
+        if (p->error)
+            continue;
+        for (int r = PL_RES_FIRST_EXTENDED; r < p->res.n; r++) {
+            struct rescount *e = NULL;
+            for (size_t k = 0; k < rc.n && !e; k++) {
+                if (!strcmp(rc.v[k].name, p->res.name[r]))
+                    e = &rc.v[k];
+            }
+            if (!e) {
+                e = VEC_PUSH(rc);
+                e->name = p->res.name[r];
+            }
+            if (p->nclusters)
+                e->clusters = 1;
+            if (p->nobjects)
+                e->files++;
+        }
+    }
+    if (rc.n)
+        qsort(rc.v, rc.n, sizeof(*rc.v), cmp_rescount);
+    for (size_t k = 0; k < rc.n && l->out->res.n < PL_RES_MAX; k++)
+        pl_resnames_intern(&l->out->res, l->a, rc.v[k].name);
+    free(rc.v);
+}
+
+/* Index map from a file's table to the pass's; 0 when some name has no place. */
+static int res_map(int map[PL_RES_MAX], const struct pl_resnames *file,
+                   const struct pl_resnames *pass, int *identity, const char **missing)
+{
+    *identity = 1;
+    for (int r = 0; r < file->n; r++) {
+        map[r] = pl_resnames_find(pass, file->name[r]);
+        if (map[r] < 0) {
+            *missing = file->name[r];
+            return 0;
+        }
+        if (map[r] != r)
+            *identity = 0;
+    }
+    return 1;
+}
+
+static void remap_res(struct pl_res *dst, const struct pl_res *src, const int map[PL_RES_MAX],
+                      int n)
+{
+    struct pl_res r;
+
+    memset(&r, 0, sizeof(r));
+    for (int i = 0; i < n; i++)
+        r.v[map[i]] = src->v[i];
+    *dst = r;
+}
+
+/* Add an accepted file's results, with its resource indices moved onto the pass's table. */
+static void add_file(struct loader *l, const struct parsed *p)
+{
+    int map[PL_RES_MAX], identity;
+    const char *missing = NULL;
+
+    if (!res_map(map, &p->res, &l->out->res, &identity, &missing)) {
+        add_error(l, p->path,
+                  rc_arena_printf(l->a,
+                                  "%s: resource '%s' finds no place in the fleet's table of %d "
+                                  "resource names (cpu, memory, pods and the most used "
+                                  "extended resources)",
+                                  p->path, missing, PL_RES_MAX));
+        return;
+    }
+    for (size_t i = 0; i < p->nobjects; i++) {
+        struct pl_object *o = VEC_PUSH(l->objects);
+        *o = p->objects[i];
+        if (!identity && o->npods) {
+            struct pl_pod *pods = rc_arena_calloc(l->a, o->npods, sizeof(*pods));
+            memcpy(pods, o->pods, o->npods * sizeof(*pods));
+            for (size_t k = 0; k < o->npods; k++)
+                remap_res(&pods[k].req, &o->pods[k].req, map, p->res.n);
+            o->pods = pods;
+        }
+    }
+    for (size_t i = 0; i < p->npolicies; i++)
+        *VEC_PUSH(l->policies) = p->policies[i];
+    for (size_t i = 0; i < p->nclusters; i++) {
+        struct cluster_ent *ce = VEC_PUSH(l->clusters);
+        *ce = p->clusters[i];
+        if (identity)
+            continue;
+        if (ce->c.nnodes) {
+            struct pl_node *nodes = rc_arena_calloc(l->a, ce->c.nnodes, sizeof(*nodes));
+            memcpy(nodes, ce->c.nodes, ce->c.nnodes * sizeof(*nodes));
+            for (size_t k = 0; k < ce->c.nnodes; k++) {
+                remap_res(&nodes[k].allocatable, &ce->c.nodes[k].allocatable, map, p->res.n);
+                remap_res(&nodes[k].requested, &ce->c.nodes[k].requested, map, p->res.n);
+            }
+            ce->c.nodes = nodes;
+        }
+        if (ce->c.nshapes) {
+            struct pl_shape *shapes = rc_arena_calloc(l->a, ce->c.nshapes, sizeof(*shapes));
+            memcpy(shapes, ce->c.shapes, ce->c.nshapes * sizeof(*shapes));
+            for (size_t k = 0; k < ce->c.nshapes; k++)
+                remap_res(&shapes[k].allocatable, &ce->c.shapes[k].allocatable, map, p->res.n);
+            ce->c.shapes = shapes;
+        }
+    }
+    for (size_t i = 0; i < p->nwarnings; i++)
+        *VEC_PUSH(l->warnings) = p->warnings[i];
 }
 
 static int cmp_error(const void *x, const void *y)
@@ -300,47 +634,150 @@ static void refuse_both_sides(struct loader *l)
 
     for (size_t c = 0; c < l->collisions.n; c++) {
         const struct collision *col = &l->collisions.v[c];
-        struct rd_file_error *e;
         if (is_broken(l, col->first))
             continue;
-        e = VEC_PUSH(l->errors);
-        e->path = col->first;
-        e->msg = rc_arena_printf(l->a, "%s: duplicate object '%s' (also in '%s')", col->first,
-                                 col->key, col->later);
+        add_error(l, col->first,
+                  rc_arena_printf(l->a, "%s: duplicate object '%s' (also in '%s')", col->first,
+                                  col->key, col->later));
     }
     if (!l->collisions.n)
         return;
-    qsort(l->errors.v, l->errors.n, sizeof(*l->errors.v), cmp_error);
     w = 0;
-    for (size_t r = 0; r < l->all.objects.n; r++) {
-        if (!is_broken(l, l->all.objects.v[r].file))
-            l->all.objects.v[w++] = l->all.objects.v[r];
+    for (size_t r = 0; r < l->objects.n; r++) {
+        if (!is_broken(l, l->objects.v[r].file))
+            l->objects.v[w++] = l->objects.v[r];
     }
-    l->all.objects.n = w;
+    l->objects.n = w;
     w = 0;
-    for (size_t r = 0; r < l->all.policies.n; r++) {
-        if (!is_broken(l, l->all.policies.v[r].file))
-            l->all.policies.v[w++] = l->all.policies.v[r];
+    for (size_t r = 0; r < l->policies.n; r++) {
+        if (!is_broken(l, l->policies.v[r].file))
+            l->policies.v[w++] = l->policies.v[r];
     }
-    l->all.policies.n = w;
+    l->policies.n = w;
     w = 0;
-    for (size_t r = 0; r < l->all.clusters.n; r++) {
-        if (!is_broken(l, l->all.clusters.v[r].file))
-            l->all.clusters.v[w++] = l->all.clusters.v[r];
+    for (size_t r = 0; r < l->clusters.n; r++) {
+        if (!is_broken(l, l->clusters.v[r].file))
+            l->clusters.v[w++] = l->clusters.v[r];
     }
-    l->all.clusters.n = w;
+    l->clusters.n = w;
     w = 0;
-    for (size_t r = 0; r < l->all.warnings.n; r++) {
-        const char *warn = l->all.warnings.v[r];
+    for (size_t r = 0; r < l->warnings.n; r++) {
+        const char *warn = l->warnings.v[r];
         int drop = 0;
         for (size_t i = 0; i < l->errors.n && !drop; i++) {
             size_t n = strlen(l->errors.v[i].path);
             drop = !strncmp(warn, l->errors.v[i].path, n) && warn[n] == ':';
         }
         if (!drop)
-            l->all.warnings.v[w++] = warn;
+            l->warnings.v[w++] = warn;
     }
-    l->all.warnings.n = w;
+    l->warnings.n = w;
+}
+
+/* ==== Output paths: two objects written to one file ==== */
+
+/* Where render writes an object in a cluster's directory: "<ns or _cluster>/<kind lowercased>.
+ * <name>" (see rd_output.c). Two objects with different keys can share it (a v1 ConfigMap and
+ * an example.com/v1 Configmap of one name). */
+static const char *out_path(const struct pl_object *o, struct rc_arena *a)
+{
+    char *s = rc_arena_printf(a, "%s/%s.%s", o->ns ? o->ns : "_cluster", o->kind, o->name);
+    char *k = s + strlen(o->ns ? o->ns : "_cluster") + 1;
+
+    for (size_t i = 0; i < strlen(o->kind); i++)
+        k[i] = (char)tolower((unsigned char)k[i]);
+    return s;
+}
+
+struct opath {
+    const char *path;
+    size_t idx;
+};
+
+static int cmp_opath(const void *x, const void *y)
+{
+    const struct opath *a = x, *b = y;
+    int c = strcmp(a->path, b->path);
+
+    return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static int is_placed(const struct rd_load_options *o, const char *key)
+{
+    size_t lo = 0, hi = o && o->placed ? o->nplaced : 0;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(o->placed[mid], key);
+        if (!c)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/*
+ * Objects whose output paths collide cannot both be placed. When one of them is placed
+ * already (in the previous record), it keeps its place and the others are refused; otherwise
+ * all of them are. Only those objects are affected: their files' other objects load. Each
+ * refusal is an error that names both files.
+ */
+static void refuse_colliding_paths(struct loader *l)
+{
+    struct opath *v;
+    unsigned char *drop;
+    size_t n = l->objects.n, w;
+
+    if (n < 2)
+        return;
+    v = rc_xcalloc(n, sizeof(*v));
+    drop = rc_xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++) {
+        v[i].path = out_path(&l->objects.v[i], l->a);
+        v[i].idx = i;
+    }
+    qsort(v, n, sizeof(*v), cmp_opath);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1, keep = (size_t)-1;
+        while (j < n && !strcmp(v[j].path, v[i].path))
+            j++;
+        if (j - i > 1) {
+            for (size_t k = i; k < j && keep == (size_t)-1; k++) {
+                if (is_placed(l->opts, l->objects.v[v[k].idx].key))
+                    keep = v[k].idx;
+            }
+            for (size_t k = i; k < j; k++) {
+                struct rd_file_error *e;
+                const struct pl_object *o = &l->objects.v[v[k].idx];
+                const struct pl_object *other =
+                    &l->objects.v[keep != (size_t)-1 ? keep : v[k == i ? i + 1 : i].idx];
+                if (v[k].idx == keep)
+                    continue;
+                drop[v[k].idx] = 1;
+                e = VEC_PUSH(l->conflicts);
+                e->path = o->file;
+                e->msg =
+                    rc_arena_printf(l->a,
+                                    "%s:%d: object '%s' would be written to the same file "
+                                    "as '%s' of '%s' (%s.yaml); %s",
+                                    o->file, o->line, o->key, other->key, other->file, v[k].path,
+                                    keep != (size_t)-1 ? "the one placed first keeps it"
+                                                       : "neither is placed until one is renamed");
+            }
+        }
+        i = j;
+    }
+    w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!drop[i])
+            l->objects.v[w++] = l->objects.v[i];
+    }
+    l->objects.n = w;
+    free(v);
+    free(drop);
 }
 
 /* ==== Sorting and namespaces ==== */
@@ -379,8 +816,8 @@ static void namespaces(struct loader *l)
     VEC(struct nsent) ns = {0, 0, NULL};
     struct rd_source *out = l->out;
 
-    for (size_t i = 0; i < l->all.objects.n; i++) {
-        const struct pl_object *o = &l->all.objects.v[i];
+    for (size_t i = 0; i < l->objects.n; i++) {
+        const struct pl_object *o = &l->objects.v[i];
         const struct rd_object *ro = o->payload;
         if (o->ns) {
             struct nsent *e = VEC_PUSH(ns);
@@ -411,9 +848,9 @@ static void namespaces(struct loader *l)
     free(ns.v);
 }
 
-#define TO_ARENA(dst, vec)                                                                         \
+#define VEC_TO_ARENA(dst, vec)                                                                     \
     do {                                                                                           \
-        (dst) = rc_arena_calloc(l.a, (vec).n + 1, sizeof(*(vec).v));                               \
+        (dst) = rc_arena_calloc(a, (vec).n + 1, sizeof(*(vec).v));                                 \
         if ((vec).n)                                                                               \
             memcpy((dst), (vec).v, (vec).n * sizeof(*(vec).v));                                    \
     } while (0)
@@ -421,15 +858,18 @@ static void namespaces(struct loader *l)
 int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nfiles,
                    struct rc_arena *a, struct rc_err *err)
 {
-    return rd_source_load_ex(out, files, NULL, nfiles, a, err);
+    return rd_source_load_ex(out, files, nfiles, NULL, a, err);
 }
 
-int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
-                      const char *const *refused, size_t nfiles, struct rc_arena *a,
-                      struct rc_err *err)
+int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t nfiles,
+                      const struct rd_load_options *opts, struct rc_arena *a, struct rc_err *err)
 {
+    const char *const *refused = opts ? opts->refused : NULL;
+    const char *const *ids = opts ? opts->ids : NULL;
     struct loader l;
     const struct rd_file **order = NULL;
+    struct parsed **parsed = NULL;
+    size_t held = 0;
     int rc = RC_OK;
 
     memset(out, 0, sizeof(*out));
@@ -443,7 +883,15 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
     memset(&l, 0, sizeof(l));
     l.a = a;
     l.out = out;
+    l.opts = opts;
+    if (opts && opts->cache) {
+        out->cache = opts->cache;
+    } else {
+        rd_cache_new(&out->cache);
+        out->own_cache = 1;
+    }
     order = rc_xcalloc(nfiles + 1, sizeof(*order));
+    parsed = rc_xcalloc(nfiles + 1, sizeof(*parsed));
     for (size_t i = 0; i < nfiles; i++)
         order[i] = &files[i];
     qsort(order, nfiles, sizeof(*order), cmp_file);
@@ -453,44 +901,98 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
             goto done;
         }
     }
-    for (size_t i = 0; i < nfiles; i++)
-        load_file(&l, order[i], refused ? refused[order[i] - files] : NULL);
-    refuse_both_sides(&l);
 
-    if (l.all.objects.n)
-        qsort(l.all.objects.v, l.all.objects.n, sizeof(*l.all.objects.v), cmp_object);
-    if (l.all.policies.n)
-        qsort(l.all.policies.v, l.all.policies.n, sizeof(*l.all.policies.v), cmp_policy);
-    if (l.all.clusters.n)
-        qsort(l.all.clusters.v, l.all.clusters.n, sizeof(*l.all.clusters.v), cmp_cluster);
-    out->nobjects = l.all.objects.n;
-    TO_ARENA(out->objects, l.all.objects);
-    out->npolicies = l.all.policies.n;
-    TO_ARENA(out->policies, l.all.policies);
-    out->nclusters = l.all.clusters.n;
-    out->clusters = rc_arena_calloc(a, l.all.clusters.n + 1, sizeof(*out->clusters));
-    out->conns = rc_arena_calloc(a, l.all.clusters.n + 1, sizeof(*out->conns));
-    for (size_t i = 0; i < l.all.clusters.n; i++) {
-        out->clusters[i] = l.all.clusters.v[i].c;
-        out->conns[i] = l.all.clusters.v[i].conn;
+    /* (1) each file alone, from the cache when its (id, path) was parsed before */
+    for (size_t i = 0; i < nfiles; i++) {
+        size_t k = (size_t)(order[i] - files);
+        const char *id = ids && ids[k] && !out->own_cache ? ids[k] : NULL;
+        const char *why = refused ? refused[k] : NULL;
+        struct parsed *p = id && !why ? cache_get(out->cache, id, order[i]->path) : NULL;
+        int fresh = 0;
+        if (!p) {
+            p = parse_file(order[i], why ? NULL : id, why);
+            fresh = 1;
+            if (!why)
+                out->nparsed++;
+        }
+        if (opts && opts->max_bytes && !p->error &&
+            (p->bytes > opts->max_bytes || held > opts->max_bytes - p->bytes)) {
+            /* past the pass's memory: refused, and what it parsed to is not kept */
+            if (fresh)
+                parsed_free(p);
+            p = parse_file(order[i], NULL,
+                           opts->over_budget ? opts->over_budget
+                                             : "over the memory limit of the load");
+            fresh = 1;
+        }
+        if (fresh) {
+            if (!p->id) /* not to be found again: an id no content has; swept after use */
+                p->id = rc_arena_printf(&p->arena, "#%lu", ++out->cache->anon);
+            cache_put(out->cache, p);
+        }
+        if (!p->error)
+            held += p->bytes;
+        p->gen = out->cache->gen;
+        parsed[i] = p;
     }
-    out->nwarnings = l.all.warnings.n;
-    TO_ARENA(out->warnings, l.all.warnings);
-    out->nerrors = l.errors.n; /* already in path order */
-    TO_ARENA(out->errors, l.errors);
+
+    /* (2) combine, in path order */
+    build_resnames(&l, parsed, nfiles);
+    for (size_t i = 0; i < nfiles; i++) {
+        const struct parsed *p = parsed[i];
+        if (p->error) {
+            add_error(&l, p->path, rc_arena_strdup(a, p->error));
+            continue;
+        }
+        if (claim_file(&l, p) < 0)
+            continue;
+        add_file(&l, p);
+    }
+    refuse_both_sides(&l);
+    refuse_colliding_paths(&l);
+    if (l.errors.n)
+        qsort(l.errors.v, l.errors.n, sizeof(*l.errors.v), cmp_error);
+
+    if (l.objects.n)
+        qsort(l.objects.v, l.objects.n, sizeof(*l.objects.v), cmp_object);
+    if (l.policies.n)
+        qsort(l.policies.v, l.policies.n, sizeof(*l.policies.v), cmp_policy);
+    if (l.clusters.n)
+        qsort(l.clusters.v, l.clusters.n, sizeof(*l.clusters.v), cmp_cluster);
+    out->nobjects = l.objects.n;
+    VEC_TO_ARENA(out->objects, l.objects);
+    out->npolicies = l.policies.n;
+    VEC_TO_ARENA(out->policies, l.policies);
+    out->nclusters = l.clusters.n;
+    out->clusters = rc_arena_calloc(a, l.clusters.n + 1, sizeof(*out->clusters));
+    out->conns = rc_arena_calloc(a, l.clusters.n + 1, sizeof(*out->conns));
+    for (size_t i = 0; i < l.clusters.n; i++) {
+        out->clusters[i] = l.clusters.v[i].c;
+        out->conns[i] = l.clusters.v[i].conn;
+    }
+    out->nwarnings = l.warnings.n;
+    VEC_TO_ARENA(out->warnings, l.warnings);
+    out->nerrors = l.errors.n;
+    VEC_TO_ARENA(out->errors, l.errors);
+    if (l.conflicts.n)
+        qsort(l.conflicts.v, l.conflicts.n, sizeof(*l.conflicts.v), cmp_error);
+    out->nconflicts = l.conflicts.n;
+    VEC_TO_ARENA(out->conflicts, l.conflicts);
     namespaces(&l);
-    out->ndocs = l.docs.n;
-    out->docs = l.docs.v; /* malloc'd: rd_source_release frees it */
-    l.docs.v = NULL;
 
 done:
-    free(l.docs.v);
+    free(l.objects.v);
+    free(l.policies.v);
+    free(l.clusters.v);
+    free(l.warnings.v);
     free(l.errors.v);
+    free(l.conflicts.v);
     free(l.collisions.v);
     free(l.seen.v);
-    stage_free(&l.all);
-    stage_free(&l.file);
+    free(parsed);
     free(order);
+    if (rc < 0)
+        rd_source_release(out);
     return rc;
 }
 
@@ -498,9 +1000,8 @@ void rd_source_release(struct rd_source *src)
 {
     if (!src)
         return;
-    for (size_t i = 0; i < src->ndocs; i++)
-        rd_docs_free(src->docs[i]);
-    free(src->docs);
-    src->docs = NULL;
-    src->ndocs = 0;
+    if (src->own_cache)
+        rd_cache_free(src->cache);
+    src->cache = NULL;
+    src->own_cache = 0;
 }

@@ -6,6 +6,12 @@
  * and their labels also feed namespaceSelector). A file is all-or-nothing: any error in it
  * (YAML, object, demand, policy, cluster, a duplicate object) and it contributes nothing and
  * is reported with file:line:col, so that the caller can keep that file's previous content.
+ *
+ * Each file is parsed on its own, into memory of its own (its arena, its cJSON trees and its
+ * own table of resource names); what crosses files (duplicates, colliding output paths, the
+ * pass's table of resource names, namespaces, order) is decided afterwards from those
+ * results. That is what lets a cache (struct rd_cache) keep what each blob parsed to between
+ * passes, so that a commit touching one file parses one file.
  */
 #ifndef RD_SOURCE_H
 #define RD_SOURCE_H
@@ -18,6 +24,11 @@
 
 struct rc_arena;
 struct rd_docs;
+struct rd_cache;
+
+/* Extended resource names (not cpu, memory, pods) one file may use; a file naming more is
+ * refused alone. */
+#define RD_FILE_EXTENDED_MAX 8
 
 struct rd_file {
     const char *path;
@@ -46,15 +57,19 @@ struct rd_source {
     struct rd_file_error *errors; /* one per broken file, sorted by path */
     size_t nwarnings;
     const char **warnings; /* "path:line:col: ...", of files that loaded, in path order */
-    size_t nparsed;        /* files whose YAML was parsed by this call */
-    /* private: the loaded documents of accepted files (they own every cJSON tree) */
-    size_t ndocs;
-    struct rd_docs **docs;
+    size_t nparsed;        /* files whose YAML was parsed by this call (not from the cache) */
+    /* Objects refused alone, not their files: two objects that would be written to one
+     * output path. "path:line: ..." naming both files, sorted by path. */
+    size_t nconflicts;
+    struct rd_file_error *conflicts;
+    /* private: where the parsed files live (a cache of the caller's, or one of its own) */
+    struct rd_cache *cache;
+    int own_cache;
 };
 
 #define RD_SOURCE_INIT                                                                             \
     {                                                                                              \
-        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, NULL           \
+        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0  \
     }
 
 /*
@@ -68,11 +83,45 @@ struct rd_source {
  */
 int rd_source_load(struct rd_source *out, const struct rd_file *files, size_t nfiles,
                    struct rc_arena *a, struct rc_err *err);
-/* rd_source_load where refused[i] (refused may be NULL), when not NULL, refuses file i
- * unread with that problem ("<path>: <problem>" in errors); its data may be NULL. */
-int rd_source_load_ex(struct rd_source *out, const struct rd_file *files,
-                      const char *const *refused, size_t nfiles, struct rc_arena *a,
-                      struct rc_err *err);
+/* How rd_source_load_ex reads files. Arrays have nfiles entries, or are NULL. */
+struct rd_load_options {
+    /* refused[i] non-NULL: file i is refused unread with that problem ("<path>: <problem>"
+     * in errors); its data may be NULL */
+    const char *const *refused;
+    /* ids[i]: a content id of file i (its git blob id); with `cache`, what the file parsed
+     * to is looked up by (id, path) and kept there */
+    const char *const *ids;
+    struct rd_cache *cache; /* NULL: every file is parsed, and freed by rd_source_release */
+    /* Object keys already placed (the previous record's), sorted by strcmp: when two objects
+     * would be written to one output path, one of these keeps its place and the newcomer is
+     * refused; NULL: both are refused. */
+    const char *const *placed;
+    size_t nplaced;
+    /* Memory the parsed files may hold together (rd_cache_bytes' measure), 0: no limit. In
+     * path order, a file whose parse would take the total past it is refused with
+     * `over_budget` as its problem (the file parsed is freed; so the peak is the limit plus
+     * one file, itself bounded by the YAML limits). */
+    size_t max_bytes;
+    const char *over_budget;
+};
+
+int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t nfiles,
+                      const struct rd_load_options *opts, struct rc_arena *a, struct rc_err *err);
 void rd_source_release(struct rd_source *src);
+
+/*
+ * A cache of parsed files, keyed by (content id, path). Entries hold everything a file
+ * parsed to (errors included). rd_cache_sweep frees the entries no load used since the
+ * previous sweep, so the cache holds what the current source needs, nothing older; call it
+ * between passes, when no rd_source loaded from the cache is in use any more.
+ */
+int rd_cache_new(struct rd_cache **out);
+void rd_cache_sweep(struct rd_cache *c);
+void rd_cache_free(struct rd_cache *c);
+/* 1 and *len (the file's size in bytes) when (id, path) is cached, else 0. */
+int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len);
+/* Entries held, and the bytes they hold (arena and trees, approximately). */
+size_t rd_cache_count(const struct rd_cache *c);
+size_t rd_cache_bytes(const struct rd_cache *c);
 
 #endif

@@ -191,6 +191,7 @@ struct rd_docs {
     struct pos_map pos;
     cJSON *graveyard; /* nodes dropped while loading (overridden keys, merge sources): kept
                          alive so that no address in the position table is ever reused */
+    size_t bytes;     /* memory held, approximately (see rd_docs_bytes) */
 };
 
 void rd_docs_free(struct rd_docs *docs)
@@ -611,9 +612,11 @@ struct ld {
     const struct rd_diag *diag;
     struct rc_err *err;
     struct rd_docs *docs;
-    size_t nodes;     /* materialized so far, all documents */
-    size_t bytes;     /* string bytes materialized so far */
-    size_t bytes_max; /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t nodes;       /* materialized so far, all documents */
+    size_t bytes;       /* string bytes materialized so far */
+    size_t bytes_max;   /* budget for bytes: 4 x max_bytes + 1 MiB */
+    size_t doc_nodes0;  /* nodes before the current document */
+    size_t alias_nodes; /* nodes of the current document made by aliases */
     struct str_map anchors;
     struct anchor *anchor_list;
 };
@@ -983,6 +986,27 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     return RC_OK;
 }
 
+/*
+ * kubectl reads YAML with go-yaml, which refuses a document whose nodes come mostly from
+ * aliases ("document contains excessive aliasing"): past 100 nodes made by aliases and 1,000
+ * nodes in all, at most 99% may come from aliases up to 400,000 nodes, falling linearly to
+ * 10% at 4,000,000. The same rule here: a small file cannot expand into a big tree.
+ */
+static int alias_ratio_ok(size_t alias, size_t total)
+{
+    double allowed;
+
+    if (alias <= 100 || total <= 1000)
+        return 1;
+    if (total <= 400000)
+        allowed = 0.99;
+    else if (total >= 4000000)
+        allowed = 0.10;
+    else
+        allowed = 0.99 - 0.89 * ((double)(total - 400000) / 3600000.0);
+    return (double)alias / (double)total <= allowed;
+}
+
 static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos, struct built *out)
 {
     const char *name = (const char *)ev->data.alias.anchor;
@@ -997,6 +1021,12 @@ static int ld_alias(struct ld *l, yaml_event_t *ev, int depth, struct rd_pos pos
     error = count_node(l, pos, a->count);
     if (error < 0)
         return error;
+    l->alias_nodes += a->count;
+    if (!alias_ratio_ok(l->alias_nodes, l->nodes - l->doc_nodes0))
+        return ld_fail(l, pos,
+                       "document contains excessive aliasing: %zu of its %zu nodes come from "
+                       "aliases (through alias '%.64s'), which kubectl refuses too",
+                       l->alias_nodes, l->nodes - l->doc_nodes0, name);
     error = count_bytes(l, pos, a->bytes);
     if (error < 0)
         return error;
@@ -1361,6 +1391,8 @@ static int ld_stream(struct ld *l)
         if (++ndocs > l->lim.max_documents)
             return ld_fail(l, pos, "more than %zu documents in one file", l->lim.max_documents);
         anchors_clear(l);
+        l->doc_nodes0 = l->nodes;
+        l->alias_nodes = 0;
         error = ld_next(l, &ev);
         if (error < 0)
             return error;
@@ -1420,8 +1452,15 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
         rd_docs_free(l.docs);
         return error;
     }
+    l.docs->bytes = sizeof(*l.docs) + l.nodes * (sizeof(cJSON) + sizeof(struct rd_pos) + 16) +
+                    l.bytes + l.docs->cap * sizeof(cJSON *);
     *out = l.docs;
     return RC_OK;
+}
+
+size_t rd_docs_bytes(const struct rd_docs *docs)
+{
+    return docs ? docs->bytes : 0;
 }
 
 /* ==== Streaming the items of one sequence ==== */

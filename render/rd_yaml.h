@@ -95,6 +95,8 @@ int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_
 void rd_docs_free(struct rd_docs *docs);
 
 size_t rd_docs_count(const struct rd_docs *docs);
+/* Memory the set holds (trees, positions, strings), approximately; 0 for NULL. */
+size_t rd_docs_bytes(const struct rd_docs *docs);
 /* Borrowed: valid until rd_docs_free. Ownership may be taken with rd_docs_take. */
 cJSON *rd_docs_get(const struct rd_docs *docs, size_t i);
 /* Take document i out of the set (the slot becomes NULL); the caller frees it. */

@@ -204,6 +204,260 @@ static void test_rc_pass__huge_file_refused_alone(void **state)
     fx_close(&f);
 }
 
+/* The state of the unit holding object `key`; -1 when no decision names it. */
+static int state_of(const struct rc_pass_result *res, const char *key)
+{
+    for (size_t i = 0; i < res->result->ndecisions; i++) {
+        const struct pl_decision *d = &res->result->decisions[i];
+        for (size_t k = 0; k < d->nobjects; k++) {
+            if (!strcmp(d->object_keys[k], key))
+                return (int)d->state;
+        }
+    }
+    return -1;
+}
+
+static const char *error_for(const struct rc_pass_result *res, const char *path)
+{
+    for (size_t i = 0; i < res->nfile_errors; i++) {
+        if (!strcmp(res->file_errors[i].path, path))
+            return res->file_errors[i].msg;
+    }
+    return NULL;
+}
+
+/* A workload the example fleet places (rayservice-development-policy -> static-cluster). */
+static char *dev_workload(const char *api, const char *kind, const char *name, const char *extra)
+{
+    char buf[4096];
+
+    snprintf(buf, sizeof(buf),
+             "apiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n  namespace: development\n"
+             "  labels: {app.kubernetes.io/instance: rayservice}\n%s",
+             api, kind, name, extra);
+    return strdup(buf);
+}
+
+#define DEPLOY_SPEC(requests)                                                                      \
+    "spec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n      - name: w\n"           \
+    "        image: nginx\n        resources:\n          requests: " requests "\n"
+
+/* A commit that changes one file parses that file only: the rest comes from the cache. */
+static void test_rc_pass__one_change_parses_one_file(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char *web = dev_workload("apps/v1", "Deployment", "web", DEPLOY_SPEC("{cpu: 100m}"));
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    free(th_git_commit_files(f.repo, "web", "right-cluster/web.yaml", web, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.skipped, 0);
+    assert_int_equal(res.nparsed, 1);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+    /* an edit of one existing file */
+    free(th_git_commit_files(f.repo, "ns label", "infra/namespace-development.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: development\n"
+                             "  labels: {team: web}\n",
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nparsed, 1);
+    assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+    free(web);
+    fx_close(&f);
+}
+
+/* Two objects written to one output path (clusters/<c>/development/configmap.shared.yaml):
+ * the one placed first keeps it, the newcomer is refused naming both files, and nothing else
+ * is held up. */
+static void test_rc_pass__colliding_output_paths_block_only_those_objects(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char *cm = dev_workload("v1", "ConfigMap", "shared", "data: {a: '1'}\n");
+    char *evil = dev_workload("evil.example.com/v1", "Configmap", "shared", "data: {a: '2'}\n");
+    char *web = dev_workload("apps/v1", "Deployment", "web", DEPLOY_SPEC("{cpu: 100m}"));
+    const char *m;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_commit_files(f.repo, "cm", "right-cluster/shared.yaml", cm, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_int_equal(state_of(&res, "development/ConfigMap/shared"), PL_STATE_PLACED);
+    free(th_git_commit_files(f.repo, "evil", "aaa/evil.yaml", evil, "right-cluster/web.yaml", web,
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nfile_errors, 1);
+    m = error_for(&res, "aaa/evil.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "right-cluster/shared.yaml"));
+    assert_non_null(strstr(m, "development/configmap.shared"));
+    assert_int_equal(state_of(&res, "development/ConfigMap/shared"), PL_STATE_PLACED);
+    assert_int_equal(state_of(&res, "development/Configmap/shared"), -1);
+    assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+    free(cm);
+    free(evil);
+    free(web);
+    fx_close(&f);
+}
+
+/* A file naming 13 made-up extended resources fails alone; files that use a real one (and
+ * read after it) still load. */
+static void test_rc_pass__resource_names_limited_per_file(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char *greedy = dev_workload(
+        "apps/v1", "Deployment", "greedy",
+        DEPLOY_SPEC("{a.example/r1: 1, a.example/r2: 1, a.example/r3: 1, a.example/r4: 1, "
+                    "a.example/r5: 1, a.example/r6: 1, a.example/r7: 1, a.example/r8: 1, "
+                    "a.example/r9: 1, a.example/r10: 1, a.example/r11: 1, a.example/r12: 1, "
+                    "a.example/r13: 1}"));
+    char *gpu = dev_workload("apps/v1", "Deployment", "gpu",
+                             DEPLOY_SPEC("{cpu: 100m, example.com/fpga: 1}"));
+    const char *m;
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    free(th_git_commit_files(f.repo, "greedy", "aaa/greedy.yaml", greedy, "zzz/gpu.yaml", gpu,
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 1);
+    m = error_for(&res, "aaa/greedy.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "extended resources"));
+    assert_int_equal(state_of(&res, "development/Deployment/greedy"), -1);
+    /* the other file loads (no cluster offers an fpga: it is a decision, not an error) */
+    assert_true(state_of(&res, "development/Deployment/gpu") >= 0);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    free(greedy);
+    free(gpu);
+    fx_close(&f);
+}
+
+/* Files whose aliases would expand to a big tree fail alone, with a message, before the
+ * tree is built; the rest is placed. */
+static void test_rc_pass__alias_bombs_fail_alone(void **state)
+{
+    static const char bomb[] = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                               "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                               "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                               "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                               "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+                               "f: &f [*e, *e, *e, *e, *e, *e]\n";
+    struct fx f;
+    struct rc_pass_result res;
+    char *web = dev_workload("apps/v1", "Deployment", "web", DEPLOY_SPEC("{cpu: 100m}"));
+    (void)state;
+
+    fx_open(&f, NULL);
+    for (int i = 0; i < 8; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "bombs/b%d.yaml", i);
+        th_write_file(f.repo, name, bomb, (size_t)-1);
+    }
+    th_write_file(f.repo, "right-cluster/web.yaml", web, (size_t)-1);
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "bombs", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 8);
+    for (size_t i = 0; i < res.nfile_errors; i++)
+        assert_non_null(strstr(res.file_errors[i].msg, "excessive aliasing"));
+    assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+    free(web);
+    fx_close(&f);
+}
+
+/* Rewrite the deploy head's placements.yaml to name `source` as the commit it was made from
+ * (what many passes committing while a file stayed broken would have left). */
+static void record_source_is(struct fx *f, const char *source)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *b = NULL;
+    struct rc_git_file *files;
+    size_t n = 0;
+    char head[41], tree[41], commit[41];
+
+    assert_int_equal(rc_git_resolve(head, f->g, "refs/heads/deploy", &err), RC_OK);
+    assert_int_equal(rc_git_read_tree(&b, &n, f->g, head, "", &f->a, &err), RC_OK);
+    files = rc_arena_calloc(&f->a, n, sizeof(*files));
+    for (size_t i = 0; i < n; i++) {
+        files[i].path = b[i].path;
+        files[i].data = b[i].data;
+        files[i].len = b[i].len;
+        if (!strcmp(b[i].path, "placements.yaml")) {
+            char *s = strstr(b[i].data, "\nsource: ");
+            assert_non_null(s);
+            memcpy(s + 9, source, 40);
+        }
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, head, files, n, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, head, "record", 1700000000, &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", commit, head, NULL, &err), RC_OK);
+}
+
+/* A file broken for 1,001 of its own versions: the walk for its last good version stops
+ * after 64 and takes the version the last pass kept; everything else is placed. */
+static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_err err = RC_ERR_INIT;
+    const char *path = "fill-and-spill/rayjob-rayjob1.yaml";
+    char tip[41], broken_tip[41] = "";
+    char *web = dev_workload("apps/v1", "Deployment", "web", DEPLOY_SPEC("{cpu: 100m}"));
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    free(th_git_commit_files(f.repo, "oops", path, "kind: RayJob\nmetadata:\n\tname: x\n", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 1);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+
+    /* 1,001 more broken versions, then a new workload elsewhere */
+    assert_int_equal(rc_git_resolve(tip, f.g, "main", &err), RC_OK);
+    for (int i = 0; i <= 1001; i++) {
+        char text[128], tree[41], commit[41];
+        struct rc_git_file file;
+        snprintf(text, sizeof(text), "kind: RayJob\nmetadata:\n\tname: x%d\n", i);
+        file.path = i == 1001 ? "right-cluster/web.yaml" : path;
+        file.data = i == 1001 ? web : text;
+        file.len = strlen(file.data);
+        assert_int_equal(rc_git_build_tree(tree, f.g, tip, &file, 1, &err), RC_OK);
+        assert_int_equal(rc_git_commit(commit, f.g, tree, tip, "still broken", 1700000000, &err),
+                         RC_OK);
+        memcpy(tip, commit, 41);
+        if (i == 1000)
+            memcpy(broken_tip, commit, 41);
+    }
+    assert_int_equal(rc_git_update_ref(f.g, "refs/heads/main", tip, NULL, NULL, &err) == RC_OK ||
+                         err.code == RC_ECONFLICT,
+                     1);
+    {
+        char cur[41];
+        struct rc_err e2 = RC_ERR_INIT;
+        assert_int_equal(rc_git_resolve(cur, f.g, "main", &e2), RC_OK);
+        if (strcmp(cur, tip))
+            assert_int_equal(rc_git_update_ref(f.g, "refs/heads/main", tip, cur, NULL, &e2), RC_OK);
+    }
+    record_source_is(&f, broken_tip);
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 1);
+    assert_string_equal(res.file_errors[0].path, path);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+    free(web);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +465,11 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
+        cmocka_unit_test(test_rc_pass__one_change_parses_one_file),
+        cmocka_unit_test(test_rc_pass__colliding_output_paths_block_only_those_objects),
+        cmocka_unit_test(test_rc_pass__resource_names_limited_per_file),
+        cmocka_unit_test(test_rc_pass__alias_bombs_fail_alone),
+        cmocka_unit_test(test_rc_pass__long_broken_history_blocks_nothing),
     };
     struct rc_err err = RC_ERR_INIT;
     int rc;

@@ -11,7 +11,8 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --force --max-source-mib --source --luna-label --no-luna-label --mode --token-file
+        --no-apply --resync --force --max-source-mib --propose --committer-name --committer-email
+        --source --luna-label --no-luna-label --mode --token-file
         --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 
     case $prev in
@@ -28,7 +29,7 @@ _rightplace()
     --mode)
         COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
-    --interval|--lock-timeout|--listen|--source-branch|--deploy-branch|--source|--luna-label)
+    --interval|--lock-timeout|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
     esac
     local i have_cmd=
