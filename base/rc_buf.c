@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,28 @@ int rc_buf_printf(struct rc_buf *b, struct rc_err *err, const char *fmt, ...)
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
 {
     char chunk[65536];
+    struct stat st;
     int fd;
     int error = RC_OK;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without a writer (or a device) must not wait; what is not a
+     * regular file is refused before anything is read from it. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return rc_err_set(err, errno == ENOENT ? RC_ENOTFOUND : RC_ERROR, "cannot open '%s': %s",
                           path, strerror(errno));
+    if (fstat(fd, &st) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot stat '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' is not a regular file", path);
+        goto done;
+    }
+    if (b->max && (uint64_t)st.st_size > (uint64_t)(b->max - b->len)) {
+        error = rc_err_set(err, RC_ERROR, "'%s' is larger than %zu bytes", path, b->max);
+        goto done;
+    }
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n < 0) {
@@ -147,6 +163,7 @@ int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
             break;
         }
     }
+done:
     close(fd);
     return error;
 }

@@ -39,7 +39,10 @@ int rc_buf_printf(struct rc_buf *b, struct rc_err *err, const char *fmt, ...)
 int rc_buf_vprintf(struct rc_buf *b, struct rc_err *err, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
-/* Read a whole file into b (appending), refusing files larger than b->max (if set). */
+/* Read a whole regular file into b (appending), refusing files larger than b->max (if set)
+ * before reading them. Anything else (a FIFO, a device, a directory) is RC_EINVALID without a
+ * read: the open never blocks. Symbolic links are followed (Kubernetes mounts secrets through
+ * them); callers read only paths the operator gave (docs/security.md). */
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
 /* Write data to path atomically (temp file in the same folder, fsync, rename). */
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);

@@ -1,18 +1,22 @@
 /*
  * bench_rc_git.c - how long the git side of a pass takes on a large deploy tree: building the
  * tree from nothing, rebuilding it with one file changed and with nothing changed, committing,
- * and reading every YAML file back. Prints figures; asserts nothing.
+ * and reading every YAML file back; beside it the floor, the `git` CLI committing the same
+ * files in a fresh work tree (`git add -A && git commit`). Prints figures; asserts nothing.
  *
- * usage: bench_rc_git [nfiles]   (default 10000, spread over 10 clusters x 20 namespaces)
+ * usage: bench_rc_git [nfiles]   (default 20000, spread over 100 clusters x 50 namespaces,
+ *                                 each file about 3 KB like a rendered RayJob)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rc_arena.h"
+#include "rc_buf.h"
 #include "rc_err.h"
 #include "rc_git.h"
 #include "rc_mem.h"
@@ -54,10 +58,10 @@ int main(int argc, char **argv)
     struct rc_git *g = NULL;
     struct rc_git_file *files;
     struct rc_git_blob *blobs;
-    size_t n = 10000, nblobs;
+    size_t n = 20000, nblobs;
     char dir[] = "/tmp/rp-bench-git-XXXXXX", tree[41], tree2[41], c1[41], c2[41];
-    const char *base = NULL;
-    double t;
+    const char *base = NULL, *body;
+    double t, t_build, t_commit;
 
     if (argc > 1) {
         char *end;
@@ -80,16 +84,27 @@ int main(int argc, char **argv)
     if (rc_git_open(&g, dir, NULL, &err) < 0)
         die("open", &err);
 
+    {
+        /* a rendered RayJob's spec, about 3 KB */
+        struct rc_buf b = RC_BUF_INIT;
+        for (int k = 0; k < 40; k++)
+            rc_buf_printf(&b, &err,
+                          "  rayClusterSpec%d: {image: rayproject/ray-ml:2.2.0-gpu, cpu: \"%d\", "
+                          "memory: 12G}\n",
+                          k, k % 8);
+        body = rc_arena_strndup(&a, b.ptr, b.len);
+        rc_buf_release(&b);
+    }
     files = rc_xcalloc(n, sizeof(*files));
     for (size_t i = 0; i < n; i++) {
-        files[i].path = rc_arena_printf(&a, "clusters/c%zu/ns%zu/rayjob.job-%zu.yaml", i % 10,
-                                        (i / 10) % 20, i);
+        files[i].path = rc_arena_printf(&a, "clusters/c%zu/ns%zu/rayjob.job-%zu.yaml", i % 100,
+                                        (i / 100) % 50, i);
         files[i].data = rc_arena_printf(&a,
                                         "apiVersion: ray.io/v1\nkind: RayJob\nmetadata:\n"
                                         "  name: job-%zu\n  namespace: ns%zu\n  labels:\n"
                                         "    rightplace.dev/unit: p/ns/%zu\nspec:\n"
-                                        "  entrypoint: python train.py --epochs 10\n",
-                                        i, (i / 10) % 20, i);
+                                        "  entrypoint: python train.py --epochs 10\n%s",
+                                        i, (i / 100) % 50, i, body);
         files[i].len = strlen(files[i].data);
     }
 
@@ -97,12 +112,56 @@ int main(int argc, char **argv)
     t = now_ms();
     if (rc_git_build_tree(tree, g, base, files, n, &err) < 0)
         die("build", &err);
-    printf("build tree, all new:        %8.1f ms\n", now_ms() - t);
+    t_build = now_ms() - t;
+    printf("build tree, all new:        %8.1f ms\n", t_build);
     t = now_ms();
     if (rc_git_commit(c1, g, tree, NULL, "bench\n", 1700000000, &err) < 0 ||
         rc_git_update_ref(g, "refs/heads/deploy", c1, NULL, "bench", &err) < 0)
         die("commit", &err);
-    printf("commit + ref:               %8.1f ms\n", now_ms() - t);
+    t_commit = now_ms() - t;
+    printf("commit + ref:               %8.1f ms\n", t_commit);
+    printf("rightplace, first commit:   %8.1f ms\n", t_build + t_commit);
+    {
+        /* the floor: the git CLI committing the same files in a fresh work tree */
+        char wt[] = "/tmp/rp-bench-gitcli-XXXXXX";
+        const char *init[] = {"git", "init", "-q", wt, NULL};
+        const char *add[] = {"git", "-C", wt, "add", "-A", NULL};
+        const char *commit[] = {"git",
+                                "-C",
+                                wt,
+                                "-c",
+                                "user.name=bench",
+                                "-c",
+                                "user.email=bench@example.com",
+                                "commit",
+                                "-q",
+                                "-m",
+                                "bench",
+                                NULL};
+        const char *rm[] = {"rm", "-rf", wt, NULL};
+
+        if (!mkdtemp(wt) || run(init) != 0)
+            return 1;
+        for (size_t i = 0; i < n; i++) {
+            char path[4096];
+            FILE *f;
+            snprintf(path, sizeof(path), "%s/%s", wt, files[i].path);
+            for (char *sl = strchr(path + strlen(wt) + 1, '/'); sl; sl = strchr(sl + 1, '/')) {
+                *sl = '\0';
+                mkdir(path, 0755);
+                *sl = '/';
+            }
+            f = fopen(path, "wb");
+            if (!f || fwrite(files[i].data, 1, files[i].len, f) != files[i].len)
+                return 1;
+            fclose(f);
+        }
+        t = now_ms();
+        if (run(add) != 0 || run(commit) != 0)
+            return 1;
+        printf("git CLI add -A + commit:    %8.1f ms   (floor)\n", now_ms() - t);
+        run(rm);
+    }
 
     t = now_ms();
     if (rc_git_build_tree(tree2, g, c1, files, n, &err) < 0)

@@ -36,7 +36,7 @@ def job_text(template, i, change=False):
         t = t.replace("metadata:\n", "metadata:\n  namespace: %s\n" % ns, 1)
     if change:
         t = t.replace('cpu: "4"\n                  memory: "12G"',
-                      'cpu: "5"\n                  memory: "12G"', 1)
+                      'cpu: "3"\n                  memory: "12G"', 1)
     return ns, t
 
 

@@ -27,6 +27,8 @@
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_http.h"
+#include "rc_kube.h"
+#include "rc_kubeconfig.h"
 #include "rc_log.h"
 #include "rc_metrics.h"
 #include "rc_pass.h"
@@ -68,6 +70,8 @@ enum opt_id {
     OPT_DEPLOY_BRANCH,
     OPT_TOKEN_FILE,
     OPT_SSH_KEY,
+    OPT_KUBECONFIG,
+    OPT_KUBECONFIG_DIR,
     OPT_PATH,
     OPT_LUNA,
     OPT_NO_LUNA,
@@ -113,6 +117,12 @@ static const struct opt_def opt_defs[] = {
     {OPT_TOKEN_FILE, "token-file", 0, "F",
      "HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)"},
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
+    {OPT_KUBECONFIG, "kubeconfig", 0, "F",
+     "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
+     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+    {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
+     "kubeconfigs Cluster objects may select by file name\n"
+     "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},
     {OPT_PATH, "path", 0, "P", "load manifests only under P (repeatable; default: all)"},
     {OPT_LUNA, "luna-label", 0, "K=V", "label added to pod templates (default elotl-luna=true)"},
     {OPT_NO_LUNA, "no-luna-label", 0, NULL, "add no Luna label"},
@@ -155,7 +165,8 @@ static const struct opt_def opt_defs[] = {
 
 #define OPTS_REPO                                                                                  \
     (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
-     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY))
+     OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY) |                 \
+     OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
 #define OPTS_RENDER                                                                                \
     (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
 #define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
@@ -259,6 +270,11 @@ struct cli {
     struct rc_pass_options pass;
     struct rc_git_options git;
     struct rc_log log;
+    const char *kubeconfig_files[64]; /* --kubeconfig */
+    size_t nkubeconfig_files;
+    const char *kubeconfig_dir;               /* --kubeconfig-dir */
+    struct rc_kubeconfig_sources kubeconfigs; /* the operator's: Clusters select among them */
+    struct rc_kube_options kube;
 };
 
 /* ==== Help and suggestions ==== */
@@ -541,6 +557,16 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
         break;
     case OPT_SSH_KEY:
         c->git.ssh_key = v;
+        break;
+    case OPT_KUBECONFIG:
+        if (c->nkubeconfig_files == sizeof(c->kubeconfig_files) / sizeof(c->kubeconfig_files[0])) {
+            fprintf(stderr, "rightplace: at most %zu --kubeconfig flags\n", c->nkubeconfig_files);
+            return -1;
+        }
+        c->kubeconfig_files[c->nkubeconfig_files++] = v;
+        break;
+    case OPT_KUBECONFIG_DIR:
+        c->kubeconfig_dir = v;
         break;
     case OPT_PATH:
         if (c->npaths == sizeof(c->paths) / sizeof(c->paths[0])) {
@@ -1903,6 +1929,8 @@ int main(int argc, char **argv)
     struct rc_pass_options pass_init = RC_PASS_OPTIONS_INIT;
     struct rc_git_options git_init = RC_GIT_OPTIONS_INIT;
     struct rc_log log_init = RC_LOG_INIT;
+    struct rc_kube_options kube_init = RC_KUBE_OPTIONS_INIT;
+    struct rc_kubeconfig_sources kc_init = RC_KUBECONFIG_SOURCES_INIT;
     struct rc_err err = RC_ERR_INIT;
     char state_dir[PATH_MAX];
     int status;
@@ -1912,6 +1940,8 @@ int main(int argc, char **argv)
     c.pass = pass_init;
     c.git = git_init;
     c.log = log_init;
+    c.kube = kube_init;
+    c.kubeconfigs = kc_init;
     c.lock_timeout = 60;
     memset(&r, 0, sizeof(r));
     r.cli = &c;
@@ -1980,6 +2010,17 @@ int main(int argc, char **argv)
         return RC_EXIT_SYSTEM;
     }
     r.state_dir = state_dir;
+    /* the operator's kubeconfigs: the only credentials Cluster objects can select */
+    for (size_t i = 0; i < c.nkubeconfig_files; i++)
+        rc_kubeconfig_sources_add_file(&c.kubeconfigs, c.kubeconfig_files[i]);
+    rc_kubeconfig_sources_set_dir(&c.kubeconfigs, c.kubeconfig_dir);
+    if (rc_kubeconfig_sources_env(&c.kubeconfigs, &err) < 0) {
+        rc_log_error(&c.log, "%s", err.msg);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    c.kube.sources = &c.kubeconfigs;
+    c.pass.kube = &c.kube;
     {
         /* the first open of a URL clones into the state directory: not while a pass runs.
          * A single reconcile fails at once; the loop waits; the rest wait a bounded time. */
@@ -2032,5 +2073,6 @@ done:
     rc_git_free(r.git);
     rc_http_global_cleanup();
     rc_git_global_shutdown();
+    rc_kubeconfig_sources_release(&c.kubeconfigs);
     return status;
 }

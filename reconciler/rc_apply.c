@@ -228,10 +228,8 @@ static void *run_job(void *arg)
     size_t i;
     int rc, crds_waited = 0;
 
-    ko.kubeconfig = j->conn->kubeconfig;
-    ko.context = j->conn->context;
     ko.log = j->log;
-    if ((rc = rc_kube_open_opts(&k, &ko, &err)) < 0) {
+    if ((rc = rc_kube_open_conn(&k, j->conn, &ko, &err)) < 0) {
         cluster_failed(j, rc, err.msg);
         return NULL;
     }
@@ -517,7 +515,7 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
     *incomplete = 0;
     for (size_t i = 0; i < nconns; i++) {
         struct cluster *c;
-        if (!conns[i].kubeconfig)
+        if (!conns[i].live)
             continue;
         c = &cl[nlive++];
         c->job.conn = &conns[i];

@@ -30,6 +30,8 @@
 #include <unistd.h>
 
 #include <git2.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
 
 #include "rc_buf.h"
 #include "rc_mem.h"
@@ -1359,12 +1361,110 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
     return error;
 }
 
+/*
+ * Where the new objects of a tree build go. Few: loose objects in the repository, as usual.
+ * Many (a first commit of a large fleet, a policy change that moves everything): an
+ * in-memory object store on a second handle of the repository, written out at the end as
+ * one pack, so that the commit costs one file instead of one file per object; creating
+ * thousands of files is what a large commit otherwise spends its time on (and what `git add`
+ * pays).
+ */
+#define PACK_MIN_OBJECTS 256
+
+struct objsink {
+    git_repository *repo;     /* where objects are written: g->repo, or `own` */
+    git_repository *own;      /* the second handle (pack mode) */
+    git_odb_backend *mempack; /* owned by own's object database */
+};
+
+static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struct rc_err *err)
+{
+    git_odb *odb = NULL;
+    int ge;
+
+    memset(s, 0, sizeof(*s));
+    s->repo = g->repo;
+    if (nobjects < PACK_MIN_OBJECTS)
+        return RC_OK;
+    if ((ge = git_repository_open(&s->own, git_repository_path(g->repo))) < 0)
+        return fail(err, RC_ERROR, "cannot open the repository a second time");
+    if ((ge = git_repository_odb(&odb, s->own)) < 0 || (ge = git_mempack_new(&s->mempack)) < 0 ||
+        (ge = git_odb_add_backend(odb, s->mempack, 1000)) < 0) {
+        git_odb_free(odb);
+        if (s->mempack && ge < 0 && odb)
+            s->mempack->free(s->mempack);
+        git_repository_free(s->own);
+        memset(s, 0, sizeof(*s));
+        return fail(err, RC_ERROR, "cannot set up an in-memory object store");
+    }
+    git_odb_free(odb);
+    s->repo = s->own;
+    return RC_OK;
+}
+
+struct pack_walk {
+    git_packbuilder *pb;
+    git_odb_backend *mempack;
+    int error;
+};
+
+/* Every object of the new tree that is new (in the in-memory store) goes into the pack. */
+static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload)
+{
+    struct pack_walk *w = payload;
+    const git_oid *id = git_tree_entry_id(e);
+
+    (void)root;
+    if (w->mempack->exists(w->mempack, id) && git_packbuilder_insert(w->pb, id, NULL) < 0) {
+        w->error = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Pack mode: write the new objects of `tree` as one pack, and let g->repo see it. */
+static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, struct rc_err *err)
+{
+    struct pack_walk w = {NULL, s->mempack, 0};
+    git_tree *t = NULL;
+    git_odb *main_odb = NULL;
+    int ge, error = RC_OK;
+
+    if (!s->own)
+        return RC_OK;
+    if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0 ||
+        (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
+        (s->mempack->exists(s->mempack, tree) &&
+         (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
+        (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0 ||
+        (ge = git_packbuilder_write(w.pb, NULL, 0, NULL, NULL)) < 0) {
+        error = fail(err, RC_ERROR, "cannot write the new objects as a pack");
+        goto done;
+    }
+    if ((ge = git_repository_odb(&main_odb, g->repo)) < 0 || (ge = git_odb_refresh(main_odb)) < 0)
+        error = fail(err, RC_ERROR, "cannot read the new pack");
+done:
+    git_tree_free(t);
+    git_packbuilder_free(w.pb);
+    git_odb_free(main_odb);
+    return error;
+}
+
+static void sink_close(struct objsink *s)
+{
+    git_repository_free(s->own); /* frees the in-memory store with its object database */
+    memset(s, 0, sizeof(*s));
+}
+
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
 {
     git_index *idx = NULL;
     git_tree *base = NULL;
     const char **sorted = NULL;
+    unsigned char *changed = NULL;
+    size_t nchanged = 0;
+    struct objsink sink = {NULL, NULL, NULL};
     git_oid tree_id;
     int ge, error;
 
@@ -1382,21 +1482,33 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
-    /* Write what differs from the base; a file whose content the base already has at that
+    /* Which files differ from the base: a file whose content the base already has at that
      * path is left alone (hashing in memory is much cheaper than asking the object store). */
+    changed = rc_xcalloc(nfiles + 1, 1);
     for (size_t i = 0; i < nfiles; i++) {
         const char *data = files[i].data ? files[i].data : "";
         const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
-        git_index_entry ie;
+        git_oid id;
 
-        memset(&ie, 0, sizeof(ie));
-        if ((ge = git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+        if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
         }
-        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &ie.id))
+        if (have && have->mode == GIT_FILEMODE_BLOB && git_oid_equal(&have->id, &id))
             continue;
-        if ((ge = git_blob_create_from_buffer(&ie.id, g->repo, data, files[i].len)) < 0) {
+        changed[i] = 1;
+        nchanged++;
+    }
+    if ((error = sink_open(&sink, g, nchanged, err)) < 0)
+        goto done;
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *data = files[i].data ? files[i].data : "";
+        git_index_entry ie;
+
+        if (!changed[i])
+            continue;
+        memset(&ie, 0, sizeof(ie));
+        if ((ge = git_blob_create_from_buffer(&ie.id, sink.repo, data, files[i].len)) < 0) {
             error = fail(err, RC_ERROR, "cannot write '%s'", files[i].path);
             goto done;
         }
@@ -1421,12 +1533,16 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
-    if ((ge = git_index_write_tree_to(&tree_id, idx, g->repo)) < 0) {
+    if ((ge = git_index_write_tree_to(&tree_id, idx, sink.repo)) < 0) {
         error = fail(err, RC_ERROR, "cannot write tree");
         goto done;
     }
+    if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
+        goto done;
     oid_hex(out_tree, &tree_id);
 done:
+    sink_close(&sink);
+    free(changed);
     free(sorted);
     git_tree_free(base);
     git_index_free(idx);

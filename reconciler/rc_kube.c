@@ -47,7 +47,9 @@ static void default_sleep(long ms)
     nanosleep(&ts, NULL);
 }
 
-int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err)
+/* A client for kubeconfig kc (owned by the client from here on, also on failure). */
+static int open_kc(struct rc_kube **out, struct rc_kubeconfig *kc, const struct rc_kube_options *o,
+                   struct rc_err *err)
 {
     struct rc_kube *k = rc_xcalloc(1, sizeof(*k));
     struct rc_http_tls tls = RC_HTTP_TLS_INIT;
@@ -56,17 +58,11 @@ int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, str
     *out = NULL;
     k->o = *o;
     k->log = o->log;
+    k->kc = kc;
     if (k->o.page_size <= 0)
         k->o.page_size = 500;
     if (k->o.poll_interval_ms <= 0)
         k->o.poll_interval_ms = 500;
-    if (o->in_cluster || (!o->kubeconfig && !(getenv("KUBECONFIG") && *getenv("KUBECONFIG")) &&
-                          rc_kubeconfig_in_cluster_env()))
-        error = rc_kubeconfig_in_cluster(&k->kc, o->sa_dir, err);
-    else
-        error = rc_kubeconfig_load(&k->kc, o->kubeconfig, o->context, o->log, err);
-    if (error < 0)
-        goto fail;
     if (o->exec_timeout_ms > 0)
         k->kc->exec_timeout_ms = o->exec_timeout_ms;
     tls.ca_file = k->kc->ca_file;
@@ -90,6 +86,22 @@ fail:
     return error;
 }
 
+int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err)
+{
+    struct rc_kubeconfig *kc = NULL;
+    int error;
+
+    *out = NULL;
+    if (o->in_cluster || (!o->kubeconfig && !(getenv("KUBECONFIG") && *getenv("KUBECONFIG")) &&
+                          rc_kubeconfig_in_cluster_env()))
+        error = rc_kubeconfig_in_cluster(&kc, o->sa_dir, err);
+    else
+        error = rc_kubeconfig_load(&kc, o->kubeconfig, o->context, o->log, err);
+    if (error < 0)
+        return error;
+    return open_kc(out, kc, o, err);
+}
+
 int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
                  const struct rc_log *log, struct rc_err *err)
 {
@@ -105,16 +117,16 @@ int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
                       const struct rc_kube_options *o, struct rc_err *err)
 {
     struct rc_kube_options def = RC_KUBE_OPTIONS_INIT;
-    struct rc_kube_options use = o ? *o : def;
+    struct rc_kubeconfig *kc = NULL;
+    int error;
 
     *out = NULL;
-    if (!conn->kubeconfig)
-        return rc_err_set(err, RC_EINVALID, "cluster '%s' is simulated: it has no kubeconfig",
-                          conn->name ? conn->name : "");
-    use.kubeconfig = conn->kubeconfig;
-    use.context = conn->context;
-    use.in_cluster = 0;
-    return rc_kube_open_opts(out, &use, err);
+    if (!o)
+        o = &def;
+    error = rc_kubeconfig_select(&kc, o->sources, conn, o->log, err);
+    if (error < 0)
+        return error;
+    return open_kc(out, kc, o, err);
 }
 
 static void gv_clear(struct kgv *g)

@@ -50,11 +50,14 @@ struct rc_kube_options {
     long poll_interval_ms; /* CRD wait */
     long exec_timeout_ms;  /* exec credential plugins */
     const struct rc_log *log;
+    /* the operator's kubeconfigs, among which rc_kube_open_conn lets a Cluster select
+     * (docs/security.md); NULL: none, so only simulated clusters and nothing live */
+    const struct rc_kubeconfig_sources *sources;
 };
 
 #define RC_KUBE_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL                           \
+        NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL                     \
     }
 
 /* Open a client for a kubeconfig context (see options.kubeconfig for NULL). Nothing is sent
@@ -62,9 +65,10 @@ struct rc_kube_options {
 int rc_kube_open(struct rc_kube **out, const char *kubeconfig, const char *context,
                  const struct rc_log *log, struct rc_err *err);
 int rc_kube_open_opts(struct rc_kube **out, const struct rc_kube_options *o, struct rc_err *err);
-/* Open the client for a Cluster object's connection (conn->kubeconfig and conn->context;
- * RC_EINVALID for a simulated cluster, which has none). o: NULL for RC_KUBE_OPTIONS_INIT;
- * its kubeconfig/context are replaced by conn's. */
+/* Open the client for a Cluster object's connection: what conn selects among the operator's
+ * kubeconfigs o->sources (rc_kubeconfig_select; RC_EINVALID for a simulated cluster, or a
+ * selection that is not allowed). o: NULL for RC_KUBE_OPTIONS_INIT; its kubeconfig, context
+ * and in_cluster are not used. */
 int rc_kube_open_conn(struct rc_kube **out, const struct rd_cluster_conn *conn,
                       const struct rc_kube_options *o, struct rc_err *err);
 void rc_kube_free(struct rc_kube *k);

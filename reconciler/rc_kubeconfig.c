@@ -5,6 +5,7 @@
 #include "rc_kubeconfig.h"
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rd_cluster.h"
 #include "rd_yaml.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@ extern char **environ;
 #define KUBECONFIG_MAX ((size_t)4 << 20)
 #define EXEC_OUTPUT_MAX ((size_t)1 << 20)
 #define TOKEN_FILE_MAX ((size_t)64 << 10)
+#define PEM_FILE_MAX ((size_t)1 << 20)
 #define DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /* ==== small helpers ==== */
@@ -435,18 +438,43 @@ static int fill(struct rc_kubeconfig *kc, const struct kfiles *fs, const char *c
     return RC_OK;
 }
 
-/* Files named by the config must be readable now: a clear message beats a TLS error later. */
-static int check_files(const struct rc_kubeconfig *kc, struct rc_err *err)
+/* Read a certificate or key file into memory now (regular files only, bounded): a clear
+ * message beats a TLS error later, and the TLS library never opens a path itself. */
+static int read_pem(char **data, size_t *len, const char *file, const char *what,
+                    const char *context, struct rc_err *err)
 {
-    const char *const files[][2] = {{kc->ca_file, "certificate-authority"},
-                                    {kc->cert_file, "client-certificate"},
-                                    {kc->key_file, "client-key"}};
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err e = RC_ERR_INIT;
 
-    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
-        if (files[i][0] && access(files[i][0], R_OK) != 0)
+    if (!file || *data)
+        return RC_OK;
+    rc_buf_init(&b, PEM_FILE_MAX);
+    if (rc_buf_read_file(&b, file, &e) < 0) {
+        wipe_free(b.cap ? b.ptr : NULL, b.len);
+        if (e.code == RC_EINVALID)
+            return rc_err_set(err, RC_EINVALID,
+                              "%s file '%s' of context '%s' is not a regular file", what, file,
+                              context);
+        if (e.code == RC_ENOTFOUND)
             return rc_err_set(err, RC_ENOTFOUND, "%s file '%s' of context '%s' is not readable",
-                              files[i][1], files[i][0], kc->context);
+                              what, file, context);
+        return rc_err_set(err, RC_EINVALID, "%s file of context '%s': %s", what, context, e.msg);
     }
+    *data = rc_buf_detach(&b, len);
+    return RC_OK;
+}
+
+static int read_files(struct rc_kubeconfig *kc, struct rc_err *err)
+{
+    int error;
+
+    if ((error = read_pem(&kc->ca_data, &kc->ca_len, kc->ca_file, "certificate-authority",
+                          kc->context, err)) < 0 ||
+        (error = read_pem(&kc->cert_data, &kc->cert_len, kc->cert_file, "client-certificate",
+                          kc->context, err)) < 0 ||
+        (error = read_pem(&kc->key_data, &kc->key_len, kc->key_file, "client-key", kc->context,
+                          err)) < 0)
+        return error;
     return RC_OK;
 }
 
@@ -460,7 +488,7 @@ static int finish(struct rc_kubeconfig **out, const struct kfiles *fs, const cha
     kc->exec_expiry = -1;
     error = fill(kc, fs, context, log, err);
     if (error == RC_OK && check)
-        error = check_files(kc, err);
+        error = read_files(kc, err);
     if (error < 0) {
         rc_kubeconfig_free(kc);
         return error;
@@ -573,7 +601,9 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
         rc_buf_release(&ns);
     }
     rc_buf_release(&b);
-    if (access(kc->token_file, R_OK) != 0 || access(kc->ca_file, R_OK) != 0) {
+    if (access(kc->token_file, R_OK) != 0 ||
+        read_pem(&kc->ca_data, &kc->ca_len, kc->ca_file, "certificate-authority", kc->context,
+                 &ignore) < 0) {
         int error =
             rc_err_set(err, RC_ENOTFOUND, "service account files in '%s' are not readable", sa_dir);
         rc_kubeconfig_free(kc);
@@ -581,6 +611,252 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
     }
     *out = kc;
     return RC_OK;
+}
+
+/* ==== the operator's kubeconfigs, and what a Cluster selects among them ==== */
+
+void rc_kubeconfig_sources_add_file(struct rc_kubeconfig_sources *s, const char *path)
+{
+    s->files = rc_xrealloc(s->files, (s->nfiles + 1) * sizeof(*s->files));
+    s->files[s->nfiles++] = rc_xstrdup(path);
+}
+
+void rc_kubeconfig_sources_set_dir(struct rc_kubeconfig_sources *s, const char *dir)
+{
+    free(s->dir);
+    s->dir = dir ? rc_xstrdup(dir) : NULL;
+}
+
+void rc_kubeconfig_sources_release(struct rc_kubeconfig_sources *s)
+{
+    for (size_t i = 0; i < s->nfiles; i++)
+        free(s->files[i]);
+    free(s->files);
+    free(s->dir);
+    free(s->sa_dir);
+    s->files = NULL;
+    s->nfiles = 0;
+    s->dir = s->sa_dir = NULL;
+}
+
+static void add_list(struct rc_kubeconfig_sources *s, const char *list)
+{
+    char *copy = rc_xstrdup(list);
+    char *p = copy;
+
+    while (p) {
+        char *colon = strchr(p, ':');
+        if (colon)
+            *colon = '\0';
+        if (*p && access(p, F_OK) == 0)
+            rc_kubeconfig_sources_add_file(s, p);
+        p = colon ? colon + 1 : NULL;
+    }
+    free(copy);
+}
+
+int rc_kubeconfig_sources_env(struct rc_kubeconfig_sources *s, struct rc_err *err)
+{
+    const char *own = getenv("RIGHTPLACE_KUBECONFIG");
+    const char *kubectl = getenv("KUBECONFIG");
+    const char *dir = getenv("RIGHTPLACE_KUBECONFIG_DIR");
+    struct stat st;
+
+    if (s->nfiles == 0) {
+        if (own && *own) {
+            add_list(s, own);
+        } else if (kubectl && *kubectl) {
+            add_list(s, kubectl);
+        } else {
+            const char *home = getenv("HOME");
+            struct rc_buf p = RC_BUF_INIT;
+
+            if (home && *home) {
+                rc_buf_printf(&p, NULL, "%s/.kube/config", home);
+                if (access(p.ptr, F_OK) == 0)
+                    rc_kubeconfig_sources_add_file(s, p.ptr);
+            }
+            rc_buf_release(&p);
+        }
+    }
+    if (!s->dir && dir && *dir)
+        rc_kubeconfig_sources_set_dir(s, dir);
+    for (size_t i = 0; i < s->nfiles; i++) {
+        if (stat(s->files[i], &st) < 0)
+            return rc_err_set(err, RC_EINVALID, "kubeconfig '%s': %s", s->files[i],
+                              strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return rc_err_set(err, RC_EINVALID, "kubeconfig '%s' is not a regular file",
+                              s->files[i]);
+    }
+    if (s->dir && stat(s->dir, &st) < 0)
+        return rc_err_set(err, RC_EINVALID, "kubeconfig directory '%s': %s", s->dir,
+                          strerror(errno));
+    if (s->dir && !S_ISDIR(st.st_mode))
+        return rc_err_set(err, RC_EINVALID, "kubeconfig directory '%s' is not a directory", s->dir);
+    return RC_OK;
+}
+
+/* path made absolute (against the working directory) with '.', '..' and '//' folded, as
+ * text: the file system is not asked (the path may come from the source repository). */
+static char *fold_path(const char *path)
+{
+    struct rc_buf in = RC_BUF_INIT, out = RC_BUF_INIT;
+    char cwd[4096];
+    char *p, *q;
+
+    if (path[0] != '/') {
+        if (!getcwd(cwd, sizeof(cwd)))
+            return NULL;
+        rc_buf_printf(&in, NULL, "%s/", cwd);
+    }
+    rc_buf_puts(&in, path, NULL);
+    for (p = in.ptr; *p; p = q) {
+        size_t n;
+
+        while (*p == '/')
+            p++;
+        q = p;
+        while (*q && *q != '/')
+            q++;
+        n = (size_t)(q - p);
+        if (n == 0 || (n == 1 && p[0] == '.'))
+            continue;
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            char *slash = strrchr(out.ptr, '/');
+            if (slash) {
+                out.len = (size_t)(slash - out.ptr);
+                out.ptr[out.len] = '\0';
+            }
+            continue;
+        }
+        rc_buf_putc(&out, '/', NULL);
+        rc_buf_add(&out, p, n, NULL);
+    }
+    if (!out.len)
+        rc_buf_putc(&out, '/', NULL);
+    rc_buf_release(&in);
+    return rc_buf_detach(&out, NULL);
+}
+
+/* Does `want` (folded) name the operator's path `have`, as given or as its real path? */
+static int same_path(const char *want, const char *have)
+{
+    char *folded = fold_path(have);
+    char *real = realpath(have, NULL);
+    int same = (folded && !strcmp(want, folded)) || (real && !strcmp(want, real));
+
+    free(folded);
+    free(real);
+    return same;
+}
+
+static int plain_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 255 || s[0] == '.')
+        return 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* The operator's file that the older spec.kubeconfig.path names, or NULL. */
+static char *allowed_path(const struct rc_kubeconfig_sources *src, const char *path)
+{
+    char *want = fold_path(path);
+    char *found = NULL;
+
+    if (!want)
+        return NULL;
+    for (size_t i = 0; i < src->nfiles && !found; i++) {
+        if (same_path(want, src->files[i]))
+            found = rc_xstrdup(src->files[i]);
+    }
+    if (!found && src->dir) {
+        char *slash = strrchr(want, '/');
+
+        *slash = '\0';
+        if (plain_name(slash + 1) && same_path(*want ? want : "/", src->dir)) {
+            struct rc_buf b = RC_BUF_INIT;
+            rc_buf_printf(&b, NULL, "%s/%s", src->dir, slash + 1);
+            found = rc_buf_detach(&b, NULL);
+        }
+    }
+    free(want);
+    return found;
+}
+
+static int load_files(struct rc_kubeconfig **out, char *const *files, size_t n, const char *context,
+                      const struct rc_log *log, struct rc_err *err)
+{
+    struct kfiles fs = {NULL, 0, 0};
+    int error = RC_OK;
+
+    *out = NULL;
+    for (size_t i = 0; i < n && error == RC_OK; i++)
+        error = kfiles_add(&fs, files[i], 0, err);
+    if (error == RC_OK)
+        error = finish(out, &fs, context, 1, log, err);
+    kfiles_release(&fs);
+    return error;
+}
+
+int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_sources *src,
+                         const struct rd_cluster_conn *conn, const struct rc_log *log,
+                         struct rc_err *err)
+{
+    static const struct rc_kubeconfig_sources none = RC_KUBECONFIG_SOURCES_INIT;
+    char *path = NULL;
+    int error;
+
+    *out = NULL;
+    if (!src)
+        src = &none;
+    if (!conn->live)
+        return rc_err_set(err, RC_EINVALID, "cluster '%s' is simulated: it has no kubeconfig",
+                          conn->name ? conn->name : "");
+    if (conn->in_cluster)
+        return rc_kubeconfig_in_cluster(out, src->sa_dir, err);
+    if (conn->file) {
+        struct rc_buf b = RC_BUF_INIT;
+
+        if (!plain_name(conn->file))
+            return rc_err_set(err, RC_EINVALID,
+                              "spec.kubeconfig.name '%s' is not a plain "
+                              "file name",
+                              conn->file);
+        if (!src->dir)
+            return rc_err_set(err, RC_EINVALID,
+                              "spec.kubeconfig.name '%s' needs the "
+                              "operator's kubeconfig directory (--kubeconfig-dir or "
+                              "$RIGHTPLACE_KUBECONFIG_DIR)",
+                              conn->file);
+        rc_buf_printf(&b, NULL, "%s/%s", src->dir, conn->file);
+        path = rc_buf_detach(&b, NULL);
+    } else if (conn->path) {
+        path = allowed_path(src, conn->path);
+        if (!path)
+            return rc_err_set(err, RC_EINVALID,
+                              "spec.kubeconfig.path '%s' is not one of the "
+                              "operator's kubeconfigs (--kubeconfig, --kubeconfig-dir); select "
+                              "spec.kubeconfig.context or .name instead",
+                              conn->path);
+    } else if (src->nfiles == 0) {
+        return rc_err_set(err, RC_EINVALID,
+                          "context '%s' is selected but the operator gave "
+                          "no kubeconfig (--kubeconfig, $RIGHTPLACE_KUBECONFIG or $KUBECONFIG)",
+                          conn->context ? conn->context : "");
+    }
+    if (path)
+        error = load_files(out, &path, 1, conn->context, log, err);
+    else
+        error = load_files(out, src->files, src->nfiles, conn->context, log, err);
+    free(path);
+    return error;
 }
 
 /* ==== credentials ==== */

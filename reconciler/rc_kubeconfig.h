@@ -14,8 +14,16 @@
  * (client.authentication.k8s.io/v1 and v1beta1). Not supported (an error, never a silent
  * fallback): username/password, auth-provider, impersonation, proxy-url.
  *
+ * Trust (docs/security.md): every kubeconfig read here is one the operator gave (flags,
+ * environment, the pod's service account). A Cluster object of the source repository only
+ * selects among them (rc_kubeconfig_select); nothing the repository holds is read as a
+ * kubeconfig, so a pusher can choose no program, credential or host file. Files are read only
+ * when regular (a FIFO or device is an error, never a wait) and bounded in size; certificate
+ * and key files are read into memory here, so the TLS library opens no path itself.
+ *
  * Exec plugins are the one thing rightplace runs: fork/execvp, no shell, a timeout, stdout
- * read up to 1 MiB, KUBERNETES_EXEC_INFO set. Only use kubeconfigs you trust.
+ * read up to 1 MiB, KUBERNETES_EXEC_INFO set. They come only from the operator's kubeconfigs:
+ * giving a kubeconfig with an exec user is the operator's choice to run that program.
  *
  * Credentials (tokens, keys, plugin output) never appear in logs or error messages; messages
  * name files and plugin commands only.
@@ -28,6 +36,8 @@
 
 #include "rc_err.h"
 #include "rc_log.h"
+
+struct rd_cluster_conn;
 
 struct rc_kube_exec {
     char *command; /* resolved as described above */
@@ -93,6 +103,51 @@ int rc_kubeconfig_in_cluster(struct rc_kubeconfig **out, const char *sa_dir, str
 int rc_kubeconfig_in_cluster_env(void);
 
 void rc_kubeconfig_free(struct rc_kubeconfig *kc);
+
+/*
+ * The kubeconfigs the operator gave: the only ones a Cluster object can select. Filled by
+ * the command line from its flags and environment (rc_kubeconfig_sources_env), never from the
+ * source repository. Owns its strings; release with rc_kubeconfig_sources_release.
+ */
+struct rc_kubeconfig_sources {
+    char **files; /* merged as kubectl merges $KUBECONFIG: the first definition wins */
+    size_t nfiles;
+    char *dir;    /* kubeconfig directory: one kubeconfig per file, selected by file name */
+    char *sa_dir; /* in-cluster service account files; NULL: the default (tests set it) */
+};
+#define RC_KUBECONFIG_SOURCES_INIT                                                                 \
+    {                                                                                              \
+        NULL, 0, NULL, NULL                                                                        \
+    }
+
+void rc_kubeconfig_sources_add_file(struct rc_kubeconfig_sources *s, const char *path);
+void rc_kubeconfig_sources_set_dir(struct rc_kubeconfig_sources *s, const char *dir);
+void rc_kubeconfig_sources_release(struct rc_kubeconfig_sources *s);
+
+/*
+ * Complete s from the environment where the flags gave nothing: no files given:
+ * $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG (':'-separated lists; files that do not exist are
+ * skipped, as kubectl does), else ~/.kube/config when it exists; no directory given:
+ * $RIGHTPLACE_KUBECONFIG_DIR. Then every file and the directory must exist and be of the
+ * right type: RC_EINVALID naming the first that is not.
+ */
+int rc_kubeconfig_sources_env(struct rc_kubeconfig_sources *s, struct rc_err *err);
+
+/*
+ * Load what a Cluster object selects (conn, from rd_cluster_parse) from the operator's
+ * kubeconfigs src (NULL: none given):
+ * - {context: C}: context C of src->files, merged;
+ * - {name: F[, context: C]}: the file F of src->dir (F a plain file name);
+ * - {inCluster: true}: the pod's service account (rc_kubeconfig_in_cluster, src->sa_dir);
+ * - {path: P[, context: C]} (older form): only when P names one of src->files, or a file of
+ *   src->dir; P is compared as text (made absolute against the working directory, '.' and
+ *   '..' folded) with the operator's paths and their real paths, and never opened itself.
+ * RC_EINVALID with a message saying what to do when the selection is not allowed or cannot
+ * be met; loading errors as rc_kubeconfig_load.
+ */
+int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_sources *src,
+                         const struct rd_cluster_conn *conn, const struct rc_log *log,
+                         struct rc_err *err);
 
 /*
  * The bearer token to send now (*token: NULL when the config has none; borrowed, valid until

@@ -22,7 +22,7 @@
 int rc_observe_any_live(const struct rd_source *src)
 {
     for (size_t i = 0; i < src->nclusters; i++) {
-        if (src->conns[i].kubeconfig)
+        if (src->conns[i].live)
             return 1;
     }
     return 0;
@@ -343,10 +343,8 @@ static void *run_fetch(void *arg)
     struct rc_kube_options ko = *f->ko;
     struct rc_kube *k = NULL;
 
-    ko.kubeconfig = f->conn->kubeconfig;
-    ko.context = f->conn->context;
     ko.log = f->log;
-    if (rc_kube_open_opts(&k, &ko, &f->err) < 0) {
+    if (rc_kube_open_conn(&k, f->conn, &ko, &f->err) < 0) {
         f->config = 1;
         return NULL;
     }
@@ -396,7 +394,7 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         memset(rep, 0, sizeof(*rep));
     for (size_t i = 0; i < src->nclusters; i++) {
         fleet[i] = src->clusters[i];
-        if (!src->conns[i].kubeconfig)
+        if (!src->conns[i].live)
             continue;
         fs[nlive].conn = &src->conns[i];
         fs[nlive].ko = ko ? ko : &defaults;
@@ -409,7 +407,7 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         struct fetch *fe;
         struct rc_err berr = RC_ERR_INIT;
 
-        if (!src->conns[i].kubeconfig)
+        if (!src->conns[i].live)
             continue;
         fe = &fs[f++];
         if (fe->ok && rc_observe_build(c, fe->nodes, fe->pods,

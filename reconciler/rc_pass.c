@@ -32,6 +32,44 @@
 #define CAPACITY_PATH ".rightplace/capacity.yaml"
 #define MAX_HISTORY_WALK 64 /* distinct versions tried for a file's last good version */
 
+/* ==== Phase times (debug log; bench/e2e.sh reads them) ==== */
+
+enum { PH_RECORD, PH_LOAD, PH_OBSERVE, PH_PLACE, PH_RENDER, PH_DIFF, PH_COMMIT, PH_N };
+
+static const char *const phase_names[PH_N] = {"record", "load",   "observe", "place",
+                                              "render", "diff", "commit"};
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Add the time since *t to phase k and restart the clock. */
+static void phase_mark(double *ms, int k, double *t)
+{
+    double now = mono_ms();
+
+    if (ms)
+        ms[k] += now - *t;
+    *t = now;
+}
+
+static void phase_log(const struct rc_log *log, const double *ms)
+{
+    char line[256];
+    size_t n = 0;
+
+    if (!log || !rc_log_enabled(log, RC_LOG_DEBUG))
+        return;
+    for (int k = 0; k < PH_N && n < sizeof(line); k++)
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s %.0f ms", k ? ", " : "",
+                              phase_names[k], ms[k]);
+    rc_log_debug(log, "pass phases: %s", line);
+}
+
 /* ==== Loading the source, with broken files kept at their last good version ==== */
 
 struct loaded {
@@ -614,6 +652,7 @@ static int find_tree_file(const struct rd_tree *t, const char *path)
 /* ==== The computation shared by pass and replay ==== */
 
 struct compute {
+    double *ph; /* phase times (ms) to add to; NULL: not timed */
     struct loaded load;
     struct pl_input in;
     struct pl_result res;
@@ -796,9 +835,12 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     struct rd_render_options ropts;
     int error;
 
+    double t = mono_ms();
+
     error = compute_decide(c, prev->units, prev->nunits, fleet, nfleet, a, err);
     if (error < 0)
         return error;
+    phase_mark(c->ph, PH_PLACE, &t);
     tallies = keep_recorded_reasons(&c->res, prev, a);
     ropts = o->render;
     ropts.tallies = tallies;
@@ -806,7 +848,9 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
     ropts.warnings = c->load.src.warnings;
-    return rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
+    error = rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
+    phase_mark(c->ph, PH_RENDER, &t);
+    return error;
 }
 
 static void compute_release(struct compute *c)
@@ -965,7 +1009,7 @@ static void phase_end(struct rc_pass_result *out, int phase, double *t)
 static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                      struct rc_arena *a, struct rc_err *err)
 {
-    double t = mono_seconds();
+    double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
     struct rc_path_change *changes = NULL;
@@ -976,6 +1020,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     char key[41] = "";
     int error;
     int decisions_changed = 0;
+    double ph[PH_N] = {0}, t = mono_ms();
     int quiet = 0;
 
     if (snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch) >=
@@ -1025,7 +1070,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         }
     }
-    phase_end(out, RC_PHASE_SYNC, &t);
+    phase_end(out, RC_PHASE_SYNC, &tp);
 
     if (o->cache) {
         int skip = 0;
@@ -1042,9 +1087,12 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
+    cp->ph = ph;
+    phase_mark(NULL, 0, &t);
     error = read_record(&prev, g, out->deploy_old, a, err);
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_RECORD, &t);
     if (out->deploy_old[0]) {
         error = detect_hand_edits(out, g, a, err);
         if (error < 0)
@@ -1055,9 +1103,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->nparsed = cp->load.nparsed;
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_LOAD, &t);
     out->nfile_errors = cp->load.nerrors;
     out->file_errors = cp->load.errors;
-    phase_end(out, RC_PHASE_LOAD, &t);
+    phase_end(out, RC_PHASE_LOAD, &tp);
 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
@@ -1073,14 +1122,16 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Observe live clusters; simulated ones keep their declared capacity. */
     {
         struct rc_observe_report rep;
-        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        error =
+            rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube, o->log, &rep, a, err);
         if (error < 0)
             goto done;
+        phase_mark(ph, PH_OBSERVE, &t);
         out->nunreachable = rep.nunreachable;
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
     }
-    phase_end(out, RC_PHASE_OBSERVE, &t);
+    phase_end(out, RC_PHASE_OBSERVE, &tp);
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
      * sync, which the exit status says */
     for (size_t i = 0; i < nfleet; i++) {
@@ -1090,10 +1141,11 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
+    t = mono_ms();
     out->result = &cp->res;
     out->input = &cp->in;
     count_states(out, &cp->res);
-    phase_end(out, RC_PHASE_PLACE, &t);
+    phase_end(out, RC_PHASE_PLACE, &tp);
     quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved;
 
     /* A broken file without an earlier version may be a renamed file whose objects are placed
@@ -1115,6 +1167,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     error = diff_tree(&changes, &nchanges, g, out->deploy_old, &cp->tree, a, err);
     if (error < 0)
         goto done;
+    phase_mark(ph, PH_DIFF, &t);
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
     for (size_t i = 0; i < nchanges; i++) {
@@ -1180,15 +1233,17 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
+        phase_mark(ph, PH_COMMIT, &t);
     }
 
 apply:
-    phase_end(out, RC_PHASE_COMMIT, &t);
+    phase_log(o->log, ph);
+    phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                cp->load.have_src ? cp->load.src.nclusters : 0, o->resync, o->log,
-                                a, err);
+        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                     o->kube, o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */
@@ -1198,7 +1253,7 @@ apply:
         }
         out->apply_incomplete |= incomplete;
     }
-    phase_end(out, RC_PHASE_APPLY, &t);
+    phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);

@@ -23,6 +23,7 @@
 #include "rd_source.h"
 
 struct rc_git;
+struct rc_kube_options;
 struct rc_cache;
 
 struct rc_pass_options {
@@ -52,6 +53,10 @@ struct rc_pass_options {
      * head itself when there is nothing to propose. Apply still applies the deploy head.
      * NULL: commit to the deploy branch. */
     const char *propose_branch;
+    /* client options for observe and apply, with the operator's kubeconfigs (sources) that
+     * Cluster objects select among; NULL: defaults and no kubeconfig, so live clusters are
+     * not connectable */
+    const struct rc_kube_options *kube;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -59,7 +64,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL                                                                                   \
+            NULL, NULL                                                                             \
     }
 
 /* A path whose content a pass would change. */

@@ -1,8 +1,8 @@
 /*
  * rd_cluster.c - Cluster manifests -> struct pl_cluster (see rd_cluster.h).
  *
- * Does not open, read or check the kubeconfig file: that is reconciler/'s job, and no
- * credential passes through here.
+ * Does not open, read or check any kubeconfig file: that is reconciler/'s job (against the
+ * operator's kubeconfigs, docs/security.md), and no credential passes through here.
  */
 #include "rd_cluster.h"
 
@@ -236,13 +236,67 @@ static int nodes(struct cctx *c, struct pl_cluster *out, const cJSON *list)
     return RC_OK;
 }
 
+/* A file name in the operator's kubeconfig directory: one path component, not hidden. */
+static int plain_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 255 || s[0] == '.')
+        return 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* spec.kubeconfig: what the Cluster selects among the operator's credentials. */
+static int connection(struct cctx *c, struct rd_cluster_conn *conn, const cJSON *kc)
+{
+    static const char *const known_kc[] = {"context", "name", "inCluster", "path", NULL};
+    int rc, in_cluster = 0;
+
+    if ((rc = only_known(c, kc, known_kc,
+                         "kubeconfig (it selects a context, a file name or inCluster; "
+                         "credentials are never embedded)")) < 0 ||
+        (rc = rd_field_str(&conn->context, kc, "context", NULL, c->docs, c->a, c->err)) < 0 ||
+        (rc = rd_field_str(&conn->file, kc, "name", NULL, c->docs, c->a, c->err)) < 0 ||
+        (rc = rd_field_str(&conn->path, kc, "path", NULL, c->docs, c->a, c->err)) < 0 ||
+        (rc = rd_field_bool(&in_cluster, kc, "inCluster", 0, c->docs, c->err)) < 0)
+        return rc;
+    if (conn->context && !*conn->context)
+        conn->context = NULL;
+    if (conn->path && !*conn->path)
+        return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(kc, "path"),
+                         "kubeconfig path is empty");
+    if (conn->file && !plain_name(conn->file))
+        return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(kc, "name"),
+                         "kubeconfig name '%s' must be a plain file name of the operator's "
+                         "kubeconfig directory (no '/', not starting with '.')",
+                         conn->file);
+    if (conn->file && conn->path)
+        return rd_err_at(c->err, RC_EINVALID, c->docs, kc,
+                         "kubeconfig takes a name or a path, not both");
+    if (in_cluster) {
+        if (conn->file || conn->path || conn->context)
+            return rd_err_at(c->err, RC_EINVALID, c->docs, kc,
+                             "kubeconfig inCluster takes no context, name or path");
+        conn->in_cluster = 1;
+    } else if (!conn->file && !conn->path && !conn->context) {
+        return rd_err_at(c->err, RC_EINVALID, c->docs, kc,
+                         "kubeconfig needs a context (of the operator's kubeconfigs), a name "
+                         "(a file of the operator's kubeconfig directory) or inCluster: true");
+    }
+    conn->live = 1;
+    return RC_OK;
+}
+
 int rd_cluster_parse(struct pl_cluster *out, struct rd_cluster_conn *conn,
                      const struct rd_object *o, const struct rd_docs *docs, struct pl_resnames *res,
                      struct rc_arena *a, struct rc_err *err)
 {
     static const char *const known_spec[] = {"kubeconfig", "autoscaler", "costPerHour", "nodes",
                                              NULL};
-    static const char *const known_kc[] = {"path", "context", NULL};
     static const char *const known_as[] = {"type", "nodeShapes", NULL};
     struct cctx c = {docs, res, a, err};
     const cJSON *spec, *kc = NULL, *as = NULL, *shp = NULL, *nl = NULL;
@@ -275,18 +329,9 @@ int rd_cluster_parse(struct pl_cluster *out, struct rd_cluster_conn *conn,
         (rc = rd_field_list(&nl, spec, "nodes", 0, docs, err)) < 0 ||
         (rc = cost(&c, &out->cost_micro, spec)) < 0)
         return rc;
-    if (kc) {
-        if ((rc = only_known(&c, kc, known_kc,
-                             "kubeconfig (it is named by path and context, never embedded)")) < 0 ||
-            (rc = rd_field_str(&conn->kubeconfig, kc, "path", NULL, docs, a, err)) < 0 ||
-            (rc = rd_field_str(&conn->context, kc, "context", NULL, docs, a, err)) < 0)
-            return rc;
-        if (!conn->kubeconfig || !*conn->kubeconfig)
-            return rd_err_at(err, RC_EINVALID, docs, kc, "kubeconfig needs a path");
-        if (conn->context && !*conn->context)
-            conn->context = NULL;
-        out->live = 1;
-    }
+    if (kc && (rc = connection(&c, conn, kc)) < 0)
+        return rc;
+    out->live = conn->live;
     if (as) {
         if ((rc = only_known(&c, as, known_as, "autoscaler")) < 0 ||
             (rc = rd_field_str(&type, as, "type", "auto", docs, a, err)) < 0 ||

@@ -1,11 +1,13 @@
 /*
  * rd_cluster.h - rightplace.dev/v1alpha1 Cluster manifests -> struct pl_cluster.
  *
- * The fleet is declared in the source repository (docs/formats.md "Source repository"):
- * labels (plus kubernetes.io/metadata.name = name, as Nova sets it), how to reach the
- * cluster (a kubeconfig named by path and context, never embedded; absent: a simulated
- * cluster whose capacity is the declared nodes), its autoscaler and the node shapes it can
- * add, and costs. This module only translates and checks; it never reads a kubeconfig.
+ * The fleet is declared in the source repository (docs/formats.md): labels (plus
+ * kubernetes.io/metadata.name = name, as Nova sets it), how to reach the cluster, its
+ * autoscaler and the node shapes it can add, and costs. How to reach it is a *selection*
+ * among the credentials the operator gave (docs/security.md): a context of the operator's
+ * kubeconfigs, a file name in the operator's kubeconfig directory, or the pod's service
+ * account; absent: a simulated cluster whose capacity is the declared nodes. This module only
+ * translates and checks; it never reads a kubeconfig or any other file.
  */
 #ifndef RD_CLUSTER_H
 #define RD_CLUSTER_H
@@ -19,19 +21,29 @@
 
 struct rc_arena;
 
-/* How reconciler/ reaches a cluster. Strings live in the arena given to rd_cluster_parse. */
+/* How reconciler/ reaches a cluster: what the Cluster object selects (spec.kubeconfig). These
+ * are requests from the source repository, never trusted as paths: rc_kubeconfig_select
+ * resolves them against the operator's kubeconfigs. Strings live in the arena given to
+ * rd_cluster_parse. */
 struct rd_cluster_conn {
     const char *name;
-    const char *kubeconfig; /* NULL: simulated cluster (declared capacity) */
-    const char *context;    /* NULL: the kubeconfig's current context */
-    int detect_autoscaler;  /* spec.autoscaler.type: auto -> observe decides */
+    int live;              /* spec.kubeconfig given; 0: simulated cluster (declared capacity) */
+    const char *context;   /* a context of the operator's kubeconfigs; NULL: current-context */
+    const char *file;      /* spec.kubeconfig.name: a plain file name (no '/', no leading '.')
+                              in the operator's kubeconfig directory */
+    const char *path;      /* spec.kubeconfig.path (older form): used only when it names one
+                              of the operator's kubeconfig files */
+    int in_cluster;        /* spec.kubeconfig.inCluster: the pod's service account */
+    int detect_autoscaler; /* spec.autoscaler.type: auto -> observe decides */
 };
 
 /* Is o a Cluster of rightplace.dev (any version)? */
 int rd_is_cluster(const struct rd_object *o);
 
 /*
- * Translate one Cluster. Simulated (no kubeconfig): live = 0, reachable = 1, nodes are the
+ * Translate one Cluster. spec.kubeconfig is one of {context: C}, {name: F[, context: C]},
+ * {inCluster: true} or the older {path: P[, context: C]}; F is checked to be a plain file
+ * name. Simulated (no kubeconfig): live = 0, reachable = 1, nodes are the
  * declared ones (entry {name, count} becomes count nodes "<name>-1" .. "<name>-<count>",
  * each labelled kubernetes.io/hostname=<node> unless the entry sets it; allocatable "pods"
  * defaults to 110 as the kubelet's does). Live: live = 1, reachable = 1, no nodes (observe

@@ -35,7 +35,9 @@ static void no_sleep(void *payload, long ms)
 
 struct fixture {
     struct th_kube kube[NCL];
-    char kubeconfig[NCL][TH_PATH];
+    char kubeconfig[NCL][TH_PATH]; /* <kcdir>/c1 ...: the operator's kubeconfig directory */
+    char kcdir[TH_DIR];
+    struct rc_kubeconfig_sources sources;
     char names[NCL][8];
     struct rd_cluster_conn conns[NCL];
     char repo[TH_DIR];
@@ -79,15 +81,19 @@ static int setup(void **state)
     }
     if (rc_git_open(&f->g, f->repo, NULL, &err) < 0)
         return -1;
+    if (th_kube_mkdtemp(f->kcdir) < 0)
+        return -1;
+    rc_kubeconfig_sources_set_dir(&f->sources, f->kcdir);
     for (int i = 0; i < NCL; i++) {
         f->kube[i] = servers[i];
         snprintf(f->names[i], sizeof(f->names[i]), "c%d", i + 1);
-        th_kube_path(f->kubeconfig[i], &f->kube[i], "kubeconfig");
+        snprintf(f->kubeconfig[i], sizeof(f->kubeconfig[i]), "%s/%s", f->kcdir, f->names[i]);
         write_kubeconfig(f, i, "ca.crt");
         th_kube_faults(&f->kube[i], "[]");
         th_kube_clear_requests(&f->kube[i]);
         f->conns[i].name = f->names[i];
-        f->conns[i].kubeconfig = f->kubeconfig[i];
+        f->conns[i].live = 1;
+        f->conns[i].file = f->names[i]; /* spec.kubeconfig.name */
     }
     ko.http.max_attempts = 3;
     ko.http.timeout_ms = 1500;
@@ -95,6 +101,7 @@ static int setup(void **state)
     ko.http.sleep_ms = no_sleep;
     ko.poll_interval_ms = 10;
     f->ko = ko;
+    f->ko.sources = &f->sources;
     f->logf = open_memstream(&f->logbuf, &f->loglen);
     f->log.level = RC_LOG_DEBUG;
     f->log.out = f->logf;
@@ -114,6 +121,8 @@ static int teardown(void **state)
         th_kube_stop(&f->extra2);
     rc_git_free(f->g);
     th_kube_rmtree(f->repo);
+    th_kube_rmtree(f->kcdir);
+    rc_kubeconfig_sources_release(&f->sources);
     fclose(f->logf);
     free(f->logbuf);
     free(f);
@@ -891,13 +900,14 @@ static const char E2E_DEPLOY[] =
     "    spec:\n      containers:\n      - name: web\n        image: nginx\n"
     "        resources:\n          requests:\n            cpu: \"2\"\n";
 
-static char *e2e_cluster(const char *name, const char *kubeconfig)
+/* A Cluster selecting kubeconfig `file` of the operator's kubeconfig directory. */
+static char *e2e_cluster(const char *name, const char *file)
 {
     char *out = malloc(1024);
     snprintf(out, 1024,
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n"
-             "spec:\n  kubeconfig:\n    path: %s\n  autoscaler:\n    type: none\n",
-             name, kubeconfig);
+             "spec:\n  kubeconfig:\n    name: %s\n  autoscaler:\n    type: none\n",
+             name, file);
     return out;
 }
 
@@ -911,7 +921,7 @@ static void test_rc_apply__pass_end_to_end_two_clusters(void **state)
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct rc_git *src = NULL;
-    char kca[TH_PATH], kcb[TH_PATH], ref[41], first[41];
+    char ref[41], first[41];
     char *dir, *ca_yaml, *cb_yaml, *text, *commit;
     cJSON *reqs;
 
@@ -921,10 +931,8 @@ static void test_rc_apply__pass_end_to_end_two_clusters(void **state)
     f->kube[1] = f->extra2;
     write_kubeconfig(f, 0, "ca.crt");
     write_kubeconfig(f, 1, "ca.crt");
-    memcpy(kca, f->kubeconfig[0], sizeof(kca));
-    memcpy(kcb, f->kubeconfig[1], sizeof(kcb));
-    ca_yaml = e2e_cluster("a", kca);
-    cb_yaml = e2e_cluster("b", kcb);
+    ca_yaml = e2e_cluster("a", f->names[0]);
+    cb_yaml = e2e_cluster("b", f->names[1]);
 
     dir = th_git_init("e2e", 0);
     commit = th_git_commit_files(dir, "fleet and a web deployment", "fleet/a.yaml", ca_yaml,
@@ -934,6 +942,7 @@ static void test_rc_apply__pass_end_to_end_two_clusters(void **state)
     assert_int_equal(rc_git_open(&src, dir, NULL, &err), RC_OK);
     po.apply = 1;
     po.log = &f->log;
+    po.kube = &f->ko;
 
     /* pass 1: a is full (observed), b has room: web goes to b and is applied there */
     assert_int_equal(rc_pass_run(&res, src, &po, &a, &err), RC_OK);
@@ -986,7 +995,7 @@ static void test_rc_apply__simulated_clusters_ignored(void **state)
     struct fixture *f = *state;
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
-    struct rd_cluster_conn sim = {"c1", NULL, NULL, 0};
+    struct rd_cluster_conn sim = {"c1", 0, NULL, NULL, NULL, 0, 0};
     char c1[41], ref[41];
     int incomplete = -1;
 

@@ -314,27 +314,33 @@ static void test_rc_cli__deploy_branch_equal_to_source_refused(void **state)
     free(repo);
 }
 
-/* A Cluster whose kubeconfig file does not exist: a configuration error (2) naming the
- * Cluster and the path, not an outage (1) */
+/* A Cluster whose kubeconfig file does not exist in the operator's kubeconfig directory: a
+ * configuration error (2) naming the Cluster and the path, not an outage (1) */
 static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
 {
     char *repo = th_example_repo();
+    char *kcdir = th_tmpdir("kubeconfigs");
     char *err = NULL;
     (void)state;
 
     free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
                              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
                              "metadata:\n  name: live-east\nspec:\n"
-                             "  kubeconfig: {path: /nonexistent/rightplace/kubeconfig}\n"
+                             "  kubeconfig: {name: live-east}\n"
                              "  autoscaler: {type: none}\n",
                              NULL));
-    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 2);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply",
+                           "--kubeconfig-dir", kcdir, NULL),
+                     2);
     assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
-    assert_contains(err, "/nonexistent/rightplace/kubeconfig");
+    assert_contains(err, "/live-east'");
     free(err);
-    assert_int_equal(th_rp(NULL, &err, "status", "--repo", repo, NULL), 2);
+    assert_int_equal(th_rp(NULL, &err, "status", "--repo", repo, "--kubeconfig-dir", kcdir, NULL),
+                     2);
     assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
     free(err);
+    th_rm_rf(kcdir);
+    free(kcdir);
     th_rm_rf(repo);
     free(repo);
 }

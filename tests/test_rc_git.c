@@ -23,6 +23,7 @@
 #include "rc_err.h"
 #include "rc_git.h"
 #include "th_git.h"
+#include "th_rp.h"
 
 #include "rc_banned.h"
 
@@ -434,6 +435,55 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     }
     assert_int_equal(rc_git_build_tree(tree2, f->g, "nope", files, 1, &err), RC_ENOTFOUND);
     free(base);
+}
+
+/* A large commit (a first pass on a big fleet) writes its new objects as one pack, not a loose
+ * file each; a small one stays loose. Either way git reads everything back. */
+static void test_rc_git__build_tree_packs_many_new_objects(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    enum { N = 600 };
+    struct rc_git_file *files = calloc(N, sizeof(*files));
+    char tree[41], commit[41], *base, *count, *ls, *blob, *fsck;
+    const char *loose;
+
+    base = th_git_commit_files(f->work, "base", "README.md", "deploy branch\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    for (size_t i = 0; i < N; i++) {
+        files[i].path = rc_arena_printf(&f->a, "clusters/c%zu/ns/job-%zu.yaml", i % 7, i);
+        files[i].data = rc_arena_printf(&f->a, "kind: RayJob\nmetadata: {name: job-%zu}\n", i);
+        files[i].len = strlen(files[i].data);
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, base, files, N, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, base, "many\n", 1700000000, &err), RC_OK);
+    fsck = th_git_ok(f->work, "fsck", "--no-dangling", commit, NULL);
+    free(fsck);
+    ls = th_git_ok(f->work, "ls-tree", "-r", "--name-only", commit, NULL);
+    assert_int_equal(th_count(ls, "\n") + 1, N + 1); /* README.md kept */
+    blob = th_git_ok(f->work, "show",
+                     rc_arena_printf(&f->a, "%s:clusters/c3/ns/job-500.yaml", commit), NULL);
+    assert_string_equal(blob, "kind: RayJob\nmetadata: {name: job-500}");
+    /* the 600 blobs and their trees are in a pack; only the base commit's objects and the new
+     * commit are loose */
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    assert_non_null(strstr(count, "packs: 1\n"));
+    loose = strstr(count, "count: ");
+    assert_non_null(loose);
+    assert_true(strtol(loose + 7, NULL, 10) < 10);
+    free(count);
+    free(ls);
+    free(blob);
+
+    /* one more file: loose, as usual */
+    files[0].data = "changed: true\n";
+    files[0].len = strlen(files[0].data);
+    assert_int_equal(rc_git_build_tree(tree, f->g, commit, files, N, &err), RC_OK);
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    assert_non_null(strstr(count, "packs: 1\n"));
+    free(count);
+    free(base);
+    free(files);
 }
 
 static void test_rc_git__build_tree_refuses_bad_paths(void **state)
@@ -1109,6 +1159,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_matches_git_ls_files, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_many_new_objects, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_refuses_bad_paths, setup, teardown),

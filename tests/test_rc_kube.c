@@ -642,19 +642,31 @@ static void test_rc_kube__open_from_cluster_conn(void **state)
     struct fixture *f = *state;
     struct rc_err err = RC_ERR_INIT;
     struct rc_kube *k = NULL;
-    struct rd_cluster_conn conn = {"static-cluster", NULL, NULL, 0};
+    struct rd_cluster_conn conn = {"static-cluster", 0, NULL, NULL, NULL, 0, 0};
+    struct rc_kubeconfig_sources src = RC_KUBECONFIG_SOURCES_INIT;
+    struct rc_kube_options o = f->o;
 
-    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_EINVALID);
+    o.sources = &src;
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "cluster 'static-cluster' is simulated"));
-    conn.kubeconfig = f->kubeconfig;
+    /* a context of the operator's kubeconfig */
+    conn.live = 1;
     conn.context = "test";
-    assert_int_equal(rc_kube_open_conn(&k, &conn, &f->o, &err), RC_OK);
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "the operator gave no kubeconfig"));
+    rc_kubeconfig_sources_add_file(&src, f->kubeconfig);
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_OK);
     assert_int_equal(rc_kube_discover(k, &err), RC_OK);
     rc_kube_free(k);
     conn.context = "other";
-    assert_int_equal(rc_kube_open_conn(&k, &conn, NULL, &err), RC_ENOTFOUND);
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_ENOTFOUND);
     assert_non_null(strstr(err.msg, "context 'other' not found"));
     assert_null(k);
+    /* no options: no operator kubeconfig, nothing live is connectable */
+    conn.context = "test";
+    assert_int_equal(rc_kube_open_conn(&k, &conn, NULL, &err), RC_EINVALID);
+    assert_null(k);
+    rc_kubeconfig_sources_release(&src);
 }
 
 static void test_rc_kube__wrong_certificate_fault(void **state)

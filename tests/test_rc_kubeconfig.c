@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
+#include "rd_cluster.h"
 
 static struct th_certs certs;
 
@@ -642,6 +645,111 @@ static void test_rc_kubeconfig__in_cluster(void **state)
     assert_no_secret(f, "sa-token", &err);
 }
 
+/* A service account folder as Kubernetes mounts it: token, ca.crt, namespace. */
+static void make_sa(struct fixture *f, char *sa, size_t n)
+{
+    char p[TH_PATH];
+    char *ca = th_kube_read(th_certs_path(p, &certs, "ca.crt"));
+
+    snprintf(sa, n, "%s/sa", f->dir);
+    assert_int_equal(mkdir(sa, 0700), 0);
+    snprintf(p, sizeof(p), "%s/ca.crt", sa);
+    th_kube_write(p, ca);
+    free(ca);
+    snprintf(p, sizeof(p), "%s/token", sa);
+    th_kube_write(p, "sa-token-1\n");
+    snprintf(p, sizeof(p), "%s/namespace", sa);
+    th_kube_write(p, "rightplace-system\n");
+    th_kube_tokens(&f->kube, "sa-token-1\n");
+}
+
+/* A Cluster object selects the pod's service account ({inCluster: true}); the files come from
+ * the operator's side (sources.sa_dir, the mount), never from the Cluster. */
+static void test_rc_kubeconfig__in_cluster_selected_by_cluster(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char sa[TH_DIR + 8], port[16];
+    struct rc_kube *k = NULL;
+    struct rc_kube_options o = RC_KUBE_OPTIONS_INIT;
+    struct rc_kubeconfig_sources src = RC_KUBECONFIG_SOURCES_INIT;
+    struct rd_cluster_conn conn;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+
+    make_sa(f, sa, sizeof(sa));
+    src.sa_dir = strdup(sa);
+    o.sources = &src;
+    o.log = &f->log;
+    memset(&conn, 0, sizeof(conn));
+    conn.name = "management";
+    conn.live = 1;
+    conn.in_cluster = 1;
+    /* not in a pod: a clear error */
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "not in a cluster"));
+    snprintf(port, sizeof(port), "%d", f->kube.port);
+    setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", port, 1);
+    assert_int_equal(rc_kube_open_conn(&k, &conn, &o, &err), RC_OK);
+    assert_string_equal(rc_kube_server(k), f->kube.url);
+    assert_string_equal(rc_kube_namespace(k), "rightplace-system");
+    assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(resp.status, 200);
+    rc_http_response_release(&resp);
+    rc_kube_free(k);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    rc_kubeconfig_sources_release(&src);
+    assert_no_secret(f, "sa-token", &err);
+}
+
+static pid_t alarm_server; /* stopped when a hang ends the program */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    if (alarm_server > 0)
+        kill(alarm_server, SIGTERM);
+    _exit(99); /* a hang is a failure: the program ends with a status ctest reports */
+}
+
+/* FIFOs and devices where a kubeconfig, a certificate or a token file is expected: an error at
+ * once, never a wait (a FIFO without a writer blocks a plain open forever). */
+static void test_rc_kubeconfig__fifo_and_devices_refused(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kubeconfig *cfg = NULL;
+    struct rc_kube *k = NULL;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    char fifo[TH_PATH], kc[TH_PATH], line[TH_PATH + 64];
+
+    alarm_server = f->kube.pid;
+    signal(SIGALRM, on_alarm);
+    alarm(60);
+    assert_int_equal(mkfifo(fpath(fifo, f, "fifo"), 0600), 0);
+    /* the kubeconfig itself */
+    assert_int_equal(rc_kubeconfig_load(&cfg, fifo, NULL, NULL, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "is not a regular file"));
+    assert_int_not_equal(rc_kubeconfig_load(&cfg, "/dev/zero", NULL, NULL, &err), RC_OK);
+    assert_int_not_equal(rc_kubeconfig_load(&cfg, f->dir, NULL, NULL, &err), RC_OK);
+    assert_null(cfg);
+    /* its certificate authority, read before any connection */
+    snprintf(line, sizeof(line), "    certificate-authority: %s\n", fifo);
+    th_kube_kubeconfig(fpath(kc, f, "config"), &f->kube, line, "    token: test-token-1\n");
+    assert_int_not_equal(rc_kube_open(&k, kc, NULL, NULL, &err), RC_OK);
+    assert_non_null(strstr(err.msg, "is not a regular file"));
+    assert_null(k);
+    /* a token file, read for every request */
+    th_kube_kubeconfig(kc, &f->kube, ca_line(line, sizeof(line)), "    tokenFile: fifo\n");
+    assert_int_equal(rc_kube_open(&k, kc, NULL, NULL, &err), RC_OK);
+    assert_int_not_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_non_null(strstr(err.msg, "token file"));
+    rc_http_response_release(&resp);
+    rc_kube_free(k);
+    alarm(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,6 +772,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__in_cluster, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__in_cluster_selected_by_cluster, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__fifo_and_devices_refused, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

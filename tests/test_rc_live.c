@@ -92,6 +92,9 @@ static void fleet_start(struct fleet *f)
              th_certs_path(ca, &certs, "ca.crt"));
     th_kube_kubeconfig(f->kc_static, &f->stat, extra, "    token: " TOKEN "\n");
     th_kube_kubeconfig(f->kc_dynamic, &f->dyn, extra, "    token: " TOKEN "\n");
+    /* the operator's kubeconfig directory, which the Cluster objects select from by name;
+     * the binary inherits it */
+    setenv("RIGHTPLACE_KUBECONFIG_DIR", f->dir, 1);
 }
 
 static void fleet_stop(struct fleet *f)
@@ -99,29 +102,32 @@ static void fleet_stop(struct fleet *f)
     th_kube_stop(&f->stat);
     th_kube_stop(&f->dyn);
     th_kube_rmtree(f->dir);
+    unsetenv("RIGHTPLACE_KUBECONFIG_DIR");
 }
 
-/* The example repository with its two clusters made live (kubeconfig, no declared nodes). */
+/* The example repository with its two clusters made live (kubeconfig, no declared nodes): each
+ * selects its file of the operator's kubeconfig directory by name. */
 static char *live_repo(const struct fleet *f)
 {
     char *repo = th_example_repo();
     char st[2048], dy[2048];
 
+    (void)f;
     snprintf(st, sizeof(st),
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
              "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
-             "  kubeconfig: {path: %s, context: test}\n  autoscaler: {type: none}\n",
-             f->kc_static);
+             "  kubeconfig: {name: static.kubeconfig, context: test}\n"
+             "  autoscaler: {type: none}\n");
     snprintf(dy, sizeof(dy),
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
              "  name: dynamic-cluster\n  labels: {cluster.class: production}\nspec:\n"
-             "  kubeconfig: {path: %s, context: test}\n  autoscaler:\n    type: auto\n"
+             "  kubeconfig: {name: dynamic.kubeconfig, context: test}\n"
+             "  autoscaler:\n    type: auto\n"
              "    nodeShapes:\n    - {name: m5.2xlarge, max: 10, allocatable: {cpu: \"8\", "
              "memory: 32Gi, pods: \"110\"}}\n"
              "    - name: g4dn.xlarge\n      max: 8\n      allocatable: {cpu: \"4\", memory: "
              "16Gi, nvidia.com/gpu: \"1\", pods: \"29\"}\n      taints: [{key: nvidia.com/gpu, "
-             "value: \"true\", effect: NoSchedule}]\n",
-             f->kc_dynamic);
+             "value: \"true\", effect: NoSchedule}]\n");
     free(th_git_commit_files(repo, "make the fleet live", "fleet/static-cluster.yaml", st,
                              "fleet/dynamic-cluster.yaml", dy, NULL));
     return repo;
@@ -352,10 +358,22 @@ static void test_rc_live__online(void **state)
     int st;
     (void)state;
 
-    snprintf(cluster, sizeof(cluster),
-             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: online\n"
-             "spec:\n  kubeconfig: {path: %s%s%s}\n",
-             kc, ctx ? ", context: " : "", ctx ? ctx : "");
+    /* the operator gives the kubeconfig's folder; the Cluster selects the file by name */
+    {
+        char dir[4096];
+        const char *slash = strrchr(kc, '/');
+        const char *name = slash ? slash + 1 : kc;
+
+        if (slash)
+            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - kc), kc);
+        else
+            snprintf(dir, sizeof(dir), ".");
+        setenv("RIGHTPLACE_KUBECONFIG_DIR", dir[0] ? dir : "/", 1);
+        snprintf(cluster, sizeof(cluster),
+                 "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: online\n"
+                 "spec:\n  kubeconfig: {name: %s%s%s}\n",
+                 name, ctx ? ", context: " : "", ctx ? ctx : "");
+    }
     repo = th_git_init("online", 0);
     free(th_git_commit_files(
         repo, "online test", "cluster.yaml", cluster, "policy.yaml",

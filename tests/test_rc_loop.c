@@ -350,14 +350,14 @@ static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
     snprintf(cl, sizeof(cl),
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
              "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
-             "  kubeconfig: {path: %s, context: test}\n  autoscaler: {type: none}\n",
-             kc);
+             "  kubeconfig: {name: kubeconfig, context: test}\n  autoscaler: {type: none}\n");
     free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
 
     assert_int_equal(th_rp(NULL, &err, "suspend", "--repo", repo, NULL), 0);
     assert_contains(err, "suspended");
     free(err);
-    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--metrics-file", mpath, NULL),
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--kubeconfig-dir", dir,
+                           "--metrics-file", mpath, NULL),
                      0);
     assert_contains(err, "suspended");
     free(err);
@@ -375,7 +375,8 @@ static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
 
     assert_int_equal(th_rp(NULL, &err, "resume", "--repo", repo, NULL), 0);
     free(err);
-    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--metrics-file", mpath, NULL),
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--kubeconfig-dir", dir,
+                           "--metrics-file", mpath, NULL),
                      0);
     assert_null(strstr(err, "suspended"));
     free(err);

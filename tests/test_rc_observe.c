@@ -60,6 +60,7 @@ struct fixture {
     size_t loglen;
     FILE *logf;
     struct rc_log log;
+    struct rc_kubeconfig_sources sources; /* the operator's kubeconfigs */
 };
 
 static int setup(void **state)
@@ -91,6 +92,12 @@ static int setup(void **state)
     ko.http.sleep_ms = no_sleep;
     ko.page_size = 2;
     f->ko = ko;
+    rc_kubeconfig_sources_add_file(&f->sources, f->kc_live);
+    rc_kubeconfig_sources_add_file(&f->sources, f->kc_wrong);
+    rc_kubeconfig_sources_add_file(&f->sources, f->kc_down);
+    /* an operator's file that has gone missing: a configuration error, not an outage */
+    rc_kubeconfig_sources_add_file(&f->sources, "/nonexistent/kubeconfig");
+    f->ko.sources = &f->sources;
     f->logf = open_memstream(&f->logbuf, &f->loglen);
     f->log.level = RC_LOG_DEBUG;
     f->log.out = f->logf;
@@ -104,6 +111,7 @@ static int teardown(void **state)
 
     th_kube_stop(&f->live);
     th_kube_stop(&f->wrong);
+    rc_kubeconfig_sources_release(&f->sources);
     fclose(f->logf);
     free(f->logbuf);
     free(f);
@@ -152,7 +160,9 @@ static void make_source(struct rd_source *src, struct rc_arena *a, const char *c
         src->clusters[i + 1].nshapes = 1;
         src->clusters[i + 1].shapes = shape;
         src->conns[i + 1].name = names[i];
-        src->conns[i + 1].kubeconfig = kubeconfigs[i];
+        src->conns[i + 1].live = 1;
+        /* the older spec.kubeconfig.path form: honoured for the operator's files only */
+        src->conns[i + 1].path = kubeconfigs[i];
         src->conns[i + 1].detect_autoscaler = 1;
     }
 }

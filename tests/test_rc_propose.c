@@ -346,8 +346,7 @@ static void test_rc_propose__live_cluster_gets_only_what_was_promoted(void **sta
     th_kube_kubeconfig(kc, &k, extra, "    token: t0ken\n");
     snprintf(cluster, sizeof(cluster),
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: live}\n"
-             "spec:\n  kubeconfig: {path: %s, context: test}\n  autoscaler: {type: none}\n",
-             kc);
+             "spec:\n  kubeconfig: {context: test}\n  autoscaler: {type: none}\n");
     free(th_git_commit_files(
         repo, "one ConfigMap for a live cluster", "fleet.yaml", cluster, "policy.yaml",
         "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: p}\n"
@@ -358,7 +357,8 @@ static void test_rc_propose__live_cluster_gets_only_what_was_promoted(void **sta
         "{app: gate}}\ndata: {a: b}\n",
         NULL));
 
-    assert_int_equal(th_rp(&out, &err, "reconcile", "--repo", repo, "--propose", "review", NULL),
+    assert_int_equal(th_rp(&out, &err, "reconcile", "--repo", repo, "--propose", "review",
+                           "--kubeconfig", kc, NULL),
                      0);
     free(out);
     free(err);
@@ -368,7 +368,8 @@ static void test_rc_propose__live_cluster_gets_only_what_was_promoted(void **sta
     cJSON_Delete(reqs);
 
     free(th_git_ok(repo, "push", "-q", ".", "review:deploy", NULL));
-    assert_int_equal(th_rp(&out, &err, "reconcile", "--repo", repo, "--propose", "review", NULL),
+    assert_int_equal(th_rp(&out, &err, "reconcile", "--repo", repo, "--propose", "review",
+                           "--kubeconfig", kc, NULL),
                      0);
     free(out);
     free(err);

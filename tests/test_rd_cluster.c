@@ -4,6 +4,7 @@
 #include "th.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pl_basics.h"
@@ -101,7 +102,8 @@ static void test_rd_cluster__simulated_design_example(void **state)
                         "static-cluster");
     assert_int_equal(f->c.live, 0);
     assert_int_equal(f->c.reachable, 1);
-    assert_null(f->conn.kubeconfig);
+    assert_int_equal(f->conn.live, 0);
+    assert_null(f->conn.path);
     assert_string_equal(f->conn.name, "static-cluster");
     assert_int_equal(f->conn.detect_autoscaler, 0);
     /* auto on a simulated cluster with shapes: a generic cluster autoscaler */
@@ -140,32 +142,69 @@ static void test_rd_cluster__live_cluster(void **state)
 {
     struct fx *f = *state;
 
-    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {path: /etc/rp/kc, context: prod}\n"),
-                     RC_OK);
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {context: prod}\n"), RC_OK);
     assert_int_equal(f->c.live, 1);
     assert_int_equal(f->c.reachable, 1);
-    assert_string_equal(f->conn.kubeconfig, "/etc/rp/kc");
+    assert_int_equal(f->conn.live, 1);
+    assert_null(f->conn.path);
+    assert_null(f->conn.file);
+    assert_int_equal(f->conn.in_cluster, 0);
     assert_string_equal(f->conn.context, "prod");
     assert_int_equal(f->conn.detect_autoscaler, 1); /* no autoscaler block: auto */
     assert_int_equal(f->c.autoscaler, PL_AUTOSCALER_NONE);
     assert_int_equal(f->c.any_shape, 1);
     assert_int_equal(f->c.nnodes, 0);
-    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {path: /k}\n  autoscaler: {type: luna}\n"),
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {name: k}\n  autoscaler: {type: luna}\n"),
                      RC_OK);
+    assert_string_equal(f->conn.file, "k");
     assert_null(f->conn.context);
     assert_int_equal(f->conn.detect_autoscaler, 0);
     assert_int_equal(f->c.autoscaler, PL_AUTOSCALER_LUNA);
     assert_int_equal(f->c.any_shape, 1);
     /* live clusters' nodes are observed, not declared */
-    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {path: /k}\n  nodes: [{name: a}]\n"),
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {context: k}\n  nodes: [{name: a}]\n"),
                      RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "c.yaml:6:"));
     /* a kubeconfig is named, never embedded */
-    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {path: /k, token: abc}\n"), RC_EINVALID);
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {context: k, token: abc}\n"), RC_EINVALID);
     assert_non_null(strstr(f->err.msg, "never embedded"));
     assert_null(strstr(f->err.msg, "abc"));
-    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {context: x}\n"), RC_EINVALID);
-    assert_non_null(strstr(f->err.msg, "path"));
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {}\n"), RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "needs a context"));
+}
+
+/* spec.kubeconfig selects among the operator's credentials: a name is a plain file name, the
+ * pod's service account takes nothing else, the older path form is kept as a request. */
+static void test_rd_cluster__kubeconfig_selection(void **state)
+{
+    struct fx *f = *state;
+    static const char *const bad_names[] = {"../etc/passwd", "a/b",        ".hidden", "..",
+                                            "/abs",          "\"a\\x1bb\""};
+
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {name: gpu-east, context: e}\n"), RC_OK);
+    assert_string_equal(f->conn.file, "gpu-east");
+    assert_string_equal(f->conn.context, "e");
+    for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), HEAD "spec:\n  kubeconfig: {name: %s}\n", bad_names[i]);
+        assert_int_equal(parse(f, text), RC_EINVALID);
+        assert_non_null(strstr(f->err.msg, "plain file name"));
+        assert_non_null(strstr(f->err.msg, "c.yaml:"));
+    }
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {inCluster: true}\n"), RC_OK);
+    assert_int_equal(f->conn.in_cluster, 1);
+    assert_int_equal(f->conn.live, 1);
+    assert_int_equal(f->c.live, 1);
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {inCluster: true, context: x}\n"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "inCluster takes no"));
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {inCluster: false}\n"), RC_EINVALID);
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {name: a, path: /b}\n"), RC_EINVALID);
+    /* the older form parses; whether it is honoured is the operator's (rc_kubeconfig_select) */
+    assert_int_equal(parse(f, HEAD "spec:\n  kubeconfig: {path: /etc/rp/kc, context: prod}\n"),
+                     RC_OK);
+    assert_string_equal(f->conn.path, "/etc/rp/kc");
+    assert_int_equal(f->conn.live, 1);
 }
 
 static void test_rd_cluster__autoscaler_types(void **state)
@@ -238,10 +277,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(test_rd_cluster__##name, setup, teardown)
-        T(simulated_design_example),
-        T(live_cluster),
-        T(autoscaler_types),
-        T(errors),
+        T(simulated_design_example), T(live_cluster), T(kubeconfig_selection),
+        T(autoscaler_types),         T(errors),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,7 +31,7 @@ static const char fleet[] =
     "kind: Cluster\n"
     "metadata: {name: dynamic-cluster}\n"
     "spec:\n"
-    "  kubeconfig: {path: /etc/kc, context: dyn}\n"
+    "  kubeconfig: {context: dyn}\n"
     "  autoscaler: {type: luna}\n";
 
 static const char policies[] =
@@ -203,10 +203,11 @@ static void test_rd_source__loads_a_tree(void **state)
     assert_int_equal(s->nclusters, 2);
     assert_string_equal(s->clusters[0].name, "dynamic-cluster");
     assert_string_equal(s->conns[0].name, "dynamic-cluster");
-    assert_string_equal(s->conns[0].kubeconfig, "/etc/kc");
+    assert_int_equal(s->conns[0].live, 1);
+    assert_string_equal(s->conns[0].context, "dyn");
     assert_int_equal(s->clusters[0].autoscaler, PL_AUTOSCALER_LUNA);
     assert_string_equal(s->clusters[1].name, "static-cluster");
-    assert_null(s->conns[1].kubeconfig);
+    assert_int_equal(s->conns[1].live, 0);
     assert_int_equal(s->clusters[1].nnodes, 2);
     /* policies, sorted by name */
     assert_int_equal(s->npolicies, 2);

@@ -12,11 +12,11 @@ _rightplace()
     local commands="reconcile plan explain replay status suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --force --max-source-mib --propose --committer-name --committer-email
-        --source --luna-label --no-luna-label --mode --token-file
+        --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
         --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 
     case $prev in
-    --repo|--state-dir|--path|--token-file|--ssh-key|--metrics-file)
+    --repo|--state-dir|--path|--token-file|--ssh-key|--kubeconfig|--kubeconfig-dir|--metrics-file)
         COMPREPLY=($(compgen -f -- "$cur"))
         compopt -o filenames 2>/dev/null
         return ;;

@@ -92,6 +92,25 @@ if command -v systemd-analyze >/dev/null; then
             check "$u has $k" grep -qx -- "$k" "$dest$unitdir/$u"
         done
     done
+    # exposure as systemd rates it (0 best, 100 worst; printed x10): at most 1.5 ("OK")
+    for u in rightplace.service rightplace-loop.service; do
+        score=$(cd "$TMP/units" && systemd-analyze security --offline=true "./$u" 2>&1 |
+            sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+        echo "systemd-analyze security $u: exposure $score"
+        check "$u exposure $score > 1.5" awk -v s="$score" 'BEGIN {exit !(s != "" && s <= 1.5)}'
+    done
+    # every flag the units pass is one `rightplace reconcile` takes
+    "$dest$bindir/rightplace" reconcile --help >"$TMP/reconcile-help.txt" 2>&1
+    for u in rightplace.service rightplace-loop.service; do
+        for f in $(sed -n 's/^ExecStart=//p' "$dest$unitdir/$u" | grep -oE -- '--[a-z][a-z0-9-]*'); do
+            check "$u passes $f, which reconcile does not take" grep -qE -- "$f( |$)" "$TMP/reconcile-help.txt"
+        done
+    done
+    for f in $(sed -n 's/^#* *RIGHTPLACE_OPTS=//p; s/^#   //p' "$dest$sysconfdir/rightplace/rightplace.env" |
+        grep -oE -- '--[a-z][a-z0-9-]*'); do
+        check "rightplace.env suggests $f, which reconcile does not take" \
+            grep -qE -- "$f( |$)" "$TMP/reconcile-help.txt"
+    done
     check "rightplace.service is a oneshot --once" grep -q '^ExecStart=.* reconcile --once ' \
         "$dest$unitdir/rightplace.service"
     check "rightplace-loop.service loops" grep -q '^ExecStart=.* reconcile --interval ' \

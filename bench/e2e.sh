@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# e2e.sh - end-to-end bench: whole passes of the real binary on generated fleets.
+#
+#   bench/e2e.sh [-b BUILD_DIR] [-w WORK_DIR] [SIZE...]      SIZE = WORKLOADSxCLUSTERS
+#   default sizes: 1000x10 1000x100 10000x10 10000x100 20000x100
+#
+# For each size it writes a source repository with bench/gen_fleet.py (N copies of skyray's
+# RayJob + ConfigMap, one gang each, one Nova capacity policy grouping by a per-job label,
+# 50 namespaces; C simulated clusters x 100 nodes: 80 CPU, 20 GPU of 8 GPUs, every fifth
+# cluster with a Luna autoscaler), commits it, and runs `rightplace reconcile --once
+# --no-apply` three times: the first pass, a pass with nothing changed, and a pass after a
+# commit that changes one workload. Each pass: wall time and peak RSS of the process
+# (/usr/bin/time), its exit status, and rightplace's own phase times when it logs them.
+# Beside them, the floors measured in the same run on the same bytes:
+#   scan   a bare libyaml scan of the source's YAML (build/bench/bench_yaml_scan)
+#   git    `git add -A && git commit` of the first pass's deploy tree in a fresh work tree
+# Prints one table row per size (markdown). Asserts nothing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build="$here/../build"
+work="${TMPDIR:-/tmp}/rp-e2e"
+while getopts "b:w:" opt; do
+    case $opt in
+    b) build=$OPTARG ;;
+    w) work=$OPTARG ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000x10 1000x100 10000x10 10000x100 20000x100)
+rp="$build/rightplace"
+scan="$build/bench/bench_yaml_scan"
+for f in "$rp" "$scan"; do
+    [ -x "$f" ] || { echo "e2e.sh: $f not built (cmake --build $build)" >&2; exit 2; }
+done
+export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
+    GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+mkdir -p "$work"
+
+# run LOG CMD...: time CMD, leave "wall_s maxrss_kb status" in $REPLY
+timed() {
+    local log=$1
+    shift
+    local st=0
+    /usr/bin/time -f "%e %M" -o "$log.time" "$@" >"$log.out" 2>"$log.err" || st=$?
+    REPLY="$(cat "$log.time" | tail -1) $st"
+}
+
+mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
+
+echo "| workloads x clusters | source | scan floor | first pass | RSS | no-op pass | RSS | one change | RSS | git CLI commit | record | snapshot | status |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for size in "${sizes[@]}"; do
+    n=${size%x*}
+    c=${size#*x}
+    dir="$work/$size"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    src="$dir/src"
+    python3 "$here/gen_fleet.py" "$src" "$n" "$c"
+    git -C "$src" init -q -b main
+    git -C "$src" add -A
+    git -C "$src" commit -q -m "fleet $size"
+    bytes=$(find "$src" -name '*.yaml' -not -path '*/.git/*' -printf '%s\n' |
+        awk '{ s += $1 } END { printf "%.0f", s / 1048576 }')
+    scan_s=$(find "$src" -name '*.yaml' -not -path '*/.git/*' | "$scan" |
+        sed -n 's/.*scan_s \([0-9.]*\).*/\1/p')
+
+    timed "$dir/first" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    read -r t1 r1 s1 <<<"$REPLY"
+    timed "$dir/noop" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    read -r t2 r2 s2 <<<"$REPLY"
+    python3 "$here/gen_fleet.py" "$src" "$n" "$c" --change $((n / 2))
+    git -C "$src" commit -q -a -m "change one workload"
+    timed "$dir/change" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    read -r t3 r3 s3 <<<"$REPLY"
+
+    # the git CLI floor: the same deploy tree (as of the first pass) in a fresh work tree
+    floor="$dir/gitfloor"
+    mkdir -p "$floor"
+    first=$(git -C "$src" rev-list --max-parents=0 deploy | tail -1)
+    git -C "$src" archive "$first" | tar -x -C "$floor"
+    git -C "$floor" init -q -b deploy
+    start=$(date +%s.%N)
+    (cd "$floor" && git add -A && git commit -q -m floor)
+    end=$(date +%s.%N)
+    git_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+    rec=$(git -C "$src" cat-file -s deploy:placements.yaml)
+    cap=$(git -C "$src" cat-file -s deploy:.rightplace/capacity.yaml)
+    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s | $(mb "$r1") MB | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s2/$s3 |"
+    for p in first noop change; do
+        grep -h "phase\|duration" "$dir/$p.err" 2>/dev/null | sed "s/^/    $size $p: /" | head -5 >&2 || true
+    done
+done
