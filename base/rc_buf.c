@@ -178,7 +178,7 @@ int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc
     error = rc_buf_printf(&tmp, err, "%s.tmp.%ld", path, (long)getpid());
     if (error < 0)
         goto done;
-    fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", tmp.ptr, strerror(errno));
         goto done;
@@ -211,4 +211,54 @@ done:
         unlink(tmp.ptr);
     rc_buf_release(&tmp);
     return error;
+}
+
+int rc_dir_make_private(const char *path, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    struct stat st;
+    int error = RC_OK, tightened = 0;
+
+    if (!*path)
+        return rc_err_set(err, RC_EINVALID, "empty directory name");
+    rc_buf_puts(&b, path, NULL);
+    /* the missing folders, each made 0700; existing parents are left as they are */
+    for (char *p = b.ptr + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+
+            *p = '\0';
+            if (mkdir(b.ptr, 0700) < 0 && errno != EEXIST) {
+                error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", b.ptr, strerror(errno));
+                goto done;
+            }
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    if (stat(path, &st) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot stat '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' is not a directory", path);
+        goto done;
+    }
+    if (st.st_uid != geteuid() && geteuid() != 0) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' belongs to another user (uid %ld)", path,
+                           (long)st.st_uid);
+        goto done;
+    }
+    if (st.st_mode & 077) {
+        if (chmod(path, 0700) < 0) {
+            error =
+                rc_err_set(err, RC_ERROR, "cannot make '%s' private: %s", path, strerror(errno));
+            goto done;
+        }
+        tightened = 1;
+    }
+done:
+    rc_buf_release(&b);
+    return error < 0 ? error : tightened;
 }

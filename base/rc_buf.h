@@ -22,7 +22,10 @@ struct rc_buf {
 };
 
 extern char rc_buf__empty[];
-#define RC_BUF_INIT {rc_buf__empty, 0, 0, 0}
+#define RC_BUF_INIT                                                                                \
+    {                                                                                              \
+        rc_buf__empty, 0, 0, 0                                                                     \
+    }
 
 void rc_buf_init(struct rc_buf *b, size_t max);
 /* Free the contents; the buffer is back to RC_BUF_INIT (max kept). */
@@ -44,7 +47,13 @@ int rc_buf_vprintf(struct rc_buf *b, struct rc_err *err, const char *fmt, va_lis
  * read: the open never blocks. Symbolic links are followed (Kubernetes mounts secrets through
  * them); callers read only paths the operator gave (docs/security.md). */
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
-/* Write data to path atomically (temp file in the same folder, fsync, rename). */
+/* Write data to path atomically (temp file in the same folder, fsync, rename); mode 0600. */
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);
+
+/* Make directory `path` (and missing parents, 0700) private to this user: it must be a
+ * directory owned by the effective user (root may use any), and group and other lose every
+ * access bit. Returns
+ * 1 when it had to be tightened, 0 when it was private already, < 0 on error. */
+int rc_dir_make_private(const char *path, struct rc_err *err);
 
 #endif

@@ -2,16 +2,26 @@
  * rc_err.c - formatting of struct rc_err messages. Never allocates.
  */
 #include "rc_err.h"
+#include "rc_esc.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* One line, every other control character escaped (rc_esc.h): messages name files and
+ * values that come from pushers, and end up in logs, commits and notes. */
 static void one_line(char *s)
 {
-    for (; *s; s++) {
-        if (*s == '\n' || *s == '\r' || *s == '\t')
-            *s = ' ';
+    char tmp[RC_ERR_MSG_MAX];
+
+    for (char *p = s; *p; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
     }
+    if (!rc_esc_needed(s))
+        return;
+    memcpy(tmp, s, sizeof(tmp));
+    tmp[sizeof(tmp) - 1] = '\0';
+    rc_esc(s, RC_ERR_MSG_MAX, tmp);
 }
 
 int rc_err_setv(struct rc_err *err, int code, const char *fmt, va_list ap)

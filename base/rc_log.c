@@ -2,6 +2,7 @@
  * rc_log.c - leveled logging to stderr (text or JSON lines).
  */
 #include "rc_log.h"
+#include "rc_esc.h"
 
 #include <string.h>
 #include <time.h>
@@ -60,15 +61,14 @@ void rc_log_vkv(const struct rc_log *log, enum rc_log_level level,
                 const struct rc_log_field *fields, size_t nfields, const char *fmt, va_list ap)
 {
     FILE *out = (log && log->out) ? log->out : stderr;
-    char msg[2048];
+    char raw[2048], msg[4096];
 
     if (log && level > log->level)
         return;
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    for (char *p = msg; *p; p++) {
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    }
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    /* file names and values come from pushers: no escape, CR/LF or invalid UTF-8 reaches
+     * the terminal or the log collector raw (rc_esc.h) */
+    rc_esc(msg, sizeof(msg), raw);
     flockfile(out); /* one whole line at a time: observe and apply log from several threads */
     if (log && log->json) {
         char ts[48];
@@ -83,9 +83,11 @@ void rc_log_vkv(const struct rc_log *log, enum rc_log_level level,
             fputc(',', out);
             json_string(out, fields[i].key);
             fputc(':', out);
-            if (fields[i].str)
-                json_string(out, fields[i].str);
-            else
+            if (fields[i].str) {
+                char v[1024];
+                rc_esc(v, sizeof(v), fields[i].str);
+                json_string(out, v);
+            } else
                 fprintf(out, "%lld", fields[i].num);
         }
         fputs("}\n", out);

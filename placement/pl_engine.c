@@ -312,6 +312,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* "file:line: " for messages about something from the source, "" when it has no file. */
+static const char *at(struct engine *e, const char *file, int line)
+{
+    return file ? rc_arena_printf(e->a, "%s:%d: ", file, line) : "";
+}
+
 static void add_warning(struct engine *e, const char *w)
 {
     e->warn = rc_xgrow(e->warn, &e->capwarn, e->nwarn + 1, sizeof(*e->warn));
@@ -440,8 +446,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     for (size_t i = 0; i < e->nobj; i++) {
         const struct pl_object *o = e->obj[i];
         if (o->warning)
-            add_warning(e, rc_arena_printf(e->a, "%s:%d: %s", o->file ? o->file : "?", o->line,
-                                           o->warning));
+            add_warning(e, rc_arena_printf(e->a, "%s%s", at(e, o->file, o->line), o->warning));
     }
     /* declared namespaces first (sorted), then names only objects mention */
     for (size_t i = 0; i < in->nnamespaces; i++) {
@@ -530,11 +535,11 @@ static void warn_split_values(struct engine *e, const struct epol *ep)
         if (found || p->splits[s].percent <= 0)
             continue;
         add_warning(e, rc_arena_printf(e->a,
-                                       "%s:%d: policy '%s': percentageSplit gives %" PRId64
+                                       "%spolicy '%s': percentageSplit gives %" PRId64
                                        "%% to %s '%s', which no cluster the policy selects "
                                        "has; that share goes to the other values",
-                                       p->file ? p->file : "?", p->line, p->name,
-                                       p->splits[s].percent, tk, p->splits[s].value));
+                                       at(e, p->file, p->line), p->name, p->splits[s].percent, tk,
+                                       p->splits[s].value));
     }
 }
 
@@ -730,22 +735,21 @@ static void assign_annotation(struct engine *e, size_t i, const char *policy)
             hi = mid;
     }
     if (o->nova_cluster && o->nova_spread_onto)
-        add_warning(e,
-                    rc_arena_printf(e->a, "%s:%d: object '%s' has both %s and %s; %s wins",
-                                    o->file ? o->file : "?", o->line, o->key, PL_ANNOTATION_CLUSTER,
-                                    PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
+        add_warning(e, rc_arena_printf(e->a, "%sobject '%s' has both %s and %s; %s wins",
+                                       at(e, o->file, o->line), o->key, PL_ANNOTATION_CLUSTER,
+                                       PL_ANNOTATION_SPREAD_ONTO, PL_ANNOTATION_CLUSTER));
     if (policy)
         add_warning(e, rc_arena_printf(e->a,
-                                       "%s:%d: object '%s' matches policy '%s', but its "
+                                       "%sobject '%s' matches policy '%s', but its "
                                        "annotation %s places it instead",
-                                       o->file ? o->file : "?", o->line, o->key, policy, key));
+                                       at(e, o->file, o->line), o->key, policy, key));
     for (size_t r = 0; ep && r < ep->p->cluster_selector.req[0].nvalues; r++) {
         const char *c = ep->p->cluster_selector.req[0].values[r];
         if (find_cluster(e, c) < 0)
             add_warning(e, rc_arena_printf(e->a,
-                                           "%s:%d: object '%s': annotation %s names cluster "
+                                           "%sobject '%s': annotation %s names cluster "
                                            "'%s', which is not in the fleet",
-                                           o->file ? o->file : "?", o->line, o->key, key, c));
+                                           at(e, o->file, o->line), o->key, key, c));
     }
 }
 
@@ -777,15 +781,20 @@ static void assign_policies(struct engine *e)
             continue;
         }
         e->objpol[i] = first;
+        /* Nova documents no rule for an object several policies match: ours is the smallest
+         * name, always said out loud */
         if (nmatch == 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches policies '%s' and '%s'; '%s' wins",
-                                           o->key, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches policies '%s' and '%s'; "
+                                           "'%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, names[0], names[1],
+                                           names[0]));
         else if (nmatch > 2)
             add_warning(e, rc_arena_printf(e->a,
-                                           "object '%s' matches %d policies ('%s', '%s', ...); "
-                                           "'%s' wins",
-                                           o->key, nmatch, names[0], names[1], names[0]));
+                                           "%sobject '%s' matches %d policies ('%s', '%s', "
+                                           "...); '%s' wins (the smallest name)",
+                                           at(e, o->file, o->line), o->key, nmatch, names[0],
+                                           names[1], names[0]));
     }
 }
 
@@ -1277,13 +1286,155 @@ static void decide_divide(struct engine *e, struct eunit *u)
             if (!sh.present)
                 continue;
             add_warning(e, rc_arena_printf(e->a,
-                                           "%s:%d: %s '%s' has no replica count to divide; "
+                                           "%s%s '%s' has no replica count to divide; "
                                            "it runs whole on %s only, not on every cluster "
                                            "(spreadMode Divide of policy '%s')",
-                                           o->file ? o->file : "?", o->line, o->kind, o->key,
+                                           at(e, o->file, o->line), o->kind, o->key,
                                            d->targets[t].cluster, p->name));
         }
     }
+}
+
+/* ==== Dependencies follow ==== */
+
+struct edge {
+    uint32_t follower; /* object index */
+    uint32_t unit;     /* index of a unit referencing it */
+};
+
+static int cmp_edge(const void *x, const void *y)
+{
+    const struct edge *a = x, *b = y;
+    if (a->follower != b->follower)
+        return a->follower < b->follower ? -1 : 1;
+    return a->unit < b->unit ? -1 : a->unit > b->unit;
+}
+
+static long find_object(const struct engine *e, const char *key)
+{
+    size_t lo = 0, hi = e->nobj;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(e->obj[mid]->key, key);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* Objects every namespace has without anyone writing them. */
+static int made_by_kubernetes(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    return slash && (!strcmp(slash, "/ConfigMap/kube-root-ca.crt") ||
+                     !strcmp(slash, "/ServiceAccount/default"));
+}
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* An object no policy places that a placed unit's pod templates reference (its ConfigMaps,
+ * Secrets, ServiceAccount, PVCs) goes to every cluster those units go to; references to
+ * objects that are not in the source are warned about (optional ones, the namespace's
+ * default ServiceAccount and kube-root-ca.crt are not). */
+static void follow_dependencies(struct engine *e)
+{
+    uint32_t *objunit = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*objunit));
+    struct edge *edges = NULL;
+    size_t nedges = 0, capedges = 0;
+
+    for (size_t i = 0; i < e->nunits; i++) {
+        for (size_t k = 0; k < e->units[i].nobj; k++) {
+            long oi = find_object(e, e->units[i].objs[k]->key);
+            if (oi >= 0)
+                objunit[oi] = (uint32_t)i;
+        }
+    }
+    for (size_t i = 0; i < e->nunits; i++) {
+        const struct eunit *u = &e->units[i];
+        if (u->pol < 0)
+            continue;
+        for (size_t k = 0; k < u->nobj; k++) {
+            const struct pl_object *o = u->objs[k];
+            for (size_t r = 0; r < o->nrefs; r++) {
+                long ri = find_object(e, o->refs[r].key);
+                if (ri < 0) {
+                    if (!o->refs[r].optional && !made_by_kubernetes(o->refs[r].key))
+                        add_warning(e, rc_arena_printf(e->a,
+                                                       "%sobject '%s' references '%s', which is "
+                                                       "not in the source",
+                                                       at(e, o->file, o->line), o->key,
+                                                       o->refs[r].key));
+                    continue;
+                }
+                if (e->objpol[ri] >= 0)
+                    continue; /* a policy places it itself */
+                edges = rc_xgrow(edges, &capedges, nedges + 1, sizeof(*edges));
+                edges[nedges].follower = (uint32_t)ri;
+                edges[nedges].unit = (uint32_t)i;
+                nedges++;
+            }
+        }
+    }
+    if (nedges)
+        qsort(edges, nedges, sizeof(*edges), cmp_edge);
+    for (size_t i = 0; i < nedges;) {
+        size_t j = i, nc = 0, npending = 0;
+        struct eunit *fu = &e->units[objunit[edges[i].follower]];
+        struct pl_decision *d = fu->d;
+        const char **cl;
+        char by[300] = "";
+        size_t len = 0, nby = 0;
+
+        while (j < nedges && edges[j].follower == edges[i].follower)
+            j++;
+        for (size_t k = i; k < j; k++)
+            nc += e->units[edges[k].unit].d->ntargets;
+        cl = rc_arena_calloc(&e->s, nc + 1, sizeof(*cl));
+        nc = 0;
+        for (size_t k = i; k < j; k++) {
+            const struct pl_decision *rd = e->units[edges[k].unit].d;
+            if (k > i && edges[k].unit == edges[k - 1].unit)
+                continue;
+            if (rd->state == PL_STATE_PENDING)
+                npending++;
+            for (size_t t = 0; rd->state == PL_STATE_PLACED && t < rd->ntargets; t++)
+                cl[nc++] = rd->targets[t].cluster;
+            if (nby++ < 3 && len < sizeof(by)) {
+                int w = snprintf(by + len, sizeof(by) - len, "%s%s", len ? ", " : "", rd->unit);
+                len += w > 0 ? (size_t)w : 0;
+            }
+        }
+        if (nby > 3 && len < sizeof(by))
+            snprintf(by + len, sizeof(by) - len, " and %zu more", nby - 3);
+        if (nc)
+            qsort(cl, nc, sizeof(*cl), cmp_cstr);
+        d->ntargets = 0;
+        d->targets = rc_arena_calloc(e->a, nc + 1, sizeof(*d->targets));
+        for (size_t k = 0; k < nc; k++) {
+            if (k && !strcmp(cl[k], cl[k - 1]))
+                continue;
+            d->targets[d->ntargets].cluster = cl[k];
+            d->targets[d->ntargets].percent = 100;
+            d->ntargets++;
+        }
+        if (d->ntargets) {
+            d->state = PL_STATE_PLACED;
+            d->reason = rc_arena_printf(e->a, "follows %s (its pod templates reference it)", by);
+        } else if (npending) {
+            d->state = PL_STATE_PENDING;
+            d->reason = rc_arena_printf(e->a, "follows %s, which is not placed yet", by);
+        }
+        i = j;
+    }
+    free(edges);
 }
 
 /* ==== Changes ==== */
@@ -1364,6 +1515,52 @@ static void set_change(struct engine *e, struct eunit *u)
 
 /* ==== pl_place ==== */
 
+/* Does override o name object x? */
+static int override_names(const struct pl_override *o, const struct pl_object *x)
+{
+    return !strcmp(o->kind, x->kind) && !strcmp(o->name, x->name) &&
+           (!o->api_version || !strcmp(o->api_version, x->api_version)) &&
+           (!o->ns || (x->ns && !strcmp(o->ns, x->ns)));
+}
+
+/* The overrides of the unit's policy that apply to its objects on its targets (render applies
+ * the same ones: rd_output.c). */
+static void list_overrides(struct engine *e, struct eunit *u)
+{
+    struct pl_decision *d = u->d;
+    const struct pl_policy *p = e->pol[u->pol].p;
+    const char *tk = p->topology_key ? p->topology_key : PL_LABEL_CLUSTER_NAME;
+    size_t n = 0, cap = 0;
+    const char **v = NULL;
+
+    for (size_t t = 0; t < d->ntargets; t++) {
+        long ci = find_cluster(e, d->targets[t].cluster);
+        const char *tv = d->targets[t].domain;
+        if (!tv && ci >= 0)
+            tv = pl_labels_get(&e->clabels[ci], tk);
+        for (size_t k = 0; tv && k < p->noverrides; k++) {
+            const struct pl_override *o = &p->overrides[k];
+            if (strcmp(o->topology_value, tv))
+                continue;
+            for (size_t j = 0; j < u->nobj; j++) {
+                if (!override_names(o, u->objs[j]))
+                    continue;
+                if (n == cap) {
+                    const char **nv = rc_arena_calloc(e->a, cap ? cap * 2 : 4, sizeof(*nv));
+                    if (n)
+                        memcpy(nv, v, n * sizeof(*v));
+                    v = nv;
+                    cap = cap ? cap * 2 : 4;
+                }
+                v[n++] = rc_arena_printf(e->a, "%s: %s %s = %s", d->targets[t].cluster,
+                                         u->objs[j]->key, o->field_path, o->value_json);
+            }
+        }
+    }
+    d->noverrides = n;
+    d->overrides = v;
+}
+
 static void decide(struct engine *e, struct eunit *u)
 {
     const struct epol *ep = &e->pol[u->pol];
@@ -1377,6 +1574,8 @@ static void decide(struct engine *e, struct eunit *u)
         decide_divide(e, u);
     else
         decide_single(e, u);
+    if (p->noverrides && u->d->state == PL_STATE_PLACED)
+        list_overrides(e, u);
     if (ep->annot && strncmp(u->d->reason, "annotation ", 11)) /* no SchedulePolicy did */
         u->d->reason = rc_arena_printf(e->a, "annotation %s: %s", ep->annot, u->d->reason);
 }
@@ -1446,6 +1645,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
             decide(&e, u);
         }
     }
+    follow_dependencies(&e);
     for (size_t i = 0; i < e.nunits; i++)
         set_change(&e, &e.units[i]);
 

@@ -95,6 +95,13 @@ struct pl_pod {
     struct pl_selector *affinity;
 };
 
+/* An object a pod template names: its ConfigMaps, Secrets, ServiceAccount, PVCs. */
+struct pl_ref {
+    const char *key; /* "<namespace>/ConfigMap/<name>", .../Secret/..., .../ServiceAccount/...,
+                        .../PersistentVolumeClaim/... */
+    int optional;    /* every mention says optional: true (a missing one is no warning) */
+};
+
 /* How spreadMode Divide shares an object among its targets (pl_divide_object). */
 enum pl_split_kind {
     PL_SPLIT_COPY = 0,     /* makes no pods of its own: every target gets a copy (ConfigMap, ...) */
@@ -130,6 +137,10 @@ struct pl_object {
      * as the annotation says instead of by a SchedulePolicy. */
     const char *nova_cluster;
     const char *nova_spread_onto;
+    /* What its pod templates reference, sorted by key, unique. An object no policy places
+     * that is referenced goes wherever the units referencing it go ("dependencies follow"). */
+    size_t nrefs;
+    const struct pl_ref *refs;
     void *payload; /* render's object (its cJSON tree); placement never reads it */
 };
 
@@ -199,6 +210,22 @@ struct pl_split {
     int64_t percent;   /* 0..100 */
 };
 
+/* One spreadConstraints.overrides entry: on targets whose topology value is
+ * `topology_value`, the object (kind, name; apiVersion and namespace when given) gets
+ * field_path set to value_json. Placement only lists them per decision; render applies them. */
+struct pl_override {
+    const char *topology_value;
+    const char *api_version; /* NULL: any */
+    const char *kind;
+    const char *name;
+    const char *ns;         /* NULL: any (cluster-scoped objects have none) */
+    const char *field_path; /* "spec.template.spec.containers[0].env[0].value",
+                               "metadata.labels['topology.istio.io/network']" */
+    const char *value_json; /* value.staticValue, as JSON text */
+    const char *file;
+    int line;
+};
+
 struct pl_policy {
     const char *name;
     const char *digest; /* changes whenever the policy's spec changes */
@@ -214,6 +241,8 @@ struct pl_policy {
     const char *topology_key; /* NULL: kubernetes.io/metadata.name */
     size_t nsplits;
     struct pl_split *splits;
+    size_t noverrides;
+    struct pl_override *overrides;
     const char *file;
     int line;
 };
@@ -308,6 +337,10 @@ struct pl_decision {
     struct pl_verdict *verdicts;
     enum pl_change change;
     const char *cause; /* moves: why it moved; NULL otherwise */
+    /* spreadConstraints.overrides that apply to its objects on its targets, one line each:
+     * "<cluster>: <object key> <fieldPath> = <value>", in target then policy order */
+    size_t noverrides;
+    const char **overrides;
 };
 
 /* Per cluster, what the decisions leave of it (for status and capacity.yaml). */

@@ -26,6 +26,8 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
+#include "rc_buf.h"
+#include "rc_esc.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
@@ -83,6 +85,7 @@ enum opt_id {
     OPT_INTERVAL,
     OPT_NO_APPLY,
     OPT_RESYNC,
+    OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
     OPT_MAX_SOURCE,
     OPT_SOURCE,
@@ -143,6 +146,8 @@ static const struct opt_def opt_defs[] = {
      "until SIGTERM or SIGINT"},
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
+    {OPT_APPLY_CONCURRENCY, "apply-concurrency", 0, "N",
+     "requests in flight per cluster while applying (1-256, default 8)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
@@ -203,9 +208,10 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
-         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
-         OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) | OPT_BIT(OPT_LISTEN),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
+         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
+         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) |
+         OPT_BIT(OPT_LISTEN),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -641,6 +647,17 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_RESYNC:
         c->pass.resync = 1;
         break;
+    case OPT_APPLY_CONCURRENCY: {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+
+        if (!*v || *end || n < 1 || n > 256) {
+            fprintf(stderr, "rightplace: invalid --apply-concurrency '%s': give 1 to 256\n", v);
+            return -1;
+        }
+        c->kube.concurrency = (int)n;
+        break;
+    }
     case OPT_FORCE:
         c->pass.force = 1;
         break;
@@ -940,7 +957,20 @@ static int default_state_dir(char *out, size_t n, const char *repo)
             break;
         }
     }
-    rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, key), hex);
+    {
+        /* keyed by the URL without credentials: a rotated token is the same mirror */
+        char *clean = NULL, *user = NULL, *pass = NULL;
+
+        rc_git_url_split(key, &clean, &user, &pass);
+        rc_hash_hex(rc_fnv1a_str(RC_FNV_INIT, clean), hex);
+        free(clean);
+        if (user)
+            memset(user, 0, strlen(user));
+        if (pass)
+            memset(pass, 0, strlen(pass));
+        free(user);
+        free(pass);
+    }
     base = getenv("XDG_STATE_HOME");
     if (base && base[0])
         return snprintf(out, n, "%s/rightplace/%s", base, hex) < (int)n ? 0 : -1;
@@ -1129,6 +1159,11 @@ static cJSON *decision_json(const struct pl_decision *d)
     cJSON_AddStringToObject(o, "change", change_name(d->change));
     if (d->cause)
         cJSON_AddStringToObject(o, "cause", d->cause);
+    if (d->noverrides) {
+        cJSON *ov = cJSON_AddArrayToObject(o, "overrides");
+        for (size_t i = 0; i < d->noverrides; i++)
+            cJSON_AddItemToArray(ov, cJSON_CreateString(d->overrides[i]));
+    }
     for (size_t i = 0; i < d->nverdicts; i++) {
         cJSON *v = cJSON_CreateObject();
         cJSON_AddStringToObject(v, "cluster", d->verdicts[i].cluster);
@@ -1179,6 +1214,8 @@ static void print_decision_text(FILE *f, const struct pl_decision *d, int verbos
         fprintf(f, "  reason:   %s\n", d->reason);
     if (d->cause)
         fprintf(f, "  moved:    %s\n", d->cause);
+    for (size_t i = 0; i < d->noverrides; i++) /* spreadConstraints.overrides it gets */
+        fprintf(f, "  %s %s\n", i ? "         " : "override:", d->overrides[i]);
     if (verbose && d->nverdicts) {
         fprintf(f, "  candidates:\n");
         for (size_t i = 0; i < d->nverdicts; i++)
@@ -1497,16 +1534,25 @@ static int cmd_plan(struct run *r)
         for (size_t i = 0; i < res.npaths_changed; i++) {
             cJSON *p = cJSON_CreateObject();
             char op[2] = {res.paths_changed[i].op, 0};
-            cJSON_AddStringToObject(p, "path", res.paths_changed[i].path);
+            char path[1024];
+            rc_esc(path, sizeof(path), res.paths_changed[i].path);
+            cJSON_AddStringToObject(p, "path", path);
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
+        }
+        {
+            cJSON *ws = cJSON_AddArrayToObject(o, "warnings");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                cJSON_AddItemToArray(ws, cJSON_CreateString(res.warnings[i]));
         }
         {
             cJSON *hs = cJSON_AddArrayToObject(o, "handEdits");
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
                 char op[2] = {res.hand_edits[i].op, 0};
-                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                char path[1024]; /* any name someone committed: valid UTF-8, escaped */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "path", path);
                 cJSON_AddStringToObject(p, "change", op);
                 cJSON_AddItemToArray(hs, p);
             }
@@ -1518,11 +1564,20 @@ static int cmd_plan(struct run *r)
             printf("\nfiles changed by hand on the deploy branch since rightplace's commit %s "
                    "(the next pass restores them):\n",
                    short_id(res.hand_edit_base));
-            for (size_t i = 0; i < res.nhand_edits; i++)
-                printf("  %c %s\n", res.hand_edits[i].op, res.hand_edits[i].path);
+            for (size_t i = 0; i < res.nhand_edits; i++) {
+                char path[1024]; /* any name someone committed: escaped (rc_esc.h) */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                printf("  %c %s\n", res.hand_edits[i].op, path);
+            }
             printf("\n");
         }
         printf("%zu placed, %zu pending, %zu unplaced\n", res.placed, res.pending, res.unplaced);
+        if (res.nwarnings) {
+            printf("\nwarnings:\n");
+            for (size_t i = 0; i < res.nwarnings; i++)
+                printf("  %s\n", res.warnings[i]);
+            printf("\n");
+        }
         if (!nchanged) {
             printf("no change\n");
         } else {
@@ -1535,8 +1590,11 @@ static int cmd_plan(struct run *r)
                 print_decision_text(stdout, d, 0);
             }
             printf("\nfiles that would change:\n");
-            for (size_t i = 0; i < res.npaths_changed; i++)
-                printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
+            for (size_t i = 0; i < res.npaths_changed; i++) {
+                char path[1024]; /* a file added by hand may have any name: escaped */
+                rc_esc(path, sizeof(path), res.paths_changed[i].path);
+                printf("  %c %s\n", res.paths_changed[i].op, path);
+            }
         }
     }
     log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
@@ -1676,6 +1734,52 @@ static cJSON *explain_json(const struct pl_decision *d, const struct rc_verdicts
     return o;
 }
 
+/* Does warning w concern decision d: it names one of its objects ('<key>'), its policy
+ * ('<name>') or the file of one of its objects? */
+static int warning_concerns(const char *w, const struct pl_decision *d)
+{
+    char q[600];
+
+    if (d->policy) {
+        snprintf(q, sizeof(q), "'%s'", d->policy);
+        if (strstr(w, q))
+            return 1;
+    }
+    for (size_t i = 0; i < d->nobjects; i++) {
+        snprintf(q, sizeof(q), "'%s'", d->object_keys[i]);
+        if (strstr(w, q))
+            return 1;
+        if (d->objects && d->objects[i]->file) {
+            size_t n = strlen(d->objects[i]->file);
+            if (!strncmp(w, d->objects[i]->file, n) && w[n] == ':')
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The pass's warnings that concern d: printed under its explanation, or as JSON. */
+static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res,
+                             const struct pl_decision *d)
+{
+    cJSON *arr = NULL;
+    int header = 0;
+
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (!warning_concerns(res->warnings[i], d))
+            continue;
+        if (o) {
+            if (!arr)
+                arr = cJSON_AddArrayToObject(o, "warnings");
+            cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
+            continue;
+        }
+        if (!header++)
+            fprintf(f, "  warnings:\n");
+        fprintf(f, "    %s\n", res->warnings[i]);
+    }
+}
+
 static int cmd_explain(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -1697,12 +1801,15 @@ static int cmd_explain(struct run *r)
                 continue;
             found++;
             if (json) {
-                cJSON_AddItemToArray(arr, explain_json(d, &rv));
+                cJSON *o = explain_json(d, &rv);
+                explain_warnings(NULL, o, &res, d);
+                cJSON_AddItemToArray(arr, o);
                 continue;
             }
             if (found > 1)
                 putchar('\n');
             explain_text(d, &rv);
+            explain_warnings(stdout, NULL, &res, d);
         }
         if (json)
             print_json(arr);
@@ -1873,8 +1980,11 @@ static int cmd_replay(struct run *r)
         cJSON_AddStringToObject(o, "commit", r->cli->args[0]);
         cJSON_AddStringToObject(o, "source", res.source);
         cJSON_AddBoolToObject(o, "match", res.match);
-        for (size_t i = 0; i < res.nmismatch; i++)
-            cJSON_AddItemToArray(m, cJSON_CreateString(res.mismatch[i].path));
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            cJSON_AddItemToArray(m, cJSON_CreateString(path));
+        }
         print_json(o);
     } else if (res.match) {
         printf("match: %s recomputes to the same decisions and files (source %s)\n",
@@ -1882,8 +1992,11 @@ static int cmd_replay(struct run *r)
     } else {
         printf("mismatch: %s does not recompute to the same result (source %s)\n", r->cli->args[0],
                short_id(res.source));
-        for (size_t i = 0; i < res.nmismatch; i++)
-            printf("  %c %s\n", res.mismatch[i].op, res.mismatch[i].path);
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            printf("  %c %s\n", res.mismatch[i].op, path);
+        }
     }
     status = res.match ? RC_EXIT_OK : RC_EXIT_PARTIAL;
 done:
@@ -1988,6 +2101,22 @@ int main(int argc, char **argv)
     if (mkdir_p(state_dir) < 0) {
         rc_log_error(&c.log, "cannot create state directory '%s': %s", state_dir, strerror(errno));
         return RC_EXIT_SYSTEM;
+    }
+    {
+        /* the state directory and everything under it are private (docs/security.md) */
+        int tightened = rc_dir_make_private(state_dir, &err);
+
+        if (tightened < 0) {
+            rc_log_error(&c.log, "state directory: %s", err.msg);
+            return RC_EXIT_USAGE;
+        }
+        if (tightened)
+            rc_log_warn(&c.log, "state directory '%s' was open to other users: made private (0700)",
+                        state_dir);
+        /* a URL's mirror is written by libgit2, which honours the umask: files 0600, folders
+         * 0700 (a local repository's own files keep the owner's umask) */
+        if (rc_git_is_url(c.repo))
+            umask(077);
     }
     c.git.state_dir = state_dir;
 

@@ -48,7 +48,9 @@
 struct rc_git {
     git_repository *repo;
     int remote;
-    char *url;       /* as given: may hold credentials, so only ever handed to libgit2 */
+    char *url;       /* without the credentials an https URL carried (rc_git_url_split) */
+    char *url_user;  /* those credentials, kept in memory only and offered through the */
+    char *url_pass;  /* credential callback; NULL: none */
     char *url_shown; /* redacted, for messages */
     char *path;      /* the repository path (local) or the mirror path */
     char *token_env;
@@ -100,6 +102,84 @@ static char *redact_dup(const char *s)
 
     redact(d, cap, s);
     return d;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* n bytes of s, percent-decoded, malloc'd. */
+static char *pct_decode(const char *s, size_t n)
+{
+    char *d = rc_xmalloc(n + 1);
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            d[o++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            d[o++] = s[i];
+        }
+    }
+    d[o] = '\0';
+    return d;
+}
+
+int rc_git_url_split(const char *url, char **clean, char **user, char **password)
+{
+    const char *sep = strstr(url, "://");
+    const char *auth, *end, *at = NULL, *colon = NULL;
+    int http;
+
+    *clean = *user = *password = NULL;
+    if (!sep) {
+        *clean = rc_xstrdup(url);
+        return 0;
+    }
+    http = (size_t)(sep - url) >= 4 && !strncmp(url, "http", 4) &&
+           (sep - url == 4 || (sep - url == 5 && url[4] == 's'));
+    auth = sep + 3;
+    for (end = auth; *end && *end != '/' && *end != '?' && *end != '#'; end++) {
+        if (*end == '@')
+            at = end;
+    }
+    if (!at) {
+        *clean = rc_xstrdup(url);
+        return 0;
+    }
+    for (const char *p = auth; p < at; p++) {
+        if (*p == ':') {
+            colon = p;
+            break;
+        }
+    }
+    if (!http && !colon) {
+        /* ssh://git@host/...: a user name, not a secret */
+        *clean = rc_xstrdup(url);
+        return 0;
+    }
+    {
+        struct rc_buf b = RC_BUF_INIT;
+
+        rc_buf_add(&b, url, (size_t)(auth - url), NULL);
+        if (!http) { /* keep the user of ssh://user:secret@host, drop the secret */
+            rc_buf_add(&b, auth, (size_t)(colon - auth), NULL);
+            rc_buf_putc(&b, '@', NULL);
+        }
+        rc_buf_puts(&b, at + 1, NULL);
+        *clean = rc_buf_detach(&b, NULL);
+    }
+    *user = pct_decode(auth, (size_t)((colon ? colon : at) - auth));
+    *password = colon ? pct_decode(colon + 1, (size_t)(at - colon - 1)) : rc_xstrdup("");
+    return 1;
 }
 
 /* The rc code for a libgit2 return code. */
@@ -226,6 +306,8 @@ enum {
     TRIED_TOKEN_ENV = 8,
     TRIED_TOKEN_FILE = 16,
     TOKEN_FILE_UNREADABLE = 32,
+    TRIED_URL = 64,
+    KEY_NOT_REGULAR = 128,
 };
 
 struct remote_state {
@@ -277,13 +359,20 @@ static char *read_token_file(const char *path)
     return tok;
 }
 
+static int is_regular_file(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
                    unsigned int allowed, void *payload)
 {
     struct remote_state *st = payload;
     struct rc_git *g = st->g;
     const char *user = user_from_url && *user_from_url ? user_from_url : NULL;
-    char tried[128] = "";
+    char tried[192] = "";
 
     (void)url;
     if ((allowed & GIT_CREDENTIAL_USERNAME) && !(st->tried & TRIED_USERNAME)) {
@@ -297,15 +386,20 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
             st->tried |= TRIED_AGENT;
             return git_credential_ssh_key_from_agent(out, user ? user : "git");
         }
-        if (!(st->tried & TRIED_KEY) && g->ssh_key) {
+        /* libssh2 opens the key files itself: regular files only, so that a FIFO cannot
+         * make it wait */
+        if (!(st->tried & TRIED_KEY) && g->ssh_key && !is_regular_file(g->ssh_key)) {
+            st->tried |= TRIED_KEY | KEY_NOT_REGULAR;
+        } else if (!(st->tried & TRIED_KEY) && g->ssh_key) {
             char *pub = rc_xmalloc(strlen(g->ssh_key) + 5);
             int e;
 
             st->tried |= TRIED_KEY;
             memcpy(pub, g->ssh_key, strlen(g->ssh_key));
             memcpy(pub + strlen(g->ssh_key), ".pub", 5);
-            e = git_credential_ssh_key_new(out, user ? user : "git",
-                                           access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
+            e = git_credential_ssh_key_new(
+                out, user ? user : "git",
+                is_regular_file(pub) && access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
             free(pub);
             return e;
         }
@@ -315,6 +409,11 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
         char *tok = NULL;
         int e;
 
+        if (!(st->tried & TRIED_URL) && g->url_user) {
+            /* the credentials the URL carried, from memory (never in the mirror's config) */
+            st->tried |= TRIED_URL;
+            return git_credential_userpass_plaintext_new(out, g->url_user, g->url_pass);
+        }
         if (!(st->tried & TRIED_TOKEN_ENV) && v && *v) {
             st->tried |= TRIED_TOKEN_ENV;
             tok = rc_xstrdup(v);
@@ -330,10 +429,13 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
             return e;
         }
     }
+    if (st->tried & TRIED_URL)
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", the URL's credentials");
     if (st->tried & TRIED_AGENT)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh agent");
     if (st->tried & TRIED_KEY)
-        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file");
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file%s",
+                 (st->tried & KEY_NOT_REGULAR) ? " (not a regular file)" : "");
     if (st->tried & TRIED_TOKEN_ENV)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token from $%s",
                  g->token_env);
@@ -769,12 +871,30 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
         if (e < 0) {
             error = fail(err, RC_EINVALID, "mirror '%s' has no remote", g->path);
         } else if (strcmp(have.ptr, g->url)) {
-            char *shown = redact_dup(have.ptr);
+            char *clean = NULL, *u = NULL, *p = NULL;
 
-            error = rc_err_set(err, RC_EINVALID, "state directory mirror '%s' is of '%s', not '%s'",
+            rc_git_url_split(have.ptr, &clean, &u, &p);
+            if (!strcmp(clean, g->url)) {
+                /* made by an older rightplace, with the URL's credentials: drop them */
+                git_config *wcfg = NULL;
+                if (git_repository_config(&wcfg, g->repo) < 0 ||
+                    git_config_set_string(wcfg, "remote." ORIGIN ".url", g->url) < 0)
+                    error = fail(err, RC_ERROR, "cannot configure mirror '%s'", g->path);
+                git_config_free(wcfg);
+            } else {
+                char *shown = redact_dup(have.ptr);
+
+                error =
+                    rc_err_set(err, RC_EINVALID, "state directory mirror '%s' is of '%s', not '%s'",
                                g->path, shown, g->url_shown);
-            free(shown);
+                free(shown);
+            }
+            free(clean);
+            wipe_free(u);
+            wipe_free(p);
         }
+        if (have.ptr)
+            memset(have.ptr, 0, have.size);
         git_buf_dispose(&have);
         git_config_free(cfg);
         /* a mirror whose first fetch failed has no refs yet: fetch now */
@@ -786,7 +906,8 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
         return error;
     if ((e = git_repository_init(&g->repo, g->path, 1)) < 0)
         return fail(err, RC_ERROR, "cannot create mirror '%s'", g->path);
-    /* Recorded for people using the git CLI in the mirror, and to recognise the URL later. */
+    /* Recorded for people using the git CLI in the mirror, and to recognise the URL later;
+     * without credentials (they stay in memory, offered by cred_cb). */
     if ((e = git_repository_config(&cfg, g->repo)) < 0 ||
         (e = git_config_set_string(cfg, "remote." ORIGIN ".url", g->url)) < 0 ||
         (e = git_config_set_string(cfg, "remote." ORIGIN ".fetch", mirror_specs[0])) < 0) {
@@ -807,7 +928,7 @@ int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_optio
 
     g->name = rc_xstrdup(DEFAULT_NAME);
     g->email = rc_xstrdup(DEFAULT_EMAIL);
-    g->url = rc_xstrdup(repo);
+    rc_git_url_split(repo, &g->url, &g->url_user, &g->url_pass);
     g->url_shown = redact_dup(repo);
     if (o) {
         g->token_env = o->token_env ? rc_xstrdup(o->token_env) : NULL;
@@ -857,6 +978,8 @@ void rc_git_free(struct rc_git *g)
         return;
     git_repository_free(g->repo);
     free(g->url);
+    wipe_free(g->url_user);
+    wipe_free(g->url_pass);
     free(g->url_shown);
     free(g->path);
     free(g->token_env);
@@ -1200,10 +1323,10 @@ int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err
     return RC_OK;
 }
 
-int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, int list_only, struct rc_arena *a, struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, 0, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1219,6 +1342,18 @@ int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     free(p);
     git_tree_free(tree);
     return error;
+}
+
+int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 0, a, err);
+}
+
+int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 1, a, err);
 }
 
 int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
@@ -1490,7 +1625,17 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
         git_oid id;
 
-        if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+        if (files[i].keep) {
+            if (!have || have->mode != GIT_FILEMODE_BLOB) {
+                error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
+                                   files[i].path);
+                goto done;
+            }
+            continue;
+        }
+        if (files[i].id[0] && parse_oid(&id, files[i].id, "blob", err) == RC_OK) {
+            /* hashed by the caller */
+        } else if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
         }

@@ -15,8 +15,9 @@
  * else: I/O, network, authentication, a push refused by the remote).
  *
  * Credentials (for remotes): each method is offered once per operation, in this order: ssh
- * agent ($SSH_AUTH_SOCK), ssh key file, HTTPS token from the environment variable, HTTPS token
- * file; the HTTPS user is the URL's user or "x-access-token". When all were refused the
+ * agent ($SSH_AUTH_SOCK), ssh key file, the credentials an https URL carried (held in memory:
+ * rc_git_url_split), HTTPS token from the environment variable, HTTPS token file; the HTTPS
+ * user is the URL's user or "x-access-token". When all were refused the
  * operation fails (no retry loop). SSH host keys are checked by libgit2 1.5.1 against
  * ~/.ssh/known_hosts. Credentials are never logged and never in an error message; URLs are
  * shown with any user:password part replaced by "***".
@@ -52,6 +53,15 @@ struct rc_git_options {
         NULL, "RIGHTPLACE_GIT_TOKEN", NULL, NULL, NULL                                             \
     }
 
+/* Split the credentials off a URL: https://user:token@host/x.git -> *clean
+ * "https://host/x.git", *user "user", *password "token" (percent-decoded; "" when the URL has
+ * no password: https://TOKEN@host/x.git is a token too). For other schemes only a password is
+ * taken off (ssh://git@host/x.git keeps its user, which is no secret). Returns 1 when
+ * credentials were found, else 0 with *user and *password NULL; *clean is always set. All
+ * three are malloc'd. rc_git_open keeps the credentials in memory only: the mirror's config
+ * records *clean, and libgit2's credential callback offers them first. */
+int rc_git_url_split(const char *url, char **clean, char **user, char **password);
+
 /* Is `repo` a URL (anything with "://", or scp-like "user@host:path" / "host:path" with the
  * colon before any slash) rather than a local path? */
 int rc_git_is_url(const char *repo);
@@ -65,7 +75,8 @@ int rc_git_is_url(const char *repo);
  *   e.g. after a failed first fetch), only opened afterwards; call rc_git_fetch each pass.
  *   Fetches force-update and prune: every branch to refs/heads/<b>, and refs/tags/...,
  *   refs/notes/... and refs/rightplace/... to the same names, so local refs mirror the
- *   remote's. The mirror's config records the URL (remote.origin.url); url.*.insteadOf is not
+ *   remote's. The mirror's config records the URL without credentials (remote.origin.url;
+ *   a mirror an older version recorded with them is rewritten); url.*.insteadOf is not
  *   applied. A state directory holding a mirror of another URL is RC_EINVALID. HTTP(S)
  *   proxies: libgit2's automatic lookup (GIT_PROXY_AUTO, git config http.proxy); a test
  *   showed libgit2 1.5.1 ignoring $http_proxy for an in-memory remote.
@@ -148,6 +159,11 @@ int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *com
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
 
+/* What rc_git_read_tree would read, without reading any blob: paths and blob ids only (data
+ * NULL, len 0). */
+int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err);
+
 /* The id (40 hex) of the tree or blob at `path` in a commit ("" or ".": the root tree), so
  * that "did clusters/a change between these commits?" is one comparison. RC_ENOTFOUND when
  * the path is absent. */
@@ -168,6 +184,9 @@ struct rc_git_file {
     const char *path;
     const char *data;
     size_t len;
+    int keep;    /* 1: the base tree's blob at this path stays (data unused); RC_ENOTFOUND when
+                  * the base has no file there */
+    char id[41]; /* the blob id of data when the caller has it ("": computed here) */
 };
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err);

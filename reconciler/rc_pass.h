@@ -102,6 +102,7 @@ struct rc_pass_result {
     const struct rc_path_change *paths_changed;
     const struct pl_result *result; /* the decisions (arena) */
     const struct pl_input *input;
+    size_t nrendered;     /* object files rendered this pass (the rest kept from the deploy head) */
     int apply_incomplete; /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
@@ -113,12 +114,19 @@ struct rc_pass_result {
     size_t nunreachable;                  /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the
+     * source's (unknown fields, ignored features), "file:line[:col]: ..." where known; also
+     * logged at warn level, in the commit message and in placements.yaml */
+    size_t nwarnings;
+    const char *const *warnings;
     char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
     int proposed;      /* --propose: the proposal branch was moved this pass */
 };
 
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
- * input->objects[].payload are freed before the call returns: never follow a payload. Returns RC_OK
+ * input->objects[].payload are freed before the call returns: never follow a payload. With
+ * o->cache, the objects' strings (keys, names, labels) live in the cache until the next pass
+ * that uses it: read a result before running the next pass. Returns RC_OK
  * also when some files did not parse (see out->nfile_errors) or the pass was skipped; errors are
  * for git, I/O and exhausted retries. */
 int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,

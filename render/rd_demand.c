@@ -35,6 +35,9 @@ struct dctx {
     struct rc_err *err;
     size_t npods, cap;
     struct pl_pod *pods;
+    const char *ns; /* the object's namespace; NULL: cluster-scoped (references not kept) */
+    size_t nrefs, capref;
+    struct pl_ref *refs;
 };
 
 /* ==== Resource vectors ==== */
@@ -319,6 +322,116 @@ static struct pl_pod *new_pod(struct dctx *c)
     return &c->pods[c->npods++];
 }
 
+/* ==== References: what a pod spec needs to exist beside it ==== */
+
+static void ref_add(struct dctx *c, const char *kind, const cJSON *name, const cJSON *optional)
+{
+    if (!c->ns || !cJSON_IsString(name) || !*name->valuestring)
+        return;
+    if (c->nrefs == c->capref) {
+        size_t cap = c->capref ? c->capref * 2 : 8;
+        struct pl_ref *v = rc_arena_calloc(c->a, cap, sizeof(*v));
+        if (c->nrefs)
+            memcpy(v, c->refs, c->nrefs * sizeof(*v));
+        c->refs = v;
+        c->capref = cap;
+    }
+    c->refs[c->nrefs].key = rc_arena_printf(c->a, "%s/%s/%s", c->ns, kind, name->valuestring);
+    c->refs[c->nrefs].optional = cJSON_IsTrue(optional);
+    c->nrefs++;
+}
+
+/* A sequence, else NULL (cJSON_ArrayForEach then does nothing). */
+static const cJSON *seq(const cJSON *x)
+{
+    return cJSON_IsArray(x) ? x : NULL;
+}
+
+static void container_refs(struct dctx *c, const cJSON *ctrs)
+{
+    const cJSON *ctr, *e;
+
+    cJSON_ArrayForEach(ctr, seq(ctrs))
+    {
+        cJSON_ArrayForEach(e, seq(rd_field_get(ctr, "env")))
+        {
+            const cJSON *from = rd_field_get(e, "valueFrom"), *r;
+            if ((r = rd_field_get(from, "configMapKeyRef")))
+                ref_add(c, "ConfigMap", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+            if ((r = rd_field_get(from, "secretKeyRef")))
+                ref_add(c, "Secret", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+        }
+        cJSON_ArrayForEach(e, seq(rd_field_get(ctr, "envFrom")))
+        {
+            const cJSON *r;
+            if ((r = rd_field_get(e, "configMapRef")))
+                ref_add(c, "ConfigMap", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+            if ((r = rd_field_get(e, "secretRef")))
+                ref_add(c, "Secret", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+        }
+    }
+}
+
+/* ConfigMaps, Secrets, the ServiceAccount and PVCs a pod spec names (volumes, projected
+ * sources, env, envFrom, imagePullSecrets, serviceAccountName). */
+static void pod_refs(struct dctx *c, const cJSON *spec)
+{
+    const cJSON *v, *sa, *s;
+
+    container_refs(c, rd_field_get(spec, "containers"));
+    container_refs(c, rd_field_get(spec, "initContainers"));
+    cJSON_ArrayForEach(v, seq(rd_field_get(spec, "volumes")))
+    {
+        const cJSON *r, *srcs;
+        if ((r = rd_field_get(v, "configMap")))
+            ref_add(c, "ConfigMap", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+        if ((r = rd_field_get(v, "secret")))
+            ref_add(c, "Secret", rd_field_get(r, "secretName"), rd_field_get(r, "optional"));
+        if ((r = rd_field_get(v, "persistentVolumeClaim")))
+            ref_add(c, "PersistentVolumeClaim", rd_field_get(r, "claimName"), NULL);
+        srcs = rd_field_get(rd_field_get(v, "projected"), "sources");
+        cJSON_ArrayForEach(s, seq(srcs))
+        {
+            if ((r = rd_field_get(s, "configMap")))
+                ref_add(c, "ConfigMap", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+            if ((r = rd_field_get(s, "secret")))
+                ref_add(c, "Secret", rd_field_get(r, "name"), rd_field_get(r, "optional"));
+        }
+    }
+    cJSON_ArrayForEach(s, seq(rd_field_get(spec, "imagePullSecrets")))
+    {
+        ref_add(c, "Secret", rd_field_get(s, "name"), NULL);
+    }
+    sa = rd_field_get(spec, "serviceAccountName");
+    if (!sa)
+        sa = rd_field_get(spec, "serviceAccount"); /* the deprecated spelling */
+    if (cJSON_IsString(sa) && strcmp(sa->valuestring, "default"))
+        ref_add(c, "ServiceAccount", sa, NULL);
+}
+
+static int cmp_ref(const void *x, const void *y)
+{
+    return strcmp(((const struct pl_ref *)x)->key, ((const struct pl_ref *)y)->key);
+}
+
+/* Sort and merge: a reference is optional only when every mention says so. */
+static size_t refs_finish(struct dctx *c)
+{
+    size_t w = 0;
+
+    if (!c->nrefs)
+        return 0;
+    qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
+    for (size_t i = 0; i < c->nrefs; i++) {
+        if (w && !strcmp(c->refs[w - 1].key, c->refs[i].key)) {
+            c->refs[w - 1].optional &= c->refs[i].optional;
+            continue;
+        }
+        c->refs[w++] = c->refs[i];
+    }
+    return w;
+}
+
 /* `count` pods of `spec` (checked even when count is 0, so that a scaled-down workload's
  * errors are not hidden until it scales up). */
 static int add_pod(struct dctx *c, const char *role, int64_t count, const cJSON *spec,
@@ -333,6 +446,7 @@ static int add_pod(struct dctx *c, const char *role, int64_t count, const cJSON 
     if ((rc = pod_requests(c, spec, extra, &pod.req)) < 0 ||
         (rc = pod_constraints(c, spec, &pod)) < 0)
         return rc;
+    pod_refs(c, spec);
     if (count > (int64_t)UINT32_MAX)
         return rd_err_at(c->err, RC_EINVALID, c->docs, where, "too many pods (%lld) for '%s'",
                          (long long)count, role);
@@ -591,8 +705,9 @@ static void ref_item(cJSON *to, const char *key, const cJSON *item)
  * one pod to serve at all, so it counts as 1. */
 static int isvc_component(struct dctx *c, const char *role, const cJSON *comp)
 {
-    static const char *const podkeys[] = {"nodeSelector", "tolerations", "affinity",
-                                          "initContainers", "overhead"};
+    static const char *const podkeys[] = {"nodeSelector",     "tolerations",       "affinity",
+                                          "initContainers",   "overhead",          "volumes",
+                                          "imagePullSecrets", "serviceAccountName"};
     const cJSON *ctrs, *it;
     cJSON *pod, *list;
     int64_t min;
@@ -1010,7 +1125,7 @@ static enum kind kind_of(const cJSON *root)
 int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_docs *docs,
                       struct pl_resnames *res, struct rc_arena *a, struct rc_err *err)
 {
-    struct dctx c = {docs, res, a, err, 0, 0, NULL};
+    struct dctx c = {docs, res, a, err, 0, 0, NULL, obj->ns, 0, 0, NULL};
     const cJSON *spec = NULL, *jt = NULL, *jspec = NULL;
     const char *decl = annotation(root, RD_POD_TEMPLATES_ANNOTATION);
     enum kind k = kind_of(root);
@@ -1024,6 +1139,8 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
     /* how Divide shares it: whole on one cluster unless a kind says otherwise below */
     obj->split = k == K_NONE || k == K_DAEMONSET ? PL_SPLIT_COPY : PL_SPLIT_WHOLE;
     obj->warning = NULL;
+    obj->nrefs = 0;
+    obj->refs = NULL;
     obj->nova_cluster = annotation(root, PL_ANNOTATION_CLUSTER);
     obj->nova_spread_onto = annotation(root, PL_ANNOTATION_SPREAD_ONTO);
     if (obj->nova_cluster)
@@ -1036,6 +1153,8 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
             return rc;
         obj->npods = c.npods;
         obj->pods = c.pods;
+        obj->nrefs = refs_finish(&c);
+        obj->refs = c.refs;
         return RC_OK;
     }
     if (k == K_NONE) {
@@ -1107,6 +1226,8 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
         return rc;
     obj->npods = c.npods;
     obj->pods = c.pods;
+    obj->nrefs = refs_finish(&c);
+    obj->refs = c.refs;
     return RC_OK;
 }
 

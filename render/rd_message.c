@@ -18,6 +18,9 @@
  *   repair hand edits on the deploy branch:                <- files someone changed there
  *     clusters/a/ml/deployment.train.yaml
  *
+ *   warnings:                                              <- what was ignored or guessed
+ *     p.yaml:7:5: spreadConstraints.overrides are ...        (engine's, then the source's)
+ *
  *   not loaded, placements kept: a.yaml:3:1: ...         <- source files with errors
  *
  *   Rightplace-Source: <id>                                 <- trailers (git interpret-trailers)
@@ -40,6 +43,7 @@
 
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_esc.h"
 #include "pl_basics.h"
 #include "rd_output_internal.h"
 #include "rd_source.h"
@@ -49,6 +53,7 @@
 #define MAX_PARAGRAPHS 100 /* a burst of units gets a readable message; the record has all */
 #define MAX_FIELDS 8       /* changed fields listed per object */
 #define MAX_VALUE 60       /* old -> new shown when both are at most this long */
+#define MAX_WARNINGS 20    /* warnings listed; placements.yaml has them all */
 
 enum what { W_PLACE, W_MOVE, W_PENDING, W_REMOVE, W_UNPLACED, W_COUNT };
 
@@ -257,8 +262,8 @@ static int put_wrapped(struct rc_buf *b, const char *first, const char *cont, co
             error = rc_buf_putc(b, ' ', err);
             col++;
         }
-        if (!error)
-            error = rc_buf_add(b, text + i, j - i, err);
+        if (!error) /* names and messages come from pushers: escaped (rc_esc.h) */
+            error = rc_buf_add_esc(b, text + i, j - i, err);
         col += j - i;
         fresh = 0;
         i = j;
@@ -716,6 +721,11 @@ static const char *trailer_value(const char *s, struct rc_arena *a)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
     }
+    if (rc_esc_needed(v)) { /* C1 controls, bidirectional overrides, bytes not UTF-8 */
+        char *e = rc_arena_alloc(a, 4 * n + 1);
+        rc_esc(e, 4 * n + 1, v);
+        v = e;
+    }
     return v;
 }
 
@@ -851,6 +861,14 @@ int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, 
         if (!error && in->nhand_edits > MAX_PARAGRAPHS)
             error =
                 rc_buf_printf(out, err, "  ... and %zu more\n", in->nhand_edits - MAX_PARAGRAPHS);
+    }
+    if (!error && in->nwarnings) { /* what was ignored or guessed: a reviewer must see it */
+        error = rc_buf_puts(out, "\nwarnings:\n", err);
+        for (size_t i = 0; i < in->nwarnings && i < MAX_WARNINGS && !error; i++)
+            error = put_wrapped(out, "  ", "    ", in->warnings[i], err);
+        if (!error && in->nwarnings > MAX_WARNINGS)
+            error = rc_buf_printf(out, err, "  ... and %zu more (placements.yaml lists all)\n",
+                                  in->nwarnings - MAX_WARNINGS);
     }
     if (!error && nfile_errors) {
         error = rc_buf_putc(out, '\n', err);

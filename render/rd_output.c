@@ -18,10 +18,12 @@
 #include "pl_basics.h"
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_hash.h"
 #include "rc_mem.h"
 #include "rd_demand.h"
 #include "rd_object.h"
 #include "rd_output_internal.h"
+#include "rd_policy.h"
 #include "rd_yaml.h"
 
 /* ==== Shared helpers ==== */
@@ -253,7 +255,31 @@ static void files_add(struct files *f, const char *path, const char *data, size_
     f->v[f->n].path = path;
     f->v[f->n].data = data;
     f->v[f->n].len = len;
+    f->v[f->n].keep = 0;
     f->n++;
+}
+
+/* A file the base deploy tree has as it should be. */
+static void files_keep(struct files *f, const char *path)
+{
+    files_add(f, path, NULL, 0);
+    f->v[f->n - 1].keep = 1;
+}
+
+void rd_render_digest(char out[17], const struct rd_render_options *opts)
+{
+    static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
+    uint64_t h = RC_FNV_INIT;
+
+    if (!opts)
+        opts = &defaults;
+    h = rc_fnv1a_str(h, "rightplace " RP_VERSION " render 1\n");
+    h = rc_fnv1a_str(h, opts->luna_key ? opts->luna_key : "");
+    h = rc_fnv1a(h, "=", 1);
+    h = rc_fnv1a_str(h, opts->luna_value ? opts->luna_value : "");
+    h = rc_fnv1a(h, opts->luna_key ? "1" : "0", 1);
+    h = rc_fnv1a(h, opts->pull ? "p" : "-", 1);
+    rc_hash_hex(h, out);
 }
 
 /* A Namespace needed on a cluster, or one placed there as an object. */
@@ -458,10 +484,45 @@ static int is_namespace_object(const struct pl_object *o)
 
 #define RD_MAX_TEMPLATES 32
 
-/* Write object o for target t of decision d. *written = 0 when a Divide gives that target
- * nothing of it (pl_divide_object). */
+/* Render's own warnings (overrides that could not be applied). */
+struct rwarn {
+    size_t n, cap;
+    const char **v;
+};
+
+static void rwarn_add(struct rwarn *w, const char *msg)
+{
+    w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
+    w->v[w->n++] = msg;
+}
+
+/* The spreadConstraints.overrides of `pol` for topology value `tv` that name o, applied to
+ * its rendered copy in policy order (pl_engine's list_overrides lists the same). */
+static void apply_overrides(cJSON *copy, const struct pl_object *o, const struct pl_policy *pol,
+                            const char *tv, const char *cluster, struct rwarn *w,
+                            struct rc_arena *a)
+{
+    for (size_t k = 0; pol && tv && k < pol->noverrides; k++) {
+        const struct pl_override *ov = &pol->overrides[k];
+        struct rc_err e = RC_ERR_INIT;
+        if (strcmp(ov->topology_value, tv) || strcmp(ov->kind, o->kind) ||
+            strcmp(ov->name, o->name) ||
+            (ov->api_version && strcmp(ov->api_version, o->api_version)) ||
+            (ov->ns && (!o->ns || strcmp(ov->ns, o->ns))))
+            continue;
+        if (rd_override_apply(copy, ov->field_path, ov->value_json, &e) < 0)
+            rwarn_add(w,
+                      rc_arena_printf(a, "%s:%d: override of '%s' on %s: %s",
+                                      ov->file ? ov->file : "?", ov->line, o->key, cluster, e.msg));
+    }
+}
+
+/* Write object o for target t of decision d (with the overrides of `pol` for topology value
+ * `tv`, both may be NULL). *written = 0 when a Divide gives that target nothing of it
+ * (pl_divide_object). */
 static int render_object(struct files *f, const struct pl_object *o, const struct pl_decision *d,
-                         size_t t, const char *unit_label, const struct rd_render_options *opts,
+                         size_t t, const char *unit_label, const struct pl_policy *pol,
+                         const char *tv, struct rwarn *w, const struct rd_render_options *opts,
                          int *written, struct rc_arena *a, struct rc_err *err)
 {
     const struct rd_object *ro = o->payload;
@@ -509,6 +570,7 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
         if (share.completions >= 0)
             set_spec_int(copy, "completions", share.completions);
     }
+    apply_overrides(copy, o, pol, tv, cluster, w, a);
     error = rd_out_emit(&data, &len, copy, a, err);
     cJSON_Delete(copy);
     if (error < 0)
@@ -622,6 +684,36 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
+/* The policy named `name` (NULL: none); policies are few, a scan is fine. */
+static const struct pl_policy *find_policy(const struct pl_input *in, const char *name)
+{
+    for (size_t i = 0; name && i < in->npolicies; i++) {
+        if (!strcmp(in->policies[i].name, name))
+            return &in->policies[i];
+    }
+    return NULL;
+}
+
+/* A target's value of the policy's topologyKey: its domain (Divide), else the cluster's label
+ * (kubernetes.io/metadata.name is the cluster's name even when its labels lack it). */
+static const char *topology_value(const struct pl_input *in, const struct pl_policy *pol,
+                                  const struct pl_target *t)
+{
+    const char *tk = pol->topology_key ? pol->topology_key : PL_LABEL_CLUSTER_NAME;
+
+    if (t->domain)
+        return t->domain;
+    for (size_t i = 0; i < in->nclusters; i++) {
+        if (!strcmp(in->clusters[i].name, t->cluster)) {
+            const char *v = pl_labels_get(&in->clusters[i].labels, tk);
+            if (v)
+                return v;
+            break;
+        }
+    }
+    return !strcmp(tk, PL_LABEL_CLUSTER_NAME) ? t->cluster : NULL;
+}
+
 int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struct pl_input *in,
                    const char *source_commit, const struct rd_render_options *opts,
                    struct rc_arena *a, struct rc_err *err)
@@ -629,6 +721,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
     struct files f = {0, 0, NULL}, kust = {0, 0, NULL};
     struct nsset need = {0, 0, NULL}, have = {0, 0, NULL};
+    struct rwarn rw = {0, 0, NULL};
     struct nsobjs nso;
     const struct pl_decision **dec;
     const char **clusters = NULL;
@@ -638,11 +731,13 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 
     if (!opts)
         opts = &defaults;
+    out->nrendered = 0;
     dec = rd_out_sorted_decisions(res, &ndec, a);
 
     /* placed objects */
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
+        int reuse = opts->reuse && opts->reuse[d - res->decisions] && !pl_decision_divides(d);
         char unit_label[17];
 
         if (d->state != PL_STATE_PLACED)
@@ -655,13 +750,24 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                     rc_err_set(err, RC_EINVALID, "cluster name '%s' is unfit for a path", cluster);
                 goto done;
             }
+            const struct pl_policy *pol = find_policy(in, d->policy);
+            const char *tv =
+                pol && pol->noverrides ? topology_value(in, pol, &d->targets[t]) : NULL;
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
                 int written = 0;
-                error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), opts, &written,
-                                      a, err);
-                if (error < 0)
-                    goto done;
+                /* overrides may warn while rendering: such units are always rendered */
+                if (reuse && !(pol && pol->noverrides) && path_part_ok(o->name) &&
+                    path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
+                    files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
+                    written = 1;
+                } else {
+                    error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), pol, tv, &rw,
+                                          opts, &written, a, err);
+                    if (error < 0)
+                        goto done;
+                    out->nrendered += written != 0;
+                }
                 if (!written)
                     continue;
                 if (o->ns && !is_system_namespace(o->ns))
@@ -727,7 +833,19 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         files_add(&f, kust.v[i].path, kust.v[i].data, kust.v[i].len);
 
     /* the record and the capacity snapshot */
-    error = rd_record_emit(&b, res, source_commit, opts, err);
+    if (rw.n) { /* render's warnings join the record's */
+        struct rd_render_options ro = *opts;
+        const char **all = rc_arena_calloc(a, opts->nwarnings + rw.n + 1, sizeof(*all));
+        for (size_t i = 0; i < opts->nwarnings; i++)
+            all[i] = opts->warnings[i];
+        for (size_t i = 0; i < rw.n; i++)
+            all[opts->nwarnings + i] = rw.v[i];
+        ro.nwarnings = opts->nwarnings + rw.n;
+        ro.warnings = all;
+        error = rd_record_emit(&b, res, source_commit, &ro, err);
+    } else {
+        error = rd_record_emit(&b, res, source_commit, opts, err);
+    }
     if (error < 0)
         goto done;
     files_add(&f, "placements.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
@@ -743,7 +861,12 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     out->files = rc_arena_calloc(a, f.n + 1, sizeof(*out->files));
     if (f.n)
         memcpy(out->files, f.v, f.n * sizeof(*f.v));
+    out->nwarnings = rw.n;
+    out->warnings = rc_arena_calloc(a, rw.n + 1, sizeof(*out->warnings));
+    if (rw.n)
+        memcpy(out->warnings, rw.v, rw.n * sizeof(*rw.v));
 done:
+    free(rw.v);
     rc_buf_release(&b);
     free(f.v);
     free(kust.v);

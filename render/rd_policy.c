@@ -156,6 +156,294 @@ static const char *digest(const cJSON *spec, struct rc_arena *a)
     return rc_arena_strdup(a, hex);
 }
 
+/* ==== spreadConstraints.overrides ==== */
+
+/* One step of a field path: a mapping key, or a sequence index (key NULL). */
+struct step {
+    char key[256];
+    int is_index;
+    long index;
+};
+
+/* Parse field path `p` into steps (at most max); returns the count, or -1 with *why set. */
+static long path_parse(const char *p, struct step *out, size_t max, const char **why)
+{
+    size_t n = 0;
+
+    *why = "empty path";
+    while (*p) {
+        if (n == max) {
+            *why = "too many steps";
+            return -1;
+        }
+        memset(&out[n], 0, sizeof(out[n]));
+        if (*p == '[') {
+            const char *q = p + 1;
+            if (*q == '\'' || *q == '"') {
+                char quote = *q++;
+                const char *end = strchr(q, quote);
+                if (!end || end[1] != ']' || (size_t)(end - q) >= sizeof(out[n].key) || end == q) {
+                    *why = "bad ['key'] step";
+                    return -1;
+                }
+                memcpy(out[n].key, q, (size_t)(end - q));
+                p = end + 2;
+            } else {
+                char *end = NULL;
+                long v = strtol(q, &end, 10);
+                if (end == q || *end != ']' || v < 0 || q[0] == '-' || q[0] == '+') {
+                    *why = "bad [index] step";
+                    return -1;
+                }
+                out[n].is_index = 1;
+                out[n].index = v;
+                p = end + 1;
+            }
+        } else {
+            size_t k = 0;
+            while (p[k] && p[k] != '.' && p[k] != '[')
+                k++;
+            if (k == 0 || k >= sizeof(out[n].key)) {
+                *why = "empty or overlong field name";
+                return -1;
+            }
+            memcpy(out[n].key, p, k);
+            p += k;
+        }
+        n++;
+        if (*p == '.') {
+            p++;
+            if (!*p || *p == '.' || *p == '[') {
+                *why = "empty field name";
+                return -1;
+            }
+        } else if (*p && *p != '[') {
+            *why = "expected '.' or '['";
+            return -1;
+        }
+    }
+    return n ? (long)n : -1;
+}
+
+#define RD_PATH_MAX 64
+
+int rd_override_check_path(const char *field_path, struct rc_err *err)
+{
+    struct step st[RD_PATH_MAX];
+    const char *why = NULL;
+
+    if (path_parse(field_path, st, RD_PATH_MAX, &why) < 0)
+        return rc_err_set(err, RC_EINVALID, "fieldPath '%s': %s", field_path, why);
+    return RC_OK;
+}
+
+/* Walk steps st over root; dry: only check that they lead somewhere (nothing changes). */
+static int override_walk(cJSON *root, const struct step *st, long n, const char *field_path,
+                         const char *value_json, int dry, struct rc_err *err)
+{
+    cJSON *cur = root, *value;
+
+    for (long i = 0; i < n; i++) {
+        int last = i == n - 1;
+        if (st[i].is_index) {
+            if (!cJSON_IsArray(cur) || st[i].index >= cJSON_GetArraySize(cur))
+                return rc_err_set(err, RC_EINVALID,
+                                  "fieldPath '%s': no item [%ld] in the object (not applied)",
+                                  field_path, st[i].index);
+            if (last && !dry) {
+                value = cJSON_Parse(value_json);
+                if (!value || !cJSON_ReplaceItemInArray(cur, (int)st[i].index, value))
+                    abort(); /* out of memory (value_json was printed by cJSON) */
+            }
+            cur = cJSON_GetArrayItem(cur, (int)st[i].index);
+            continue;
+        }
+        if (!cJSON_IsObject(cur))
+            return rc_err_set(err, RC_EINVALID,
+                              "fieldPath '%s': '%s' is not inside a mapping (not applied)",
+                              field_path, st[i].key);
+        if (last) {
+            if (dry)
+                return RC_OK;
+            value = cJSON_Parse(value_json);
+            if (!value)
+                abort();
+            if (cJSON_GetObjectItemCaseSensitive(cur, st[i].key)) {
+                if (!cJSON_ReplaceItemInObjectCaseSensitive(cur, st[i].key, value))
+                    abort();
+            } else if (!cJSON_AddItemToObject(cur, st[i].key, value)) {
+                abort();
+            }
+            return RC_OK;
+        }
+        {
+            cJSON *next = cJSON_GetObjectItemCaseSensitive(cur, st[i].key);
+            if (!next || cJSON_IsNull(next)) { /* a missing mapping is made, as for labels */
+                for (long k = i + 1; k < n; k++) {
+                    if (st[k].is_index) /* a list item cannot be made up */
+                        return rc_err_set(err, RC_EINVALID,
+                                          "fieldPath '%s': no '%s' in the object (not applied)",
+                                          field_path, st[i].key);
+                }
+                if (dry) /* everything below it will be made: nothing can fail */
+                    return RC_OK;
+                next = cJSON_CreateObject();
+                if (!next)
+                    abort();
+                if (cJSON_GetObjectItemCaseSensitive(cur, st[i].key)) {
+                    if (!cJSON_ReplaceItemInObjectCaseSensitive(cur, st[i].key, next))
+                        abort();
+                } else if (!cJSON_AddItemToObject(cur, st[i].key, next)) {
+                    abort();
+                }
+            }
+            cur = next;
+        }
+    }
+    return RC_OK;
+}
+
+int rd_override_apply(cJSON *root, const char *field_path, const char *value_json,
+                      struct rc_err *err)
+{
+    struct step st[RD_PATH_MAX];
+    const char *why = NULL;
+    long n = path_parse(field_path, st, RD_PATH_MAX, &why);
+    int rc;
+
+    if (n < 0)
+        return rc_err_set(err, RC_EINVALID, "fieldPath '%s': %s", field_path, why);
+    if ((rc = override_walk(root, st, n, field_path, value_json, 1, err)) < 0)
+        return rc;
+    return override_walk(root, st, n, field_path, value_json, 0, err);
+}
+
+static int known(const cJSON *it, const char *const *names)
+{
+    for (size_t i = 0; names[i]; i++) {
+        if (!strcmp(it->string, names[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* spreadConstraints.overrides, as Nova's examples write it:
+ *   - topologyValue: wlc-1
+ *     resources:
+ *     - {kind: Deployment, apiVersion: apps/v1, name: ferretdb, namespace: default,
+ *        override: [{fieldPath: spec.template.spec.containers[0].env[0].value,
+ *                    value: {staticValue: postgres://...}}]} */
+static int overrides(struct pl_policy *out, const cJSON *list, const struct rd_docs *docs,
+                     struct wlist *w, struct rc_arena *a, struct rc_err *err)
+{
+    static const char *const entry_keys[] = {"topologyValue", "resources", NULL};
+    static const char *const res_keys[] = {"kind",      "apiVersion", "name",
+                                           "namespace", "override",   NULL};
+    static const char *const ovr_keys[] = {"fieldPath", "value", NULL};
+    const cJSON *e, *r, *ov, *f;
+    size_t n = 0;
+    int rc;
+
+    if (!cJSON_IsArray(list))
+        return rd_err_at(err, RC_EINVALID, docs, list, "overrides must be a sequence");
+    cJSON_ArrayForEach(e, list)
+    {
+        cJSON_ArrayForEach(r, rd_field_get(e, "resources"))
+        {
+            cJSON_ArrayForEach(ov, rd_field_get(r, "override")) n++;
+        }
+    }
+    out->overrides = rc_arena_calloc(a, n + 1, sizeof(*out->overrides));
+    cJSON_ArrayForEach(e, list)
+    {
+        const char *tv = NULL;
+        const cJSON *resources;
+        if (!cJSON_IsObject(e))
+            return rd_err_at(err, RC_EINVALID, docs, e, "overrides entry must be a mapping");
+        cJSON_ArrayForEach(f, e)
+        {
+            if (!known(f, entry_keys))
+                warn(w, docs, f, "unknown field 'spreadConstraints.overrides[].%s'; ignored",
+                     f->string);
+        }
+        if ((rc = rd_field_str(&tv, e, "topologyValue", NULL, docs, a, err)) < 0 ||
+            (rc = rd_field_list(&resources, e, "resources", 1, docs, err)) < 0)
+            return rc;
+        if (!tv)
+            return rd_err_at(err, RC_EINVALID, docs, e, "overrides entry has no topologyValue");
+        cJSON_ArrayForEach(r, resources)
+        {
+            const char *kind = NULL, *av = NULL, *name = NULL, *ns = NULL;
+            const cJSON *ovl;
+            if (!cJSON_IsObject(r))
+                return rd_err_at(err, RC_EINVALID, docs, r, "overrides resource must be a mapping");
+            cJSON_ArrayForEach(f, r)
+            {
+                if (!known(f, res_keys))
+                    warn(w, docs, f,
+                         "unknown field 'spreadConstraints.overrides[].resources[].%s'; ignored",
+                         f->string);
+            }
+            if ((rc = rd_field_str(&kind, r, "kind", NULL, docs, a, err)) < 0 ||
+                (rc = rd_field_str(&av, r, "apiVersion", NULL, docs, a, err)) < 0 ||
+                (rc = rd_field_str(&name, r, "name", NULL, docs, a, err)) < 0 ||
+                (rc = rd_field_str(&ns, r, "namespace", NULL, docs, a, err)) < 0 ||
+                (rc = rd_field_list(&ovl, r, "override", 1, docs, err)) < 0)
+                return rc;
+            if (!kind || !name)
+                return rd_err_at(err, RC_EINVALID, docs, r,
+                                 "overrides resource needs kind and name");
+            cJSON_ArrayForEach(ov, ovl)
+            {
+                struct pl_override *o = &out->overrides[out->noverrides];
+                const cJSON *val, *sv;
+                struct rc_err perr = RC_ERR_INIT;
+                char *json;
+                if (!cJSON_IsObject(ov))
+                    return rd_err_at(err, RC_EINVALID, docs, ov, "override must be a mapping");
+                cJSON_ArrayForEach(f, ov)
+                {
+                    if (!known(f, ovr_keys))
+                        warn(w, docs, f, "unknown field in override: '%s'; ignored", f->string);
+                }
+                if ((rc = rd_field_str(&o->field_path, ov, "fieldPath", NULL, docs, a, err)) < 0 ||
+                    (rc = rd_field_obj(&val, ov, "value", 1, docs, err)) < 0)
+                    return rc;
+                if (!o->field_path)
+                    return rd_err_at(err, RC_EINVALID, docs, ov, "override has no fieldPath");
+                if (rd_override_check_path(o->field_path, &perr) < 0)
+                    return rd_err_at(err, RC_EINVALID, docs, rd_field_get(ov, "fieldPath"), "%s",
+                                     perr.msg);
+                cJSON_ArrayForEach(f, val)
+                {
+                    if (strcmp(f->string, "staticValue"))
+                        warn(w, docs, f,
+                             "override value '%s' is not supported (only staticValue); ignored",
+                             f->string);
+                }
+                sv = rd_field_get(val, "staticValue");
+                if (!sv)
+                    return rd_err_at(err, RC_EINVALID, docs, val,
+                                     "override value has no staticValue");
+                json = cJSON_PrintUnformatted(sv);
+                if (!json)
+                    abort();
+                o->value_json = rc_arena_strdup(a, json);
+                cJSON_free(json);
+                o->topology_value = tv;
+                o->kind = kind;
+                o->api_version = av;
+                o->name = name;
+                o->ns = ns;
+                o->file = out->file;
+                o->line = rd_docs_pos(docs, ov).line;
+                out->noverrides++;
+            }
+        }
+    }
+    return RC_OK;
+}
+
 /* ==== Spread ==== */
 
 static int add_split(struct pl_policy *out, const char *value, const cJSON *pct_node,
@@ -190,11 +478,13 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
 
     cJSON_ArrayForEach(it, sc)
     {
-        if (!strcmp(it->string, "overrides"))
-            warn(w, docs, it, "spreadConstraints.overrides are not supported yet; ignored");
-        else if (strcmp(it->string, "spreadMode") && strcmp(it->string, "topologyKey") &&
-                 strcmp(it->string, "percentageSplit"))
+        if (!strcmp(it->string, "overrides")) {
+            if ((rc = overrides(out, it, docs, w, a, err)) < 0)
+                return rc;
+        } else if (strcmp(it->string, "spreadMode") && strcmp(it->string, "topologyKey") &&
+                   strcmp(it->string, "percentageSplit")) {
             warn(w, docs, it, "unknown field 'spreadConstraints.%s'; ignored", it->string);
+        }
     }
     if ((rc = rd_field_str(&mode, sc, "spreadMode", "Divide", docs, a, err)) < 0 ||
         (rc = rd_field_str(&out->topology_key, sc, "topologyKey", NULL, docs, a, err)) < 0)
@@ -223,9 +513,17 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
             rc = add_split(out, it->string, it, it, docs, a, err);
         } else {
             const char *value = NULL;
+            const cJSON *f;
             if (!cJSON_IsObject(it))
                 return rd_err_at(err, RC_EINVALID, docs, it,
                                  "percentageSplit entry must be a mapping");
+            cJSON_ArrayForEach(f, it)
+            {
+                if (strcmp(f->string, "topologyValue") && strcmp(f->string, "percentage"))
+                    warn(w, docs, f,
+                         "unknown field 'spreadConstraints.percentageSplit[].%s'; ignored",
+                         f->string);
+            }
             if ((rc = rd_field_str(&value, it, "topologyValue", NULL, docs, a, err)) < 0)
                 return rc;
             if (!value)
@@ -297,6 +595,20 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
         (rc = rd_field_obj(&gb, spec, "groupBy", 0, docs, err)) < 0 ||
         (rc = rd_field_obj(&sc, spec, "spreadConstraints", 0, docs, err)) < 0)
         return rc;
+    cJSON_ArrayForEach(it, rsel)
+    {
+        if (strcmp(it->string, "labelSelectors"))
+            warn(&w, docs, it,
+                 "unknown field 'spec.resourceSelectors.%s' in SchedulePolicy '%s'; "
+                 "ignored",
+                 it->string, o->name);
+    }
+    cJSON_ArrayForEach(it, gb)
+    {
+        if (strcmp(it->string, "labelKey"))
+            warn(&w, docs, it, "unknown field 'spec.groupBy.%s' in SchedulePolicy '%s'; ignored",
+                 it->string, o->name);
+    }
     if (!rsel || !(lsels = rd_field_get(rsel, "labelSelectors")))
         return rd_err_at(err, RC_EINVALID, docs, rsel ? rsel : spec,
                          "SchedulePolicy '%s' needs spec.resourceSelectors.labelSelectors",

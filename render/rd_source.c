@@ -105,9 +105,10 @@ struct fkey {
 };
 
 struct parsed {
-    char *path; /* in arena */
-    char *id;   /* in arena; NULL: not cached */
-    struct rc_arena arena;
+    char *path;             /* in arena */
+    char *id;               /* in arena; NULL: not cached */
+    struct rc_arena own;    /* what a cached file holds */
+    struct rc_arena *arena; /* &own, or the caller's arena when nothing is cached */
     struct rd_docs *docs;
     struct pl_resnames res; /* this file's names; indices of its demand and capacity */
     const char *error;      /* broken: the message, and nothing below is set */
@@ -152,7 +153,7 @@ struct pctx {
 static void on_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
 {
     struct pctx *c = payload;
-    struct rc_arena *a = &c->p->arena;
+    struct rc_arena *a = c->p->arena;
     const char *w = pos.line > 0 ? rc_arena_printf(a, "%s:%d:%d: %s", file, pos.line, pos.col, msg)
                                  : rc_arena_printf(a, "%s: %s", file, msg);
     *VEC_PUSH(c->st.warnings) = w;
@@ -186,7 +187,7 @@ static int file_claim(struct pctx *c, const char *key, const struct rd_object *o
 static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *path,
                     struct rc_err *err)
 {
-    struct rc_arena *a = &c->p->arena;
+    struct rc_arena *a = c->p->arena;
     cJSON *root = rd_docs_get(docs, i);
     struct rd_object *o = rc_arena_calloc(a, 1, sizeof(*o));
     int rc;
@@ -250,13 +251,14 @@ static void parsed_free(struct parsed *p)
     if (!p)
         return;
     rd_docs_free(p->docs);
-    rc_arena_release(&p->arena);
+    rc_arena_release(&p->own);
     free(p);
 }
 
 /* Parse one file alone. refused: refuse it unread with that problem. Never fails: a broken
  * file is a struct parsed with an error. */
-static struct parsed *parse_file(const struct rd_file *f, const char *id, const char *refused)
+static struct parsed *parse_file(const struct rd_file *f, const char *id, const char *refused,
+                                 struct rc_arena *into)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct parsed *p = rc_xcalloc(1, sizeof(*p));
@@ -266,15 +268,16 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
     int rc;
 
     memset(&c, 0, sizeof(c));
+    p->arena = into ? into : &p->own;
     c.p = p;
     diag.warn = on_warn;
     diag.payload = &c;
     pl_resnames_init(&p->res);
-    p->path = rc_arena_strdup(&p->arena, f->path);
+    p->path = rc_arena_strdup(p->arena, f->path);
     p->len = f->len;
-    p->id = id ? rc_arena_strdup(&p->arena, id) : NULL;
+    p->id = id ? rc_arena_strdup(p->arena, id) : NULL;
     if (refused) {
-        p->error = rc_arena_printf(&p->arena, "%s: %s", p->path, refused);
+        p->error = rc_arena_printf(p->arena, "%s: %s", p->path, refused);
         goto done;
     }
     rc = rd_yaml_load(&p->docs, p->path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
@@ -289,17 +292,17 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
     if (rc < 0) {
         rd_docs_free(p->docs);
         p->docs = NULL;
-        p->error = rc_arena_strdup(&p->arena, ferr.msg[0] ? ferr.msg : "unreadable file");
+        p->error = rc_arena_strdup(p->arena, ferr.msg[0] ? ferr.msg : "unreadable file");
         goto done;
     }
-    TO_ARENA(&p->arena, p->objects, p->nobjects, c.st.objects);
-    TO_ARENA(&p->arena, p->policies, p->npolicies, c.st.policies);
-    TO_ARENA(&p->arena, p->clusters, p->nclusters, c.st.clusters);
-    TO_ARENA(&p->arena, p->warnings, p->nwarnings, c.st.warnings);
-    TO_ARENA(&p->arena, p->keys, p->nkeys, c.st.keys);
+    TO_ARENA(p->arena, p->objects, p->nobjects, c.st.objects);
+    TO_ARENA(p->arena, p->policies, p->npolicies, c.st.policies);
+    TO_ARENA(p->arena, p->clusters, p->nclusters, c.st.clusters);
+    TO_ARENA(p->arena, p->warnings, p->nwarnings, c.st.warnings);
+    TO_ARENA(p->arena, p->keys, p->nkeys, c.st.keys);
 done:
     pstage_free(&c.st);
-    p->bytes = sizeof(*p) + p->arena.used_total + rd_docs_bytes(p->docs);
+    p->bytes = sizeof(*p) + p->own.used_total + rd_docs_bytes(p->docs);
     return p;
 }
 
@@ -910,7 +913,7 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
         struct parsed *p = id && !why ? cache_get(out->cache, id, order[i]->path) : NULL;
         int fresh = 0;
         if (!p) {
-            p = parse_file(order[i], why ? NULL : id, why);
+            p = parse_file(order[i], why ? NULL : id, why, out->own_cache ? a : NULL);
             fresh = 1;
             if (!why)
                 out->nparsed++;
@@ -922,12 +925,13 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
                 parsed_free(p);
             p = parse_file(order[i], NULL,
                            opts->over_budget ? opts->over_budget
-                                             : "over the memory limit of the load");
+                                             : "over the memory limit of the load",
+                           out->own_cache ? a : NULL);
             fresh = 1;
         }
         if (fresh) {
             if (!p->id) /* not to be found again: an id no content has; swept after use */
-                p->id = rc_arena_printf(&p->arena, "#%lu", ++out->cache->anon);
+                p->id = rc_arena_printf(p->arena, "#%lu", ++out->cache->anon);
             cache_put(out->cache, p);
         }
         if (!p->error)

@@ -112,8 +112,10 @@ void rd_source_release(struct rd_source *src);
 /*
  * A cache of parsed files, keyed by (content id, path). Entries hold everything a file
  * parsed to (errors included). rd_cache_sweep frees the entries no load used since the
- * previous sweep, so the cache holds what the current source needs, nothing older; call it
- * between passes, when no rd_source loaded from the cache is in use any more.
+ * previous sweep, so the cache holds what the last pass needed, nothing older: call it at
+ * the start of a pass, so that what the previous pass returned (object keys, names, labels:
+ * strings of the cache's entries) stays valid until then. Without a cache, those strings are
+ * in the `a` given to rd_source_load_ex, and the cJSON trees go with rd_source_release.
  */
 int rd_cache_new(struct rd_cache **out);
 void rd_cache_sweep(struct rd_cache *c);

@@ -925,6 +925,63 @@ static int is_tag(const yaml_char_t *tag, const char *suffix)
            strcmp((const char *)tag + sizeof(prefix) - 1, suffix) == 0;
 }
 
+static size_t utf8_next(const unsigned char *s, size_t len, size_t i, uint32_t *cp);
+
+/* Decode a !!binary scalar as Go's base64.StdEncoding does (line breaks skipped, padding
+ * required) into *out (malloc'd). The bytes must be UTF-8 text without NUL: anything else
+ * would not reach the cluster as written (kubectl's JSON replaces invalid bytes). */
+static int decode_binary(struct ld *l, const char *v, struct rd_pos pos, char **out)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t len = strlen(v), m = 0, n = 0;
+    char *t = rc_xmalloc(len + 1);
+    unsigned char *buf = rc_xmalloc(len / 4 * 3 + 4);
+    int ok = 1;
+
+    *out = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (v[i] != '\n' && v[i] != '\r')
+            t[m++] = v[i];
+    t[m] = '\0';
+    ok = m % 4 == 0;
+    for (size_t q = 0; ok && q < m; q += 4) {
+        int d[4], last = q + 4 == m;
+        for (int j = 0; j < 4; j++) {
+            const char *c = t[q + j] ? strchr(alphabet, t[q + j]) : NULL;
+            d[j] = c ? (int)(c - alphabet) : t[q + j] == '=' && j >= 2 && last ? -1 : -2;
+        }
+        if (d[0] < 0 || d[1] < 0 || d[2] == -2 || d[3] == -2 || (d[2] == -1 && d[3] != -1)) {
+            ok = 0;
+            break;
+        }
+        buf[n++] = (unsigned char)(d[0] << 2 | d[1] >> 4);
+        if (d[2] >= 0)
+            buf[n++] = (unsigned char)((d[1] & 15) << 4 | d[2] >> 2);
+        if (d[3] >= 0)
+            buf[n++] = (unsigned char)((d[2] & 3) << 6 | d[3]);
+    }
+    free(t);
+    if (!ok) {
+        free(buf);
+        return ld_fail(l, pos, "!!binary value contains invalid base64 data");
+    }
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t k = buf[i] ? utf8_next(buf, n, i, &cp) : 0;
+        if (!k) {
+            free(buf);
+            return ld_fail(l, pos,
+                           "!!binary value is not UTF-8 text without NUL characters, "
+                           "which JSON cannot carry as written");
+        }
+        i += k;
+    }
+    buf[n] = '\0';
+    *out = (char *)buf;
+    return RC_OK;
+}
+
 /* Build the node of a scalar event. */
 static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct built *out)
 {
@@ -934,13 +991,21 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
     int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
     enum scalar_kind k = SK_STR;
     struct num_info ni = {0};
+    char *binary = NULL;
     double num = 0;
     int error;
 
     if (strlen(v) != len)
         return ld_fail(l, pos, "string contains a NUL character");
-    if (is_tag(tag, "str") || is_tag(tag, "binary") || is_tag(tag, "timestamp") ||
-        (tag && strcmp((const char *)tag, "!") == 0)) {
+    if (is_tag(tag, "binary")) {
+        /* go-yaml v2 decodes it: the value is the text the base64 holds */
+        error = decode_binary(l, v, pos, &binary);
+        if (error < 0)
+            return error;
+        v = binary;
+        k = SK_STR;
+    } else if (is_tag(tag, "str") || is_tag(tag, "timestamp") ||
+               (tag && strcmp((const char *)tag, "!") == 0)) {
         k = SK_STR;
     } else if (is_tag(tag, "int") || is_tag(tag, "float") || is_tag(tag, "bool") ||
                is_tag(tag, "null")) {
@@ -948,22 +1013,25 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
         k = resolve_plain(v, &num, &ni);
         if (strcmp(want, "float") == 0)
             ni.is_int = 0; /* go-yaml makes a float64 of it */
-        if ((strcmp(want, "int") == 0 && (k != SK_NUM || !is_integral(num))) ||
+        if ((strcmp(want, "int") == 0 && (k != SK_NUM || !ni.is_int)) ||
             (strcmp(want, "float") == 0 && k != SK_NUM) ||
             (strcmp(want, "bool") == 0 && k != SK_TRUE && k != SK_FALSE) ||
             (strcmp(want, "null") == 0 && k != SK_NULL))
             return ld_fail(l, pos, "cannot read '%.64s' as !!%s", v, want);
+    } else if (tag) {
+        k = SK_STR; /* any other tag (!custom 12): go-yaml v2 makes a string of the scalar */
     } else if (plain) {
         k = resolve_plain(v, &num, &ni);
         if (k == SK_MERGE)
             k = SK_STR;
     }
     error = count_node(l, pos, 1);
-    if (error < 0)
+    if (error == RC_OK)
+        error = count_bytes(l, pos, len);
+    if (error < 0) {
+        free(binary);
         return error;
-    error = count_bytes(l, pos, len);
-    if (error < 0)
-        return error;
+    }
     switch (k) {
     case SK_NULL:
         out->node = must(cJSON_CreateNull());
@@ -979,6 +1047,7 @@ static int ld_scalar(struct ld *l, yaml_event_t *ev, struct rd_pos pos, struct b
         out->node = must(cJSON_CreateString(v));
         break;
     }
+    free(binary);
     out->count = 1;
     out->bytes = len;
     out->height = 0;

@@ -13,10 +13,11 @@
  *                    verdicts: {cluster: kind}, detail: {cluster: substring},
  *                    nodesAdded: {cluster: n}, reason: substring, change,
  * cause: substring warnings:  substrings, one per engine warning (absent: no
- * warnings) rendered: {path: [substring, ...]} files of the deploy tree and what they
- * hold; {path: null}: no such file. errors: substrings of the input's load errors (the
- * case then checks nothing else). Each case is also run with its input arrays reversed, which must
- * not change a byte of the decisions. One failure report lists every mismatch
+ * warnings) overrides (per unit): substrings of the overrides it gets. rendered: {path: [substring,
+ * ...]} files of the deploy tree and what they hold; {path: null}: no such file. sourceWarnings:
+ * substrings, one per warning of the load (absent: not checked). errors: substrings of the input's
+ * load errors (the case then checks nothing else). Each case is also run with its input arrays
+ * reversed, which must not change a byte of the decisions. One failure report lists every mismatch
  * of every case.
  */
 #include "th.h"
@@ -263,6 +264,22 @@ static void check_unit(struct ctx *c, const cJSON *eu, const struct pl_result *r
             bad(c, "%s: detail on %s is '%s', expected to contain '%s'", unit, it->string,
                 v->detail ? v->detail : "", cJSON_IsString(it) ? it->valuestring : "?");
     }
+    if ((it = cJSON_GetObjectItemCaseSensitive(eu, "overrides"))) {
+        const cJSON *v;
+        size_t n = 0;
+        cJSON_ArrayForEach(v, it)
+        {
+            int found = 0;
+            for (size_t k = 0; k < d->noverrides; k++)
+                found |= cJSON_IsString(v) && strstr(d->overrides[k], v->valuestring) != NULL;
+            if (!found)
+                bad(c, "%s: no override contains '%s'", unit,
+                    cJSON_IsString(v) ? v->valuestring : "?");
+            n++;
+        }
+        if (n != d->noverrides)
+            bad(c, "%s: %zu overrides, expected %zu", unit, d->noverrides, n);
+    }
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(eu, "nodesAdded"))
     {
         const struct pl_verdict *v = find_verdict(d, it->string);
@@ -370,7 +387,7 @@ static void check_second_pass_quiet(struct ctx *c, const struct pl_input *in,
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_buf rec_text = RC_BUF_INIT;
-    struct rd_record rec = {"", 0, NULL, NULL};
+    struct rd_record rec = {"", NULL, 0, NULL, NULL};
     struct pl_input again = *in;
     struct pl_result out;
     struct rc_err err = RC_ERR_INIT;
@@ -408,7 +425,7 @@ static void run_case(struct ctx *c, const char *dir)
                   exptext = RC_BUF_INIT;
     struct rd_source src = RD_SOURCE_INIT;
     struct rd_docs *exp = NULL;
-    struct rd_record rec = {"", 0, NULL, NULL};
+    struct rd_record rec = {"", NULL, 0, NULL, NULL};
     struct rc_err err = RC_ERR_INIT;
     struct pl_input in;
     struct pl_result out;
@@ -511,6 +528,27 @@ static void run_case(struct ctx *c, const char *dir)
         }
         if (nw != out.nwarnings)
             bad(c, "%zu warnings, expected %zu", out.nwarnings, nw);
+    }
+    {
+        /* sourceWarnings: substrings, one per warning of the load (unknown fields, ...) */
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "sourceWarnings");
+        size_t nw = 0, missing = 0;
+        cJSON_ArrayForEach(it, w)
+        {
+            int found = 0;
+            for (size_t i = 0; i < src.nwarnings; i++)
+                found |= cJSON_IsString(it) && strstr(src.warnings[i], it->valuestring) != NULL;
+            if (!found)
+                bad(c, "no source warning contains '%s'",
+                    cJSON_IsString(it) ? it->valuestring : "?");
+            missing += !found;
+            nw++;
+        }
+        if (w && (nw != src.nwarnings || missing)) {
+            bad(c, "%zu source warnings, expected %zu", src.nwarnings, nw);
+            for (size_t i = 0; i < src.nwarnings; i++)
+                bad(c, "source warning: %s", src.warnings[i]);
+        }
     }
     check_rendered(c, cJSON_GetObjectItemCaseSensitive(root, "rendered"), &in, &out, &a);
     check_order_independent(c, &in, &out);

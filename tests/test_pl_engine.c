@@ -1000,8 +1000,9 @@ static void test_pl_engine__two_policies_match(void **state)
     d = dec(f, "ns/Pod/x");
     assert_string_equal(d->policy, "alpha");
     assert_int_equal(f->out.nwarnings, 1);
-    assert_string_equal(f->out.warnings[0],
-                        "object 'ns/Pod/x' matches policies 'alpha' and 'zeta'; 'alpha' wins");
+    assert_string_equal(
+        f->out.warnings[0],
+        "object 'ns/Pod/x' matches policies 'alpha' and 'zeta'; 'alpha' wins (the smallest name)");
 }
 
 static void test_pl_engine__namespace_selector(void **state)

@@ -8,7 +8,14 @@
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rc_err.h"
+#include "rc_esc.h"
 #include "rc_hash.h"
+#include "rc_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_rc_base__err_is_one_line(void **state)
 {
@@ -67,6 +74,118 @@ static void test_rc_base__fnv_is_stable(void **state)
     assert_string_equal(hex, "af63dc4c8601ec8c");
 }
 
+/* Control characters, C1 controls, bidirectional overrides and bytes that are not UTF-8 are
+ * made visible; everything else (UTF-8 text, backslashes) is kept, and escaping twice is
+ * escaping once. */
+static void test_rc_base__escape_controls(void **state)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain.yaml", "plain.yaml"},
+        {"a\x1b[31mred\x1b[0m.yaml", "a\\e[31mred\\e[0m.yaml"},
+        {"bell\a cr\r lf\n tab\t del\x7f nul-less\x01",
+         "bell\\a cr\\r lf\\n tab\\t del\\x7f nul-less\\x01"},
+        {"osc\x1b]0;title\a", "osc\\e]0;title\\a"},
+        {"c1 \xc2\x9b"
+         "31m",
+         "c1 \\u{009b}31m"},
+        {"raw \x9b"
+         "31m",
+         "raw \\x9b31m"},
+        {"bidi \xe2\x80\xae"
+         "evil",
+         "bidi \\u{202e}evil"},
+        {"utf8 caf\xc3\xa9"
+         " \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
+         "utf8 caf\xc3\xa9"
+         " \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80"},
+        {"back\\slash \\e", "back\\slash \\e"},
+        {"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
+    };
+    char out[256], again[256];
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rc_esc(out, sizeof(out), cases[i].in);
+        assert_string_equal(out, cases[i].out);
+        assert_int_equal(rc_esc_needed(out), 0);
+        assert_int_equal(rc_esc_needed(cases[i].in), strcmp(cases[i].in, cases[i].out) != 0);
+        rc_esc(again, sizeof(again), out);
+        assert_string_equal(again, out);
+        rc_buf_reset(&b);
+        assert_int_equal(rc_buf_add_esc(&b, cases[i].in, strlen(cases[i].in), &err), RC_OK);
+        assert_string_equal(b.ptr, cases[i].out);
+    }
+    rc_buf_release(&b);
+    /* truncation never cuts an escape or a character */
+    assert_int_equal(rc_esc(out, 5,
+                            "ab\x1b"
+                            "cd"),
+                     4);
+    assert_string_equal(out, "ab\\e");
+    assert_int_equal(rc_esc(out, 4,
+                            "ab\x1b"
+                            "cd"),
+                     2);
+    assert_string_equal(out, "ab");
+    assert_int_equal(rc_esc(out, 4, "a\xe6\x97\xa5"), 1);
+    assert_string_equal(out, "a");
+    /* error messages carry file names: escaped when they are made */
+    rc_err_set(&err, RC_EINVALID, "cannot parse '%s'", "x\x1b[2Jy.yaml");
+    assert_string_equal(err.msg, "cannot parse 'x\\e[2Jy.yaml'");
+}
+
+/* Log lines (text and JSON) never carry a raw control character. */
+static void test_rc_base__log_escapes_controls(void **state)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct rc_log log = RC_LOG_INIT;
+    struct rc_log_field f[] = {RC_LOG_STR("file", "k\x1b[1m.yaml")};
+
+    (void)state;
+    log.out = open_memstream(&text, &len);
+    rc_log_warn(&log, "file '%s' \x07 next\nline", "a\x1b[31m\r.yaml");
+    log.json = 1;
+    rc_log_kv(&log, RC_LOG_WARN, f, 1, "file '%s'", "b\x1b\xc2\x9b.yaml");
+    fclose(log.out);
+    assert_non_null(strstr(text, "rightplace: warning: file 'a\\e[31m\\r.yaml' \\a next\\nline\n"));
+    assert_non_null(strstr(text, "\"msg\":\"file 'b\\\\e\\\\u{009b}.yaml'\""));
+    assert_non_null(strstr(text, "\"file\":\"k\\\\e[1m.yaml\""));
+    for (size_t i = 0; i < len; i++)
+        assert_true(text[i] == '\n' || ((unsigned char)text[i] >= 0x20 && text[i] != 0x7f &&
+                                        (unsigned char)text[i] < 0x80));
+    free(text);
+}
+
+/* A FIFO or a device is refused without a read, so no open or read can wait on it. */
+static void test_rc_base__read_file_regular_only(void **state)
+{
+    char dir[] = "/tmp/rp-base-XXXXXX", fifo[64];
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(rc_buf_read_file(&b, fifo, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "is not a regular file"));
+    assert_int_equal(rc_buf_read_file(&b, "/dev/zero", &err), RC_EINVALID);
+    assert_int_equal(rc_buf_read_file(&b, dir, &err), RC_EINVALID);
+    assert_int_equal(b.len, 0);
+    /* a regular file over the cap is refused before it is read */
+    rc_buf_init(&b, 4);
+    assert_int_equal(rc_buf_read_file(&b, "/etc/passwd", &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "larger than 4 bytes"));
+    assert_int_equal(b.len, 0);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -74,6 +193,9 @@ int main(void)
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
+        cmocka_unit_test(test_rc_base__escape_controls),
+        cmocka_unit_test(test_rc_base__log_escapes_controls),
+        cmocka_unit_test(test_rc_base__read_file_regular_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,19 @@ static void check_pod(const cJSON *pod, const char *what, const struct refs *r)
         }
     }
     assert_int_equal(ncontainers, 1);
+    /* the kubeconfig Secret is mounted where $RIGHTPLACE_KUBECONFIG_DIR points */
+    {
+        const char *dir = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(r->config, "RIGHTPLACE_KUBECONFIG_DIR"));
+        int found = 0;
+        assert_non_null(dir);
+        cJSON_ArrayForEach(m, at(cJSON_GetArrayItem(at(pod, "containers"), 0), "volumeMounts"))
+        {
+            found |= !strcmp(str(m, "name"), "kubeconfigs") && !strcmp(str(m, "mountPath"), dir);
+        }
+        if (!found)
+            fail_msg("%s: Secret rightplace-kubeconfigs is not mounted at %s", what, dir);
+    }
     /* credentials come from the two Secrets, read-only */
     {
         int git = 0, kc = 0;

@@ -105,6 +105,15 @@ static void test_rc_propose__promote_cycle(void **state)
     text = th_git_show(repo, "review", "placements.yaml");
     assert_non_null(strstr(text, "rayjob3"));
     free(text);
+    /* what CI runs before promoting: the proposal recomputes to the same bytes */
+    {
+        char *o = NULL, *e = NULL;
+        int st = th_rp(&o, &e, "replay", "--repo", repo, "review", NULL);
+        if (st != 0)
+            fail_msg("replay review exited %d: %s%s", st, o, e);
+        free(o);
+        free(e);
+    }
 
     /* 5. another change before the review: the proposal is replaced, still on deploy */
     free(th_git_ok(repo, "rm", "-q", "fill-and-spill/rayjob-rayjob2.yaml", NULL));

@@ -246,6 +246,28 @@ static void test_rc_pull__example_every_cluster_builds(void **state)
     free(repo);
 }
 
+/* replay recomputes a pull-mode commit when told the mode, and says it does not match when
+ * not (the mode changes the rendered bytes). */
+static void test_rc_pull__replay_needs_the_mode(void **state)
+{
+    char *repo = th_example_repo();
+    char *out = NULL, *errout = NULL;
+    (void)state;
+
+    reconcile(repo, "pull", 0);
+    assert_int_equal(
+        th_rp(&out, &errout, "replay", "--repo", repo, "--mode", "pull", "deploy", NULL), 0);
+    assert_non_null(strstr(out, "match"));
+    free(out);
+    free(errout);
+    assert_int_equal(th_rp(&out, &errout, "replay", "--repo", repo, "deploy", NULL), 1);
+    assert_non_null(strstr(out, "mismatch"));
+    free(out);
+    free(errout);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A Namespace of the repository keeps its own Argo CD sync options; Prune=false is added. */
 static void test_rc_pull__namespace_sync_options_kept(void **state)
 {
@@ -360,6 +382,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pull__example_every_cluster_builds),
+        cmocka_unit_test(test_rc_pull__replay_needs_the_mode),
         cmocka_unit_test(test_rc_pull__namespace_sync_options_kept),
         cmocka_unit_test(test_rc_pull__generated_fleet_every_cluster_builds),
     };

@@ -245,6 +245,181 @@ static void test_rc_trust__operator_context_end_to_end(void **state)
     free(repo);
 }
 
+static int has_raw_control(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            return 1;
+    }
+    return 0;
+}
+
+/* A pushed file whose name holds terminal escapes (ESC, BEL) breaks: the name reaches stderr
+ * and the placement commit's message escaped, never raw. */
+static void test_rc_trust__escapes_in_file_names_are_escaped(void **state)
+{
+    const char *evil = "team/evil\x1b]0;owned\x07\x1b[31m.yaml";
+    const char *shown = "team/evil\\e]0;owned\\a\\e[31m.yaml";
+    char *repo, *out = NULL, *err = NULL, *msg;
+    int st;
+    (void)state;
+
+    repo = th_git_init("trust-esc", 0);
+    free(th_git_commit_files(repo, "a fleet", "fleet/sim.yaml", SIM, "team/policy.yaml", POLICY,
+                             "team/web.yaml", DEPLOY, evil,
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n"
+                             "  namespace: team\n  labels: {app: web}\ndata: {a: b}\n",
+                             NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", NULL), 0);
+    /* the file breaks, and something else changes so that a commit is made */
+    free(th_git_commit_files(repo, "break it", evil, "apiVersion: v1\nkind: [\n", "team/web.yaml",
+                             "# two replicas now\n", NULL));
+    free(th_git_commit_files(repo,
+                             "web back \xe2\x80\xae"
+                             "gnp.exe \x1b[2J",
+                             "team/web.yaml", DEPLOY, "team/more.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n"
+                             "  namespace: team\n  labels: {app: web}\ndata: {a: b}\n",
+                             NULL));
+    st = th_rp(&out, &err, "reconcile", "--repo", repo, "--once", NULL);
+    assert_int_equal(st, 3);
+    if (!strstr(err, shown))
+        fail_msg("escaped name not in stderr:\n%s", err);
+    assert_false(has_raw_control(err));
+    assert_false(has_raw_control(out));
+    free(out);
+    free(err);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    if (!strstr(msg, shown))
+        fail_msg("escaped name not in the commit message:\n%s", msg);
+    assert_false(has_raw_control(msg));
+    /* the source commit's subject, as a trailer: no bidirectional override either */
+    assert_non_null(strstr(msg, "Rightplace-Source-Subject: web back \\u{202e}gnp.exe"));
+    assert_null(strstr(msg, "\xe2\x80\xae"));
+    free(msg);
+
+    /* someone adds a file with such a name on the deploy branch: plan reports the hand edit
+     * escaped, in text and in JSON (which stays valid UTF-8) */
+    free(th_git_ok(repo, "checkout", "-q", "deploy", NULL));
+    free(th_git_commit_files(repo, "by hand", "clusters/sim/x\x1b[2J\xff.yaml", "a: b\n", NULL));
+    free(th_git_ok(repo, "checkout", "-q", "main", NULL));
+    th_rp(&out, &err, "plan", "--repo", repo, NULL);
+    if (!strstr(out, "clusters/sim/x\\e[2J\\xff.yaml"))
+        fail_msg("hand edit not shown escaped:\n%s\n%s", out, err);
+    if (has_raw_control(out))
+        fail_msg("raw control character in plan's output:\n%s", out);
+    assert_false(has_raw_control(err));
+    free(out);
+    free(err);
+    th_rp(&out, &err, "plan", "--repo", repo, "-o", "json", NULL);
+    {
+        cJSON *j = cJSON_Parse(out);
+        if (!j)
+            fail_msg("plan -o json is not JSON:\n%s", out);
+        assert_null(strstr(out, "\xff"));
+        assert_non_null(strstr(out, "x\\\\e[2J\\\\xff.yaml"));
+        cJSON_Delete(j);
+    }
+    free(out);
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* Every entry under dir (not following links): no access for group or other. */
+static void assert_private_tree(const char *dir)
+{
+    char *out = NULL;
+    const char *argv[] = {"find", dir, "-perm", "/077", "!", "-type", "l", NULL};
+
+    assert_int_equal(th_run(NULL, &out, NULL, argv), 0);
+    if (out[0])
+        fail_msg("open to group or other under %s:\n%s", dir, out);
+    free(out);
+}
+
+/* The state directory is private (an existing one is tightened), and so is the mirror
+ * libgit2 writes into it. */
+static void test_rc_trust__state_dir_is_private(void **state)
+{
+    char *remote = th_git_init("trust-remote", 1);
+    char *work = th_example_repo();
+    char *tmp = th_tmpdir("trust-state");
+    char url[4096], statedir[4096];
+    char *out = NULL, *err = NULL;
+    struct stat st;
+    int rc;
+    (void)state;
+
+    snprintf(url, sizeof(url), "file://%s", remote);
+    free(th_git_ok(work, "push", "-q", url, "main", NULL));
+    snprintf(statedir, sizeof(statedir), "%s/state", tmp);
+    assert_int_equal(mkdir(statedir, 0755), 0);
+    assert_int_equal(chmod(statedir, 0755), 0);
+    rc = th_rp(&out, &err, "reconcile", "--repo", url, "--state-dir", statedir, "--once",
+               "--no-apply", NULL);
+    if (rc != 0)
+        fail_msg("reconcile exited %d\n%s\n%s", rc, out, err);
+    assert_non_null(strstr(err, "made private"));
+    free(out);
+    free(err);
+    assert_int_equal(stat(statedir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_private_tree(statedir);
+    th_rm_rf(tmp);
+    free(tmp);
+    th_rm_rf(work);
+    free(work);
+    th_rm_rf(remote);
+    free(remote);
+}
+
+/* A token in an https --repo URL is not written to the mirror's config (nor logged); a
+ * mirror an older version made with it is cleaned. No https server is needed: the mirror is
+ * configured before the first fetch, which fails here (nothing listens on port 1). */
+static void test_rc_trust__url_token_not_stored(void **state)
+{
+    char *tmp = th_tmpdir("trust-token");
+    const char *url = "https://alice:s3cr3t-t0ken@127.0.0.1:1/fleet.git";
+    char statedir[2048], config[4096];
+    char *out = NULL, *err = NULL, *text;
+    (void)state;
+
+    snprintf(statedir, sizeof(statedir), "%s/state", tmp);
+    snprintf(config, sizeof(config), "%s/repo.git/config", statedir);
+    assert_int_equal(th_rp(&out, &err, "plan", "--repo", url, "--state-dir", statedir, NULL), 4);
+    assert_null(strstr(out, "s3cr3t"));
+    assert_null(strstr(err, "s3cr3t"));
+    free(out);
+    free(err);
+    text = th_kube_read(config);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "https://127.0.0.1:1/fleet.git"));
+    assert_null(strstr(text, "s3cr3t"));
+    assert_null(strstr(text, "alice"));
+    free(text);
+    assert_private_tree(statedir);
+
+    /* a rotated token is the same remote */
+    assert_int_equal(th_rp(NULL, &err, "plan", "--repo",
+                           "https://alice:n3w-t0ken@127.0.0.1:1/fleet.git", "--state-dir", statedir,
+                           NULL),
+                     4);
+    assert_null(strstr(err, "is of"));
+    free(err);
+
+    /* a mirror recorded with the token (older versions) loses it */
+    free(th_git_ok(statedir, "--git-dir", "repo.git", "config", "remote.origin.url", url, NULL));
+    assert_int_equal(th_rp(NULL, NULL, "plan", "--repo", url, "--state-dir", statedir, NULL), 4);
+    text = th_kube_read(config);
+    assert_null(strstr(text, "s3cr3t"));
+    assert_non_null(strstr(text, "https://127.0.0.1:1/fleet.git"));
+    free(text);
+    th_rm_rf(tmp);
+    free(tmp);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -286,6 +461,9 @@ int main(void)
         cmocka_unit_test(test_rc_trust__pushed_exec_kubeconfig_never_runs),
         cmocka_unit_test(test_rc_trust__operator_context_end_to_end),
         cmocka_unit_test(test_rc_trust__fifo_kubeconfig_is_refused_without_a_wait),
+        cmocka_unit_test(test_rc_trust__escapes_in_file_names_are_escaped),
+        cmocka_unit_test(test_rc_trust__state_dir_is_private),
+        cmocka_unit_test(test_rc_trust__url_token_not_stored),
     };
     struct th_kube_opts o = {NODES, TOKEN "\n", 0, 0, 0};
     int rc;

@@ -727,6 +727,35 @@ static void test_rd_demand__declared_pod_templates(void **state)
     assert_null(f->obj.warning);
 }
 
+static void test_rd_demand__references(void **state)
+{
+    struct fx *f = *state;
+
+    assert_int_equal(
+        extract(f, "{'apiVersion':'apps/v1','kind':'Deployment','metadata':{'namespace':'ns'},"
+                   "'spec':{'template':{'spec':{'serviceAccountName':'sa',"
+                   "'imagePullSecrets':[{'name':'pull'}],"
+                   "'initContainers':[{'name':'i','envFrom':[{'secretRef':{'name':'s1'}}]}],"
+                   "'containers':[{'name':'c','env':[{'name':'A','valueFrom':{'configMapKeyRef':"
+                   "{'name':'cm','key':'k','optional':true}}}],'envFrom':[{'configMapRef':{"
+                   "'name':'cm'}}]}],'volumes':[{'name':'v','persistentVolumeClaim':{"
+                   "'claimName':'pvc'}},{'name':'p','projected':{'sources':[{'secret':{"
+                   "'name':'s2','optional':true}}]}}]}}}}"),
+        RC_OK);
+    assert_int_equal(f->obj.nrefs, 0); /* extract() leaves obj.ns NULL: cluster-scoped */
+    f->obj.ns = "ns";
+    assert_int_equal(rd_demand_extract(&f->obj, f->root, NULL, &f->res, &f->a, &f->err), RC_OK);
+    assert_int_equal(f->obj.nrefs, 6);
+    assert_string_equal(f->obj.refs[0].key, "ns/ConfigMap/cm");
+    assert_int_equal(f->obj.refs[0].optional, 0); /* required by envFrom */
+    assert_string_equal(f->obj.refs[1].key, "ns/PersistentVolumeClaim/pvc");
+    assert_string_equal(f->obj.refs[2].key, "ns/Secret/pull");
+    assert_string_equal(f->obj.refs[3].key, "ns/Secret/s1");
+    assert_string_equal(f->obj.refs[4].key, "ns/Secret/s2");
+    assert_int_equal(f->obj.refs[4].optional, 1);
+    assert_string_equal(f->obj.refs[5].key, "ns/ServiceAccount/sa");
+}
+
 static void test_rd_demand__pod_templates(void **state)
 {
     struct fx *f = *state;
@@ -930,6 +959,7 @@ int main(void)
         T(rayjob_submission_modes),
         T(rayjob_cluster_selector),
         T(pod_templates),
+        T(references),
         T(leaderworkerset),
         T(inference_service),
         T(training_jobs),

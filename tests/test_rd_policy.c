@@ -308,12 +308,77 @@ static void test_rd_policy__overrides_and_unknown_fields_warn(void **state)
                                             "    - topologyValue: a\n"
                                             "      resources: []\n"),
                      RC_OK);
-    assert_int_equal(f->nw, 2);
+    assert_int_equal(f->nw, 1);
     assert_non_null(strstr(f->w[0], "p.yaml:7:19: "));
     assert_non_null(strstr(f->w[0], "clusterSelectr"));
-    assert_non_null(strstr(f->w[1], "overrides are not supported yet"));
     /* rd_policy_parse drops warnings */
     assert_int_equal(rd_policy_parse(&f->pol, &f->obj, f->docs, &f->a, &f->err), RC_OK);
+}
+
+static void test_rd_policy__overrides(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *o;
+    char *text;
+
+    assert_int_equal(parse(f, "p.yaml",
+                           HEAD NSALL RSALL
+                           "  spreadConstraints:\n"
+                           "    spreadMode: Duplicate\n"
+                           "    overrides:\n"
+                           "    - topologyValue: a\n"
+                           "      resources:\n"
+                           "      - kind: Namespace\n"
+                           "        name: istio-system\n"
+                           "        colour: red\n"
+                           "        override:\n"
+                           "        - fieldPath: metadata.labels['topology.istio.io/network']\n"
+                           "          value: {staticValue: west-network}\n"
+                           "        - fieldPath: spec.replicas\n"
+                           "          value: {staticValue: 3, fromSecret: x}\n"),
+                     RC_OK);
+    assert_int_equal(f->pol.noverrides, 2);
+    assert_string_equal(f->pol.overrides[0].topology_value, "a");
+    assert_string_equal(f->pol.overrides[0].kind, "Namespace");
+    assert_null(f->pol.overrides[0].ns);
+    assert_null(f->pol.overrides[0].api_version);
+    assert_string_equal(f->pol.overrides[0].value_json, "\"west-network\"");
+    assert_string_equal(f->pol.overrides[1].value_json, "3");
+    assert_int_equal(f->nw, 2); /* colour, fromSecret */
+    assert_non_null(strstr(f->w[0], "colour"));
+    assert_non_null(strstr(f->w[1], "fromSecret"));
+    /* a bad fieldPath is an error at its line */
+    assert_int_equal(parse(f, "p.yaml",
+                           HEAD NSALL RSALL "  spreadConstraints:\n"
+                                            "    overrides:\n"
+                                            "    - topologyValue: a\n"
+                                            "      resources:\n"
+                                            "      - kind: Namespace\n"
+                                            "        name: x\n"
+                                            "        override:\n"
+                                            "        - fieldPath: spec..x\n"
+                                            "          value: {staticValue: 1}\n"),
+                     RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "p.yaml:14:"));
+    /* applying: missing mappings are made, list items must exist, nothing half-done */
+    o = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"c\":[{\"env\":[{\"value\":\"a\"}]}]}}");
+    assert_int_equal(rd_override_apply(o, "metadata.labels['a.b/c']", "\"v\"", &err), RC_OK);
+    assert_int_equal(rd_override_apply(o, "spec.c[0].env[0].value", "\"b\"", &err), RC_OK);
+    assert_int_equal(rd_override_apply(o, "spec.c[1].image", "\"x\"", &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "no item [1]"));
+    assert_int_equal(rd_override_apply(o, "spec.new.deeper[0]", "1", &err), RC_EINVALID);
+    assert_int_equal(rd_override_apply(o, "metadata.name.x", "1", &err), RC_EINVALID);
+    text = cJSON_PrintUnformatted(o);
+    assert_string_equal(text, "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a.b/c\":\"v\"}},"
+                              "\"spec\":{\"c\":[{\"env\":[{\"value\":\"b\"}]}]}}");
+    free(text);
+    cJSON_Delete(o);
+    assert_int_equal(rd_override_check_path("a[\"k\"].b[2]", &err), RC_OK);
+    assert_int_equal(rd_override_check_path("a[x]", &err), RC_EINVALID);
+    assert_int_equal(rd_override_check_path("a.", &err), RC_EINVALID);
+    assert_int_equal(rd_override_check_path("", &err), RC_EINVALID);
 }
 
 static void test_rd_policy__digest_follows_the_spec(void **state)
@@ -362,6 +427,7 @@ int main(void)
         T(selectors),
         T(spread),
         T(overrides_and_unknown_fields_warn),
+        T(overrides),
         T(digest_follows_the_spec),
         T(is_policy),
 #undef T

@@ -51,7 +51,7 @@ static const char policies[] =
     "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: "
     "Exists}]}\n"
     "  resourceSelectors: {labelSelectors: [{matchLabels: {app: rayclustersetup}}]}\n"
-    "  spreadConstraints: {spreadMode: Duplicate, overrides: []}\n";
+    "  spreadConstraints: {spreadMode: Duplicate, clusterAffinity: []}\n";
 
 static const char ns[] = "apiVersion: v1\n"
                          "kind: Namespace\n"
@@ -315,7 +315,7 @@ static void test_rd_source__warnings(void **state)
         if (!strncmp(s->warnings[i], "apps/dupkey.yaml:4:", 19))
             ndup++;
         if (!strncmp(s->warnings[i], "policies/p.yaml:15:", 19) &&
-            strstr(s->warnings[i], "overrides"))
+            strstr(s->warnings[i], "clusterAffinity"))
             overrides++;
         if (!strncmp(s->warnings[i], "apps/train.yaml:", 16)) /* skyray's duplicate key */
             rayjob++;

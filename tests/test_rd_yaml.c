@@ -177,6 +177,9 @@ static void test_rd_yaml__scalar_types(void **state)
         {"'3'", cJSON_String, 0, "3"},
         {"!!int '3'", cJSON_Number, 3, NULL},
         {"!!float 3", cJSON_Number, 3, NULL},
+        {"!!binary aGVsbG8=", cJSON_String, 0, "hello"}, /* kubectl: "hello" */
+        {"!custom 12", cJSON_String, 0, "12"},           /* kubectl: "12" */
+        {"!!timestamp 2024-01-01", cJSON_String, 0, "2024-01-01"},
         {"-x", cJSON_String, 0, "-x"},
         {"+", cJSON_String, 0, "+"},
         {"v1", cJSON_String, 0, "v1"},
@@ -241,6 +244,11 @@ static void test_rd_yaml__bad_tagged_scalar(void **state)
     (void)state;
     load_fails("a: 1\nb: !!int abc\n", 18, NULL, "t.yaml:2:4: cannot read 'abc' as !!int");
     load_fails("a: !!bool 1\n", 12, NULL, "t.yaml:1:4: cannot read '1' as !!bool");
+    /* kubectl: "cannot decode !!float `1.0` as a !!int" */
+    load_fails("a: !!int 1.0\n", 13, NULL, "t.yaml:1:4: cannot read '1.0' as !!int");
+    load_fails("a: !!binary aGVsbG8\n", 20, NULL,
+               "t.yaml:1:4: !!binary value contains invalid base64 data");
+    load_fails("a: !!binary //79\n", 17, NULL, "t.yaml:1:4: !!binary value is not UTF-8 text");
 }
 
 static void test_rd_yaml__nul_in_string_refused(void **state)

@@ -133,7 +133,24 @@ fi
 envf=$dest$sysconfdir/rightplace/rightplace.env
 check "env file is not world-readable" test "$(stat -c %a "$envf")" = 640
 check "env file sets RIGHTPLACE_REPO" grep -q '^RIGHTPLACE_REPO=' "$envf"
+check "env file names the installed kubeconfig directory" \
+    grep -qx "RIGHTPLACE_KUBECONFIG_DIR=$sysconfdir/rightplace/kubeconfigs" "$envf"
+check "kubeconfig directory installed, mode 750" \
+    test "$(stat -c %a "$dest$sysconfdir/rightplace/kubeconfigs" 2>/dev/null)" = 750
 check "env file is shell-readable" bash -n "$envf"
+
+# 7. `cmake --install --prefix P` puts everything under P (the units still name the
+# configured path of the binary: set the prefix when configuring)
+other=$TMP/other-prefix
+cmake --install "$RP_BUILD_DIR" --prefix "$other" >"$TMP/install2.log" 2>&1 ||
+    bad "cmake --install --prefix: $(cat "$TMP/install2.log")"
+if [ "${RP_PREFIX%/}" != /usr ]; then
+    outside=$(grep -oE 'Installing: [^ ]+' "$TMP/install2.log" | cut -d' ' -f2 | grep -v "^$other/" || true)
+    check "--prefix $other installed outside it: $outside" test -z "$outside"
+    check "--prefix installs the binary under it" test -x "$other/${RP_BINDIR}/rightplace"
+    check "--prefix installs as many files as DESTDIR" \
+        test "$(find "$other" -type f | wc -l)" -eq "$(wc -l <"$TMP/want")"
+fi
 
 # 7. documentation
 check "README installed" cmp -s "$RP_SOURCE_DIR/README.md" "$dest$docdir/README.md"

@@ -46,4 +46,24 @@ while read -r f; do
     check "$f is documented in docs/rightplace.1 but no --help prints it" \
         grep -qxF -- "$f" "$TMP/flags.help"
 done <"$TMP/flags.man"
+# Every environment variable the code reads is in ENVIRONMENT.
+awk '/^ENVIRONMENT/ {on=1; next} /^[A-Z]/ {on=0} on' "$TMP/man.txt" >"$TMP/man-env.txt"
+for v in $(cat "$RP_SOURCE_DIR"/base/*.[ch] "$RP_SOURCE_DIR"/placement/*.[ch] \
+    "$RP_SOURCE_DIR"/render/*.[ch] "$RP_SOURCE_DIR"/reconciler/*.[ch] |
+    grep -oE 'getenv\("[A-Z_][A-Z0-9_]*"\)|"RIGHTPLACE_[A-Z0-9_]+"' | grep -oE '[A-Z_][A-Z0-9_]+' | sort -u); do
+    check "\$$v is read by the code but not in ENVIRONMENT of docs/rightplace.1" \
+        grep -qw -- "$v" "$TMP/man-env.txt"
+done
+
+# The exit statuses: those of main.c's enum, the man page's EXIT STATUS and the README table.
+grep -oE 'RC_EXIT_[A-Z_]+ = [0-9]+' "$RP_SOURCE_DIR/reconciler/main.c" | grep -oE '[0-9]+$' | sort -u \
+    >"$TMP/exit.code"
+awk '/^EXIT STATUS/ {on=1; next} /^[A-Z]/ {on=0} on && /^       [0-9]+ / {print $1}' "$TMP/man.txt" |
+    sort -u >"$TMP/exit.man"
+grep -oE '^\| [0-9]+ \|' "$RP_SOURCE_DIR/README.md" | grep -oE '[0-9]+' | sort -u >"$TMP/exit.readme"
+check "main.c names exit statuses" test -s "$TMP/exit.code"
+check "exit statuses of main.c and the man page differ: $(diff "$TMP/exit.code" "$TMP/exit.man" | tr '\n' ' ')" \
+    cmp -s "$TMP/exit.code" "$TMP/exit.man"
+check "exit statuses of main.c and README.md differ: $(diff "$TMP/exit.code" "$TMP/exit.readme" | tr '\n' ' ')" \
+    cmp -s "$TMP/exit.code" "$TMP/exit.readme"
 finish

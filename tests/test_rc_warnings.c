@@ -1,0 +1,116 @@
+/*
+ * test_rc_warnings.c - a pass's warnings reach every place a person looks: standard error
+ * (the log), `plan` (text and JSON), `explain` (the warnings about that workload), the
+ * deploy commit's message and placements.yaml, with file and line.
+ *
+ * The repository is examples/repo plus one file: a policy with fields Nova does not have
+ * at several depths (spec, groupBy, resourceSelectors) and an override whose path does not exist,
+ * which overlaps the example's fill-and-spill policy for rayjob3's RayJob.
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th_git.h"
+#include "th_rp.h"
+
+static const char overlap[] =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: aaa-overlap}\n"
+    "spec:\n"
+    "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: rayjob3}}\n"
+    "  resourceSelectors:\n"
+    "    labelSelectors: [{matchExpressions: []}]\n"
+    "    fieldSelectors: [x]\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance, label: typo}\n"
+    "  clusterSelectr: {}\n"
+    "  spreadConstraints:\n"
+    "    spreadMode: Duplicate\n"
+    "    topologyKey: kubernetes.io/metadata.name\n"
+    "    overrides:\n"
+    "    - topologyValue: static-cluster\n"
+    "      resources:\n"
+    "      - {kind: ConfigMap, name: extra, override: [{fieldPath: 'data.list[0]', value: "
+    "{staticValue: x}}]}\n";
+
+static const char rayjob3[] = "apiVersion: v1\n"
+                              "kind: ConfigMap\n"
+                              "metadata:\n"
+                              "  name: extra\n"
+                              "  namespace: rayjob3\n"
+                              "  labels: {app.kubernetes.io/instance: rayjob}\n"
+                              "data: {k: v}\n";
+
+static char *warned_repo(void)
+{
+    char *repo = th_example_repo();
+    char *id = th_git_commit_files(repo, "a policy with warnings", "policies/overlap.yaml", overlap,
+                                   "fill-and-spill/extra.yaml", rayjob3, NULL);
+    free(id);
+    return repo;
+}
+
+static void test_rc_warnings__plan_explain_log_commit(void **state)
+{
+    char *repo = warned_repo();
+    char *out = NULL, *err = NULL, *msg, *rec;
+    (void)state;
+
+    /* plan: every warning, with file:line, on stdout; the log repeats them on stderr */
+    assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, NULL), 1);
+    assert_non_null(strstr(out, "warnings:"));
+    assert_non_null(strstr(out, "policies/overlap.yaml:8:21: unknown field "
+                                "'spec.resourceSelectors.fieldSelectors'"));
+    assert_non_null(strstr(out, "policies/overlap.yaml:9:"));
+    assert_non_null(strstr(out, "'spec.groupBy.label'"));
+    assert_non_null(
+        strstr(out, "policies/overlap.yaml:10:19: unknown field 'spec.clusterSelectr'"));
+    assert_non_null(strstr(out, "override of 'rayjob3/ConfigMap/extra' on static-cluster: "
+                                "fieldPath 'data.list[0]': no 'list' in the object"));
+    assert_non_null(strstr(out, "fill-and-spill/extra.yaml:1: object 'rayjob3/ConfigMap/extra' "
+                                "matches policies 'aaa-overlap' and"));
+    assert_non_null(strstr(err, "'spec.groupBy.label'"));
+    free(out);
+    free(err);
+    out = err = NULL;
+    assert_int_equal(th_rp(&out, NULL, "plan", "--repo", repo, "-o", "json", NULL), 1);
+    assert_non_null(strstr(out, "\"warnings\""));
+    assert_non_null(strstr(out, "spec.groupBy.label"));
+    free(out);
+    out = NULL;
+
+    /* explain: the warnings about that workload (its policy, its objects) */
+    assert_int_equal(th_rp(&out, NULL, "explain", "--repo", repo, "rayjob3/extra", NULL), 0);
+    assert_non_null(strstr(out, "override: static-cluster: rayjob3/ConfigMap/extra data.list[0]"));
+    assert_non_null(strstr(out, "warnings:"));
+    assert_non_null(strstr(out, "'spec.groupBy.label'"));
+    free(out);
+    out = NULL;
+
+    /* the commit message and the record */
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL),
+                     0);
+    assert_non_null(strstr(err, "policies/overlap.yaml:9:"));
+    free(err);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    assert_non_null(strstr(msg, "\nwarnings:\n"));
+    assert_non_null(strstr(msg, "policies/overlap.yaml:8:21: unknown field"));
+    assert_non_null(strstr(msg, "matches policies 'aaa-overlap'"));
+    rec = th_git_show(repo, "deploy", "placements.yaml");
+    assert_non_null(strstr(rec, "spec.groupBy.label"));
+    free(msg);
+    free(rec);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_warnings__plan_explain_log_commit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
