@@ -80,6 +80,7 @@ enum opt_id {
     OPT_INTERVAL,
     OPT_NO_APPLY,
     OPT_RESYNC,
+    OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
     OPT_MAX_SOURCE,
     OPT_SOURCE,
@@ -138,6 +139,8 @@ static const struct opt_def opt_defs[] = {
      "until SIGTERM or SIGINT"},
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
+    {OPT_APPLY_CONCURRENCY, "apply-concurrency", 0, "N",
+     "requests in flight per cluster while applying (1-256, default 8)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
@@ -190,9 +193,9 @@ static int cmd_help(struct run *r);
 static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
-         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_FORCE) |
-         OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_COMMITTER_NAME) |
-         OPT_BIT(OPT_COMMITTER_EMAIL),
+         OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
+         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
+         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -609,6 +612,17 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_RESYNC:
         c->pass.resync = 1;
         break;
+    case OPT_APPLY_CONCURRENCY: {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+
+        if (!*v || *end || n < 1 || n > 256) {
+            fprintf(stderr, "rightplace: invalid --apply-concurrency '%s': give 1 to 256\n", v);
+            return -1;
+        }
+        c->kube.concurrency = (int)n;
+        break;
+    }
     case OPT_FORCE:
         c->pass.force = 1;
         break;
@@ -1387,7 +1401,9 @@ static int cmd_plan(struct run *r)
         for (size_t i = 0; i < res.npaths_changed; i++) {
             cJSON *p = cJSON_CreateObject();
             char op[2] = {res.paths_changed[i].op, 0};
-            cJSON_AddStringToObject(p, "path", res.paths_changed[i].path);
+            char path[1024];
+            rc_esc(path, sizeof(path), res.paths_changed[i].path);
+            cJSON_AddStringToObject(p, "path", path);
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
@@ -1401,7 +1417,9 @@ static int cmd_plan(struct run *r)
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
                 char op[2] = {res.hand_edits[i].op, 0};
-                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                char path[1024]; /* any name someone committed: valid UTF-8, escaped */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "path", path);
                 cJSON_AddStringToObject(p, "change", op);
                 cJSON_AddItemToArray(hs, p);
             }
@@ -1439,8 +1457,11 @@ static int cmd_plan(struct run *r)
                 print_decision_text(stdout, d, 0);
             }
             printf("\nfiles that would change:\n");
-            for (size_t i = 0; i < res.npaths_changed; i++)
-                printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
+            for (size_t i = 0; i < res.npaths_changed; i++) {
+                char path[1024]; /* a file added by hand may have any name: escaped */
+                rc_esc(path, sizeof(path), res.paths_changed[i].path);
+                printf("  %c %s\n", res.paths_changed[i].op, path);
+            }
         }
     }
     log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
@@ -1826,8 +1847,11 @@ static int cmd_replay(struct run *r)
         cJSON_AddStringToObject(o, "commit", r->cli->args[0]);
         cJSON_AddStringToObject(o, "source", res.source);
         cJSON_AddBoolToObject(o, "match", res.match);
-        for (size_t i = 0; i < res.nmismatch; i++)
-            cJSON_AddItemToArray(m, cJSON_CreateString(res.mismatch[i].path));
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            cJSON_AddItemToArray(m, cJSON_CreateString(path));
+        }
         print_json(o);
     } else if (res.match) {
         printf("match: %s recomputes to the same decisions and files (source %s)\n",

@@ -38,6 +38,8 @@ struct job {
     struct rc_apply_result res;
     size_t cap_failures;
     int server_errors; /* 5xx failures since the last success */
+    int halted;        /* the cluster's work stopped (unreachable or stopped) */
+    size_t base;       /* plan index of the first call of the batch being sent */
     pthread_t thread;
     int started;
 };
@@ -63,6 +65,7 @@ static void add_failure(struct job *j, const char *verb, const char *key, const 
 
 static void halt(struct job *j, enum rc_apply_outcome outcome, const char *msg)
 {
+    j->halted = 1;
     j->res.outcome = outcome;
     j->res.why = rc_arena_strdup(&j->arena, msg);
     if (j->log)
@@ -219,14 +222,70 @@ static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op
     return 0;
 }
 
+/* An apply answered (in completion order). Nonzero: send no more. */
+static int on_applied(void *payload, struct rc_kube_call *c, size_t i)
+{
+    struct job *j = payload;
+    const struct rc_apply_op *op = &j->plan->apply[j->base + i];
+
+    if (c->rc == RC_OK) {
+        j->server_errors = 0;
+        j->res.applied++;
+        if (j->log)
+            rc_log_debug(j->log, "cluster '%s': applied '%s'", j->conn->name, op->key);
+        return 0;
+    }
+    if (c->rc == RC_HTTP_NOT_SENT)
+        return 1;
+    if (j->halted) {
+        /* requests in flight when the work stopped: keep what they say about their objects */
+        if (c->rc != RC_ETRANSPORT && c->status != 401 && c->status != 429)
+            add_failure(j, "apply", op->key, c->err.msg);
+        return 1;
+    }
+    return object_failed(j, "apply", op->key, c->rc, c->status, c->err.msg) < 0;
+}
+
+/* Apply plan->apply[from, to) with the client's concurrency. -1 when the work stopped. */
+static int apply_range(struct job *j, struct rc_kube *k, size_t from, size_t to)
+{
+    struct rc_kube_call *calls;
+    struct rc_err err = RC_ERR_INIT;
+    size_t n = to - from;
+
+    if (n == 0)
+        return j->halted ? -1 : 0;
+    calls = rc_xcalloc(n, sizeof(*calls));
+    j->base = from;
+    for (size_t i = 0; i < n && !j->halted; i++) {
+        if (rc_kube_apply_call(k, &calls[i], j->plan->apply[from + i].obj, RC_APPLY_FIELD_MANAGER,
+                               RC_KUBE_APPLY_FORCE) < 0)
+            on_applied(j, &calls[i], i); /* not sendable (e.g. a kind the server lacks) */
+    }
+    if (!j->halted && rc_kube_request_many(k, calls, n, 0, on_applied, j, &err) < 0)
+        cluster_failed(j, RC_ERROR, err.msg); /* no credentials */
+    for (size_t i = 0; i < n; i++)
+        rc_kube_call_release(&calls[i]);
+    free(calls);
+    return j->halted ? -1 : 0;
+}
+
+static int cmp_failure(const void *x, const void *y)
+{
+    const struct rc_apply_failure *p = x, *q = y;
+    int c = strcmp(p->what, q->what);
+
+    return c ? c : strcmp(p->msg, q->msg);
+}
+
 static void *run_job(void *arg)
 {
     struct job *j = arg;
     struct rc_kube_options ko = *j->ko;
     struct rc_err err = RC_ERR_INIT;
     struct rc_kube *k = NULL;
-    size_t i;
-    int rc, crds_waited = 0;
+    size_t i, ns_end = 0, crd_end;
+    int rc;
 
     ko.log = j->log;
     if ((rc = rc_kube_open_conn(&k, j->conn, &ko, &err)) < 0) {
@@ -237,26 +296,18 @@ static void *run_job(void *arg)
         cluster_failed(j, rc, err.msg);
         goto done;
     }
-    for (i = 0; i < j->plan->napply; i++) {
-        const struct rc_apply_op *op = &j->plan->apply[i];
-
-        if (op->stage == RC_APPLY_STAGE_REST && !crds_waited) {
-            crds_waited = 1;
-            if (wait_crds(j, k, i) < 0)
-                goto done;
-        }
-        rc = rc_kube_apply(k, op->obj, RC_APPLY_FIELD_MANAGER, 1, NULL, &err);
-        if (rc == RC_OK) {
-            j->server_errors = 0;
-            j->res.applied++;
-            if (j->log)
-                rc_log_debug(j->log, "cluster '%s': applied '%s'", j->conn->name, op->key);
-            continue;
-        }
-        if (object_failed(j, "apply", op->key, rc, rc_kube_last_status(k), err.msg) < 0)
-            goto done;
-    }
-    if (!crds_waited && wait_crds(j, k, j->plan->napply) < 0)
+    /* Namespaces, then CRDs (established before anything that may need them), then the rest;
+     * each stage concurrently */
+    while (ns_end < j->plan->napply && j->plan->apply[ns_end].stage == RC_APPLY_STAGE_NAMESPACE)
+        ns_end++;
+    crd_end = ns_end;
+    while (crd_end < j->plan->napply && j->plan->apply[crd_end].stage == RC_APPLY_STAGE_CRD)
+        crd_end++;
+    if (apply_range(j, k, 0, ns_end) < 0 || apply_range(j, k, ns_end, crd_end) < 0)
+        goto done;
+    if (crd_end > ns_end && wait_crds(j, k, crd_end) < 0)
+        goto done;
+    if (apply_range(j, k, crd_end, j->plan->napply) < 0)
         goto done;
     if (j->res.nfailures) {
         j->res.outcome = RC_APPLY_FAILED;
@@ -268,6 +319,9 @@ static void *run_job(void *arg)
     }
     j->res.outcome = j->res.nfailures ? RC_APPLY_FAILED : RC_APPLY_DONE;
 done:
+    /* answers came in completion order: report failures in a stable order */
+    if (j->res.nfailures > 1)
+        qsort(j->res.failures, j->res.nfailures, sizeof(*j->res.failures), cmp_failure);
     rc_kube_free(k);
     return NULL;
 }

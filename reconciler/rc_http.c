@@ -17,8 +17,15 @@
 
 #include "rc_banned.h"
 
+struct slot; /* one transfer of rc_http_do_many */
+
 struct rc_http {
     CURL *curl;
+    CURLM *multi;        /* rc_http_do_many: its connection cache is shared by the slots */
+    struct slot **slots; /* easy handles kept between calls (their TLS sessions too); each
+                            allocated on its own: libcurl keeps pointers into it */
+    size_t nslots;
+    unsigned cert_gen; /* bumped when the client certificate changes */
     struct rc_http_options o;
     const struct rc_log *log;
     char *cert;
@@ -28,6 +35,8 @@ struct rc_http {
     char *ca;
     size_t ca_len;
     char *server_name;
+    char *ca_file, *cert_file, *key_file;
+    int insecure;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -162,15 +171,51 @@ static void set_blob(CURL *c, CURLoption opt, const char *data, size_t len)
     curl_easy_setopt(c, opt, &blob);
 }
 
-static void apply_client_cert(struct rc_http *h)
+static void apply_client_cert(struct rc_http *h, CURL *c)
 {
     if (h->cert) {
-        set_blob(h->curl, CURLOPT_SSLCERT_BLOB, h->cert, h->cert_len);
-        curl_easy_setopt(h->curl, CURLOPT_SSLCERTTYPE, "PEM");
+        set_blob(c, CURLOPT_SSLCERT_BLOB, h->cert, h->cert_len);
+        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    } else if (h->cert_file) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, h->cert_file);
+        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
     }
     if (h->key) {
-        set_blob(h->curl, CURLOPT_SSLKEY_BLOB, h->key, h->key_len);
-        curl_easy_setopt(h->curl, CURLOPT_SSLKEYTYPE, "PEM");
+        set_blob(c, CURLOPT_SSLKEY_BLOB, h->key, h->key_len);
+        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    } else if (h->key_file) {
+        curl_easy_setopt(c, CURLOPT_SSLKEY, h->key_file);
+        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+}
+
+/* Everything an easy handle of h needs besides the request itself. */
+static void configure(struct rc_http *h, CURL *c, char *errbuf)
+{
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "rightplace/" RP_VERSION);
+    /* HTTP/2 when the server offers it in the TLS handshake (ALPN), else HTTP/1.1 keep-alive */
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    if (h->ca)
+        set_blob(c, CURLOPT_CAINFO_BLOB, h->ca, h->ca_len);
+    else if (h->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+    /* a cluster CA replaces the system store entirely, as in kubectl: no CA directory */
+    if (h->ca || h->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+    apply_client_cert(h, c);
+    if (h->insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
 }
 
@@ -193,88 +238,73 @@ int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
         free(h);
         return rc_err_set(err, RC_ERROR, "cannot create a libcurl handle");
     }
-    curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
-    curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
-    curl_easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
-    curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h->curl, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(h->curl, CURLOPT_USERAGENT, "rightplace/" RP_VERSION);
-    curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
     if (tls) {
         if (tls->ca_data) {
             h->ca = dupmem(tls->ca_data, tls->ca_len);
             h->ca_len = tls->ca_len;
-            set_blob(h->curl, CURLOPT_CAINFO_BLOB, h->ca, h->ca_len);
         } else if (tls->ca_file) {
-            curl_easy_setopt(h->curl, CURLOPT_CAINFO, tls->ca_file);
+            h->ca_file = rc_xstrdup(tls->ca_file);
         }
-        /* a cluster CA replaces the system store entirely, as in kubectl: no CA directory */
-        if (tls->ca_data || tls->ca_file)
-            curl_easy_setopt(h->curl, CURLOPT_CAPATH, NULL);
         if (tls->cert_data) {
             h->cert = dupmem(tls->cert_data, tls->cert_len);
             h->cert_len = tls->cert_len;
         } else if (tls->cert_file) {
-            curl_easy_setopt(h->curl, CURLOPT_SSLCERT, tls->cert_file);
-            curl_easy_setopt(h->curl, CURLOPT_SSLCERTTYPE, "PEM");
+            h->cert_file = rc_xstrdup(tls->cert_file);
         }
         if (tls->key_data) {
             h->key = dupmem(tls->key_data, tls->key_len);
             h->key_len = tls->key_len;
         } else if (tls->key_file) {
-            curl_easy_setopt(h->curl, CURLOPT_SSLKEY, tls->key_file);
-            curl_easy_setopt(h->curl, CURLOPT_SSLKEYTYPE, "PEM");
+            h->key_file = rc_xstrdup(tls->key_file);
         }
-        apply_client_cert(h);
-        if (tls->insecure) {
-            curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYPEER, 0L);
-            curl_easy_setopt(h->curl, CURLOPT_SSL_VERIFYHOST, 0L);
-        }
+        h->insecure = tls->insecure;
         if (tls->server_name && *tls->server_name)
             h->server_name = rc_xstrdup(tls->server_name);
     }
+    configure(h, h->curl, h->errbuf);
     *out = h;
     return RC_OK;
+}
+
+static void wipe(char **p, size_t *len)
+{
+    if (*p) {
+        memset(*p, 0, *len);
+        free(*p);
+    }
+    *p = NULL;
+    *len = 0;
 }
 
 void rc_http_set_client_cert(struct rc_http *h, const char *cert, size_t cert_len, const char *key,
                              size_t key_len)
 {
-    if (h->cert) {
-        memset(h->cert, 0, h->cert_len);
-        free(h->cert);
-    }
-    if (h->key) {
-        memset(h->key, 0, h->key_len);
-        free(h->key);
-    }
+    wipe(&h->cert, &h->cert_len);
+    wipe(&h->key, &h->key_len);
     h->cert = cert ? dupmem(cert, cert_len) : NULL;
     h->cert_len = cert ? cert_len : 0;
     h->key = key ? dupmem(key, key_len) : NULL;
     h->key_len = key ? key_len : 0;
-    apply_client_cert(h);
+    apply_client_cert(h, h->curl);
     /* new credentials: do not reuse a connection authenticated with the old ones */
     curl_easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
+    h->cert_gen++;
 }
+
+static void slots_free(struct rc_http *h);
 
 void rc_http_free(struct rc_http *h)
 {
     if (!h)
         return;
+    slots_free(h);
     curl_easy_cleanup(h->curl);
-    if (h->cert) {
-        memset(h->cert, 0, h->cert_len);
-        free(h->cert);
-    }
-    if (h->key) {
-        memset(h->key, 0, h->key_len);
-        free(h->key);
-    }
+    wipe(&h->cert, &h->cert_len);
+    wipe(&h->key, &h->key_len);
     free(h->ca);
+    free(h->ca_file);
+    free(h->cert_file);
+    free(h->key_file);
     free(h->server_name);
     free(h);
 }
@@ -322,34 +352,30 @@ static void url_for_messages(char *out, size_t n, const char *url)
     out[len] = '\0';
 }
 
-/* One attempt. Returns RC_OK with resp filled, or an error with e set; *fatal says that
- * trying again cannot help (TLS refused, body too large). */
-static int attempt_once(struct rc_http *h, const char *where, struct rc_http_response *resp,
-                        int *fatal, struct rc_err *e)
+static void reset_response(struct rc_http_response *resp)
 {
-    struct attempt at;
-    CURLcode rc;
-
-    memset(&at, 0, sizeof(at));
-    at.resp = resp;
-    *fatal = 0;
     rc_buf_reset(&resp->body);
     resp->status = 0;
     resp->content_type[0] = '\0';
     resp->retry_after = -1;
-    h->errbuf[0] = '\0';
+}
 
-    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &at);
-    curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &at);
-    rc = curl_easy_perform(h->curl);
-    curl_easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 0L);
-    if (at.too_big) {
+/* The outcome of one attempt on easy handle c (curl's result rc). Returns RC_OK with resp
+ * filled, or an error with e set; *fatal says that trying again cannot help (TLS refused,
+ * body too large). */
+static int finish_attempt(CURL *c, const char *errbuf, CURLcode rc, const struct attempt *at,
+                          const char *where, struct rc_http_response *resp, int *fatal,
+                          struct rc_err *e)
+{
+    *fatal = 0;
+    curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 0L);
+    if (at->too_big) {
         *fatal = 1;
         return rc_err_set(e, RC_ERROR, "response from '%s' is too large: %s", where,
-                          at.body_err.msg);
+                          at->body_err.msg);
     }
     if (rc != CURLE_OK) {
-        const char *why = h->errbuf[0] ? h->errbuf : curl_easy_strerror(rc);
+        const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
 
         if (!retryable_curl(rc)) {
             *fatal = 1;
@@ -361,8 +387,54 @@ static int attempt_once(struct rc_http *h, const char *where, struct rc_http_res
             return rc_err_set(e, RC_ETRANSPORT, "request to '%s' timed out: %s", where, why);
         return rc_err_set(e, RC_ETRANSPORT, "no answer from '%s': %s", where, why);
     }
-    curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
     return RC_OK;
+}
+
+/* One attempt on the single handle. */
+static int attempt_once(struct rc_http *h, const char *where, struct rc_http_response *resp,
+                        int *fatal, struct rc_err *e)
+{
+    struct attempt at;
+    CURLcode rc;
+
+    memset(&at, 0, sizeof(at));
+    at.resp = resp;
+    reset_response(resp);
+    h->errbuf[0] = '\0';
+    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &at);
+    curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &at);
+    rc = curl_easy_perform(h->curl);
+    return finish_attempt(h->curl, h->errbuf, rc, &at, where, resp, fatal, e);
+}
+
+/* After attempt n of max: the wait before the next one, or -1 when there is none (success,
+ * a final status, a fatal error, attempts exhausted). */
+static long retry_wait(struct rc_http *h, const struct rc_http_request *req, const char *where,
+                       int error, int fatal, const struct rc_http_response *resp,
+                       const struct rc_err *e, int n, int max)
+{
+    long wait;
+
+    if (error == RC_OK) {
+        debug(h, "%s %s: %ld", req->method, where, resp->status);
+        if (!retryable_status(resp->status) || n == max)
+            return -1;
+        wait = rc_http_backoff_ms(&h->o, n + 1);
+        if (resp->status == 429 && resp->retry_after >= 0) {
+            wait = resp->retry_after * 1000;
+            if (wait > h->o.retry_after_max_ms)
+                wait = h->o.retry_after_max_ms;
+        }
+        debug(h, "retrying %s %s in %ld ms after status %ld", req->method, where, wait,
+              resp->status);
+        return wait;
+    }
+    if (fatal || n == max)
+        return -1;
+    wait = rc_http_backoff_ms(&h->o, n + 1);
+    debug(h, "retrying %s in %ld ms: %s", req->method, wait, e->msg);
+    return wait;
 }
 
 /* tls-server-name: send SNI and check the certificate for that name, while connecting to
@@ -398,91 +470,311 @@ done:
     return error;
 }
 
+/* A request made ready for libcurl: headers, URL (tls-server-name), the URL for messages. */
+struct prepared {
+    struct curl_slist *headers, *connect_to;
+    char *url;
+    char where[512];
+};
+
+static void prepared_release(struct prepared *p)
+{
+    curl_slist_free_all(p->headers);
+    curl_slist_free_all(p->connect_to);
+    free(p->url);
+    memset(p, 0, sizeof(*p));
+}
+
+static int prepare(struct rc_http *h, const struct rc_http_request *req, struct prepared *p,
+                   struct rc_err *err)
+{
+    struct rc_buf line = RC_BUF_INIT;
+    int error;
+
+    memset(p, 0, sizeof(*p));
+    url_for_messages(p->where, sizeof(p->where), req->url);
+    if (h->server_name) {
+        error = url_with_server_name(&p->url, &p->connect_to, req->url, h->server_name, err);
+        if (error < 0)
+            return error;
+    }
+    rc_buf_printf(&line, NULL, "Accept: %s", req->accept ? req->accept : "application/json");
+    p->headers = curl_slist_append(p->headers, line.ptr);
+    if (req->content_type) {
+        rc_buf_reset(&line);
+        rc_buf_printf(&line, NULL, "Content-Type: %s", req->content_type);
+        p->headers = curl_slist_append(p->headers, line.ptr);
+    }
+    if (req->bearer) {
+        rc_buf_reset(&line);
+        rc_buf_printf(&line, NULL, "Authorization: Bearer %s", req->bearer);
+        p->headers = curl_slist_append(p->headers, line.ptr);
+        memset(line.ptr, 0, line.len);
+    }
+    p->headers = curl_slist_append(p->headers, "Expect:");
+    rc_buf_release(&line);
+    return RC_OK;
+}
+
+static void set_request(CURL *c, const struct rc_http_request *req, const struct prepared *p)
+{
+    curl_easy_setopt(c, CURLOPT_URL, p->url ? p->url : req->url);
+    curl_easy_setopt(c, CURLOPT_CONNECT_TO, p->connect_to);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    if (req->body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+    }
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
+}
+
+/* Do not keep pointers to the caller's strings in the handle. */
+static void clear_request(CURL *c)
+{
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_CONNECT_TO, NULL);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+}
+
 int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_http_response *resp,
                struct rc_err *err)
 {
-    struct curl_slist *headers = NULL, *connect_to = NULL;
-    struct rc_buf line = RC_BUF_INIT;
+    struct prepared p;
     struct rc_err e = RC_ERR_INIT;
-    char *url = NULL;
-    char where[512];
     int error = RC_OK;
     int max = req->no_retry ? 1 : h->o.max_attempts;
 
     rc_buf_init(&resp->body, h->o.max_body);
     resp->attempts = 0;
     resp->status = 0;
-    url_for_messages(where, sizeof(where), req->url);
-
-    if (h->server_name) {
-        error = url_with_server_name(&url, &connect_to, req->url, h->server_name, err);
-        if (error < 0)
-            return error;
-    }
-
-    rc_buf_printf(&line, NULL, "Accept: %s", req->accept ? req->accept : "application/json");
-    headers = curl_slist_append(headers, line.ptr);
-    if (req->content_type) {
-        rc_buf_reset(&line);
-        rc_buf_printf(&line, NULL, "Content-Type: %s", req->content_type);
-        headers = curl_slist_append(headers, line.ptr);
-    }
-    if (req->bearer) {
-        rc_buf_reset(&line);
-        rc_buf_printf(&line, NULL, "Authorization: Bearer %s", req->bearer);
-        headers = curl_slist_append(headers, line.ptr);
-        memset(line.ptr, 0, line.len);
-    }
-    headers = curl_slist_append(headers, "Expect:");
-    rc_buf_release(&line);
-
-    curl_easy_setopt(h->curl, CURLOPT_URL, url ? url : req->url);
-    curl_easy_setopt(h->curl, CURLOPT_CONNECT_TO, connect_to);
-    curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
-    if (req->body) {
-        curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-        curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, req->body);
-    }
-    curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, req->method);
-    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
-
+    if ((error = prepare(h, req, &p, err)) < 0)
+        return error;
+    set_request(h->curl, req, &p);
     for (int n = 1; n <= max; n++) {
         long wait;
         int fatal = 0;
 
         resp->attempts = n;
-        error = attempt_once(h, where, resp, &fatal, &e);
-        if (error == RC_OK) {
-            debug(h, "%s %s: %ld", req->method, where, resp->status);
-            if (!retryable_status(resp->status) || n == max)
-                break;
-            wait = rc_http_backoff_ms(&h->o, n + 1);
-            if (resp->status == 429 && resp->retry_after >= 0) {
-                wait = resp->retry_after * 1000;
-                if (wait > h->o.retry_after_max_ms)
-                    wait = h->o.retry_after_max_ms;
-            }
-            debug(h, "retrying %s %s in %ld ms after status %ld", req->method, where, wait,
-                  resp->status);
-        } else {
-            if (fatal || n == max)
-                break;
-            wait = rc_http_backoff_ms(&h->o, n + 1);
-            debug(h, "retrying %s in %ld ms: %s", req->method, wait, e.msg);
-            /* a connection that failed must not be reused */
+        error = attempt_once(h, p.where, resp, &fatal, &e);
+        wait = retry_wait(h, req, p.where, error, fatal, resp, &e, n, max);
+        if (wait < 0)
+            break;
+        if (error < 0) /* a connection that failed must not be reused */
             curl_easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
-        }
         h->o.sleep_ms(h->o.sleep_payload, wait);
     }
     if (error < 0)
         rc_err_set(err, e.code, "%s", e.msg);
-    /* do not keep pointers to the caller's strings in the handle */
-    curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(h->curl, CURLOPT_CONNECT_TO, NULL);
-    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(h->curl, CURLOPT_HTTPGET, 1L);
-    curl_slist_free_all(headers);
-    curl_slist_free_all(connect_to);
-    free(url);
+    clear_request(h->curl);
+    prepared_release(&p);
     return error;
+}
+
+/* ==== Many requests at once (curl multi) ==== */
+
+struct slot {
+    CURL *c;
+    char errbuf[CURL_ERROR_SIZE];
+    unsigned cert_gen;
+    int busy;    /* a request is assigned */
+    int waiting; /* between attempts, until wake */
+    long long wake;
+    size_t idx;
+    int attempt;
+    struct attempt at;
+    struct prepared p;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void slots_free(struct rc_http *h)
+{
+    for (size_t i = 0; i < h->nslots; i++) {
+        if (h->slots[i]->busy && !h->slots[i]->waiting)
+            curl_multi_remove_handle(h->multi, h->slots[i]->c);
+        prepared_release(&h->slots[i]->p);
+        curl_easy_cleanup(h->slots[i]->c);
+        free(h->slots[i]);
+    }
+    free(h->slots);
+    h->slots = NULL;
+    h->nslots = 0;
+    if (h->multi)
+        curl_multi_cleanup(h->multi);
+    h->multi = NULL;
+}
+
+static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
+{
+    if (!h->multi) {
+        h->multi = curl_multi_init();
+        if (!h->multi)
+            return rc_err_set(err, RC_ERROR, "cannot create a libcurl multi handle");
+        curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    }
+    if (want <= h->nslots)
+        return RC_OK;
+    h->slots = rc_xrealloc(h->slots, want * sizeof(*h->slots));
+    for (size_t i = h->nslots; i < want; i++) {
+        struct slot *s = rc_xcalloc(1, sizeof(*s));
+
+        s->c = curl_easy_init();
+        if (!s->c) {
+            free(s);
+            return rc_err_set(err, RC_ERROR, "cannot create a libcurl handle");
+        }
+        h->slots[i] = s;
+        h->nslots = i + 1;
+        configure(h, s->c, s->errbuf);
+        /* wait for the connection to say whether it multiplexes (h2) before opening more */
+        curl_easy_setopt(s->c, CURLOPT_PIPEWAIT, 1L);
+        s->cert_gen = h->cert_gen;
+    }
+    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)want);
+    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)want);
+    return RC_OK;
+}
+
+static void slot_go(struct rc_http *h, struct slot *s, struct rc_http_response *resp)
+{
+    memset(&s->at, 0, sizeof(s->at));
+    s->at.resp = resp;
+    reset_response(resp);
+    s->errbuf[0] = '\0';
+    s->waiting = 0;
+    curl_easy_setopt(s->c, CURLOPT_WRITEDATA, &s->at);
+    curl_easy_setopt(s->c, CURLOPT_HEADERDATA, &s->at);
+    curl_multi_add_handle(h->multi, s->c);
+}
+
+int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
+                    struct rc_http_response *resps, int *codes, struct rc_err *errs, size_t n,
+                    size_t concurrency, rc_http_done_fn on_done, void *payload, struct rc_err *err)
+{
+    size_t next = 0, active = 0;
+    int stop = 0, error;
+
+    if (concurrency < 1)
+        concurrency = 1;
+    if (concurrency > n)
+        concurrency = n ? n : 1;
+    if ((error = slots_make(h, concurrency, err)) < 0)
+        return error;
+    for (size_t i = 0; i < n; i++) {
+        rc_buf_init(&resps[i].body, h->o.max_body);
+        resps[i].attempts = 0;
+        resps[i].status = 0;
+        codes[i] = RC_HTTP_NOT_SENT;
+        rc_err_clear(&errs[i]);
+    }
+    for (;;) {
+        long long now = now_ms();
+        long timeout = 1000;
+        int running = 0;
+        CURLMsg *m;
+        int left;
+
+        /* start requests on free slots; wake slots whose wait is over */
+        for (size_t k = 0; k < concurrency; k++) {
+            struct slot *s = h->slots[k];
+
+            if (s->busy && s->waiting && s->wake <= now) {
+                slot_go(h, s, &resps[s->idx]);
+                continue;
+            }
+            while (!s->busy && !stop && next < n) {
+                size_t i = next++;
+
+                if ((codes[i] = prepare(h, &reqs[i], &s->p, &errs[i])) < 0) {
+                    if (on_done && on_done(payload, i))
+                        stop = 1;
+                    continue;
+                }
+                if (s->cert_gen != h->cert_gen) {
+                    apply_client_cert(h, s->c);
+                    curl_easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
+                    s->cert_gen = h->cert_gen;
+                }
+                set_request(s->c, &reqs[i], &s->p);
+                s->busy = 1;
+                s->idx = i;
+                s->attempt = 1;
+                resps[i].attempts = 1;
+                active++;
+                slot_go(h, s, &resps[i]);
+            }
+        }
+        if (active == 0)
+            break;
+        curl_multi_perform(h->multi, &running);
+        while ((m = curl_multi_info_read(h->multi, &left))) {
+            struct slot *s = NULL;
+            struct rc_err e = RC_ERR_INIT;
+            int fatal = 0, max;
+            long wait;
+            size_t i;
+
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            for (size_t k = 0; k < concurrency && !s; k++)
+                if (h->slots[k]->c == m->easy_handle)
+                    s = h->slots[k];
+            if (!s)
+                continue;
+            i = s->idx;
+            max = reqs[i].no_retry ? 1 : h->o.max_attempts;
+            error = finish_attempt(s->c, s->errbuf, m->data.result, &s->at, s->p.where, &resps[i],
+                                   &fatal, &e);
+            curl_multi_remove_handle(h->multi, s->c);
+            wait =
+                retry_wait(h, &reqs[i], s->p.where, error, fatal, &resps[i], &e, s->attempt, max);
+            if (wait >= 0) {
+                if (error < 0) /* a connection that failed must not be reused */
+                    curl_easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
+                s->attempt++;
+                resps[i].attempts = s->attempt;
+                s->waiting = 1;
+                if (h->o.sleep_ms != default_sleep) {
+                    h->o.sleep_ms(h->o.sleep_payload, wait); /* tests record the schedule */
+                    s->wake = 0;
+                } else {
+                    s->wake = now_ms() + wait;
+                }
+                continue;
+            }
+            codes[i] = error;
+            if (error < 0)
+                errs[i] = e;
+            clear_request(s->c);
+            prepared_release(&s->p);
+            s->busy = 0;
+            active--;
+            if (on_done && on_done(payload, i))
+                stop = 1;
+        }
+        now = now_ms();
+        for (size_t k = 0; k < concurrency; k++) {
+            const struct slot *s = h->slots[k];
+
+            if (!s->busy && !stop && next < n)
+                timeout = 0; /* a request to start */
+            if (s->busy && s->waiting) {
+                long left_ms = s->wake > now ? (long)(s->wake - now) : 0;
+                if (left_ms < timeout)
+                    timeout = left_ms;
+            }
+        }
+        /* waits for socket activity or the timeout, also with no transfer running */
+        if (timeout > 0)
+            curl_multi_poll(h->multi, NULL, 0, (int)timeout, NULL);
+    }
+    return RC_OK;
 }

@@ -2,8 +2,9 @@
  * rc_http.h - HTTPS requests for the Kubernetes client: the only module that calls libcurl.
  *
  * One struct rc_http is one connection context (one CURL easy handle, so the TLS connection
- * is reused between requests) for one API server. It is not thread-safe: use one per thread
- * (one per cluster). TLS is verified against the CA given (file or PEM data) or the system
+ * is reused between requests, plus a curl multi handle with a pool of easy handles for
+ * rc_http_do_many) for one API server. It is not thread-safe: use one per thread (one per
+ * cluster). TLS is verified against the CA given (file or PEM data) or the system
  * store; verification is off only when `insecure` is set. Client certificates come as files
  * or PEM data.
  *
@@ -116,6 +117,27 @@ void rc_http_set_client_cert(struct rc_http *h, const char *cert, size_t cert_le
 int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_http_response *resp,
                struct rc_err *err);
 void rc_http_response_release(struct rc_http_response *resp);
+
+/* rc_http_do_many's code for a request it did not send (on_done asked to stop). */
+#define RC_HTTP_NOT_SENT 1
+
+/* Called as each request of rc_http_do_many finishes (i: its index); nonzero: start no more. */
+typedef int (*rc_http_done_fn)(void *payload, size_t i);
+
+/*
+ * Send n requests with at most `concurrency` in flight, in index order, each retried as
+ * rc_http_do retries (a request waiting for its retry does not hold the others up; with a
+ * custom options.sleep_ms the wait is taken there, in line). Connections are kept in h
+ * between calls: over HTTP/2 (when the server offers h2 in ALPN) the requests are streams of
+ * one connection, over HTTP/1.1 at most `concurrency` keep-alive connections are opened and
+ * reused. codes[i] gets what rc_http_do would have returned for request i (RC_OK when the
+ * server answered, RC_ETRANSPORT, ...), or RC_HTTP_NOT_SENT; errs[i] its error; resps[i]
+ * (RC_HTTP_RESPONSE_INIT or released) its response, released by the caller. on_done may be
+ * NULL. Returns an error only when nothing could be sent (no libcurl handle).
+ */
+int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
+                    struct rc_http_response *resps, int *codes, struct rc_err *errs, size_t n,
+                    size_t concurrency, rc_http_done_fn on_done, void *payload, struct rc_err *err);
 
 /* The wait before attempt n (n >= 2) under options o, Retry-After aside. */
 long rc_http_backoff_ms(const struct rc_http_options *o, int n);

@@ -553,6 +553,193 @@ done:
     return error;
 }
 
+/* ==== many requests ==== */
+
+int rc_kube_apply_call(struct rc_kube *k, struct rc_kube_call *c, const cJSON *obj,
+                       const char *field_manager, unsigned flags)
+{
+    const char *av = obj_str(obj, "apiVersion", NULL);
+    const char *kind = obj_str(obj, "kind", NULL);
+    const char *name = obj_str(obj, "metadata", "name");
+    const char *ns = obj_str(obj, "metadata", "namespace");
+    struct rc_buf path = RC_BUF_INIT;
+    int error;
+
+    memset(c, 0, sizeof(*c));
+    c->resp = (struct rc_http_response)RC_HTTP_RESPONSE_INIT;
+    if (!av || !kind) {
+        error = rc_err_set(&c->err, RC_EINVALID, "object without apiVersion or kind");
+        goto done;
+    }
+    if ((error = check_segment(name, "metadata.name", &c->err)) < 0 ||
+        (ns && (error = check_segment(ns, "metadata.namespace", &c->err)) < 0))
+        goto done;
+    if (!field_manager || !*field_manager) {
+        error = rc_err_set(&c->err, RC_EINVALID, "server-side apply needs a field manager");
+        goto done;
+    }
+    if ((error = rc_kube_path(&path, k, av, kind, ns, name, &c->err)) < 0)
+        goto done;
+    rc_buf_puts(&path, "?fieldManager=", NULL);
+    rc_kube_escape(&path, field_manager, NULL);
+    rc_buf_puts(&path, (flags & RC_KUBE_APPLY_FORCE) ? "&force=true" : "&force=false", NULL);
+    if (flags & RC_KUBE_APPLY_DRY_RUN)
+        rc_buf_puts(&path, "&dryRun=All", NULL);
+    c->method = "PATCH";
+    c->path = rc_xstrdup(path.ptr);
+    c->content_type = "application/apply-patch+yaml";
+    c->body = rd_json_print(obj, &c->err); /* exact integers, numbers as kubectl writes them */
+    if (!c->body) {
+        error = RC_EINVALID;
+        goto done;
+    }
+    c->body_len = strlen(c->body);
+    c->ready = 1;
+done:
+    rc_buf_release(&path);
+    c->rc = error;
+    if (error < 0)
+        c->status = k->last_status;
+    return error;
+}
+
+void rc_kube_call_release(struct rc_kube_call *c)
+{
+    free(c->path);
+    free(c->body);
+    c->path = NULL;
+    c->body = NULL;
+    rc_http_response_release(&c->resp);
+}
+
+struct many {
+    struct rc_kube *k;
+    struct rc_kube_call *calls;
+    size_t *map; /* request index -> call index */
+    struct rc_http_response *resps;
+    int *codes;
+    struct rc_err *errs;
+    rc_kube_call_fn on_done;
+    void *payload;
+    int retry_401; /* hold 401s back for a second round: do not report them yet */
+    size_t held;
+};
+
+static int many_done(void *payload, size_t i)
+{
+    struct many *m = payload;
+    size_t ci = m->map[i];
+    struct rc_kube_call *c = &m->calls[ci];
+
+    /* the response moves into the call */
+    rc_http_response_release(&c->resp);
+    c->resp = m->resps[i];
+    memset(&m->resps[i], 0, sizeof(m->resps[i]));
+    c->status = c->resp.status;
+    if (m->codes[i] != RC_OK) {
+        c->rc = m->codes[i];
+        c->err = m->errs[i];
+        c->reason[0] = '\0';
+    } else {
+        c->rc = status_error_r(m->k, c->method, c->path, &c->resp, c->reason, sizeof(c->reason),
+                               &c->err);
+        if (c->status == 401 && m->retry_401) {
+            m->held++;
+            return 0;
+        }
+    }
+    return m->on_done ? m->on_done(m->payload, c, ci) : 0;
+}
+
+int rc_kube_request_many(struct rc_kube *k, struct rc_kube_call *calls, size_t n,
+                         size_t concurrency, rc_kube_call_fn on_done, void *payload,
+                         struct rc_err *err)
+{
+    struct rc_http_request *reqs = rc_xcalloc(n + 1, sizeof(*reqs));
+    struct rc_http_response *resps = rc_xcalloc(n + 1, sizeof(*resps));
+    struct rc_err *errs = rc_xcalloc(n + 1, sizeof(*errs));
+    size_t *map = rc_xcalloc(n + 1, sizeof(*map));
+    int *codes = rc_xcalloc(n + 1, sizeof(*codes));
+    struct rc_buf *urls = rc_xcalloc(n + 1, sizeof(*urls));
+    struct many m;
+    int error = RC_OK;
+
+    if (concurrency == 0)
+        concurrency = k->o.concurrency > 0 ? (size_t)k->o.concurrency : 1;
+    memset(&m, 0, sizeof(m));
+    m.k = k;
+    m.calls = calls;
+    m.map = map;
+    m.resps = resps;
+    m.codes = codes;
+    m.errs = errs;
+    m.on_done = on_done;
+    m.payload = payload;
+    for (size_t i = 0; i < n; i++)
+        if (calls[i].ready)
+            calls[i].rc = RC_HTTP_NOT_SENT;
+    for (int round = 0; round < 2; round++) {
+        const char *bearer = NULL;
+        int cert_changed = 0;
+        size_t nr = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            struct rc_kube_call *c = &calls[i];
+
+            if (!c->ready || (round == 1 && c->status != 401))
+                continue;
+            rc_http_response_release(&c->resp);
+            map[nr] = i;
+            rc_buf_reset(&urls[nr]);
+            rc_buf_printf(&urls[nr], NULL, "%s%s", k->kc->server, c->path);
+            reqs[nr].method = c->method;
+            reqs[nr].url = urls[nr].ptr;
+            reqs[nr].content_type = c->content_type;
+            reqs[nr].body = c->body;
+            reqs[nr].body_len = c->body_len;
+            nr++;
+        }
+        if (nr == 0)
+            break;
+        error = rc_kubeconfig_bearer(k->kc, round > 0, &bearer, &cert_changed, err);
+        if (error < 0) {
+            for (size_t r = 0; r < nr; r++) {
+                calls[map[r]].rc = error;
+                calls[map[r]].err = *err;
+            }
+            break;
+        }
+        if (cert_changed)
+            rc_http_set_client_cert(k->http, k->kc->exec_cert, k->kc->exec_cert_len,
+                                    k->kc->exec_key, k->kc->exec_key_len);
+        for (size_t r = 0; r < nr; r++)
+            reqs[r].bearer = bearer;
+        m.retry_401 = round == 0 && k->kc->exec != NULL;
+        m.held = 0;
+        error =
+            rc_http_do_many(k->http, reqs, resps, codes, errs, nr, concurrency, many_done, &m, err);
+        for (size_t r = 0; r < nr; r++) {
+            if (codes[r] == RC_HTTP_NOT_SENT)
+                calls[map[r]].rc = RC_HTTP_NOT_SENT;
+            rc_http_response_release(&resps[r]);
+        }
+        if (error < 0 || m.held == 0)
+            break;
+        if (k->log)
+            rc_log_debug(k->log, "unauthorized by '%s': running the credential plugin again",
+                         k->kc->server);
+    }
+    for (size_t i = 0; i < n; i++)
+        rc_buf_release(&urls[i]);
+    free(urls);
+    free(reqs);
+    free(resps);
+    free(errs);
+    free(map);
+    free(codes);
+    return error;
+}
+
 int rc_kube_get(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
                 const char *name, cJSON **out, struct rc_err *err)
 {

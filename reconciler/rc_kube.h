@@ -53,11 +53,14 @@ struct rc_kube_options {
     /* the operator's kubeconfigs, among which rc_kube_open_conn lets a Cluster select
      * (docs/security.md); NULL: none, so only simulated clusters and nothing live */
     const struct rc_kubeconfig_sources *sources;
+    int concurrency; /* requests in flight at once where a caller sends many (apply) */
 };
 
+#define RC_KUBE_DEFAULT_CONCURRENCY 8
 #define RC_KUBE_OPTIONS_INIT                                                                       \
     {                                                                                              \
-        NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL                     \
+        NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL,                    \
+            RC_KUBE_DEFAULT_CONCURRENCY                                                            \
     }
 
 /* Open a client for a kubeconfig context (see options.kubeconfig for NULL). Nothing is sent
@@ -152,6 +155,46 @@ int rc_kube_wait_crd(struct rc_kube *k, const char *name, long timeout_ms, struc
 int rc_kube_request(struct rc_kube *k, const char *method, const char *path,
                     const char *content_type, const char *body, size_t body_len,
                     struct rc_http_response *resp, struct rc_err *err);
+
+/* ---- many requests at once ---- */
+
+/* One request of rc_kube_request_many. The caller fills the request part (rc_kube_apply_call
+ * does it for a server-side apply); the rest is the answer. */
+struct rc_kube_call {
+    const char *method;
+    char *path; /* relative to the server, with query (malloc'd; rc_kube_call_release) */
+    const char *content_type;
+    char *body; /* malloc'd; NULL: none */
+    size_t body_len;
+    int ready; /* 1: send it; 0: rc and err already tell why not */
+    /* the answer */
+    int rc;          /* RC_OK (2xx), RC_ENOTFOUND (404), RC_ECONFLICT (409), RC_EHTTP,
+                        RC_ETRANSPORT (no answer), RC_HTTP_NOT_SENT, RC_EINVALID (not ready) */
+    long status;     /* HTTP status; 0: no answer */
+    char reason[64]; /* the Status reason; "" when none */
+    struct rc_err err;
+    struct rc_http_response resp; /* the body, e.g. the object the server returned */
+};
+
+/* Fill c for a server-side apply of obj (as rc_kube_apply_ex: path from discovery, query,
+ * body). When the object cannot be sent (no apiVersion, unknown kind, bad name) c->ready is 0
+ * and c->rc/c->err say why; the return value is the same code. */
+int rc_kube_apply_call(struct rc_kube *k, struct rc_kube_call *c, const cJSON *obj,
+                       const char *field_manager, unsigned flags);
+void rc_kube_call_release(struct rc_kube_call *c);
+
+/* Called as each call finishes (its answer filled in), in completion order; nonzero: start
+ * no more (those get RC_HTTP_NOT_SENT). */
+typedef int (*rc_kube_call_fn)(void *payload, struct rc_kube_call *c, size_t i);
+
+/* Send the ready calls with at most `concurrency` (0: options.concurrency) in flight over the
+ * client's connections (see rc_http_do_many), with credentials; the answer of each is
+ * classified as rc_kube_request does. A 401 with an exec credential plugin runs the plugin
+ * again and sends the refused calls once more. on_done may be NULL. Errors: only when nothing
+ * could be sent (credentials could not be had: every call gets that error too). */
+int rc_kube_request_many(struct rc_kube *k, struct rc_kube_call *calls, size_t n,
+                         size_t concurrency, rc_kube_call_fn on_done, void *payload,
+                         struct rc_err *err);
 
 /* Percent-encode a query value (RFC 3986 unreserved kept) onto out. */
 int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err);

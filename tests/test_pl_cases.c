@@ -394,7 +394,7 @@ static void check_second_pass_quiet(struct ctx *c, const struct pl_input *in,
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_buf rec_text = RC_BUF_INIT;
-    struct rd_record rec = {"", 0, NULL, NULL};
+    struct rd_record rec = {"", NULL, 0, NULL, NULL};
     struct pl_input again = *in;
     struct pl_result out;
     struct rc_err err = RC_ERR_INIT;
@@ -432,7 +432,7 @@ static void run_case(struct ctx *c, const char *dir)
                   exptext = RC_BUF_INIT;
     struct rd_source src = RD_SOURCE_INIT;
     struct rd_docs *exp = NULL;
-    struct rd_record rec = {"", 0, NULL, NULL};
+    struct rd_record rec = {"", NULL, 0, NULL, NULL};
     struct rc_err err = RC_ERR_INIT;
     struct pl_input in;
     struct pl_result out;

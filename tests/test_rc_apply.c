@@ -687,6 +687,7 @@ static void test_rc_apply__server_errors_in_a_row_stop_the_cluster(void **state)
         t[i].data = bodies[i];
     }
     commit(f, d, t, 12);
+    f->ko.concurrency = 1; /* one at a time: the count below is exact */
     th_kube_faults(&f->kube[0],
                    "[{\"path\": \"configmaps\", \"method\": \"PATCH\", \"status\": 503}]");
     th_kube_clear_requests(&f->kube[0]);
@@ -870,6 +871,90 @@ static void test_rc_apply__crd_first_and_established(void **state)
     assert_string_equal(ref, c1);
 }
 
+/* 30 ConfigMaps, a Namespace, a CRD and a RayJob on a server that answers ConfigMap PATCHes
+ * slowly, with 4 requests at once: the server sees several requests in flight (never more
+ * than 4), all over at most 4 + 1 reused connections; the Namespace and the CRD (established)
+ * come before anything in them or of their kind; a ConfigMap the server refuses fails alone,
+ * in the note, and the others are applied. */
+static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube *gated = &f->extra;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 1, 2};
+    enum { NCM = 30 };
+    struct tf t[NCM + 3];
+    char names[NCM][64], bodies[NCM][256];
+    struct rc_arena a = RC_ARENA_INIT;
+    char d[41], *text;
+    cJSON *reqs, *item;
+    long max_inflight = 0, max_conn = 0;
+    int ns_done = 0, crd_established_seen = 0, bad_order = 0, i = 0;
+    size_t cm_patches = 0;
+
+    assert_int_equal(th_kube_start(gated, &certs, &o), 0);
+    f->kube[0] = *gated;
+    write_kubeconfig(f, 0, "ca.crt");
+    t[0].rel = "_cluster/customresourcedefinition.rayjobs.ray.io.yaml";
+    t[0].data = CRD_RAYJOB;
+    t[1].rel = "_cluster/namespace.team.yaml";
+    t[1].data = NS_TEAM;
+    t[2].rel = "team/rayjob.train.yaml";
+    t[2].data = RAYJOB;
+    for (i = 0; i < NCM; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i + 3].rel = names[i];
+        t[i + 3].data = bodies[i];
+    }
+    commit(f, d, t, NCM + 3);
+    th_kube_faults(gated, "[{\"path\": \"configmaps/m07$\", \"method\": \"PATCH\", "
+                          "\"status\": 422, \"count\": 100},"
+                          "{\"path\": \"configmaps/\", \"method\": \"PATCH\", \"delay\": 0.2}]");
+    f->ko.concurrency = 4;
+    assert_int_equal(apply(f, d, 1, 0), 1);
+    reqs = th_kube_requests(gated);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        const char *m = sv(item, "method"), *p = sv(item, "path");
+        long inflight = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(item, "inflight"));
+        long conn = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(item, "conn"));
+
+        if (!strcmp(m, "PATCH") && strstr(p, "/namespaces/team") && !strstr(p, "/namespaces/team/"))
+            ns_done = 1;
+        if (!strcmp(m, "GET") && strstr(p, "customresourcedefinitions/rayjobs.ray.io") &&
+            cJSON_GetObjectItem(item, "status")->valueint == 200)
+            crd_established_seen++;
+        if (!strcmp(m, "PATCH") && strstr(p, "/namespaces/team/")) {
+            bad_order |= !ns_done;
+            if (strstr(p, "rayjobs"))
+                bad_order |= crd_established_seen < 2;
+        }
+        if (!strcmp(m, "PATCH") && strstr(p, "configmaps/")) {
+            cm_patches++;
+            if (inflight > max_inflight)
+                max_inflight = inflight;
+        }
+        if (conn > max_conn)
+            max_conn = conn;
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "max inflight %ld, connections %ld\n", max_inflight, max_conn);
+    assert_false(bad_order);
+    assert_int_equal(cm_patches, NCM);
+    assert_true(max_inflight > 1);
+    assert_true(max_inflight <= 4);
+    assert_true(max_conn <= 5);
+    cJSON_Delete(reqs);
+    text = note(f, d, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 32, failed 1, deleted 0\n"
+                                 "  failed: apply team/ConfigMap/m07: "));
+    rc_arena_release(&a);
+}
+
 /* ==== The whole pass, on two live fake clusters ==== */
 
 #define E2E_NODE(name, cpu)                                                                        \
@@ -1033,6 +1118,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__racing_writers_keep_both_notes, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__concurrent_keeps_order_and_object_failures,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
                                         teardown),

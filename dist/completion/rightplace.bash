@@ -11,7 +11,7 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --force --max-source-mib --propose --committer-name --committer-email
+        --no-apply --resync --apply-concurrency --force --max-source-mib --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
         --ssh-key --output --lock-timeout --log-level --log-json --help --version"
 

@@ -21,7 +21,9 @@ real API server where rightplace depends on it:
    "drop": true, "count": 2}; count (default: unlimited) is the number of requests hit.
   {"wrong_cert": true, "count": n} serves --wrong-cert (another CA) to new connections.
 - every request is appended to --log as one JSON line: method, path, query, content_type,
-  accept, body, auth ("bearer" | "cert" | "none"), status. Token values are never written.
+  accept, body, auth ("bearer" | "cert" | "none"), status, conn (which TLS connection carried
+  it, numbered from 1) and inflight (requests being handled when it arrived, itself
+  included). Token values are never written.
 - --state: JSON {"objects": [...]} preloaded (nodes, pods, namespaces, ...).
 """
 import argparse
@@ -340,7 +342,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         auth = self.auth_kind()
+        with self.server.log_lock:
+            self.server.inflight += 1
+            inflight = self.server.inflight
         self.rec = {"method": method, "path": u.path, "query": {k: v[0] for k, v in query.items()},
+                    "conn": getattr(self.connection, "rp_conn_id", 0), "inflight": inflight,
                     "content_type": self.headers.get("Content-Type"),
                     "accept": self.headers.get("Accept"),
                     "body": body.decode("utf-8", "replace"),
@@ -381,6 +387,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                  self.headers.get("Content-Type"), body)
             self.send_json(code, obj)
         finally:
+            with self.server.log_lock:
+                self.server.inflight -= 1
             self.record()
 
     def do_GET(self):
@@ -692,6 +700,9 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             conn = ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError):
             return
+        with self.log_lock:
+            self.conns += 1
+            conn.rp_conn_id = self.conns  # the request log names each TLS connection
         try:
             self.RequestHandlerClass(conn, client_address, self)
         finally:
@@ -759,6 +770,8 @@ def main():
     srv.api = API(store)
     srv.faults = Faults(args.faults_file)
     srv.log_lock = threading.Lock()
+    srv.conns = 0
+    srv.inflight = 0
     port = srv.server_address[1]
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
