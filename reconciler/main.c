@@ -1401,7 +1401,9 @@ static int cmd_plan(struct run *r)
         for (size_t i = 0; i < res.npaths_changed; i++) {
             cJSON *p = cJSON_CreateObject();
             char op[2] = {res.paths_changed[i].op, 0};
-            cJSON_AddStringToObject(p, "path", res.paths_changed[i].path);
+            char path[1024];
+            rc_esc(path, sizeof(path), res.paths_changed[i].path);
+            cJSON_AddStringToObject(p, "path", path);
             cJSON_AddStringToObject(p, "change", op);
             cJSON_AddItemToArray(ps, p);
         }
@@ -1415,7 +1417,9 @@ static int cmd_plan(struct run *r)
             for (size_t i = 0; i < res.nhand_edits; i++) {
                 cJSON *p = cJSON_CreateObject();
                 char op[2] = {res.hand_edits[i].op, 0};
-                cJSON_AddStringToObject(p, "path", res.hand_edits[i].path);
+                char path[1024]; /* any name someone committed: valid UTF-8, escaped */
+                rc_esc(path, sizeof(path), res.hand_edits[i].path);
+                cJSON_AddStringToObject(p, "path", path);
                 cJSON_AddStringToObject(p, "change", op);
                 cJSON_AddItemToArray(hs, p);
             }
@@ -1453,8 +1457,11 @@ static int cmd_plan(struct run *r)
                 print_decision_text(stdout, d, 0);
             }
             printf("\nfiles that would change:\n");
-            for (size_t i = 0; i < res.npaths_changed; i++)
-                printf("  %c %s\n", res.paths_changed[i].op, res.paths_changed[i].path);
+            for (size_t i = 0; i < res.npaths_changed; i++) {
+                char path[1024]; /* a file added by hand may have any name: escaped */
+                rc_esc(path, sizeof(path), res.paths_changed[i].path);
+                printf("  %c %s\n", res.paths_changed[i].op, path);
+            }
         }
     }
     log_hand_edits(&r->cli->log, &res, r->cli->pass.deploy_branch, 0);
@@ -1840,8 +1847,11 @@ static int cmd_replay(struct run *r)
         cJSON_AddStringToObject(o, "commit", r->cli->args[0]);
         cJSON_AddStringToObject(o, "source", res.source);
         cJSON_AddBoolToObject(o, "match", res.match);
-        for (size_t i = 0; i < res.nmismatch; i++)
-            cJSON_AddItemToArray(m, cJSON_CreateString(res.mismatch[i].path));
+        for (size_t i = 0; i < res.nmismatch; i++) {
+            char path[1024];
+            rc_esc(path, sizeof(path), res.mismatch[i].path);
+            cJSON_AddItemToArray(m, cJSON_CreateString(path));
+        }
         print_json(o);
     } else if (res.match) {
         printf("match: %s recomputes to the same decisions and files (source %s)\n",

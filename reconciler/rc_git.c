@@ -307,6 +307,7 @@ enum {
     TRIED_TOKEN_FILE = 16,
     TOKEN_FILE_UNREADABLE = 32,
     TRIED_URL = 64,
+    KEY_NOT_REGULAR = 128,
 };
 
 struct remote_state {
@@ -358,13 +359,20 @@ static char *read_token_file(const char *path)
     return tok;
 }
 
+static int is_regular_file(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
                    unsigned int allowed, void *payload)
 {
     struct remote_state *st = payload;
     struct rc_git *g = st->g;
     const char *user = user_from_url && *user_from_url ? user_from_url : NULL;
-    char tried[128] = "";
+    char tried[192] = "";
 
     (void)url;
     if ((allowed & GIT_CREDENTIAL_USERNAME) && !(st->tried & TRIED_USERNAME)) {
@@ -378,15 +386,20 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
             st->tried |= TRIED_AGENT;
             return git_credential_ssh_key_from_agent(out, user ? user : "git");
         }
-        if (!(st->tried & TRIED_KEY) && g->ssh_key) {
+        /* libssh2 opens the key files itself: regular files only, so that a FIFO cannot
+         * make it wait */
+        if (!(st->tried & TRIED_KEY) && g->ssh_key && !is_regular_file(g->ssh_key)) {
+            st->tried |= TRIED_KEY | KEY_NOT_REGULAR;
+        } else if (!(st->tried & TRIED_KEY) && g->ssh_key) {
             char *pub = rc_xmalloc(strlen(g->ssh_key) + 5);
             int e;
 
             st->tried |= TRIED_KEY;
             memcpy(pub, g->ssh_key, strlen(g->ssh_key));
             memcpy(pub + strlen(g->ssh_key), ".pub", 5);
-            e = git_credential_ssh_key_new(out, user ? user : "git",
-                                           access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
+            e = git_credential_ssh_key_new(
+                out, user ? user : "git",
+                is_regular_file(pub) && access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
             free(pub);
             return e;
         }
@@ -421,7 +434,8 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
     if (st->tried & TRIED_AGENT)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh agent");
     if (st->tried & TRIED_KEY)
-        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file");
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file%s",
+                 (st->tried & KEY_NOT_REGULAR) ? " (not a regular file)" : "");
     if (st->tried & TRIED_TOKEN_ENV)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token from $%s",
                  g->token_env);
@@ -1309,10 +1323,10 @@ int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err
     return RC_OK;
 }
 
-int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, int list_only, struct rc_arena *a, struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, 0, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1328,6 +1342,18 @@ int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     free(p);
     git_tree_free(tree);
     return error;
+}
+
+int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 0, a, err);
+}
+
+int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, g, commit, prefix, 1, a, err);
 }
 
 int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
@@ -1599,7 +1625,17 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         const git_index_entry *have = git_index_get_bypath(idx, files[i].path, 0);
         git_oid id;
 
-        if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
+        if (files[i].keep) {
+            if (!have || have->mode != GIT_FILEMODE_BLOB) {
+                error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
+                                   files[i].path);
+                goto done;
+            }
+            continue;
+        }
+        if (files[i].id[0] && parse_oid(&id, files[i].id, "blob", err) == RC_OK) {
+            /* hashed by the caller */
+        } else if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
         }

@@ -159,6 +159,11 @@ int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *com
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
 
+/* What rc_git_read_tree would read, without reading any blob: paths and blob ids only (data
+ * NULL, len 0). */
+int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
+                     const char *prefix, struct rc_arena *a, struct rc_err *err);
+
 /* The id (40 hex) of the tree or blob at `path` in a commit ("" or ".": the root tree), so
  * that "did clusters/a change between these commits?" is one comparison. RC_ENOTFOUND when
  * the path is absent. */
@@ -179,6 +184,9 @@ struct rc_git_file {
     const char *path;
     const char *data;
     size_t len;
+    int keep;    /* 1: the base tree's blob at this path stays (data unused); RC_ENOTFOUND when
+                  * the base has no file there */
+    char id[41]; /* the blob id of data when the caller has it ("": computed here) */
 };
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err);

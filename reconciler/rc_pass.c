@@ -328,7 +328,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
     const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
-    size_t held = 0;
+    size_t held = 0, primed = 0;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
     const char **refused, **ids;
@@ -357,10 +357,27 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
-        } else {
-            read_source_file(&files[i], &refused[i], g, &blobs[i], a);
-            size = files[i].len;
+            continue;
         }
+        if (cache && primed <= budget) {
+            /* parsed into the cache now, its text dropped at once: the pass never holds the
+             * whole source's text */
+            struct rc_arena tmp = RC_ARENA_INIT;
+            size_t before = rd_cache_bytes(cache);
+            read_source_file(&files[i], &refused[i], g, &blobs[i], &tmp);
+            if (!refused[i])
+                file_loads_alone(files[i].path, files[i].data, files[i].len, blobs[i].id, cache,
+                                 &out->nparsed, a);
+            if (refused[i])
+                refused[i] = rc_arena_strdup(a, refused[i]);
+            primed += rd_cache_bytes(cache) - before;
+            files[i].data = NULL;
+            files[i].len = 0;
+            rc_arena_release(&tmp);
+            continue;
+        }
+        read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+        size = files[i].len;
         /* Memory is bounded by what the pass holds, in path order: a file past the budget is
          * refused alone and says which limit to raise. */
         if (!refused[i] && size > budget - held) {
@@ -566,18 +583,32 @@ static int same_content(const char *path, const char *a, size_t alen, const char
     return alen == blen && !memcmp(a, b, alen);
 }
 
-/* Changes that writing `tree` over commit `base` would make to the managed paths. */
-static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, const char *base,
-                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
+/* Changes that writing `tree` over commit `base` would make to the managed paths, compared
+ * by blob id: only the base's placements.yaml is read (its source line does not count). Kept
+ * files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
+ * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
+ * rc_git_build_tree. */
+static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
+                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
+                     struct rc_err *err)
 {
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
     struct rc_path_change *ch = NULL;
+    char(*id)[41] = rc_arena_calloc(a, tree->nfiles + 1, sizeof(*id));
     size_t i = 0, j = 0;
     int error;
 
     if (base && base[0]) {
-        error = rc_git_read_tree(&old, &nold, g, base, "", a, err);
+        error = rc_git_list_tree(&old, &nold, g, base, "", a, err);
+        if (error < 0)
+            return error;
+    }
+    for (size_t k = 0; k < tree->nfiles; k++) {
+        if (tree->files[k].keep)
+            continue;
+        error = rc_git_digest(id[k], tree->files[k].data ? tree->files[k].data : "",
+                              tree->files[k].len, err);
         if (error < 0)
             return error;
     }
@@ -596,6 +627,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
             c = -1;
         else
             c = strcmp(old[i].path, tree->files[j].path);
+        if (c > 0 && tree->files[j].keep)
+            return rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the deploy tree to keep",
+                              tree->files[j].path);
         if (c < 0) {
             ch[cnt].path = old[i].path;
             ch[cnt++].op = 'D';
@@ -605,8 +639,17 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
             ch[cnt++].op = 'A';
             j++;
         } else {
-            if (!same_content(old[i].path, old[i].data, old[i].len, tree->files[j].data,
-                              tree->files[j].len)) {
+            int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
+            if (!same && !strcmp(old[i].path, RECORD_PATH)) {
+                char *data = NULL;
+                size_t len = 0;
+                error = rc_git_read_blob(&data, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
+                if (error < 0)
+                    return error;
+                same =
+                    same_content(old[i].path, data, len, tree->files[j].data, tree->files[j].len);
+            }
+            if (!same) {
                 ch[cnt].path = tree->files[j].path;
                 ch[cnt++].op = 'M';
             }
@@ -617,6 +660,8 @@ static int diff_tree(struct rc_path_change **out, size_t *n, struct rc_git *g, c
     qsort(ch, cnt, sizeof(*ch), cmp_change);
     *out = ch;
     *n = cnt;
+    if (ids)
+        *ids = id;
     return RC_OK;
 }
 
@@ -679,6 +724,11 @@ static int find_tree_file(const struct rd_tree *t, const char *path)
 
 struct compute {
     double *ph; /* phase times (ms) to add to; NULL: not timed */
+    /* Render reuse (pass only): the base record's render digest is ours, and these source
+     * paths changed since the source commit the base was made from (sorted). */
+    int reuse_ok;
+    size_t nsrc_changes;
+    const struct rc_git_change *src_changes;
     struct loaded load;
     struct pl_input in;
     struct pl_result res;
@@ -777,8 +827,10 @@ static int cmp_prev_index(const void *x, const void *y, void *units)
  * was made (reason, verdicts and their tally), so that an unchanged fleet makes no new
  * commit and the record keeps saying why the unit went where it is. Returns the tallies
  * for rd_render_options.tallies (NULL entries for decisions made now). */
-static const struct rd_verdict_tally **
-keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev, struct rc_arena *a)
+static const struct rd_verdict_tally **keep_recorded_reasons(struct pl_result *res,
+                                                             const struct rd_record *prev,
+                                                             const struct pl_prev_unit **kept,
+                                                             struct rc_arena *a)
 {
     const struct rd_verdict_tally **tallies;
     size_t *order;
@@ -808,6 +860,8 @@ keep_recorded_reasons(struct pl_result *res, const struct rd_record *prev, struc
             else
                 hi = mid;
         }
+        if (kept)
+            kept[i] = p;
         if (!p || !p->reason)
             continue;
         d->reason = p->reason;
@@ -855,11 +909,43 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     return RC_OK;
 }
 
+static int cmp_change_path(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct rc_git_change *)x)->path);
+}
+
+/* The units whose files the base deploy tree already has as they would be rendered: the
+ * same decision (clusters, state, policy digest) and none of their manifests' files changed
+ * since the base's source commit. Only their object files are kept; Namespaces,
+ * kustomizations and the record are always rendered. */
+static const unsigned char *
+reusable_units(const struct compute *c, const struct pl_prev_unit *const *kept, struct rc_arena *a)
+{
+    unsigned char *reuse = rc_arena_calloc(a, c->res.ndecisions + 1, 1);
+
+    for (size_t i = 0; i < c->res.ndecisions; i++) {
+        const struct pl_decision *d = &c->res.decisions[i];
+        const struct pl_prev_unit *p = kept[i];
+        int ok = d->change == PL_CHANGE_NONE && d->state == PL_STATE_PLACED && p &&
+                 p->policy_digest && d->policy_digest &&
+                 !strcmp(p->policy_digest, d->policy_digest);
+        for (size_t k = 0; ok && k < d->nobjects; k++) {
+            const struct pl_object *o = d->objects[k];
+            ok = o && o->file &&
+                 !bsearch(o->file, c->src_changes, c->nsrc_changes, sizeof(*c->src_changes),
+                          cmp_change_path);
+        }
+        reuse[i] = (unsigned char)ok;
+    }
+    return reuse;
+}
+
 static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
                          const struct pl_cluster *fleet, size_t nfleet,
                          const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
 {
     const struct rd_verdict_tally **tallies;
+    const struct pl_prev_unit **kept;
     struct rd_render_options ropts;
     int error;
 
@@ -869,9 +955,12 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (error < 0)
         return error;
     phase_mark(c->ph, PH_PLACE, &t);
-    tallies = keep_recorded_reasons(&c->res, prev, a);
+    kept = rc_arena_calloc(a, c->res.ndecisions + 1, sizeof(*kept));
+    tallies = keep_recorded_reasons(&c->res, prev, kept, a);
     ropts = o->render;
     ropts.tallies = tallies;
+    if (c->reuse_ok)
+        ropts.reuse = reusable_units(c, kept, a);
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
@@ -926,6 +1015,15 @@ static void count_states(struct rc_pass_result *out, const struct pl_result *res
     }
 }
 
+/* Was the record written with the render options of this pass (rd_render_digest)? */
+static int same_render_digest(const struct rd_record *rec, const struct rc_pass_options *o)
+{
+    char digest[17];
+
+    rd_render_digest(digest, &o->render);
+    return rec->render_digest && !strcmp(rec->render_digest, digest);
+}
+
 static int record_has_pending(const struct rd_record *rec)
 {
     for (size_t i = 0; i < rec->nunits; i++) {
@@ -946,10 +1044,10 @@ static int record_has_pending(const struct rd_record *rec)
  * versions are looked up from, all in that commit). Its outcome depends on nothing else when
  * it was "quiet": no live cluster (observation could change capacity, and apply could have
  * something to retry), no pending unit, no broken file without an earlier version, no hand
- * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass stops, before reading any blob, when
- * a memo exists with the same key, the same deploy head, quiet, and the same source commit or
- * the same listing digest; it reports the memo's file errors again. --force, plan and
- * everything without a cache (rc_pass_options.cache) do all the work.
+ * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass
+ * stops, before reading any blob, when a memo exists with the same key, the same deploy head,
+ * quiet, and the same source commit or the same listing digest; it reports the memo's file errors
+ * again. --force, plan and everything without a cache (rc_pass_options.cache) do all the work.
  */
 static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err *err)
 {
@@ -1050,6 +1148,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     int error;
     int decisions_changed = 0;
     double ph[PH_N] = {0}, t = mono_ms();
+    char(*ids)[41] = NULL;
     int quiet = 0;
 
     if (snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch) >=
@@ -1142,7 +1241,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
     if (!o->force && !o->dry_run && prev.source && !strcmp(prev.source, out->source) &&
-        !record_has_pending(&prev) && !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
+        same_render_digest(&prev, o) && !record_has_pending(&prev) &&
+        !rc_observe_any_live(&cp->load.src) && !out->nhand_edits &&
         (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old))) {
         out->skipped = 1;
         quiet = !cp->load.unresolved && !o->propose_branch;
@@ -1167,6 +1267,20 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     for (size_t i = 0; i < nfleet; i++) {
         if (fleet[i].live && !fleet[i].reachable)
             out->apply_incomplete = 1;
+    }
+    /* Render only what changed: units whose decision and manifests are as the deploy head was
+     * made from keep its files (not when someone edited the deploy branch by hand). */
+    if (out->deploy_old[0] && prev.source && prev.source[0] && prev.render_digest &&
+        !out->nhand_edits) {
+        struct rc_git_change *srcch = NULL;
+        size_t nsrcch = 0;
+        if (same_render_digest(&prev, o) &&
+            rc_git_diff_commits(&srcch, &nsrcch, g, prev.source, out->source, a, err) == RC_OK) {
+            cp->reuse_ok = 1;
+            cp->src_changes = srcch;
+            cp->nsrc_changes = nsrcch;
+        }
+        rc_err_clear(err);
     }
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
@@ -1197,9 +1311,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, g, out->deploy_old, &cp->tree, a, err);
+    error = diff_tree(&changes, &nchanges, &ids, g, out->deploy_old, &cp->tree, a, err);
+    if (error == RC_ENOTFOUND && cp->reuse_ok) {
+        /* a file to keep is not there (the deploy tree was changed by hand): render it all */
+        rc_err_clear(err);
+        cp->reuse_ok = 0;
+        error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
+        if (error == RC_OK)
+            error = diff_tree(&changes, &nchanges, &ids, g, out->deploy_old, &cp->tree, a, err);
+    }
     if (error < 0)
         goto done;
+    out->nrendered = cp->tree.nrendered;
     phase_mark(ph, PH_DIFF, &t);
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
@@ -1230,6 +1353,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             files[i].path = cp->tree.files[i].path;
             files[i].data = cp->tree.files[i].data;
             files[i].len = cp->tree.files[i].len;
+            files[i].keep = cp->tree.files[i].keep;
+            memcpy(files[i].id, ids[i], sizeof(files[i].id));
         }
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
@@ -1377,7 +1502,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, g, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, g, id, &c.tree, a, err);
     if (error < 0)
         goto done;
     out->match = nchanges == 0;

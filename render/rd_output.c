@@ -18,6 +18,7 @@
 #include "pl_basics.h"
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_hash.h"
 #include "rc_mem.h"
 #include "rd_demand.h"
 #include "rd_object.h"
@@ -254,7 +255,31 @@ static void files_add(struct files *f, const char *path, const char *data, size_
     f->v[f->n].path = path;
     f->v[f->n].data = data;
     f->v[f->n].len = len;
+    f->v[f->n].keep = 0;
     f->n++;
+}
+
+/* A file the base deploy tree has as it should be. */
+static void files_keep(struct files *f, const char *path)
+{
+    files_add(f, path, NULL, 0);
+    f->v[f->n - 1].keep = 1;
+}
+
+void rd_render_digest(char out[17], const struct rd_render_options *opts)
+{
+    static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
+    uint64_t h = RC_FNV_INIT;
+
+    if (!opts)
+        opts = &defaults;
+    h = rc_fnv1a_str(h, "rightplace " RP_VERSION " render 1\n");
+    h = rc_fnv1a_str(h, opts->luna_key ? opts->luna_key : "");
+    h = rc_fnv1a(h, "=", 1);
+    h = rc_fnv1a_str(h, opts->luna_value ? opts->luna_value : "");
+    h = rc_fnv1a(h, opts->luna_key ? "1" : "0", 1);
+    h = rc_fnv1a(h, opts->pull ? "p" : "-", 1);
+    rc_hash_hex(h, out);
 }
 
 /* A Namespace needed on a cluster, or one placed there as an object. */
@@ -706,11 +731,13 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 
     if (!opts)
         opts = &defaults;
+    out->nrendered = 0;
     dec = rd_out_sorted_decisions(res, &ndec, a);
 
     /* placed objects */
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
+        int reuse = opts->reuse && opts->reuse[d - res->decisions] && !pl_decision_divides(d);
         char unit_label[17];
 
         if (d->state != PL_STATE_PLACED)
@@ -729,10 +756,18 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
                 int written = 0;
-                error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), pol, tv, &rw,
-                                      opts, &written, a, err);
-                if (error < 0)
-                    goto done;
+                /* overrides may warn while rendering: such units are always rendered */
+                if (reuse && !(pol && pol->noverrides) && path_part_ok(o->name) &&
+                    path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
+                    files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
+                    written = 1;
+                } else {
+                    error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), pol, tv, &rw,
+                                          opts, &written, a, err);
+                    if (error < 0)
+                        goto done;
+                    out->nrendered += written != 0;
+                }
                 if (!written)
                     continue;
                 if (o->ns && !is_system_namespace(o->ns))

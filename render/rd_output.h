@@ -46,27 +46,41 @@ struct rd_render_options {
      * for its own) and Namespaces carry the annotations that keep both agents from pruning a
      * Namespace, which would delete everything in it. */
     int pull;
+    /* NULL, or one flag per res->decisions: 1 = the unit's object files are as the base
+     * deploy tree has them (same decision, same manifests, same render digest): they are
+     * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
+    const unsigned char *reuse;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0                                            \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL                                      \
     }
 
 struct rd_tree_file {
     const char *path;
-    const char *data;
+    const char *data; /* NULL when keep */
     size_t len;
+    int keep; /* 1: the file is the base deploy tree's at this path (rd_render_options.reuse) */
 };
 
 struct rd_tree {
     size_t nfiles;
     struct rd_tree_file *files; /* sorted by path (strcmp) */
+    size_t nrendered;           /* object files rendered (kept ones not counted) */
     /* what rendering could not do, e.g. a spreadConstraints.overrides fieldPath that does
      * not exist in the object ("file:line: ..."); also listed in placements.yaml */
     size_t nwarnings;
     const char **warnings;
 };
+
+/*
+ * What rendered files depend on besides the decisions and the manifests: rightplace's version
+ * and the render options (the Luna label, pull mode). Written to placements.yaml as
+ * renderDigest; a pass reuses the base tree's files only when the base record has the same
+ * digest. 16 hex digits.
+ */
+void rd_render_digest(char out[17], const struct rd_render_options *opts);
 
 /*
  * Build the whole desired deploy tree from the engine's result and its input.
@@ -118,7 +132,8 @@ struct rd_verdict_tally {
 #define RD_RECORD_MAX_BYTES ((size_t)1 << 30)
 
 struct rd_record {
-    const char *source; /* "" when the record has none */
+    const char *source;        /* "" when the record has none */
+    const char *render_digest; /* NULL when the record has none */
     size_t nunits;
     struct pl_prev_unit *units;       /* in file order (sorted by unit when written by us) */
     struct rd_verdict_tally *tallies; /* nunits entries, parallel to units */

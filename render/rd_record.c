@@ -7,6 +7,7 @@
  *   apiVersion: rightplace.dev/v1alpha1
  *   kind: PlacementRecord
  *   source: <source commit id>
+ *   renderDigest: <16 hex>       # +  rd_render_digest: what rendered files depend on
  *   units:                       # sorted by unit id; removed units are not written
  *   - unit: <id>
  *     policy: <name>             # absent when no policy governs the unit
@@ -168,12 +169,15 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *
     struct rc_arena a = RC_ARENA_INIT;
     cJSON *root = cJSON_CreateObject(), *units, *arr;
     const struct pl_decision **dec;
+    char digest[17];
     size_t ndec;
     int error;
 
     rd_out_add_str(root, "apiVersion", RD_API_VERSION);
     rd_out_add_str(root, "kind", "PlacementRecord");
     rd_out_add_str(root, "source", source_commit ? source_commit : "");
+    rd_render_digest(digest, opts);
+    rd_out_add_str(root, "renderDigest", digest);
     units = rd_out_add(root, "units", cJSON_CreateArray());
     dec = rd_out_sorted_decisions(res, &ndec, &a);
     for (size_t i = 0; i < ndec; i++) {
@@ -354,7 +358,7 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
     struct rd_docs *docs = NULL;
     const cJSON *root, *units;
     const char *s = NULL;
-    struct rd_record r = {"", 0, NULL, NULL};
+    struct rd_record r = {"", NULL, 0, NULL, NULL};
     int error;
 
     /* read unit by unit: each unit within the usual limits, the whole record within
@@ -397,6 +401,9 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
         goto done;
     if (s)
         r.source = s;
+    error = rd_out_get_str(&r.render_digest, root, "renderDigest", 0, docs, RECORD_FILE, a, err);
+    if (error < 0)
+        goto done;
     units = cJSON_GetObjectItemCaseSensitive(root, "units");
     if (units && !cJSON_IsNull(units) && !cJSON_IsArray(units)) {
         error = rd_out_err_at(err, docs, RECORD_FILE, units, "field 'units' is not a list");

@@ -351,10 +351,10 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     struct rc_err err = RC_ERR_INIT;
     char tree[41], tree2[41], base_tree[41], *base, *ls, *blob;
     const struct rc_git_file files[] = {
-        {"clusters/a/x.yaml", "x: 2\n", 5},
-        {"clusters/c/ns/new.yaml", "new: 1\n", 7},
-        {"placements.yaml", "units: [a]\n", 11},
-        {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20},
+        {"clusters/a/x.yaml", "x: 2\n", 5, 0, ""},
+        {"clusters/c/ns/new.yaml", "new: 1\n", 7, 0, ""},
+        {"placements.yaml", "units: [a]\n", 11, 0, ""},
+        {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, ""},
     };
     /* the same files in another order */
     const struct rc_git_file shuffled[] = {files[3], files[2], files[1], files[0]};
@@ -403,11 +403,11 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     /* rebuilding the base's own deploy files from the base → the base tree (no change) */
     {
         const struct rc_git_file same[] = {
-            {"clusters/a/x.yaml", "x: 1\n", 5},
-            {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20},
-            {"clusters/b/y.yaml", "y: 1\n", 5},
-            {"placements.yaml", "units: []\n", 10},
-            {".rightplace/capacity.yaml", "c: 1\n", 5},
+            {"clusters/a/x.yaml", "x: 1\n", 5, 0, ""},
+            {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, ""},
+            {"clusters/b/y.yaml", "y: 1\n", 5, 0, ""},
+            {"placements.yaml", "units: []\n", 10, 0, ""},
+            {".rightplace/capacity.yaml", "c: 1\n", 5, 0, ""},
         };
 
         assert_int_equal(rc_git_build_tree(tree2, f->g, base, same, 5, &err), RC_OK);
@@ -424,7 +424,7 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     assert_string_equal(tree2, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
     /* a file outside the deploy paths replaces the base's */
     {
-        const struct rc_git_file readme[] = {{"README.md", "new readme\n", 11}};
+        const struct rc_git_file readme[] = {{"README.md", "new readme\n", 11, 0, ""}};
         char spec[64];
 
         assert_int_equal(rc_git_build_tree(tree2, f->g, base, readme, 1, &err), RC_OK);
@@ -498,7 +498,7 @@ static void test_rc_git__build_tree_refuses_bad_paths(void **state)
     free(th_git_commit_files(f->work, "base", "a.yaml", "a\n", NULL));
     f->g = open_ok(f->work, NULL);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct rc_git_file file = {bad[i], "x", 1};
+        struct rc_git_file file = {bad[i], "x", 1, 0, ""};
 
         err.code = 0;
         if (rc_git_build_tree(tree, f->g, "main", &file, 1, &err) != RC_EINVALID)
@@ -506,8 +506,9 @@ static void test_rc_git__build_tree_refuses_bad_paths(void **state)
         assert_int_equal(err.code, RC_EINVALID);
     }
     {
-        const struct rc_git_file dup[] = {{"a/b.yaml", "1", 1}, {"a/b.yaml", "2", 1}};
-        const struct rc_git_file df[] = {{"a/b", "1", 1}, {"a/b-c", "2", 1}, {"a/b/c", "3", 1}};
+        const struct rc_git_file dup[] = {{"a/b.yaml", "1", 1, 0, ""}, {"a/b.yaml", "2", 1, 0, ""}};
+        const struct rc_git_file df[] = {
+            {"a/b", "1", 1, 0, ""}, {"a/b-c", "2", 1, 0, ""}, {"a/b/c", "3", 1, 0, ""}};
 
         assert_int_equal(rc_git_build_tree(tree, f->g, "main", dup, 2, &err), RC_EINVALID);
         assert_non_null(strstr(err.msg, "twice"));
@@ -521,7 +522,7 @@ static void test_rc_git__commit_is_valid_and_deterministic(void **state)
     struct fx *f = *state;
     struct rc_err err = RC_ERR_INIT;
     char tree[41], c1[41], c2[41], again[41], *base, *out;
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
     const char *msg = "place rayjob3/rayjob-train on dynamic-cluster\n"
                       "\n"
                       "Because it fits after a scale-up.\n"
@@ -653,7 +654,7 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     struct rc_err err = RC_ERR_INIT;
     char *remote = make_remote(f), *url = file_url(remote), *c2, *out, *other;
     char id[41], tree[41], deploy[41], deploy2[41], mirror[4096];
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
     struct rc_git_blob *b;
     size_t n;
 
@@ -856,7 +857,7 @@ static int race(const char *url, const char *state_dir, const char *who, int rou
 
         for (int attempt = 0; attempt < 200 && !done; attempt++) {
             char old[41], tree[41], c[41], path[64], msg[64];
-            struct rc_git_file file = {path, who, strlen(who)};
+            struct rc_git_file file = {path, who, strlen(who), 0, ""};
             int r;
 
             snprintf(path, sizeof(path), "log/%s-%02d.txt", who, i);
@@ -954,7 +955,7 @@ static void test_rc_git__push_declined_by_hook(void **state)
     struct rc_err err = RC_ERR_INIT;
     char *served = th_tmpdir("served"), url[256], remote[2048], hook[4096], *out;
     char tree[41], c[41], id[41];
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
     int port = 0;
     pid_t daemon;
 

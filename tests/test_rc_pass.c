@@ -427,6 +427,7 @@ static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
     for (int i = 0; i <= 1001; i++) {
         char text[128], tree[41], commit[41];
         struct rc_git_file file;
+        memset(&file, 0, sizeof(file));
         snprintf(text, sizeof(text), "kind: RayJob\nmetadata:\n\tname: x%d\n", i);
         file.path = i == 1001 ? "right-cluster/web.yaml" : path;
         file.data = i == 1001 ? web : text;
