@@ -23,6 +23,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_apply.h"
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
@@ -186,6 +187,7 @@ static int cmd_plan(struct run *r);
 static int cmd_explain(struct run *r);
 static int cmd_replay(struct run *r);
 static int cmd_status(struct run *r);
+static int cmd_diff(struct run *r);
 static int cmd_version(struct run *r);
 static int cmd_help(struct run *r);
 
@@ -219,6 +221,12 @@ static const struct cmd_def cmd_table[] = {
     {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
      "placements and capacity per cluster",
      "Show each cluster's capacity and units, and what is not placed.", cmd_status},
+    {"diff", NULL, 0, 0, OPTS_READ, 1, "the deploy branch against the live clusters",
+     "Server-side dry-run (dryRun=All) of every object of the deploy branch against each\n"
+     "live cluster, showing what differs from the live objects as unified diffs, in the\n"
+     "style of kubectl diff. Exit 0: no drift; 1: drift; 4: some cluster or object could\n"
+     "not be compared.",
+     cmd_diff},
     {"version", NULL, 0, 0, OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_HELP), 0, "show the version",
      "Show the version of rightplace.", cmd_version},
     {"help", "[COMMAND]", 0, 1, OPT_BIT(OPT_HELP), 0, "show the commands, or one command's flags",
@@ -1821,6 +1829,39 @@ static int cmd_status(struct run *r)
     }
     status = result_status(&res, 0);
 done:
+    rc_arena_release(&a);
+    return status;
+}
+
+/* rightplace diff: exit 0 no drift, 1 drift, 4 something could not be compared. */
+static int cmd_diff(struct run *r)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_buf out = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    size_t drift = 0, failed = 0;
+    int status = dry_run(r, &res, &a);
+
+    if (status != RC_EXIT_OK)
+        goto done;
+    if (!res.deploy_old[0]) {
+        rc_log_error(&r->cli->log, "no deploy branch '%s' yet: nothing to compare; run reconcile",
+                     r->cli->pass.deploy_branch);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    if (rc_apply_diff(&out, &drift, &failed, r->git, res.deploy_old, res.conns, res.nconns,
+                      &r->cli->kube, &r->cli->log, &a, &err) < 0) {
+        rc_log_error(&r->cli->log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
+    if (out.len)
+        fwrite(out.ptr, 1, out.len, stdout);
+    status = failed ? RC_EXIT_SYSTEM : drift ? 1 : RC_EXIT_OK;
+done:
+    rc_buf_release(&out);
     rc_arena_release(&a);
     return status;
 }
