@@ -2,7 +2,7 @@
  * bench_rc_pass.c - whole passes in one process, as loop mode runs them: the first pass, a
  * pass with nothing changed, a pass after a commit touching only a README, and a pass after
  * a commit changing one YAML file. Prints each pass's time, files parsed and the process's
- * peak RSS so far; asserts nothing.
+ * peak RSS so far; asserts nothing. BENCH_PHASES=1 logs each pass's phases (debug log).
  *
  * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE
  *   REPO: a local repository whose branch main holds the source (bench/gen_fleet.py makes
@@ -20,6 +20,7 @@
 #include "rc_cache.h"
 #include "rc_err.h"
 #include "rc_git.h"
+#include "rc_log.h"
 #include "rc_pass.h"
 
 #include "rc_banned.h"
@@ -49,17 +50,22 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
     double t0 = now_ms();
     int rc;
 
+    static struct rc_log log = RC_LOG_INIT;
+
+    log.level = getenv("BENCH_PHASES") ? RC_LOG_DEBUG : RC_LOG_ERROR;
     o.apply = 0;
     o.cache = cache;
+    o.log = &log;
     rc = rc_pass_run(&res, g, &o, &a, &err);
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", label, err.msg);
         rc_arena_release(&a);
         return rc;
     }
-    printf("%-12s %9.1f ms  parsed %6zu  skipped %d  committed %d  placed %zu  peak RSS %ld MB\n",
-           label, now_ms() - t0, res.nparsed, res.skipped, res.committed, res.placed,
-           peak_rss_mb());
+    printf("%-12s %9.1f ms  parsed %6zu  skipped %d  committed %d  placed %zu  peak RSS %ld MB  "
+           "parse cache %zu MB\n",
+           label, now_ms() - t0, res.nparsed, res.skipped, res.committed, res.placed, peak_rss_mb(),
+           rd_cache_bytes(rc_cache_parsed(cache)) >> 20);
     rc_arena_release(&a);
     return 0;
 }

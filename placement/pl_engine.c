@@ -909,6 +909,42 @@ static const char *cluster_cause(struct engine *e, const struct epol *ep, const 
     return NULL;
 }
 
+/* Re-placement the policy opted into: why the unit should leave cluster `name` (NULL: it
+ * stays). Never while its pods are observed there; the room is judged by the observed
+ * numbers (allocatable minus what runs), before anything is committed this pass. */
+static const char *replacement_cause(struct engine *e, const struct eunit *u,
+                                     const struct pl_policy *p, const char *name)
+{
+    long ci = find_cluster(e, name);
+    const struct pl_cluster *cl;
+    struct pl_verdict v;
+
+    if (ci < 0)
+        return NULL;
+    cl = e->cl[ci];
+    if (!cl->reachable) {
+        if (p->replace_unreachable_after <= 0 ||
+            cl->unreachable_for <= p->replace_unreachable_after)
+            return NULL;
+        return rc_arena_printf(
+            e->a,
+            "cluster '%s' has been unreachable for %" PRId64 " s, longer than the %" PRId64
+            " s policy '%s' tolerates (rightplace.dev/replace-unreachable-after)",
+            name, cl->unreachable_for, p->replace_unreachable_after, p->name);
+    }
+    if (!p->replace_when_full || is_present(cl, u->label))
+        return NULL;
+    memset(&v, 0, sizeof(v));
+    pl_fit_verdict(e->fit, u->sig, (size_t)ci, &v, e->a);
+    if (v.kind != PL_VERDICT_DOES_NOT_FIT)
+        return NULL;
+    return rc_arena_printf(e->a,
+                           "cluster '%s' no longer has room for it (%s) and its pods are not "
+                           "running there; policy '%s' allows re-placement "
+                           "(rightplace.dev/replace-when-full)",
+                           name, v.detail ? v.detail : "does not fit", p->name);
+}
+
 /* Does the previous placement still hold? Sets u->cause when not. */
 static void sticky_check(struct engine *e, struct eunit *u)
 {
@@ -936,6 +972,8 @@ static void sticky_check(struct engine *e, struct eunit *u)
         return;
     }
     u->cause = cluster_cause(e, ep, pv->clusters[0]);
+    if (!u->cause)
+        u->cause = replacement_cause(e, u, p, pv->clusters[0]);
     u->keep = u->cause == NULL;
 }
 

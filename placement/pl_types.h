@@ -187,6 +187,7 @@ struct pl_cluster {
     struct pl_labels labels; /* includes kubernetes.io/metadata.name = name */
     int live;                /* has a connection (kubeconfig); 0: simulated */
     int reachable;           /* 0: could not be observed: takes no new units, keeps its own */
+    int64_t unreachable_for; /* seconds it has been unreachable, as far as known (0: unknown) */
     enum pl_autoscaler autoscaler;
     int any_shape; /* autoscaler with no declared shapes: it can add a node for any pod */
     size_t nshapes;
@@ -243,6 +244,12 @@ struct pl_policy {
     struct pl_split *splits;
     size_t noverrides;
     struct pl_override *overrides;
+    /* Re-placement (opt-in, from the policy's rightplace.dev/ annotations): a unit kept on a
+     * cluster may move when that cluster has no room for it by the observed numbers and its
+     * pods are not there (replace_when_full), or when the cluster has been unreachable for
+     * more than replace_unreachable_after seconds (0: never). */
+    int replace_when_full;
+    int64_t replace_unreachable_after;
     const char *file;
     int line;
 };

@@ -307,6 +307,7 @@ enum {
     TRIED_TOKEN_FILE = 16,
     TOKEN_FILE_UNREADABLE = 32,
     TRIED_URL = 64,
+    KEY_NOT_REGULAR = 128,
 };
 
 struct remote_state {
@@ -358,13 +359,20 @@ static char *read_token_file(const char *path)
     return tok;
 }
 
+static int is_regular_file(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 static int cred_cb(git_credential **out, const char *url, const char *user_from_url,
                    unsigned int allowed, void *payload)
 {
     struct remote_state *st = payload;
     struct rc_git *g = st->g;
     const char *user = user_from_url && *user_from_url ? user_from_url : NULL;
-    char tried[128] = "";
+    char tried[192] = "";
 
     (void)url;
     if ((allowed & GIT_CREDENTIAL_USERNAME) && !(st->tried & TRIED_USERNAME)) {
@@ -378,15 +386,20 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
             st->tried |= TRIED_AGENT;
             return git_credential_ssh_key_from_agent(out, user ? user : "git");
         }
-        if (!(st->tried & TRIED_KEY) && g->ssh_key) {
+        /* libssh2 opens the key files itself: regular files only, so that a FIFO cannot
+         * make it wait */
+        if (!(st->tried & TRIED_KEY) && g->ssh_key && !is_regular_file(g->ssh_key)) {
+            st->tried |= TRIED_KEY | KEY_NOT_REGULAR;
+        } else if (!(st->tried & TRIED_KEY) && g->ssh_key) {
             char *pub = rc_xmalloc(strlen(g->ssh_key) + 5);
             int e;
 
             st->tried |= TRIED_KEY;
             memcpy(pub, g->ssh_key, strlen(g->ssh_key));
             memcpy(pub + strlen(g->ssh_key), ".pub", 5);
-            e = git_credential_ssh_key_new(out, user ? user : "git",
-                                           access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
+            e = git_credential_ssh_key_new(
+                out, user ? user : "git",
+                is_regular_file(pub) && access(pub, R_OK) == 0 ? pub : NULL, g->ssh_key, NULL);
             free(pub);
             return e;
         }
@@ -421,7 +434,8 @@ static int cred_cb(git_credential **out, const char *url, const char *user_from_
     if (st->tried & TRIED_AGENT)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh agent");
     if (st->tried & TRIED_KEY)
-        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file");
+        snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", ssh key file%s",
+                 (st->tried & KEY_NOT_REGULAR) ? " (not a regular file)" : "");
     if (st->tried & TRIED_TOKEN_ENV)
         snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), ", token from $%s",
                  g->token_env);

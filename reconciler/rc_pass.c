@@ -328,7 +328,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
     const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
-    size_t held = 0;
+    size_t held = 0, primed = 0;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
     const char **refused, **ids;
@@ -357,10 +357,27 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
-        } else {
-            read_source_file(&files[i], &refused[i], g, &blobs[i], a);
-            size = files[i].len;
+            continue;
         }
+        if (cache && primed <= budget) {
+            /* parsed into the cache now, its text dropped at once: the pass never holds the
+             * whole source's text */
+            struct rc_arena tmp = RC_ARENA_INIT;
+            size_t before = rd_cache_bytes(cache);
+            read_source_file(&files[i], &refused[i], g, &blobs[i], &tmp);
+            if (!refused[i])
+                file_loads_alone(files[i].path, files[i].data, files[i].len, blobs[i].id, cache,
+                                 &out->nparsed, a);
+            if (refused[i])
+                refused[i] = rc_arena_strdup(a, refused[i]);
+            primed += rd_cache_bytes(cache) - before;
+            files[i].data = NULL;
+            files[i].len = 0;
+            rc_arena_release(&tmp);
+            continue;
+        }
+        read_source_file(&files[i], &refused[i], g, &blobs[i], a);
+        size = files[i].len;
         /* Memory is bounded by what the pass holds, in path order: a file past the budget is
          * refused alone and says which limit to raise. */
         if (!refused[i] && size > budget - held) {
@@ -1027,10 +1044,10 @@ static int record_has_pending(const struct rd_record *rec)
  * versions are looked up from, all in that commit). Its outcome depends on nothing else when
  * it was "quiet": no live cluster (observation could change capacity, and apply could have
  * something to retry), no pending unit, no broken file without an earlier version, no hand
- * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass stops, before reading any blob, when
- * a memo exists with the same key, the same deploy head, quiet, and the same source commit or
- * the same listing digest; it reports the memo's file errors again. --force, plan and
- * everything without a cache (rc_pass_options.cache) do all the work.
+ * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass
+ * stops, before reading any blob, when a memo exists with the same key, the same deploy head,
+ * quiet, and the same source commit or the same listing digest; it reports the memo's file errors
+ * again. --force, plan and everything without a cache (rc_pass_options.cache) do all the work.
  */
 static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err *err)
 {
@@ -1117,9 +1134,34 @@ static void backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
+const char *rc_pass_phase_name(int phase)
+{
+    static const char *const names[RC_PHASE_COUNT] = {"sync",  "load",   "observe",
+                                                      "place", "commit", "apply"};
+    return phase >= 0 && phase < RC_PHASE_COUNT ? names[phase] : "?";
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Charge the time since *t to `phase`. */
+static void phase_end(struct rc_pass_result *out, int phase, double *t)
+{
+    double now = mono_seconds();
+
+    out->phase_seconds[phase] += now - *t;
+    *t = now;
+}
+
 static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                      struct rc_arena *a, struct rc_err *err)
 {
+    double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
     struct rc_path_change *changes = NULL;
@@ -1181,6 +1223,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         }
     }
+    phase_end(out, RC_PHASE_SYNC, &tp);
 
     if (o->cache) {
         int skip = 0;
@@ -1220,6 +1263,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     phase_mark(ph, PH_LOAD, &t);
     out->nfile_errors = cp->load.nerrors;
     out->file_errors = cp->load.errors;
+    phase_end(out, RC_PHASE_LOAD, &tp);
 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
@@ -1245,6 +1289,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
     }
+    phase_end(out, RC_PHASE_OBSERVE, &tp);
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
      * sync, which the exit status says */
     for (size_t i = 0; i < nfleet; i++) {
@@ -1273,6 +1318,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->input = &cp->in;
     collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
+    phase_end(out, RC_PHASE_PLACE, &tp);
     /* hand edits, a proposal waiting for review and configuration errors are reported by
      * every pass until resolved: not quiet */
     quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved &&
@@ -1379,6 +1425,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
 apply:
     phase_log(o->log, ph);
+    phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
         error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
@@ -1393,6 +1440,7 @@ apply:
         }
         out->apply_incomplete |= incomplete;
     }
+    phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);

@@ -548,6 +548,73 @@ static int spread(struct pl_policy *out, const cJSON *sc, const struct rd_docs *
     return RC_OK;
 }
 
+/* ==== Re-placement (rightplace's annotations on the policy) ==== */
+
+#define RD_REPLACE_WHEN_FULL "rightplace.dev/replace-when-full"
+#define RD_REPLACE_UNREACHABLE "rightplace.dev/replace-unreachable-after"
+
+/* A duration of at least one second: a whole number with an optional unit s, m or h
+ * ("300", "90s", "5m", "1h"). */
+static int duration(int64_t *out, const char *s)
+{
+    char *end = NULL;
+    long long v;
+    int64_t mul = 1;
+
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    v = strtoll(s, &end, 10);
+    if (!strcmp(end, "h"))
+        mul = 3600;
+    else if (!strcmp(end, "m"))
+        mul = 60;
+    else if (*end && strcmp(end, "s"))
+        return -1;
+    if (v < 1 || v > INT32_MAX)
+        return -1;
+    *out = (int64_t)v * mul;
+    return 0;
+}
+
+/* metadata.annotations: rightplace.dev/replace-when-full: "true" and
+ * rightplace.dev/replace-unreachable-after: "<duration>" opt the policy's units into
+ * re-placement (Nova has no such fields; annotations keep the policy a valid Nova object). */
+static int replacement(struct pl_policy *out, const struct rd_object *o, const struct rd_docs *docs,
+                       struct wlist *w, struct rc_err *err)
+{
+    const cJSON *ann = rd_field_get(rd_field_get(o->root, "metadata"), "annotations"), *it;
+
+    out->replace_unreachable_after = 0;
+    if (!cJSON_IsObject(ann))
+        ann = NULL;
+    cJSON_ArrayForEach(it, ann)
+    {
+        const char *v = cJSON_IsString(it) ? it->valuestring : NULL;
+        if (!strcmp(it->string, RD_REPLACE_WHEN_FULL)) {
+            if (!v || (strcmp(v, "true") && strcmp(v, "false")))
+                return rd_err_at(err, RC_EINVALID, docs, it, "%s must be \"true\" or \"false\"",
+                                 RD_REPLACE_WHEN_FULL);
+            out->replace_when_full = !strcmp(v, "true");
+        } else if (!strcmp(it->string, RD_REPLACE_UNREACHABLE)) {
+            if (duration(&out->replace_unreachable_after, v) < 0)
+                return rd_err_at(err, RC_EINVALID, docs, it,
+                                 "%s must be a duration in whole seconds, minutes or hours "
+                                 "(\"300s\", \"5m\", \"1h\")",
+                                 RD_REPLACE_UNREACHABLE);
+            /* the engine honours it, but no pass measures how long a cluster has been
+             * unreachable yet (pl_cluster.unreachable_for stays 0): say so */
+            warn(w, docs, it,
+                 "%s has no effect yet: rightplace does not yet track how long a cluster has "
+                 "been unreachable",
+                 RD_REPLACE_UNREACHABLE);
+        } else if (!strncmp(it->string, "rightplace.dev/", 15)) {
+            warn(w, docs, it, "unknown annotation '%s' on SchedulePolicy '%s'; ignored", it->string,
+                 o->name);
+        }
+    }
+    return RC_OK;
+}
+
 /* ==== The policy ==== */
 
 static const char *const known_spec[] = {"namespaceSelector", "resourceSelectors",
@@ -656,6 +723,8 @@ int rd_policy_parse_ex(struct pl_policy *out, const struct rd_object *o, const s
             return rd_err_at(err, RC_EINVALID, docs, rd_field_get(gb, "labelKey"), "%s", verr.msg);
     }
     if (sc && (rc = spread(out, sc, docs, &w, a, err)) < 0)
+        return rc;
+    if ((rc = replacement(out, o, docs, &w, err)) < 0)
         return rc;
     out->digest = digest(spec, a);
     return RC_OK;

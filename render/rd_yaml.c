@@ -376,8 +376,9 @@ static enum scalar_kind resolve_plain(const char *s, double *num, struct num_inf
     static const char *const nans[] = {".nan", ".NaN", ".NAN", NULL};
     static const char *const pinfs[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL};
     static const char *const ninfs[] = {"-.inf", "-.Inf", "-.INF", NULL};
-    char tmp[128];
+    char tmp[128], *t;
     size_t len = strlen(s), j = 0;
+    enum scalar_kind kind = SK_STR;
 
     if (ni)
         memset(ni, 0, sizeof(*ni));
@@ -413,22 +414,24 @@ static enum scalar_kind resolve_plain(const char *s, double *num, struct num_inf
     }
     if (!is_digit(s[0]) && s[0] != '+' && s[0] != '-')
         return SK_STR;
-    if (len >= sizeof(tmp)) /* no number is this long; go-yaml would read 1e-100000 as 0 */
-        return SK_STR;
+    /* long numerals are numbers too: kubectl reads 1 and 200 zeros as 1e+200 */
+    t = len < sizeof(tmp) ? tmp : rc_xmalloc(len + 1);
     for (size_t i = 0; i < len; i++)
         if (s[i] != '_')
-            tmp[j++] = s[i];
-    tmp[j] = '\0';
-    if (parse_go_int(tmp, num, ni))
-        return SK_NUM;
-    if (float_syntax(tmp)) {
-        double d = strtod(tmp, NULL);
+            t[j++] = s[i];
+    t[j] = '\0';
+    if (parse_go_int(t, num, ni)) {
+        kind = SK_NUM;
+    } else if (float_syntax(t)) {
+        double d = strtod(t, NULL); /* underflow gives 0, as Go's ParseFloat does */
         if (isfinite(d)) {
             *num = d;
-            return SK_NUM;
+            kind = SK_NUM;
         }
     }
-    return SK_STR;
+    if (t != tmp)
+        free(t);
+    return kind;
 }
 
 /* ==== Number text ==== */

@@ -6,14 +6,13 @@
  * previous record (read here with rd_yaml: unit, policy, policyDigest, objects,
  * state, clusters); expected.yaml  the decisions that must come out: setup:
  * optional knobs the YAML fleet cannot express: unreachable: [cluster, ...]
- * clusters that could not be observed present: {cluster: [unit id, ...]} units
- * whose pods were observed there requested: {cluster: {res: qty}}     observed
- * requests on its first node units:     one entry per decision (every decision
- * must be listed): unit, state, clusters: [...], shares: {cluster: percent},
- *                    verdicts: {cluster: kind}, detail: {cluster: substring},
- *                    nodesAdded: {cluster: n}, reason: substring, change,
- * cause: substring warnings:  substrings, one per engine warning (absent: no
- * warnings) overrides (per unit): substrings of the overrides it gets. rendered: {path: [substring,
+ * clusters that could not be observed; unreachableFor: {cluster: seconds} how long present:
+ * {cluster: [unit id, ...]} units whose pods were observed there requested: {cluster: {res: qty}}
+ * observed requests on its first node units:     one entry per decision (every decision must be
+ * listed): unit, state, clusters: [...], shares: {cluster: percent}, verdicts: {cluster: kind},
+ * detail: {cluster: substring}, nodesAdded: {cluster: n}, reason: substring, change, cause:
+ * substring warnings:  substrings, one per engine warning (absent: no warnings) overrides (per
+ * unit): substrings of the overrides it gets. rendered: {path: [substring,
  * ...]} files of the deploy tree and what they hold; {path: null}: no such file. sourceWarnings:
  * substrings, one per warning of the load (absent: not checked). errors: substrings of the input's
  * load errors (the case then checks nothing else). Each case is also run with its input arrays
@@ -123,6 +122,14 @@ static void apply_setup(struct ctx *c, const cJSON *setup, struct rd_source *src
             bad(c, "setup: unknown cluster in unreachable");
         else
             cl->reachable = 0;
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(setup, "unreachableFor"))
+    {
+        struct pl_cluster *cl = find_cluster(src, it->string);
+        if (!cl || !cJSON_IsNumber(it))
+            bad(c, "setup: bad unreachableFor '%s'", it->string);
+        else
+            cl->unreachable_for = (int64_t)it->valuedouble;
     }
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(setup, "present"))
     {

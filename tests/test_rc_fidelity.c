@@ -228,12 +228,12 @@ static void test_rc_fidelity__traps_reach_the_cluster_as_kubectl_reads_them(void
 
     /* the duplicates that do not decide identity are warned about, with both lines, on
      * stderr and in the placement record */
-    if (!strstr(err, "traps.yaml:203:3: duplicate key 'a' (also at line 201)"))
+    if (!strstr(err, "traps.yaml:205:3: duplicate key 'a' (also at line 203)"))
         fail_msg("stderr lacks the duplicate key's warning:\n%s", err);
     record = th_git_show(e->repo, "deploy", "placements.yaml");
     assert_non_null(record);
-    if (!strstr(record, "traps.yaml:203:3: duplicate key 'a' (also at line 201)") ||
-        !strstr(record, "traps.yaml:206:5: duplicate key 'x' (also at line 205)"))
+    if (!strstr(record, "traps.yaml:205:3: duplicate key 'a' (also at line 203)") ||
+        !strstr(record, "traps.yaml:208:5: duplicate key 'x' (also at line 207)"))
         fail_msg("the record lacks the duplicate keys' warnings:\n%s", record);
     free(record);
     free(truth);

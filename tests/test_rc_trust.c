@@ -298,6 +298,31 @@ static void test_rc_trust__escapes_in_file_names_are_escaped(void **state)
     assert_non_null(strstr(msg, "Rightplace-Source-Subject: web back \\u{202e}gnp.exe"));
     assert_null(strstr(msg, "\xe2\x80\xae"));
     free(msg);
+
+    /* someone adds a file with such a name on the deploy branch: plan reports the hand edit
+     * escaped, in text and in JSON (which stays valid UTF-8) */
+    free(th_git_ok(repo, "checkout", "-q", "deploy", NULL));
+    free(th_git_commit_files(repo, "by hand", "clusters/sim/x\x1b[2J\xff.yaml", "a: b\n", NULL));
+    free(th_git_ok(repo, "checkout", "-q", "main", NULL));
+    th_rp(&out, &err, "plan", "--repo", repo, NULL);
+    if (!strstr(out, "clusters/sim/x\\e[2J\\xff.yaml"))
+        fail_msg("hand edit not shown escaped:\n%s\n%s", out, err);
+    if (has_raw_control(out))
+        fail_msg("raw control character in plan's output:\n%s", out);
+    assert_false(has_raw_control(err));
+    free(out);
+    free(err);
+    th_rp(&out, &err, "plan", "--repo", repo, "-o", "json", NULL);
+    {
+        cJSON *j = cJSON_Parse(out);
+        if (!j)
+            fail_msg("plan -o json is not JSON:\n%s", out);
+        assert_null(strstr(out, "\xff"));
+        assert_non_null(strstr(out, "x\\\\e[2J\\\\xff.yaml"));
+        cJSON_Delete(j);
+    }
+    free(out);
+    free(err);
     th_rm_rf(repo);
     free(repo);
 }

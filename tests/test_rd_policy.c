@@ -381,6 +381,39 @@ static void test_rd_policy__overrides(void **state)
     assert_int_equal(rd_override_check_path("", &err), RC_EINVALID);
 }
 
+#define HEAD_ANN(ann)                                                                              \
+    "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata:\n  name: p\n"           \
+    "  annotations: {" ann "}\nspec:\n"
+
+static void test_rd_policy__replacement_annotations(void **state)
+{
+    struct fx *f = *state;
+
+    assert_int_equal(parse(f, "p.yaml", HEAD NSALL RSALL), RC_OK);
+    assert_int_equal(f->pol.replace_when_full, 0);
+    assert_int_equal(f->pol.replace_unreachable_after, 0);
+    assert_int_equal(parse(f, "p.yaml",
+                           HEAD_ANN("rightplace.dev/replace-when-full: 'true', "
+                                    "rightplace.dev/replace-unreachable-after: 5m, "
+                                    "rightplace.dev/replce: x, other.io/x: z") NSALL RSALL),
+                     RC_OK);
+    assert_int_equal(f->pol.replace_when_full, 1);
+    assert_int_equal(f->pol.replace_unreachable_after, 300);
+    assert_int_equal(f->nw, 2); /* no effect yet; the typo */
+    assert_non_null(strstr(f->w[0], "has no effect yet"));
+    assert_non_null(strstr(f->w[1], "rightplace.dev/replce"));
+    assert_int_equal(
+        parse(f, "p.yaml", HEAD_ANN("rightplace.dev/replace-when-full: 'yes'") NSALL RSALL),
+        RC_EINVALID);
+    assert_int_equal(
+        parse(f, "p.yaml", HEAD_ANN("rightplace.dev/replace-unreachable-after: 0s") NSALL RSALL),
+        RC_EINVALID);
+    assert_int_equal(
+        parse(f, "p.yaml", HEAD_ANN("rightplace.dev/replace-unreachable-after: 5d") NSALL RSALL),
+        RC_EINVALID);
+    assert_non_null(strstr(f->err.msg, "p.yaml:5:"));
+}
+
 static void test_rd_policy__digest_follows_the_spec(void **state)
 {
     struct fx *f = *state;
@@ -428,6 +461,7 @@ int main(void)
         T(spread),
         T(overrides_and_unknown_fields_warn),
         T(overrides),
+        T(replacement_annotations),
         T(digest_follows_the_spec),
         T(is_policy),
 #undef T

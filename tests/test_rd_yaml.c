@@ -390,6 +390,39 @@ static void test_rd_yaml__integers_exact_to_int64(void **state)
     rd_docs_free(d);
 }
 
+/* Numerals of any length are numbers, as for kubectl: 1 and 200 zeros is 1e+200, a long
+ * underflow is 0; a long quoted numeral stays a string and is written quoted. */
+static void test_rd_yaml__long_numerals(void **state)
+{
+    char text[1024], want[1024];
+    struct rd_docs *d;
+    const cJSON *r;
+    cJSON *o;
+    char *y;
+    int n;
+
+    (void)state;
+    n = snprintf(text, sizeof(text), "a: 1%0200d\nb: 1e-100000\nc: 1%0130d_2\nd: \"1%0200d\"\n", 0,
+                 0, 0);
+    assert_true(n > 0 && (size_t)n < sizeof(text));
+    d = load_ok(text);
+    r = rd_docs_get(d, 0);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(r, "a")));
+    assert_true(cJSON_GetObjectItem(r, "a")->valuedouble == 1e200);
+    assert_true(cJSON_GetObjectItem(r, "b")->valuedouble == 0);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(r, "c")));
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(r, "d")));
+    check_round_trip("long numerals", r);
+    o = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(o, "d", cJSON_GetObjectItem(r, "d"));
+    y = emit(o);
+    snprintf(want, sizeof(want), "d: \"1%0200d\"\n", 0);
+    assert_string_equal(y, want);
+    free(y);
+    cJSON_Delete(o);
+    rd_docs_free(d);
+}
+
 /* rd_json_print writes numbers as Go's encoding/json does (what kubectl sends). */
 static void test_rd_yaml__json_print_numbers(void **state)
 {
@@ -1316,6 +1349,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__nul_in_string_refused),
         cmocka_unit_test(test_rd_yaml__keys_as_kubectl_reads_them),
         cmocka_unit_test(test_rd_yaml__integers_exact_to_int64),
+        cmocka_unit_test(test_rd_yaml__long_numerals),
         cmocka_unit_test(test_rd_yaml__json_print_numbers),
         cmocka_unit_test(test_rd_yaml__duplicate_identity_keys_refused),
         cmocka_unit_test(test_rd_yaml__documents_and_positions),
