@@ -32,6 +32,7 @@
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
 #include "rc_log.h"
+#include "rc_metrics.h"
 #include "rc_pass.h"
 #include "rc_version.h"
 
@@ -50,12 +51,16 @@ enum rc_exit {
     RC_EXIT_LOCKED = 5   /* another pass holds the state directory's lock */
 };
 
+/* Loop mode: SIGTERM/SIGINT stop after the running pass; SIGHUP/SIGUSR1 start a pass now. */
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t pass_requested;
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    if (sig == SIGHUP || sig == SIGUSR1)
+        pass_requested = 1;
+    else
+        stop_requested = 1;
 }
 
 /* ==== Flags ==== */
@@ -86,6 +91,8 @@ enum opt_id {
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
+    OPT_METRICS_FILE,
+    OPT_LISTEN,
     OPT_LOG_LEVEL,
     OPT_LOG_JSON,
     OPT_HELP,
@@ -150,6 +157,12 @@ static const struct opt_def opt_defs[] = {
     {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
      "wait at most DURATION for a running pass to release the lock\n"
      "(default 60s; 0: do not wait)"},
+    {OPT_METRICS_FILE, "metrics-file", 0, "PATH",
+     "after each pass, write Prometheus metrics to PATH (atomically: for\n"
+     "node_exporter's textfile collector)"},
+    {OPT_LISTEN, "listen", 0, "ADDR:PORT",
+     "with --interval: serve /metrics and /healthz on ADDR:PORT (\":9090\"\n"
+     "binds 127.0.0.1)"},
     {OPT_LOG_LEVEL, "log-level", 0, "L", "error, warn, info (default) or debug"},
     {OPT_LOG_JSON, "log-json", 0, NULL, "log lines as JSON objects"},
     {OPT_HELP, "help", 'h', NULL, "show this help"},
@@ -187,6 +200,8 @@ static int cmd_explain(struct run *r);
 static int cmd_replay(struct run *r);
 static int cmd_status(struct run *r);
 static int cmd_version(struct run *r);
+static int cmd_suspend(struct run *r);
+static int cmd_resume(struct run *r);
 static int cmd_help(struct run *r);
 
 /* Every command, in the order `rightplace --help` lists them. */
@@ -195,11 +210,14 @@ static const struct cmd_def cmd_table[] = {
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
          OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
          OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
-         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL),
+         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) |
+         OPT_BIT(OPT_LISTEN),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
-     "by default; --interval runs a pass every DURATION until SIGTERM or SIGINT.",
+     "by default; --interval runs a pass every DURATION until SIGTERM or SIGINT, and\n"
+     "SIGHUP or SIGUSR1 starts the next pass now. While the file 'suspend' exists in the\n"
+     "state directory ('rightplace suspend'), passes place and commit but do not apply.",
      cmd_reconcile},
     {"plan", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
      "show what a pass would decide; write nothing",
@@ -219,6 +237,15 @@ static const struct cmd_def cmd_table[] = {
     {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
      "placements and capacity per cluster",
      "Show each cluster's capacity and units, and what is not placed.", cmd_status},
+    {"suspend", NULL, 0, 0, OPTS_REPO | OPTS_LOG, 1, "stop applying; keep placing and committing",
+     "Stop applying to clusters: passes go on placing and committing to the deploy\n"
+     "branch, and apply nothing until 'rightplace resume'. Creates the file 'suspend'\n"
+     "in the state directory (a running loop sees it at its next pass).",
+     cmd_suspend},
+    {"resume", NULL, 0, 0, OPTS_REPO | OPTS_LOG, 1, "apply again after suspend",
+     "Apply again: removes the state directory's 'suspend' file. The next pass applies\n"
+     "everything that changed since each cluster was last applied to.",
+     cmd_resume},
     {"version", NULL, 0, 0, OPT_BIT(OPT_OUTPUT) | OPT_BIT(OPT_HELP), 0, "show the version",
      "Show the version of rightplace.", cmd_version},
     {"help", "[COMMAND]", 0, 1, OPT_BIT(OPT_HELP), 0, "show the commands, or one command's flags",
@@ -240,6 +267,8 @@ struct cli {
     size_t nargs;
     long interval;     /* seconds; 0: once */
     long lock_timeout; /* seconds a read-only command waits for the lock */
+    const char *metrics_file;
+    const char *listen;
     int once;
     char luna_buf[256];
     const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
@@ -609,6 +638,12 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     case OPT_NO_APPLY:
         c->pass.apply = 0;
         break;
+    case OPT_METRICS_FILE:
+        c->metrics_file = v;
+        break;
+    case OPT_LISTEN:
+        c->listen = v;
+        break;
     case OPT_RESYNC:
         c->pass.resync = 1;
         break;
@@ -818,6 +853,12 @@ static int parse_args(struct cli *c, int argc, char **argv)
         c->pass.apply = 0;
     if (c->once && c->interval) {
         fputs("rightplace: --once and --interval exclude each other\n", stderr);
+        return -1;
+    }
+    if (c->listen && !c->interval) {
+        fputs("rightplace: --listen serves metrics while a loop runs: give --interval too "
+              "(one pass: --metrics-file)\n",
+              stderr);
         return -1;
     }
     return 0;
@@ -1190,7 +1231,55 @@ struct run {
     struct cli *cli;
     struct rc_git *git;
     const char *state_dir;
+    struct rc_metrics *metrics; /* reconcile: NULL without --metrics-file or --listen */
 };
+
+/* "<state dir>/suspend": while it exists, passes do not apply. */
+static void suspend_path(char *out, size_t n, const char *state_dir)
+{
+    snprintf(out, n, "%s/suspend", state_dir);
+}
+
+static int suspended(const char *state_dir)
+{
+    char p[PATH_MAX];
+    struct stat st;
+
+    suspend_path(p, sizeof(p), state_dir);
+    return lstat(p, &st) == 0;
+}
+
+static int cmd_suspend(struct run *r)
+{
+    char p[PATH_MAX];
+    int fd;
+
+    suspend_path(p, sizeof(p), r->state_dir);
+    fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        rc_log_error(&r->cli->log, "cannot create '%s': %s", p, strerror(errno));
+        return RC_EXIT_SYSTEM;
+    }
+    close(fd);
+    rc_log_info(&r->cli->log,
+                "suspended: passes place and commit but do not apply until 'rightplace resume' "
+                "(%s)",
+                p);
+    return RC_EXIT_OK;
+}
+
+static int cmd_resume(struct run *r)
+{
+    char p[PATH_MAX];
+
+    suspend_path(p, sizeof(p), r->state_dir);
+    if (unlink(p) < 0 && errno != ENOENT) {
+        rc_log_error(&r->cli->log, "cannot remove '%s': %s", p, strerror(errno));
+        return RC_EXIT_SYSTEM;
+    }
+    rc_log_info(&r->cli->log, "resumed: the next pass applies");
+    return RC_EXIT_OK;
+}
 
 static int exit_for(int code)
 {
@@ -1244,11 +1333,30 @@ static int result_status(const struct rc_pass_result *res, int pending)
     return RC_EXIT_OK;
 }
 
+/* Record a pass in the metrics, and write the metrics file. The apply results come from the
+ * note rc_apply left on the deploy commit (docs/formats.md). */
+static void record_metrics(struct run *r, const struct rc_pass_result *res, int status,
+                           double seconds, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char *note = NULL;
+
+    if (!r->metrics)
+        return;
+    if (res && res->deploy_new[0] && r->cli->pass.apply &&
+        rc_git_note_read(&note, r->git, res->deploy_new, a, &err) < 0)
+        note = NULL;
+    rc_metrics_record(r->metrics, res, status, note, seconds, time(NULL));
+    if (r->cli->metrics_file && rc_metrics_write_file(r->metrics, r->cli->metrics_file, &err) < 0)
+        rc_log_warn(&r->cli->log, "%s", err.msg);
+}
+
 static int cmd_reconcile_once(struct run *r)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct rc_pass_result res;
+    struct rc_pass_options o;
     int locked_by_other = 0;
     int lock_fd;
     int status;
@@ -1264,13 +1372,23 @@ static int cmd_reconcile_once(struct run *r)
         log_locked(&r->cli->log, r->state_dir, 0);
         return RC_EXIT_LOCKED;
     }
+    o = r->cli->pass;
+    if (o.apply && suspended(r->state_dir)) {
+        o.apply = 0;
+        rc_log_info(&r->cli->log,
+                    "suspended ('%s/suspend' exists): placing and committing, not applying; "
+                    "'rightplace resume' applies again",
+                    r->state_dir);
+    }
     start = now_monotonic();
-    error = rc_pass_run(&res, r->git, &r->cli->pass, &a, &err);
+    memset(&res, 0, sizeof(res));
+    error = rc_pass_run(&res, r->git, &o, &a, &err);
     ms = (long long)((now_monotonic() - start) * 1000.0);
     if (error < 0) {
         struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
         rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
+        record_metrics(r, NULL, status, now_monotonic() - start, &a);
         goto done;
     }
     status = result_status(&res, 0);
@@ -1309,16 +1427,17 @@ static int cmd_reconcile_once(struct run *r)
                       short_id(res.source), res.placed, res.pending, res.unplaced,
                       short_id(res.deploy_old));
     }
-    status = result_status(&res, 0);
+    record_metrics(r, &res, status, now_monotonic() - start, &a);
 done:
     release_lock(lock_fd);
     rc_arena_release(&a);
     return status;
 }
 
+/* Sleep until the next pass is due, a stop is asked for, or SIGHUP/SIGUSR1 asks for a pass. */
 static void sleep_interruptible(long seconds)
 {
-    for (long i = 0; i < seconds * 10 && !stop_requested; i++) {
+    for (long i = 0; i < seconds * 10 && !stop_requested && !pass_requested; i++) {
         struct timespec ts = {0, 100000000L};
         nanosleep(&ts, NULL);
     }
@@ -1330,16 +1449,30 @@ static int cmd_reconcile(struct run *r)
 
     if (!r->cli->interval)
         return cmd_reconcile_once(r);
-    rc_log_info(&r->cli->log, "reconciling every %ld s; SIGTERM or SIGINT stops after the pass",
+    if (r->cli->listen) {
+        struct rc_err err = RC_ERR_INIT;
+        /* healthy while passes keep ending: three intervals and a minute of slack */
+        if (rc_metrics_listen(r->metrics, r->cli->listen, 3 * r->cli->interval + 60, &r->cli->log,
+                              &err) < 0) {
+            rc_log_error(&r->cli->log, "%s", err.msg);
+            return RC_EXIT_USAGE;
+        }
+    }
+    rc_log_info(&r->cli->log,
+                "reconciling every %ld s; SIGHUP or SIGUSR1 starts a pass now, SIGTERM or SIGINT "
+                "stops after the pass",
                 r->cli->interval);
     /* A long-running service keeps going whatever one pass met (a branch not pushed yet, an
      * unreachable cluster, the lock held by a manual run): each pass logs its own problem. */
     do {
+        pass_requested = 0;
         status = cmd_reconcile_once(r);
         if (status != RC_EXIT_OK)
             rc_log_warn(&r->cli->log, "pass ended with status %d; next pass in %ld s", status,
                         r->cli->interval);
         sleep_interruptible(r->cli->interval);
+        if (pass_requested && !stop_requested)
+            rc_log_info(&r->cli->log, "signal: starting a pass now");
     } while (!stop_requested);
     rc_log_info(&r->cli->log, "stopping");
     return RC_EXIT_OK;
@@ -1997,6 +2130,8 @@ int main(int argc, char **argv)
         sigemptyset(&sa.sa_mask);
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
     }
 
     if (rc_git_global_init(&err) < 0 || rc_http_global_init(&err) < 0) {
@@ -2058,8 +2193,11 @@ int main(int argc, char **argv)
         status = RC_EXIT_SYSTEM;
         goto done;
     }
+    if (c.metrics_file || c.listen)
+        r.metrics = rc_metrics_new(rc_version());
     status = c.cmd->exec(&r);
 done:
+    rc_metrics_free(r.metrics);
     rc_cache_free(c.pass.cache);
     rc_git_free(r.git);
     rc_http_global_cleanup();

@@ -587,6 +587,8 @@ struct slot {
     struct prepared p;
 };
 
+#define RC_HTTP_POLL_MAX_MS 5
+
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -634,8 +636,6 @@ static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
         h->slots[i] = s;
         h->nslots = i + 1;
         configure(h, s->c, s->errbuf);
-        /* wait for the connection to say whether it multiplexes (h2) before opening more */
-        curl_easy_setopt(s->c, CURLOPT_PIPEWAIT, 1L);
         s->cert_gen = h->cert_gen;
     }
     curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)want);
@@ -677,7 +677,7 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
     }
     for (;;) {
         long long now = now_ms();
-        long timeout = 1000;
+        long timeout = 1000; /* capped below */
         int running = 0;
         CURLMsg *m;
         int left;
@@ -771,6 +771,18 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
                 if (left_ms < timeout)
                     timeout = left_ms;
             }
+        }
+        {
+            long ct = -1;
+
+            /* libcurl's own timers (connect phases, its resolver) */
+            if (curl_multi_timeout(h->multi, &ct) == CURLM_OK && ct >= 0 && ct < timeout)
+                timeout = ct;
+            /* a response already read from the socket into the TLS layer wakes no poll: seen
+             * with libcurl 7.88 on a connection's first response (after the server's session
+             * tickets), stalling the transfer until the timeout. Look again soon. */
+            if (timeout > RC_HTTP_POLL_MAX_MS)
+                timeout = RC_HTTP_POLL_MAX_MS;
         }
         /* waits for socket activity or the timeout, also with no transfer running */
         if (timeout > 0)

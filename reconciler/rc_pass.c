@@ -1134,9 +1134,34 @@ static void backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
+const char *rc_pass_phase_name(int phase)
+{
+    static const char *const names[RC_PHASE_COUNT] = {"sync",  "load",   "observe",
+                                                      "place", "commit", "apply"};
+    return phase >= 0 && phase < RC_PHASE_COUNT ? names[phase] : "?";
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Charge the time since *t to `phase`. */
+static void phase_end(struct rc_pass_result *out, int phase, double *t)
+{
+    double now = mono_seconds();
+
+    out->phase_seconds[phase] += now - *t;
+    *t = now;
+}
+
 static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                      struct rc_arena *a, struct rc_err *err)
 {
+    double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
     struct rc_path_change *changes = NULL;
@@ -1198,6 +1223,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         }
     }
+    phase_end(out, RC_PHASE_SYNC, &tp);
 
     if (o->cache) {
         int skip = 0;
@@ -1237,6 +1263,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     phase_mark(ph, PH_LOAD, &t);
     out->nfile_errors = cp->load.nerrors;
     out->file_errors = cp->load.errors;
+    phase_end(out, RC_PHASE_LOAD, &tp);
 
     /* Without a memo: the same source commit as the record's, nothing pending and no live
      * cluster is a pass that can change nothing (but the manifests were read to know it). */
@@ -1262,6 +1289,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
     }
+    phase_end(out, RC_PHASE_OBSERVE, &tp);
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in
      * sync, which the exit status says */
     for (size_t i = 0; i < nfleet; i++) {
@@ -1290,6 +1318,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->input = &cp->in;
     collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
+    phase_end(out, RC_PHASE_PLACE, &tp);
     /* hand edits, a proposal waiting for review and configuration errors are reported by
      * every pass until resolved: not quiet */
     quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved &&
@@ -1396,6 +1425,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
 apply:
     phase_log(o->log, ph);
+    phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
         error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
@@ -1410,6 +1440,7 @@ apply:
         }
         out->apply_incomplete |= incomplete;
     }
+    phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);

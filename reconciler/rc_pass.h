@@ -73,6 +73,20 @@ struct rc_path_change {
     char op; /* 'A' added, 'M' modified, 'D' deleted */
 };
 
+/* The phases of a pass, timed for metrics. */
+enum rc_pass_phase {
+    RC_PHASE_SYNC,    /* fetch, resolve the branches */
+    RC_PHASE_LOAD,    /* read and parse the source */
+    RC_PHASE_OBSERVE, /* read live clusters */
+    RC_PHASE_PLACE,   /* place and render */
+    RC_PHASE_COMMIT,  /* compare with the deploy tree, commit */
+    RC_PHASE_APPLY,   /* apply to live clusters */
+    RC_PHASE_COUNT
+};
+
+/* "sync", "load", "observe", "place", "commit", "apply" */
+const char *rc_pass_phase_name(int phase);
+
 struct rc_pass_result {
     char source[41];     /* source commit S */
     char deploy_old[41]; /* deploy head before the pass; "" when the branch did not exist */
@@ -96,7 +110,8 @@ struct rc_pass_result {
     size_t nhand_edits;
     const struct rc_git_change *hand_edits;
     char hand_edit_base[41];
-    size_t nunreachable;               /* live clusters that could not be observed */
+    double phase_seconds[RC_PHASE_COUNT]; /* wall time of each phase of the last attempt */
+    size_t nunreachable;                  /* live clusters that could not be observed */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
     /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the

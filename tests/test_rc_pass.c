@@ -459,6 +459,53 @@ static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
     fx_close(&f);
 }
 
+/* The memory one pass may hold is the operator's to raise: a file past it is refused alone,
+ * with an error that names the flag and the variable; the rest is placed. */
+static void test_rc_pass__source_budget_refuses_the_file_past_it(void **state)
+{
+    struct fx f;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_result res;
+    struct rc_err err = RC_ERR_INIT;
+    size_t n = 2u << 20;
+    char *big = malloc(n + 200);
+    const char *m;
+    (void)state;
+
+    assert_non_null(big);
+    snprintf(big, 200,
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"
+             "  namespace: development\ndata:\n  blob: ");
+    {
+        size_t k = strlen(big);
+        memset(big + k, 'x', n);
+        big[k + n] = '\n';
+        big[k + n + 1] = '\0';
+    }
+    fx_open(&f, NULL);
+    th_write_file(f.repo, "zz/big.yaml", big, (size_t)-1);
+    free(big);
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "big", NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    o.max_source_bytes = 1u << 20;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_OK);
+    assert_int_equal(res.nfile_errors, 1);
+    m = error_for(&res, "zz/big.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "--max-source-mib"));
+    assert_non_null(strstr(m, "RIGHTPLACE_MAX_SOURCE_MIB"));
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    /* raised: it loads */
+    o.max_source_bytes = 64u << 20;
+    o.force = 1;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_OK);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_true(state_of(&res, "development/ConfigMap/big") >= 0);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__resource_names_limited_per_file),
         cmocka_unit_test(test_rc_pass__alias_bombs_fail_alone),
         cmocka_unit_test(test_rc_pass__long_broken_history_blocks_nothing),
+        cmocka_unit_test(test_rc_pass__source_budget_refuses_the_file_past_it),
     };
     struct rc_err err = RC_ERR_INIT;
     int rc;

@@ -9,14 +9,14 @@ _rightplace()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="reconcile plan explain replay status version help"
+    local commands="reconcile plan explain replay status suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --apply-concurrency --force --max-source-mib --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
-        --ssh-key --output --lock-timeout --log-level --log-json --help --version"
+        --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 
     case $prev in
-    --repo|--state-dir|--path|--token-file|--ssh-key|--kubeconfig|--kubeconfig-dir)
+    --repo|--state-dir|--path|--token-file|--ssh-key|--kubeconfig|--kubeconfig-dir|--metrics-file)
         COMPREPLY=($(compgen -f -- "$cur"))
         compopt -o filenames 2>/dev/null
         return ;;
@@ -29,13 +29,13 @@ _rightplace()
     --mode)
         COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
-    --interval|--lock-timeout|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
+    --interval|--lock-timeout|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
     esac
     local i have_cmd=
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        reconcile|plan|explain|replay|status|version|help) have_cmd=${words[i]} ;;
+        reconcile|plan|explain|replay|status|suspend|resume|version|help) have_cmd=${words[i]} ;;
         esac
     done
     if [[ $cur == -* || -n $have_cmd ]]; then

@@ -58,8 +58,8 @@ complete_words() { # complete_words WORD... : what bash offers for the last word
     bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _rightplace; printf "%s\n" "${COMPREPLY[@]}"' \
         _ "$bc" "$@"
 }
-check "bash completes 'rightplace re' to reconcile and replay" \
-    test "$(complete_words rightplace re | sort | tr '\n' ' ')" = "reconcile replay "
+check "bash completes 'rightplace re' to reconcile, replay and resume" \
+    test "$(complete_words rightplace re | sort | tr '\n' ' ')" = "reconcile replay resume "
 check "bash completes 'rightplace plan --out' to --output" \
     test "$(complete_words rightplace plan --out)" = "--output"
 check "bash completes '--output ' to text and json" \

@@ -1,0 +1,567 @@
+/*
+ * rc_metrics.c - Prometheus metrics: what passes report, the text exposition format, an
+ * atomic text file, and a one-thread HTTP listener on plain sockets (see rc_metrics.h).
+ */
+#include "rc_metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "pl_types.h"
+#include "rc_mem.h"
+
+#include "rc_banned.h"
+
+enum result { R_UP_TO_DATE, R_APPLIED, R_INCOMPLETE, R_UNREACHABLE, R_STOPPED, R_COUNT };
+
+static const char *const result_names[R_COUNT] = {"up_to_date", "applied", "incomplete",
+                                                  "unreachable", "stopped"};
+
+#define STATUS_MAX 8 /* exit statuses 0..7 counted apart */
+
+struct cluster {
+    char *name;
+    int reachable;   /* -1: not observed (simulated, or a skipped pass) */
+    int last_result; /* -1: nothing applied yet */
+    unsigned long long results[R_COUNT];
+};
+
+struct rc_metrics {
+    pthread_mutex_t mu;
+    char *version;
+    unsigned long long passes[STATUS_MAX];
+    int have_pass;
+    int last_status;
+    double last_time, last_success;
+    double phase[RC_PHASE_COUNT], total;
+    int have_units;
+    size_t placed, pending, unplaced;
+    size_t file_errors, hand_edits;
+    size_t nclusters, cap;
+    struct cluster *clusters;
+    /* the listener */
+    int fd;
+    int stop;
+    int started;
+    pthread_t thread;
+    long healthy_for;
+    double listen_since;
+};
+
+struct rc_metrics *rc_metrics_new(const char *version)
+{
+    struct rc_metrics *m = rc_xcalloc(1, sizeof(*m));
+
+    pthread_mutex_init(&m->mu, NULL);
+    m->version = rc_xstrdup(version ? version : "");
+    m->fd = -1;
+    return m;
+}
+
+void rc_metrics_free(struct rc_metrics *m)
+{
+    if (!m)
+        return;
+    if (m->started) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = 1;
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->thread, NULL);
+    }
+    if (m->fd >= 0)
+        close(m->fd);
+    for (size_t i = 0; i < m->nclusters; i++)
+        free(m->clusters[i].name);
+    free(m->clusters);
+    free(m->version);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+static struct cluster *cluster_get(struct rc_metrics *m, const char *name, size_t len)
+{
+    struct cluster *c;
+
+    for (size_t i = 0; i < m->nclusters; i++) {
+        if (strlen(m->clusters[i].name) == len && !strncmp(m->clusters[i].name, name, len))
+            return &m->clusters[i];
+    }
+    if (m->nclusters == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 8;
+        m->clusters = rc_xrealloc(m->clusters, m->cap * sizeof(*m->clusters));
+    }
+    c = &m->clusters[m->nclusters++];
+    memset(c, 0, sizeof(*c));
+    c->name = rc_xstrndup(name, len);
+    c->reachable = -1;
+    c->last_result = -1;
+    return c;
+}
+
+/* The note's "cluster <name>: <outcome>..." lines (docs/formats.md, "Refs and notes"). */
+static void record_note(struct rc_metrics *m, const char *note)
+{
+    static const struct {
+        const char *prefix;
+        enum result r;
+    } outcomes[] = {
+        {"up to date", R_UP_TO_DATE},   {"applied", R_APPLIED}, {"incomplete", R_INCOMPLETE},
+        {"unreachable", R_UNREACHABLE}, {"stopped", R_STOPPED},
+    };
+
+    for (const char *p = note; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        const char *colon;
+        if (!strncmp(p, "cluster ", 8) && (colon = memchr(p + 8, ':', (size_t)(end - p - 8)))) {
+            const char *rest = colon + 1;
+            while (rest < end && *rest == ' ')
+                rest++;
+            for (size_t k = 0; k < sizeof(outcomes) / sizeof(outcomes[0]); k++) {
+                size_t n = strlen(outcomes[k].prefix);
+                if ((size_t)(end - rest) >= n && !strncmp(rest, outcomes[k].prefix, n)) {
+                    struct cluster *c = cluster_get(m, p + 8, (size_t)(colon - p - 8));
+                    c->last_result = (int)outcomes[k].r;
+                    c->results[outcomes[k].r]++;
+                    break;
+                }
+            }
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
+static double now_real(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+void rc_metrics_record(struct rc_metrics *m, const struct rc_pass_result *res, int status,
+                       const char *apply_note, double seconds, time_t now)
+{
+    pthread_mutex_lock(&m->mu);
+    m->passes[status >= 0 && status < STATUS_MAX ? status : STATUS_MAX - 1]++;
+    m->have_pass = 1;
+    m->last_status = status;
+    m->last_time = (double)now;
+    if (status == 0)
+        m->last_success = (double)now;
+    m->total = seconds;
+    memset(m->phase, 0, sizeof(m->phase));
+    for (size_t i = 0; i < m->nclusters; i++)
+        m->clusters[i].last_result = -1;
+    if (res) {
+        memcpy(m->phase, res->phase_seconds, sizeof(m->phase));
+        m->file_errors = res->nfile_errors;
+        m->hand_edits = res->nhand_edits;
+        if (!res->skipped && res->result) {
+            m->have_units = 1;
+            m->placed = res->placed;
+            m->pending = res->pending;
+            m->unplaced = res->unplaced;
+        }
+        if (!res->skipped && res->input) {
+            for (size_t i = 0; i < res->input->nclusters; i++) {
+                const struct pl_cluster *pc = &res->input->clusters[i];
+                struct cluster *c;
+                if (!pc->live)
+                    continue;
+                c = cluster_get(m, pc->name, strlen(pc->name));
+                c->reachable = pc->reachable ? 1 : 0;
+            }
+        }
+    }
+    if (apply_note)
+        record_note(m, apply_note);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* ==== The text format ==== */
+
+/* A label value: backslash, double quote and newline escaped. */
+static int put_label(struct rc_buf *b, const char *v, struct rc_err *err)
+{
+    int error = 0;
+
+    for (; *v && !error; v++) {
+        if (*v == '\\' || *v == '"')
+            error = rc_buf_printf(b, err, "\\%c", *v);
+        else if (*v == '\n')
+            error = rc_buf_puts(b, "\\n", err);
+        else
+            error = rc_buf_putc(b, *v, err);
+    }
+    return error;
+}
+
+static int family(struct rc_buf *b, const char *name, const char *type, const char *help,
+                  struct rc_err *err)
+{
+    return rc_buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *err)
+{
+    int error = 0;
+
+    error = family(b, "rightplace_build_info", "gauge", "The version of rightplace.", err);
+    if (!error)
+        error = rc_buf_puts(b, "rightplace_build_info{version=\"", err);
+    if (!error)
+        error = put_label(b, m->version, err);
+    if (!error)
+        error = rc_buf_puts(b, "\"} 1\n", err);
+    if (!error)
+        error = family(b, "rightplace_passes_total", "counter",
+                       "Passes run by this process, by exit status.", err);
+    for (int s = 0; s < STATUS_MAX && !error; s++) {
+        if (m->passes[s] || s <= 1)
+            error = rc_buf_printf(b, err, "rightplace_passes_total{status=\"%d\"} %llu\n", s,
+                                  m->passes[s]);
+    }
+    if (!error && m->have_pass) {
+        error = family(b, "rightplace_last_pass_status", "gauge",
+                       "Exit status of the last pass (0 in sync, 1 outage, 2 configuration, 3 "
+                       "bad input, 4 system, 5 locked).",
+                       err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_last_pass_status %d\n", m->last_status);
+        if (!error)
+            error = family(b, "rightplace_last_pass_timestamp_seconds", "gauge",
+                           "When the last pass ended (Unix time).", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_last_pass_timestamp_seconds %.0f\n",
+                                  m->last_time);
+        if (!error)
+            error = family(b, "rightplace_pass_duration_seconds", "gauge",
+                           "Wall time of the last pass, in all and by phase.", err);
+        if (!error)
+            error = rc_buf_printf(
+                b, err, "rightplace_pass_duration_seconds{phase=\"total\"} %.6f\n", m->total);
+        for (int p = 0; p < RC_PHASE_COUNT && !error; p++)
+            error = rc_buf_printf(b, err, "rightplace_pass_duration_seconds{phase=\"%s\"} %.6f\n",
+                                  rc_pass_phase_name(p), m->phase[p]);
+        if (!error)
+            error = family(b, "rightplace_file_errors", "gauge",
+                           "Source files that did not load in the last pass.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_file_errors %zu\n", m->file_errors);
+        if (!error)
+            error = family(b, "rightplace_hand_edits", "gauge",
+                           "Deploy branch files changed by hand, found by the last pass.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_hand_edits %zu\n", m->hand_edits);
+    }
+    if (!error && m->last_success > 0) {
+        error = family(b, "rightplace_last_success_timestamp_seconds", "gauge",
+                       "When the last pass with exit status 0 ended (Unix time).", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_last_success_timestamp_seconds %.0f\n",
+                                  m->last_success);
+    }
+    if (!error && m->have_units) {
+        error = family(b, "rightplace_units", "gauge", "Placement units by state.", err);
+        if (!error)
+            error = rc_buf_printf(b, err,
+                                  "rightplace_units{state=\"placed\"} %zu\n"
+                                  "rightplace_units{state=\"pending\"} %zu\n"
+                                  "rightplace_units{state=\"unplaced\"} %zu\n",
+                                  m->placed, m->pending, m->unplaced);
+        if (!error)
+            error =
+                family(b, "rightplace_pending_units", "gauge", "Units waiting for capacity.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_pending_units %zu\n", m->pending);
+    }
+    if (!error && m->nclusters) {
+        error = family(b, "rightplace_cluster_reachable", "gauge",
+                       "Whether the last pass could read the live cluster.", err);
+        for (size_t i = 0; i < m->nclusters && !error; i++) {
+            if (m->clusters[i].reachable < 0)
+                continue;
+            error = rc_buf_puts(b, "rightplace_cluster_reachable{cluster=\"", err);
+            if (!error)
+                error = put_label(b, m->clusters[i].name, err);
+            if (!error)
+                error = rc_buf_printf(b, err, "\"} %d\n", m->clusters[i].reachable);
+        }
+        if (!error)
+            error = family(b, "rightplace_cluster_apply_result", "gauge",
+                           "The last pass's apply result per cluster (1 for that result).", err);
+        for (size_t i = 0; i < m->nclusters && !error; i++) {
+            for (int r = 0; r < R_COUNT && !error; r++) {
+                if (m->clusters[i].last_result < 0)
+                    break;
+                error = rc_buf_puts(b, "rightplace_cluster_apply_result{cluster=\"", err);
+                if (!error)
+                    error = put_label(b, m->clusters[i].name, err);
+                if (!error)
+                    error = rc_buf_printf(b, err, "\",result=\"%s\"} %d\n", result_names[r],
+                                          m->clusters[i].last_result == r);
+            }
+        }
+        if (!error)
+            error = family(b, "rightplace_apply_results_total", "counter",
+                           "Apply results per cluster over the passes of this process.", err);
+        for (size_t i = 0; i < m->nclusters && !error; i++) {
+            for (int r = 0; r < R_COUNT && !error; r++) {
+                error = rc_buf_puts(b, "rightplace_apply_results_total{cluster=\"", err);
+                if (!error)
+                    error = put_label(b, m->clusters[i].name, err);
+                if (!error)
+                    error = rc_buf_printf(b, err, "\",result=\"%s\"} %llu\n", result_names[r],
+                                          m->clusters[i].results[r]);
+            }
+        }
+    }
+    return error;
+}
+
+int rc_metrics_text(struct rc_metrics *m, struct rc_buf *out, struct rc_err *err)
+{
+    int error;
+
+    pthread_mutex_lock(&m->mu);
+    error = text_locked(m, out, err);
+    pthread_mutex_unlock(&m->mu);
+    return error;
+}
+
+int rc_metrics_write_file(struct rc_metrics *m, const char *path, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    char tmp[4096];
+    size_t off = 0;
+    int fd = -1, error;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+        return rc_err_set(err, RC_EINVALID, "metrics file path '%s' is too long", path);
+    error = rc_metrics_text(m, &b, err);
+    if (error < 0)
+        goto done;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        error =
+            rc_err_set(err, RC_ERROR, "cannot write metrics file '%s': %s", tmp, strerror(errno));
+        goto done;
+    }
+    while (off < b.len) {
+        ssize_t w = write(fd, b.ptr + off, b.len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            error = rc_err_set(err, RC_ERROR, "cannot write metrics file '%s': %s", tmp,
+                               strerror(errno));
+            goto done;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) < 0 || close(fd) < 0) {
+        fd = -1;
+        error =
+            rc_err_set(err, RC_ERROR, "cannot write metrics file '%s': %s", tmp, strerror(errno));
+        goto done;
+    }
+    fd = -1;
+    if (rename(tmp, path) < 0) {
+        error =
+            rc_err_set(err, RC_ERROR, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        goto done;
+    }
+    error = RC_OK;
+done:
+    if (fd >= 0)
+        close(fd);
+    if (error < 0)
+        unlink(tmp);
+    rc_buf_release(&b);
+    return error;
+}
+
+/* ==== The listener ==== */
+
+#define REQUEST_MAX 4096
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void respond(int fd, int code, const char *reason, const char *type, const char *body,
+                    size_t len)
+{
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     code, reason, type, len);
+
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, len);
+}
+
+static void serve_one(struct rc_metrics *m, int fd)
+{
+    char req[REQUEST_MAX + 1];
+    size_t got = 0;
+    struct timeval tv = {2, 0};
+    char *sp, *path, *end;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* the request line and headers, up to the blank line */
+    while (got < REQUEST_MAX) {
+        ssize_t r = recv(fd, req + got, REQUEST_MAX - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        req[got] = '\0';
+        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+            break;
+    }
+    req[got] = '\0';
+    sp = strchr(req, ' ');
+    if (!sp) {
+        respond(fd, 400, "Bad Request", "text/plain", "bad request\n", 12);
+        return;
+    }
+    *sp = '\0';
+    path = sp + 1;
+    end = strpbrk(path, " ?\r\n");
+    if (end)
+        *end = '\0';
+    if (strcmp(req, "GET") && strcmp(req, "HEAD")) {
+        respond(fd, 405, "Method Not Allowed", "text/plain", "GET only\n", 9);
+    } else if (!strcmp(path, "/metrics")) {
+        struct rc_buf b = RC_BUF_INIT;
+        struct rc_err e = RC_ERR_INIT;
+        if (rc_metrics_text(m, &b, &e) == RC_OK)
+            respond(fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.ptr ? b.ptr : "",
+                    b.len);
+        else
+            respond(fd, 500, "Internal Server Error", "text/plain", "error\n", 6);
+        rc_buf_release(&b);
+    } else if (!strcmp(path, "/healthz")) {
+        double last;
+        pthread_mutex_lock(&m->mu);
+        last = m->have_pass ? m->last_time : m->listen_since;
+        pthread_mutex_unlock(&m->mu);
+        if (now_real() - last <= (double)m->healthy_for)
+            respond(fd, 200, "OK", "text/plain", "ok\n", 3);
+        else
+            respond(fd, 503, "Service Unavailable", "text/plain", "no pass ended recently\n", 23);
+    } else {
+        respond(fd, 404, "Not Found", "text/plain", "not found\n", 10);
+    }
+}
+
+static void *serve(void *arg)
+{
+    struct rc_metrics *m = arg;
+
+    for (;;) {
+        struct pollfd p = {m->fd, POLLIN, 0};
+        int stop, c;
+        pthread_mutex_lock(&m->mu);
+        stop = m->stop;
+        pthread_mutex_unlock(&m->mu);
+        if (stop)
+            break;
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        c = accept(m->fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        serve_one(m, c);
+        close(c);
+    }
+    return NULL;
+}
+
+int rc_metrics_listen(struct rc_metrics *m, const char *addr, long healthy_for,
+                      const struct rc_log *log, struct rc_err *err)
+{
+    char host[256], port[16], shown[300];
+    const char *colon = strrchr(addr, ':');
+    struct addrinfo hints, *ai = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = -1, one = 1, e;
+    size_t hl;
+
+    if (!colon || !colon[1] || strlen(colon + 1) >= sizeof(port))
+        return rc_err_set(err, RC_EINVALID, "--listen '%s': give HOST:PORT (127.0.0.1:9090)", addr);
+    hl = (size_t)(colon - addr);
+    if (hl >= sizeof(host))
+        return rc_err_set(err, RC_EINVALID, "--listen '%s': host too long", addr);
+    memcpy(host, addr, hl);
+    host[hl] = '\0';
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    if (!host[0])
+        snprintf(host, sizeof(host), "127.0.0.1");
+    snprintf(port, sizeof(port), "%s", colon + 1);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    if ((e = getaddrinfo(host, port, &hints, &ai)) != 0)
+        return rc_err_set(err, RC_EINVALID, "--listen '%s': %s", addr, gai_strerror(e));
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+        e = errno;
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return rc_err_set(err, RC_EINVALID, "--listen '%s': %s", addr, strerror(e));
+    }
+    freeaddrinfo(ai);
+    {
+        char h[NI_MAXHOST], p[NI_MAXSERV];
+        if (getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
+                        NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+            h[0] = '?';
+            h[1] = '\0';
+            p[0] = '?';
+            p[1] = '\0';
+        }
+        snprintf(shown, sizeof(shown), strchr(h, ':') ? "[%.*s]:%s" : "%.*s:%s", 200, h, p);
+    }
+    m->fd = fd;
+    m->healthy_for = healthy_for;
+    m->listen_since = now_real();
+    if (pthread_create(&m->thread, NULL, serve, m) != 0) {
+        close(fd);
+        m->fd = -1;
+        return rc_err_set(err, RC_ERROR, "cannot start the metrics listener");
+    }
+    m->started = 1;
+    if (log)
+        rc_log_info(log, "serving metrics on http://%s/metrics and /healthz", shown);
+    return RC_OK;
+}

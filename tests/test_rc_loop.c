@@ -1,0 +1,419 @@
+/*
+ * test_rc_loop.c - the reconcile loop as a service: the Prometheus metrics file (parsed
+ * line by line), the /metrics and /healthz listener (scraped over a socket), SIGHUP and
+ * SIGUSR1 starting a pass now (passes counted through the metrics, not the clock), and the
+ * suspend switch stopping apply (requests seen by a fake API server) but not placement.
+ */
+#include "th.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "th_git.h"
+#include "th_kube.h"
+#include "th_rp.h"
+
+#include "rc_banned.h"
+
+#define TOKEN "loop-test-token"
+
+static struct th_certs certs;
+static char *home;
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
+}
+
+/* Check the Prometheus text format: "# HELP name text", "# TYPE name counter|gauge" before
+ * a family's samples, samples "name{l=\"v\",...} value" with a number for value. */
+static void assert_prometheus(const char *text)
+{
+    char typed[64][96];
+    size_t ntyped = 0;
+    const char *p = text;
+
+    assert_non_null(text);
+    assert_true(strlen(text) > 0 && text[strlen(text) - 1] == '\n');
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = (size_t)(nl - p);
+        char line[1024];
+        assert_true(n < sizeof(line));
+        memcpy(line, p, n);
+        line[n] = '\0';
+        p = nl + 1;
+        if (!strncmp(line, "# HELP ", 7))
+            continue;
+        if (!strncmp(line, "# TYPE ", 7)) {
+            char name[96], type[32];
+            assert_int_equal(sscanf(line + 7, "%95s %31s", name, type), 2);
+            assert_true(!strcmp(type, "counter") || !strcmp(type, "gauge"));
+            assert_true(ntyped < 64);
+            snprintf(typed[ntyped++], sizeof(typed[0]), "%s", name);
+            continue;
+        }
+        assert_true(line[0] != '#' && line[0] != '\0');
+        {
+            size_t nl2 = strcspn(line, "{ ");
+            char name[96];
+            const char *rest = line + nl2;
+            char *end;
+            int found = 0;
+            assert_true(nl2 > 0 && nl2 < sizeof(name));
+            memcpy(name, line, nl2);
+            name[nl2] = '\0';
+            for (size_t i = 0; i < ntyped; i++)
+                found |= !strcmp(typed[i], name);
+            if (!found)
+                fail_msg("sample before its TYPE: %s", line);
+            for (const char *c = name; *c; c++)
+                assert_true((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_');
+            if (*rest == '{') {
+                const char *close = strchr(rest, '}');
+                assert_non_null(close);
+                /* label="value" pairs */
+                for (const char *q = rest + 1; q < close;) {
+                    const char *eq = strchr(q, '=');
+                    assert_true(eq && eq < close && eq[1] == '"');
+                    q = eq + 2;
+                    while (*q && *q != '"')
+                        q += *q == '\\' ? 2 : 1;
+                    assert_true(*q == '"');
+                    q++;
+                    if (*q == ',')
+                        q++;
+                }
+                rest = close + 1;
+            }
+            assert_true(*rest == ' ');
+            errno = 0;
+            (void)strtod(rest + 1, &end);
+            if (errno || *end)
+                fail_msg("not a number: %s", line);
+        }
+    }
+}
+
+/* The value of the sample whose name and labels are exactly `series`, or -1. */
+static double sample(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+
+    for (const char *p = text; p && *p;) {
+        if (!strncmp(p, series, n) && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return -1;
+}
+
+static void test_rc_loop__metrics_file(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("metrics");
+    char path[4096], *text;
+    (void)state;
+
+    snprintf(path, sizeof(path), "%s/rightplace.prom", dir);
+    assert_int_equal(
+        th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", "--metrics-file", path, NULL),
+        0);
+    text = th_kube_read(path);
+    assert_prometheus(text);
+    assert_true(sample(text, "rightplace_units{state=\"placed\"}") == 6);
+    assert_true(sample(text, "rightplace_units{state=\"pending\"}") == 0);
+    assert_true(sample(text, "rightplace_pending_units") == 0);
+    assert_true(sample(text, "rightplace_last_pass_status") == 0);
+    assert_true(sample(text, "rightplace_passes_total{status=\"0\"}") == 1);
+    assert_true(sample(text, "rightplace_last_success_timestamp_seconds") > 0);
+    assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"total\"}") >= 0);
+    assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"load\"}") >= 0);
+    assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"place\"}") >= 0);
+    assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"apply\"}") >= 0);
+    free(text);
+    /* a broken file: status 3 and the file counted; rewritten in place, no temp files left */
+    free(th_git_commit_files(repo, "broken", "broken.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(
+        th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", "--metrics-file", path, NULL),
+        3);
+    text = th_kube_read(path);
+    assert_prometheus(text);
+    assert_true(sample(text, "rightplace_last_pass_status") == 3);
+    assert_true(sample(text, "rightplace_file_errors") == 1);
+    free(text);
+    {
+        const char *argv[] = {"ls", "-A", dir, NULL};
+        char *out = NULL;
+        assert_int_equal(th_run(NULL, &out, NULL, argv), 0);
+        assert_string_equal(out, "rightplace.prom\n");
+        free(out);
+    }
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* GET path from 127.0.0.1:port; returns the whole response (malloc'd) or NULL. */
+static char *http_get(int port, const char *path)
+{
+    struct sockaddr_in sa;
+    char req[256], *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    assert_true(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    for (;;) {
+        ssize_t r;
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            buf = realloc(buf, cap);
+        }
+        r = read(fd, buf + len, cap - len - 1);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    buf[len] = '\0';
+    return buf;
+}
+
+/* The port from "serving metrics on http://127.0.0.1:PORT/metrics" in the log file. */
+static int wait_port(const char *log)
+{
+    for (int i = 0; i < 3000; i++) {
+        char *t = th_kube_read(log);
+        const char *p = t ? strstr(t, "http://127.0.0.1:") : NULL;
+        int port = p ? (int)strtol(p + 17, NULL, 10) : 0;
+        free(t);
+        if (port > 0)
+            return port;
+        usleep(20000);
+    }
+    fail_msg("no listener in %s", log);
+    return 0;
+}
+
+/* Passes counted by the listener's metrics (all statuses). */
+static int passes(int port)
+{
+    char *r = http_get(port, "/metrics");
+    char *body = r ? strstr(r, "\r\n\r\n") : NULL;
+    int n = 0;
+
+    if (body) {
+        for (int s = 0; s < 8; s++) {
+            char series[64];
+            double v;
+            snprintf(series, sizeof(series), "rightplace_passes_total{status=\"%d\"}", s);
+            v = sample(body + 4, series);
+            if (v > 0)
+                n += (int)v;
+        }
+    }
+    free(r);
+    return n;
+}
+
+static void wait_passes(int port, int want)
+{
+    for (int i = 0; i < 3000; i++) {
+        int n = passes(port);
+        if (n == want)
+            return;
+        assert_true(n < want);
+        usleep(20000);
+    }
+    fail_msg("never saw %d passes", want);
+}
+
+/* SIGHUP and SIGUSR1 start a pass now and do not stop the loop; the listener serves the
+ * metrics (in the text format) and /healthz; SIGTERM stops it with status 0 */
+static void test_rc_loop__signals_and_listener(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("loop");
+    char log[4096];
+    char *r, *body;
+    pid_t pid;
+    int port, status = 0;
+    (void)state;
+
+    snprintf(log, sizeof(log), "%s/stderr", dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
+              "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    port = wait_port(log);
+    wait_passes(port, 1);
+    /* the interval is an hour: only a signal can start the next passes */
+    assert_int_equal(kill(pid, SIGHUP), 0);
+    wait_passes(port, 2);
+    assert_int_equal(kill(pid, SIGUSR1), 0);
+    wait_passes(port, 3);
+    assert_int_equal(waitpid(pid, &status, WNOHANG), 0); /* still running */
+
+    r = http_get(port, "/metrics");
+    assert_non_null(r);
+    assert_true(!strncmp(r, "HTTP/1.1 200 ", 13));
+    assert_contains(r, "Content-Type: text/plain; version=0.0.4");
+    body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    assert_prometheus(body + 4);
+    assert_true(sample(body + 4, "rightplace_units{state=\"placed\"}") == 6);
+    free(r);
+    r = http_get(port, "/healthz");
+    assert_true(r && !strncmp(r, "HTTP/1.1 200 ", 13));
+    free(r);
+    r = http_get(port, "/nope");
+    assert_true(r && !strncmp(r, "HTTP/1.1 404 ", 13));
+    free(r);
+
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    r = th_kube_read(log);
+    assert_int_equal(th_count(r, "signal: starting a pass now"), 2);
+    free(r);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+static void test_rc_loop__listen_needs_a_loop(void **state)
+{
+    char *err = NULL;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "--listen", ":9090", NULL), 2);
+    assert_contains(err, "--listen serves metrics while a loop runs");
+    free(err);
+}
+
+#define ONE_NODE                                                                                   \
+    "{\"objects\": [{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\","       \
+    "\"labels\":{\"kubernetes.io/hostname\":\"n1\"}},\"status\":{\"allocatable\":{\"cpu\":"        \
+    "\"64\",\"memory\":\"256Gi\",\"nvidia.com/gpu\":\"8\",\"pods\":\"110\"},\"conditions\":"       \
+    "[{\"type\":\"Ready\",\"status\":\"True\"}]}}]}"
+
+/* While suspended, passes place and commit but apply nothing; resume applies */
+static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
+{
+    struct th_kube k;
+    struct th_kube_opts o = {ONE_NODE, TOKEN "\n", 0, 0, 0};
+    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], cl[2048], mpath[TH_PATH];
+    char *repo, *err = NULL, *deploy, *text;
+    cJSON *reqs;
+    (void)state;
+
+    assert_int_equal(th_kube_start(&k, &certs, &o), 0);
+    assert_int_equal(th_kube_mkdtemp(dir), 0);
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
+    snprintf(mpath, sizeof(mpath), "%s/m.prom", dir);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    th_kube_kubeconfig(kc, &k, extra, "    token: " TOKEN "\n");
+    repo = th_example_repo();
+    snprintf(cl, sizeof(cl),
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+             "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
+             "  kubeconfig: {name: kubeconfig, context: test}\n  autoscaler: {type: none}\n");
+    free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
+
+    assert_int_equal(th_rp(NULL, &err, "suspend", "--repo", repo, NULL), 0);
+    assert_contains(err, "suspended");
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--kubeconfig-dir", dir,
+                           "--metrics-file", mpath, NULL),
+                     0);
+    assert_contains(err, "suspended");
+    free(err);
+    deploy = th_git_ok(repo, "rev-parse", "deploy", NULL); /* placed and committed */
+    assert_int_equal(strlen(deploy), 40);
+    free(deploy);
+    reqs = th_kube_requests(&k);
+    assert_int_equal(th_kube_count(reqs, "PATCH", "/"), 0);        /* nothing applied */
+    assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 1); /* but observed */
+    cJSON_Delete(reqs);
+    text = th_kube_read(mpath);
+    assert_prometheus(text);
+    assert_true(sample(text, "rightplace_cluster_reachable{cluster=\"static-cluster\"}") == 1);
+    free(text);
+
+    assert_int_equal(th_rp(NULL, &err, "resume", "--repo", repo, NULL), 0);
+    free(err);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--kubeconfig-dir", dir,
+                           "--metrics-file", mpath, NULL),
+                     0);
+    assert_null(strstr(err, "suspended"));
+    free(err);
+    reqs = th_kube_requests(&k);
+    assert_true(th_kube_count(reqs, "PATCH", "/apis/ray.io/v1/namespaces/rayjob1/rayjobs/") >= 1);
+    cJSON_Delete(reqs);
+    text = th_kube_read(mpath);
+    assert_prometheus(text);
+    assert_true(sample(text, "rightplace_cluster_apply_result{cluster=\"static-cluster\","
+                             "result=\"applied\"}") == 1);
+    assert_true(sample(text, "rightplace_apply_results_total{cluster=\"static-cluster\","
+                             "result=\"applied\"}") == 1);
+    free(text);
+    th_kube_stop(&k);
+    th_kube_rmtree(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_loop__metrics_file),
+        cmocka_unit_test(test_rc_loop__signals_and_listener),
+        cmocka_unit_test(test_rc_loop__listen_needs_a_loop),
+        cmocka_unit_test(test_rc_loop__suspend_stops_apply_not_placement),
+    };
+    int rc;
+
+    home = th_git_env_setup();
+    if (th_certs_make(&certs) != 0) {
+        fprintf(stderr, "cannot make test certificates\n");
+        return 1;
+    }
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    th_kube_rmtree(certs.dir);
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
