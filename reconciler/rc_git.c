@@ -1567,8 +1567,11 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
 
     if (!s->own)
         return RC_OK;
-    if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0 ||
-        (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
+    if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0)
+        return fail(err, RC_ERROR, "cannot write the new objects as a pack");
+    /* the delta search is most of a pack's cost: every core (0 = as many as there are) */
+    git_packbuilder_set_threads(w.pb, 0);
+    if ((ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
         (s->mempack->exists(s->mempack, tree) &&
          (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
         (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0 ||
