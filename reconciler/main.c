@@ -23,6 +23,7 @@
 #include "pl_engine.h"
 #include "pl_quantity.h"
 #include "rc_arena.h"
+#include "rc_apply.h"
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_hash.h"
@@ -122,7 +123,7 @@ static const struct opt_def opt_defs[] = {
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
     {OPT_KUBECONFIG, "kubeconfig", 0, "F",
      "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
-     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+     "default $RIGHTPLACE_KUBECONFIG; never $KUBECONFIG nor ~/.kube/config)"},
     {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
      "kubeconfigs Cluster objects may select by file name\n"
      "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},
@@ -199,6 +200,7 @@ static int cmd_plan(struct run *r);
 static int cmd_explain(struct run *r);
 static int cmd_replay(struct run *r);
 static int cmd_status(struct run *r);
+static int cmd_diff(struct run *r);
 static int cmd_version(struct run *r);
 static int cmd_suspend(struct run *r);
 static int cmd_resume(struct run *r);
@@ -237,6 +239,12 @@ static const struct cmd_def cmd_table[] = {
     {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
      "placements and capacity per cluster",
      "Show each cluster's capacity and units, and what is not placed.", cmd_status},
+    {"diff", NULL, 0, 0, OPTS_READ, 1, "the deploy branch against the live clusters",
+     "Server-side dry-run (dryRun=All) of every object of the deploy branch against each\n"
+     "live cluster, showing what differs from the live objects as unified diffs, in the\n"
+     "style of kubectl diff. Exit 0: no drift; 1: drift; 4: some cluster or object could\n"
+     "not be compared.",
+     cmd_diff},
     {"suspend", NULL, 0, 0, OPTS_REPO | OPTS_LOG, 1, "stop applying; keep placing and committing",
      "Stop applying to clusters: passes go on placing and committing to the deploy\n"
      "branch, and apply nothing until 'rightplace resume'. Creates the file 'suspend'\n"
@@ -1850,19 +1858,62 @@ static void human_amount(char *out, size_t n, int k, int64_t milli)
     }
 }
 
-static void format_res(char *out, size_t n, const struct pl_resnames *names, const struct pl_res *v)
-{
-    size_t used = 0;
+/* ==== status ==== */
 
-    out[0] = '\0';
-    for (int k = 0; k < names->n && used < n; k++) {
-        char q[64];
-        if (k == PL_RES_PODS || (!v->v[k] && k >= PL_RES_FIRST_EXTENDED))
-            continue;
-        human_amount(q, sizeof(q), k, v->v[k]);
-        used +=
-            (size_t)snprintf(out + used, n - used, "%s%s %s", used ? ", " : "", names->name[k], q);
+/* A quantity as JSON: the number in base units (cores, bytes, devices) and its canonical
+ * string (docs/status.schema.json). */
+static cJSON *quantity_json(int k, int64_t milli)
+{
+    cJSON *q = cJSON_CreateObject();
+    char text[PL_QUANTITY_STR];
+
+    pl_quantity_format(text, milli, k == PL_RES_MEMORY);
+    cJSON_AddNumberToObject(q, "value", (double)milli / 1000.0);
+    cJSON_AddStringToObject(q, "string", text);
+    return q;
+}
+
+/* Colour on a terminal only, and never with NO_COLOR set (https://no-color.org). */
+static int use_colour(void)
+{
+    const char *nc = getenv("NO_COLOR");
+
+    return isatty(STDOUT_FILENO) && !(nc && nc[0]);
+}
+
+/* "[#######.............]  35%" for in use + placed of allocatable; colour by how full. */
+static void print_bar(int64_t alloc, int64_t taken, int colour)
+{
+    enum { BAR = 20 };
+    int fill = 0, pct = 0;
+
+    if (alloc > 0) {
+        double f = (double)taken / (double)alloc;
+        if (f > 1)
+            f = 1;
+        if (f < 0)
+            f = 0;
+        fill = (int)(f * BAR + 0.5);
+        pct = (int)(f * 100 + 0.5);
     }
+    if (colour)
+        fputs(pct >= 90 ? "\033[31m" : pct >= 70 ? "\033[33m" : "\033[32m", stdout);
+    putchar('[');
+    for (int i = 0; i < BAR; i++)
+        putchar(i < fill ? '#' : '.');
+    putchar(']');
+    if (colour)
+        fputs("\033[0m", stdout);
+    printf(" %3d%%", pct);
+}
+
+static const struct pl_cluster *fleet_find(const struct pl_input *in, const char *name)
+{
+    for (size_t i = 0; in && i < in->nclusters; i++) {
+        if (!strcmp(in->clusters[i].name, name))
+            return &in->clusters[i];
+    }
+    return NULL;
 }
 
 static int cmd_status(struct run *r)
@@ -1871,54 +1922,85 @@ static int cmd_status(struct run *r)
     struct rc_pass_result res;
     int json = r->cli->output && !strcmp(r->cli->output, "json");
     int status = dry_run(r, &res, &a);
+    int colour = !json && use_colour();
     const struct pl_result *pr;
-    cJSON *root = NULL;
+    cJSON *root = NULL, *clusters = NULL;
 
     if (status != RC_EXIT_OK)
         goto done;
     pr = res.result;
-    if (json)
+    if (json) {
+        cJSON *u;
         root = cJSON_CreateObject();
-    else
+        cJSON_AddStringToObject(root, "source", res.source);
+        cJSON_AddStringToObject(root, "deploy", res.deploy_old);
+        u = cJSON_AddObjectToObject(root, "units");
+        cJSON_AddNumberToObject(u, "placed", (double)res.placed);
+        cJSON_AddNumberToObject(u, "pending", (double)res.pending);
+        cJSON_AddNumberToObject(u, "unplaced", (double)res.unplaced);
+        clusters = cJSON_AddArrayToObject(root, "clusters");
+    } else {
         printf("source %s, deploy %s: %zu placed, %zu pending, %zu unplaced\n",
                short_id(res.source), short_id(res.deploy_old), res.placed, res.pending,
                res.unplaced);
+    }
     for (size_t c = 0; c < pr->nusage; c++) {
         const struct pl_usage *u = &pr->usage[c];
-        struct pl_res freev;
-        char alloc[512], used[512], committed[512], freeb[512];
-        cJSON *cj = NULL, *units = NULL;
+        const struct pl_cluster *fc = fleet_find(res.input, u->cluster);
+        int live = fc && fc->live, reachable = !fc || fc->reachable;
+        cJSON *cj = NULL, *rs = NULL, *units = NULL;
 
-        /* free on the nodes that exist now; what exceeds them waits for a scale-up */
-        for (int k = 0; k < PL_RES_MAX; k++) {
-            freev.v[k] = u->allocatable.v[k] - u->requested.v[k] - u->committed.v[k];
-            if (freev.v[k] < 0)
-                freev.v[k] = 0;
-        }
-        format_res(alloc, sizeof(alloc), res.input->res, &u->allocatable);
-        format_res(used, sizeof(used), res.input->res, &u->requested);
-        format_res(committed, sizeof(committed), res.input->res, &u->committed);
-        format_res(freeb, sizeof(freeb), res.input->res, &freev);
         if (json) {
-            cj = cJSON_AddObjectToObject(root, u->cluster);
-            cJSON_AddStringToObject(cj, "allocatable", alloc);
-            cJSON_AddStringToObject(cj, "requested", used);
-            cJSON_AddStringToObject(cj, "committed", committed);
-            cJSON_AddStringToObject(cj, "free", freeb);
+            cj = cJSON_CreateObject();
+            cJSON_AddStringToObject(cj, "name", u->cluster);
+            cJSON_AddBoolToObject(cj, "live", live);
+            cJSON_AddBoolToObject(cj, "reachable", reachable);
             cJSON_AddNumberToObject(cj, "nodesToAdd", (double)u->nodes_to_add);
-            units = cJSON_AddArrayToObject(cj, "units");
+            rs = cJSON_AddArrayToObject(cj, "resources");
+            cJSON_AddItemToArray(clusters, cj);
         } else {
-            printf("\n%s\n", u->cluster);
-            printf("  allocatable  %s\n", alloc);
-            printf("  in use       %s   (observed on the cluster)\n", used[0] ? used : "-");
-            printf("  placed       %s   (by rightplace, not observed yet)\n",
-                   committed[0] ? committed : "-");
-            printf("  free now     %s\n", freeb);
+            const char *state = !live ? "simulated" : reachable ? "reachable" : "UNREACHABLE";
+            int red = colour && live && !reachable;
+            printf("\n%s%s%s  %s%s%s", colour ? "\033[1m" : "", u->cluster, colour ? "\033[0m" : "",
+                   red ? "\033[31m" : "", state, red ? "\033[0m" : "");
             if (u->nodes_to_add)
-                printf("  scale-up     %lld node(s) expected from its autoscaler\n",
-                       (long long)u->nodes_to_add);
-            printf("  units:\n");
+                printf("  (autoscaler may add %lld node%s)", (long long)u->nodes_to_add,
+                       u->nodes_to_add == 1 ? "" : "s");
+            if (live && !reachable)
+                printf("  (not observed: it takes no new work)");
+            printf("\n  %-16s %12s %12s %12s %12s\n", "RESOURCE", "ALLOCATABLE", "IN USE", "PLACED",
+                   "FREE");
         }
+        for (int k = 0; k < res.input->res->n; k++) {
+            int64_t al = u->allocatable.v[k], used = u->requested.v[k], pl = u->committed.v[k];
+            int64_t fr = al - used - pl;
+            if (fr < 0)
+                fr = 0; /* what exceeds the nodes that exist waits for a scale-up */
+            if (k == PL_RES_PODS || (k >= PL_RES_FIRST_EXTENDED && !al && !used && !pl))
+                continue;
+            if (json) {
+                cJSON *q = cJSON_CreateObject();
+                cJSON_AddStringToObject(q, "name", res.input->res->name[k]);
+                cJSON_AddItemToObject(q, "allocatable", quantity_json(k, al));
+                cJSON_AddItemToObject(q, "inUse", quantity_json(k, used));
+                cJSON_AddItemToObject(q, "placed", quantity_json(k, pl));
+                cJSON_AddItemToObject(q, "free", quantity_json(k, fr));
+                cJSON_AddItemToArray(rs, q);
+            } else {
+                char sa[64], su[64], sp[64], sf[64];
+                human_amount(sa, sizeof(sa), k, al);
+                human_amount(su, sizeof(su), k, used);
+                human_amount(sp, sizeof(sp), k, pl);
+                human_amount(sf, sizeof(sf), k, fr);
+                printf("  %-16.16s %12s %12s %12s %12s  ", res.input->res->name[k], sa, su, sp, sf);
+                print_bar(al, used + pl, colour);
+                putchar('\n');
+            }
+        }
+        if (json)
+            units = cJSON_AddArrayToObject(cj, "units");
+        else
+            printf("  units:\n");
         for (size_t i = 0; i < pr->ndecisions; i++) {
             const struct pl_decision *d = &pr->decisions[i];
             int here = 0;
@@ -1933,7 +2015,7 @@ static int cmd_status(struct run *r)
         }
     }
     if (json) {
-        cJSON *pend = cJSON_AddArrayToObject(root, "pending");
+        cJSON *pend = cJSON_AddArrayToObject(root, "notPlaced");
         for (size_t i = 0; i < pr->ndecisions; i++) {
             if (pr->decisions[i].state != PL_STATE_PLACED &&
                 pr->decisions[i].change != PL_CHANGE_REMOVED)
@@ -1954,6 +2036,39 @@ static int cmd_status(struct run *r)
     }
     status = result_status(&res, 0);
 done:
+    rc_arena_release(&a);
+    return status;
+}
+
+/* rightplace diff: exit 0 no drift, 1 drift, 4 something could not be compared. */
+static int cmd_diff(struct run *r)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_buf out = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    size_t drift = 0, failed = 0;
+    int status = dry_run(r, &res, &a);
+
+    if (status != RC_EXIT_OK)
+        goto done;
+    if (!res.deploy_old[0]) {
+        rc_log_error(&r->cli->log, "no deploy branch '%s' yet: nothing to compare; run reconcile",
+                     r->cli->pass.deploy_branch);
+        status = RC_EXIT_USAGE;
+        goto done;
+    }
+    if (rc_apply_diff(&out, &drift, &failed, r->git, res.deploy_old, res.conns, res.nconns,
+                      &r->cli->kube, &r->cli->log, &a, &err) < 0) {
+        rc_log_error(&r->cli->log, "%s", err.msg);
+        status = RC_EXIT_SYSTEM;
+        goto done;
+    }
+    if (out.len)
+        fwrite(out.ptr, 1, out.len, stdout);
+    status = failed ? RC_EXIT_SYSTEM : drift ? 1 : RC_EXIT_OK;
+done:
+    rc_buf_release(&out);
     rc_arena_release(&a);
     return status;
 }

@@ -59,6 +59,19 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
                          const struct rc_kube_options *ko, const struct rc_log *log,
                          struct rc_arena *a, struct rc_err *err);
 
+/* `rightplace diff`: for each live cluster among conns, every object of clusters/<name>/ at
+ * `deploy` is server-side applied with dryRun=All (field manager rightplace, force: what the
+ * next apply would make of it; the server stores nothing) and compared with the live object,
+ * both without metadata.managedFields, resourceVersion, generation, uid and
+ * creationTimestamp, as YAML. Each object that differs (or does not exist) is written to out
+ * as a unified diff, in the style of `kubectl diff` ("--- live/<cluster>/<file>",
+ * "+++ merged/<cluster>/<file>", one hunk). *drift counts them; *failed counts the clusters
+ * and objects that could not be compared (logged at warn level). Errors: git only. */
+int rc_apply_diff(struct rc_buf *out, size_t *drift, size_t *failed, struct rc_git *g,
+                  const char *deploy, const struct rd_cluster_conn *conns, size_t nconns,
+                  const struct rc_kube_options *ko, const struct rc_log *log, struct rc_arena *a,
+                  struct rc_err *err);
+
 /* ==== The parts below are exposed for tests ==== */
 
 /* A file of a cluster directory as read from git. */

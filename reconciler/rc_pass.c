@@ -1316,6 +1316,22 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     t = mono_ms();
     out->result = &cp->res;
     out->input = &cp->in;
+    if (cp->load.have_src) {
+        size_t n = cp->load.src.nclusters;
+        struct rd_cluster_conn *cc = rc_arena_calloc(a, n + 1, sizeof(*cc));
+
+        for (size_t i = 0; i < n; i++) {
+            const struct rd_cluster_conn *s = &cp->load.src.conns[i];
+
+            cc[i] = *s;
+            cc[i].name = s->name ? rc_arena_strdup(a, s->name) : NULL;
+            cc[i].context = s->context ? rc_arena_strdup(a, s->context) : NULL;
+            cc[i].file = s->file ? rc_arena_strdup(a, s->file) : NULL;
+            cc[i].path = s->path ? rc_arena_strdup(a, s->path) : NULL;
+        }
+        out->conns = cc;
+        out->nconns = n;
+    }
     collect_warnings(out, cp, o, a);
     count_states(out, &cp->res);
     phase_end(out, RC_PHASE_PLACE, &tp);

@@ -119,6 +119,10 @@ struct rc_pass_result {
      * logged at warn level, in the commit message and in placements.yaml */
     size_t nwarnings;
     const char *const *warnings;
+    /* the Cluster objects' connections as loaded by the pass (copied into the arena), for
+     * commands that talk to the live clusters afterwards (diff) */
+    size_t nconns;
+    const struct rd_cluster_conn *conns;
     char proposal[41]; /* --propose: the proposal branch's head after the pass ("": none) */
     int proposed;      /* --propose: the proposal branch was moved this pass */
 };

@@ -888,9 +888,8 @@ static int key_text(struct ld *l, const cJSON *n, const char *raw, int float_tag
         double d;
         if (raw && !float_tag) {
             resolve_plain(raw, &d, &ni);
-        } else if (!raw && int_text(n, buf)) {
-            *out = buf;
-            return RC_OK;
+        } else if (!raw && (*out = int_text(n, buf)) != NULL) {
+            return RC_OK; /* buf, or the node's exact text (the node is kept until freed) */
         }
         if (ni.is_int && !ni.in_int64)
             return ld_fail(l, pos,

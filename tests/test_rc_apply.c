@@ -955,6 +955,76 @@ static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **sta
     rc_arena_release(&a);
 }
 
+/* rightplace diff: after an apply nothing drifted; then a person changes one ConfigMap and
+ * deletes another on the cluster: exactly those two show as unified diffs (live vs the
+ * dry-run result, without managedFields/resourceVersion/uid/...), and the dry runs stored
+ * nothing. */
+static void test_rc_apply__diff_shows_drift_only(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_buf out = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char d[41];
+    size_t drift = 99, failed = 99;
+    cJSON *reqs, *live_old;
+    struct rc_kube *k = NULL;
+
+    commit(f, d, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, d, 1, 0), 0);
+    assert_int_equal(
+        rc_apply_diff(&out, &drift, &failed, f->g, d, f->conns, 1, &f->ko, &f->log, &a, &err),
+        RC_OK);
+    assert_int_equal(drift, 0);
+    assert_int_equal(failed, 0);
+    assert_int_equal(out.len, 0);
+
+    /* drift: cfg edited by hand (SSA by another manager, forced), old deleted */
+    assert_int_equal(rc_kube_open_conn(&k, &f->conns[0], &f->ko, &err), RC_OK);
+    {
+        cJSON *o = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                               "{\"name\":\"cfg\",\"namespace\":\"team\"},"
+                               "\"data\":{\"k\":\"edited\"}}");
+        assert_int_equal(rc_kube_apply(k, o, "kubectl-edit", 1, NULL, &err), RC_OK);
+        cJSON_Delete(o);
+    }
+    live_old = live(f, 0, "v1", "ConfigMap", "team", "old");
+    assert_int_equal(rc_kube_delete(k, "v1", "ConfigMap", "team", "old", NULL, &err), RC_OK);
+    cJSON_Delete(live_old);
+    rc_kube_free(k);
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(
+        rc_apply_diff(&out, &drift, &failed, f->g, d, f->conns, 1, &f->ko, &f->log, &a, &err),
+        RC_OK);
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "%s", out.ptr);
+    assert_int_equal(drift, 2);
+    assert_int_equal(failed, 0);
+    assert_non_null(strstr(out.ptr, "--- live/c1/v1.ConfigMap.team.cfg\n"
+                                    "+++ merged/c1/v1.ConfigMap.team.cfg\n"));
+    assert_non_null(strstr(out.ptr, "\n-  k: edited\n+  k: one\n"));
+    assert_non_null(strstr(out.ptr, "+++ merged/c1/v1.ConfigMap.team.old\n@@ -0,0 +1,"));
+    assert_null(strstr(out.ptr, "managedFields"));
+    assert_null(strstr(out.ptr, "resourceVersion"));
+    assert_null(strstr(out.ptr, "uid:"));
+    assert_null(strstr(out.ptr, "theirs")); /* unchanged objects are not shown */
+    /* every PATCH was a dry run, and nothing was stored */
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_true(th_kube_count(reqs, "PATCH", "") >= 5);
+    {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, reqs)
+        {
+            if (!strcmp(sv(r, "method"), "PATCH"))
+                assert_string_equal(qv(r, "dryRun"), "All");
+        }
+    }
+    cJSON_Delete(reqs);
+    assert_false(exists(f, 0, "v1", "ConfigMap", "old"));
+    rc_buf_release(&out);
+    rc_arena_release(&a);
+}
+
 /* ==== The whole pass, on two live fake clusters ==== */
 
 #define E2E_NODE(name, cpu)                                                                        \
@@ -1120,6 +1190,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__concurrent_keeps_order_and_object_failures,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
                                         teardown),

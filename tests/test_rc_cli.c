@@ -511,6 +511,47 @@ static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
     free(repo);
 }
 
+/* status: a table per cluster with bars, no colour when not on a terminal; JSON that
+ * follows docs/status.schema.json (clusters as a list, quantities as numbers and strings) */
+static void test_rc_cli__status_table_and_schema(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("status");
+    char *out = NULL, *err = NULL;
+    char path[4096], schema[4096];
+    (void)state;
+
+    assert_int_equal(th_rp(&out, NULL, "status", "--repo", repo, NULL), 0);
+    assert_contains(out, "static-cluster  simulated");
+    assert_contains(out, "RESOURCE");
+    assert_contains(out, "ALLOCATABLE");
+    assert_contains(out, "nvidia.com/gpu");
+    assert_contains(out, "] 100%");   /* static-cluster's five GPUs are all placed */
+    assert_null(strchr(out, '\033')); /* not a terminal: no colour */
+    free(out);
+
+    assert_int_equal(th_rp(&out, NULL, "status", "--repo", repo, "-o", "json", NULL), 0);
+    snprintf(path, sizeof(path), "%s/status.json", dir);
+    th_write_file(dir, "status.json", out, (size_t)-1);
+    assert_contains(out, "\"clusters\":\t[");
+    assert_contains(out, "\"reachable\":\ttrue");
+    free(out);
+    snprintf(schema, sizeof(schema), "%s/docs/status.schema.json", RP_SOURCE_DIR);
+    {
+        char script[4096];
+        snprintf(script, sizeof(script), "%s/tests/helpers/json_schema_check.py", RP_SOURCE_DIR);
+        const char *argv[] = {"python3", script, schema, path, NULL};
+        if (th_run(NULL, &out, &err, argv) != 0)
+            fail_msg("status JSON does not follow the schema:\n%s%s", out, err);
+        free(out);
+        free(err);
+    }
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__log_json_has_time_and_fields_once),
         cmocka_unit_test(test_rc_cli__quiet_pass_logs_at_debug),
         cmocka_unit_test(test_rc_cli__commit_messages_a_reviewer_wants),
+        cmocka_unit_test(test_rc_cli__status_table_and_schema),
     };
     int rc;
 

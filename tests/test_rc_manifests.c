@@ -271,6 +271,15 @@ static void test_rc_manifests__deployment(void **state)
     assert_false(has_arg(pod, "--once"));
     find_kind(d, "PersistentVolumeClaim", &n);
     assert_int_equal(n, 1);
+    /* the liveness probe asks the port --listen serves */
+    {
+        const cJSON *c = cJSON_GetArrayItem(at(pod, "containers"), 0);
+        const cJSON *p = cJSON_GetArrayItem(at(c, "ports"), 0);
+        assert_string_equal(str(c, "livenessProbe.httpGet.path"), "/healthz");
+        assert_string_equal(str(c, "livenessProbe.httpGet.port"), str(p, "name"));
+        assert_int_equal((int)at(p, "containerPort")->valuedouble, 9090);
+        assert_true(has_arg(pod, "--listen=0.0.0.0:9090"));
+    }
     free(r.help);
     rd_docs_free(d);
 }

@@ -319,6 +319,16 @@ static void test_rd_yaml__keys_as_kubectl_reads_them(void **state)
         check_round_trip(text, r);
         rd_docs_free(d);
     }
+    {
+        /* aliases as keys: the anchored value's key text (an exact integer stays exact) */
+        struct rd_docs *d = load_ok("a: [&x 9223372032854775807, ? *x, &y on, *y : 2]\n");
+        const cJSON *a = cJSON_GetObjectItem(rd_docs_get(d, 0), "a");
+        assert_string_equal(cJSON_GetArrayItem(a, 1)->child->string, "9223372032854775807");
+        assert_true(cJSON_IsNull(cJSON_GetArrayItem(a, 1)->child));
+        assert_string_equal(cJSON_GetArrayItem(a, 3)->child->string, "true");
+        check_round_trip("alias keys", rd_docs_get(d, 0));
+        rd_docs_free(d);
+    }
     /* kubectl: "unsupported map key of type: <nil>" / "... uint64" */
     load_fails("a: 1\n~: v\n", 9, NULL, "t.yaml:2:1: mapping key is null, which kubectl refuses");
     load_fails("null: v\n", 8, NULL, "t.yaml:1:1: mapping key is null");

@@ -9,7 +9,7 @@ _rightplace()
         words=("${COMP_WORDS[@]}")
         cword=$COMP_CWORD
     }
-    local commands="reconcile plan explain replay status suspend resume version help"
+    local commands="reconcile plan explain replay status diff suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --apply-concurrency --force --max-source-mib --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
@@ -35,7 +35,7 @@ _rightplace()
     local i have_cmd=
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        reconcile|plan|explain|replay|status|suspend|resume|version|help) have_cmd=${words[i]} ;;
+        reconcile|plan|explain|replay|status|diff|suspend|resume|version|help) have_cmd=${words[i]} ;;
         esac
     done
     if [[ $cur == -* || -n $have_cmd ]]; then
