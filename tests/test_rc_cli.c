@@ -29,12 +29,6 @@ static int lines(const char *s)
     return th_count(s, "\n");
 }
 
-static void assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle))
-        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
-}
-
 static void test_rc_cli__unknown_command_suggests(void **state)
 {
     char *out = NULL, *err = NULL;
@@ -42,22 +36,22 @@ static void test_rc_cli__unknown_command_suggests(void **state)
 
     /* kubectl's habit: the nearest command by meaning */
     assert_int_equal(th_rp(&out, &err, "get", NULL), 2);
-    assert_contains(err, "unknown command 'get'; did you mean 'status'?");
+    th_assert_contains(err, "unknown command 'get'; did you mean 'status'?");
     assert_true(lines(err) <= 3);
     assert_null(strstr(err, RP_BINARY)); /* no full path of the binary */
     free(out);
     free(err);
     /* a typo: the nearest command by spelling */
     assert_int_equal(th_rp(NULL, &err, "reconcle", "--repo", "/nonexistent", NULL), 2);
-    assert_contains(err, "unknown command 'reconcle'; did you mean 'reconcile'?");
+    th_assert_contains(err, "unknown command 'reconcle'; did you mean 'reconcile'?");
     assert_null(strstr(err, "--repo is required"));
     assert_true(lines(err) <= 3);
     free(err);
     assert_int_equal(th_rp(NULL, &err, "frobnicate", NULL), 2);
-    assert_contains(err, "unknown command 'frobnicate'\n");
+    th_assert_contains(err, "unknown command 'frobnicate'\n");
     free(err);
     assert_int_equal(th_rp(NULL, &err, NULL), 2);
-    assert_contains(err, "no command given");
+    th_assert_contains(err, "no command given");
     assert_true(lines(err) <= 3);
     free(err);
 }
@@ -71,7 +65,7 @@ static void test_rc_cli__version(void **state)
     assert_true(!strncmp(out, "rightplace ", 11));
     free(out);
     assert_int_equal(th_rp(&out, NULL, "version", "-o", "json", NULL), 0);
-    assert_contains(out, "\"version\":");
+    th_assert_contains(out, "\"version\":");
     free(out);
     assert_int_equal(th_rp(&out, NULL, "--version", NULL), 0);
     assert_true(!strncmp(out, "rightplace ", 11));
@@ -99,17 +93,17 @@ static void test_rc_cli__every_command_has_help(void **state)
     }
     /* per-command flags only */
     assert_int_equal(th_rp(&out, NULL, "reconcile", "--help", NULL), 0);
-    assert_contains(out, "--interval DURATION");
+    th_assert_contains(out, "--interval DURATION");
     assert_null(strstr(out, "--source REV"));
     free(out);
     assert_int_equal(th_rp(&out, NULL, "plan", "--help", NULL), 0);
-    assert_contains(out, "--source REV");
-    assert_contains(out, "-o, --output FORMAT");
+    th_assert_contains(out, "--source REV");
+    th_assert_contains(out, "-o, --output FORMAT");
     assert_null(strstr(out, "--interval"));
     free(out);
     assert_int_equal(th_rp(&out, NULL, "--help", NULL), 0);
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-        assert_contains(out, cmds[i]);
+        th_assert_contains(out, cmds[i]);
     free(out);
 }
 
@@ -119,16 +113,16 @@ static void test_rc_cli__unknown_flag_suggests(void **state)
     (void)state;
 
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repp", "/x", NULL), 2);
-    assert_contains(err, "unknown flag '--repp' for reconcile; did you mean '--repo'?");
-    assert_contains(err, "rightplace reconcile --help");
+    th_assert_contains(err, "unknown flag '--repp' for reconcile; did you mean '--repo'?");
+    th_assert_contains(err, "rightplace reconcile --help");
     assert_true(lines(err) <= 3);
     assert_null(strstr(err, RP_BINARY));
     free(err);
     assert_int_equal(th_rp(NULL, &err, "status", "--repo", "/x", "--outptu=json", NULL), 2);
-    assert_contains(err, "unknown flag '--outptu' for status; did you mean '--output'?");
+    th_assert_contains(err, "unknown flag '--outptu' for status; did you mean '--output'?");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "plan", "-x", NULL), 2);
-    assert_contains(err, "unknown flag '-x' for plan");
+    th_assert_contains(err, "unknown flag '-x' for plan");
     free(err);
 }
 
@@ -138,29 +132,29 @@ static void test_rc_cli__flags_and_arguments_that_do_not_apply(void **state)
     (void)state;
 
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "--source", "HEAD", NULL), 2);
-    assert_contains(err, "flag '--source' does not apply to reconcile; it is for plan, explain "
-                         "and status");
+    th_assert_contains(err, "flag '--source' does not apply to reconcile; it is for plan, explain "
+                            "and status");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "status", "--repo", "/x", "--interval", "30s", NULL), 2);
-    assert_contains(err, "flag '--interval' does not apply to status; it is for reconcile");
+    th_assert_contains(err, "flag '--interval' does not apply to status; it is for reconcile");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "extra", NULL), 2);
-    assert_contains(err, "reconcile takes no arguments; got 'extra'");
+    th_assert_contains(err, "reconcile takes no arguments; got 'extra'");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "explain", "--repo", "/x", "a", "b", NULL), 2);
-    assert_contains(err, "explain takes one WORKLOAD; got also 'b'");
+    th_assert_contains(err, "explain takes one WORKLOAD; got also 'b'");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "replay", "--repo", "/x", NULL), 2);
-    assert_contains(err, "replay wants COMMIT");
+    th_assert_contains(err, "replay wants COMMIT");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "status", NULL), 2);
-    assert_contains(err, "status needs --repo");
+    th_assert_contains(err, "status needs --repo");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "--once=yes", NULL), 2);
-    assert_contains(err, "flag '--once' takes no value");
+    th_assert_contains(err, "flag '--once' takes no value");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", NULL), 2);
-    assert_contains(err, "flag '--repo' wants a value");
+    th_assert_contains(err, "flag '--repo' wants a value");
     free(err);
 }
 
@@ -174,7 +168,7 @@ static void test_rc_cli__interval_takes_units(void **state)
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         assert_int_equal(
             th_rp(NULL, &err, "reconcile", "--repo", "/x", "--interval", ok[i], "--once", NULL), 2);
-        assert_contains(err, "--once and --interval exclude each other");
+        th_assert_contains(err, "--once and --interval exclude each other");
         free(err);
     }
     const char *bad[] = {"30x", "0s", "s", "1.5m", "-5", "8d", "999999h"};
@@ -186,7 +180,7 @@ static void test_rc_cli__interval_takes_units(void **state)
                  bad[i]);
         assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "--interval", bad[i], NULL),
                          2);
-        assert_contains(err, want);
+        th_assert_contains(err, want);
         free(err);
     }
 }
@@ -220,7 +214,7 @@ static void test_rc_cli__plan_bad_input_is_3(void **state)
     free(th_git_commit_files(repo, "broken", "broken.yaml",
                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n", NULL));
     assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, NULL), 3);
-    assert_contains(err, "broken.yaml:4");
+    th_assert_contains(err, "broken.yaml:4");
     assert_int_equal(th_count(err, "broken.yaml:4"), 1);
     free(out);
     free(err);
@@ -236,27 +230,23 @@ static void test_rc_cli__status_waits_for_the_lock_and_says_so(void **state)
 {
     char *repo = th_example_repo();
     char *statedir = th_tmpdir("clilock");
-    char lock[4096];
     char *err = NULL, *out = NULL;
     int fd;
     (void)state;
 
-    snprintf(lock, sizeof(lock), "%s/lock", statedir);
-    fd = open(lock, O_RDWR | O_CREAT, 0600);
-    assert_true(fd >= 0);
-    assert_int_equal(flock(fd, LOCK_EX), 0);
+    fd = th_rp_hold_lock(statedir);
     assert_int_equal(th_rp(&out, &err, "status", "--repo", repo, "--state-dir", statedir,
                            "--lock-timeout", "1s", NULL),
                      5);
-    assert_contains(err, "waiting up to 1 s for the rightplace pass holding the lock");
-    assert_contains(err, "still holds the lock");
-    assert_contains(err, "--lock-timeout");
+    th_assert_contains(err, "waiting up to 1 s for the rightplace pass holding the lock");
+    th_assert_contains(err, "still holds the lock");
+    th_assert_contains(err, "--lock-timeout");
     free(out);
     free(err);
     assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, "--state-dir", statedir,
                            "--lock-timeout", "0", NULL),
                      5);
-    assert_contains(err, "holds the lock");
+    th_assert_contains(err, "holds the lock");
     free(out);
     free(err);
     close(fd);
@@ -277,7 +267,7 @@ static void test_rc_cli__repo_that_is_not_a_repository(void **state)
 
     th_write_file(dir, "notes.txt", "hello\n", (size_t)-1);
     assert_int_equal(th_rp(NULL, &err, "status", "--repo", dir, NULL), 2);
-    assert_contains(err, "is not a git repository");
+    th_assert_contains(err, "is not a git repository");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", dir, NULL), 2);
     free(err);
@@ -285,7 +275,7 @@ static void test_rc_cli__repo_that_is_not_a_repository(void **state)
     assert_true(stat(path, &st) < 0); /* nothing written into it */
     snprintf(path, sizeof(path), "%s/nope", dir);
     assert_int_equal(th_rp(NULL, &err, "status", "--repo", path, NULL), 2);
-    assert_contains(err, "No such file or directory");
+    th_assert_contains(err, "No such file or directory");
     free(err);
     th_rm_rf(dir);
     free(dir);
@@ -301,7 +291,7 @@ static void test_rc_cli__deploy_branch_equal_to_source_refused(void **state)
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--deploy-branch", "main",
                            "--no-apply", NULL),
                      2);
-    assert_contains(err, "--deploy-branch 'main' is the source branch");
+    th_assert_contains(err, "--deploy-branch 'main' is the source branch");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "plan", "--repo", repo, "--source-branch", "work",
                            "--deploy-branch", "work", NULL),
@@ -332,12 +322,12 @@ static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply",
                            "--kubeconfig-dir", kcdir, NULL),
                      2);
-    assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
-    assert_contains(err, "/live-east'");
+    th_assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
+    th_assert_contains(err, "/live-east'");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "status", "--repo", repo, "--kubeconfig-dir", kcdir, NULL),
                      2);
-    assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
+    th_assert_contains(err, "cluster 'live-east': cannot load its kubeconfig");
     free(err);
     th_rm_rf(kcdir);
     free(kcdir);
@@ -427,7 +417,7 @@ static void test_rc_cli__quiet_pass_logs_at_debug(void **state)
     (void)state;
 
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
-    assert_contains(err, "changed"); /* the pass that committed says so */
+    th_assert_contains(err, "changed"); /* the pass that committed says so */
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
     assert_string_equal(err, "");
@@ -435,8 +425,8 @@ static void test_rc_cli__quiet_pass_logs_at_debug(void **state)
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", "--log-json",
                            "--log-level", "debug", NULL),
                      0);
-    assert_contains(err, "\"level\":\"debug\",\"msg\":\"source ");
-    assert_contains(err, "nothing to do");
+    th_assert_contains(err, "\"level\":\"debug\",\"msg\":\"source ");
+    th_assert_contains(err, "nothing to do");
     free(err);
     th_rm_rf(repo);
     free(repo);
@@ -466,9 +456,9 @@ static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
     assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
     msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
     /* the namespaces unit holds six: the headline says so */
-    assert_contains(msg, "place 6 Namespaces (development, experiments, production, +3) on");
-    assert_contains(msg, "Rightplace-Source-Subject: example fleet\n");
-    assert_contains(msg, "Rightplace-Source-Author: ");
+    th_assert_contains(msg, "place 6 Namespaces (development, experiments, production, +3) on");
+    th_assert_contains(msg, "Rightplace-Source-Subject: example fleet\n");
+    th_assert_contains(msg, "Rightplace-Source-Author: ");
     free(msg);
 
     text = th_git_show(repo, "main", job);
@@ -479,9 +469,9 @@ static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
     subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
     assert_string_equal(subject, "update rayjob1/rayjob-train on static-cluster: image, replicas");
     msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
-    assert_contains(msg, "rayjob1/RayJob/rayjob-train on static-cluster:");
-    assert_contains(msg, "rayproject/ray-ml:2.2.0-gpu -> rayproject/ray-ml:2.9.0-gpu");
-    assert_contains(msg, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: 2 -> 3");
+    th_assert_contains(msg, "rayjob1/RayJob/rayjob-train on static-cluster:");
+    th_assert_contains(msg, "rayproject/ray-ml:2.2.0-gpu -> rayproject/ray-ml:2.9.0-gpu");
+    th_assert_contains(msg, "spec.rayClusterSpec.workerGroupSpecs[0].replicas: 2 -> 3");
     /* git reads the trailers */
     {
         char path[4096];
@@ -490,8 +480,8 @@ static void test_rc_cli__commit_messages_a_reviewer_wants(void **state)
         const char *argv[] = {"git", "interpret-trailers", "--parse", path, NULL};
         assert_int_equal(th_run(repo, &trailers, NULL, argv), 0);
     }
-    assert_contains(trailers, "Rightplace-Source-Subject: Bump rayjob1 to Ray 2.9\n");
-    assert_contains(trailers, "Rightplace-Placed: 6\n");
+    th_assert_contains(trailers, "Rightplace-Source-Subject: Bump rayjob1 to Ray 2.9\n");
+    th_assert_contains(trailers, "Rightplace-Placed: 6\n");
     /* every subject fits 72 columns */
     free(subject);
     subject = th_git_ok(repo, "log", "--format=%s", "deploy", NULL);
@@ -522,19 +512,19 @@ static void test_rc_cli__status_table_and_schema(void **state)
     (void)state;
 
     assert_int_equal(th_rp(&out, NULL, "status", "--repo", repo, NULL), 0);
-    assert_contains(out, "static-cluster  simulated");
-    assert_contains(out, "RESOURCE");
-    assert_contains(out, "ALLOCATABLE");
-    assert_contains(out, "nvidia.com/gpu");
-    assert_contains(out, "] 100%");   /* static-cluster's five GPUs are all placed */
-    assert_null(strchr(out, '\033')); /* not a terminal: no colour */
+    th_assert_contains(out, "static-cluster  simulated");
+    th_assert_contains(out, "RESOURCE");
+    th_assert_contains(out, "ALLOCATABLE");
+    th_assert_contains(out, "nvidia.com/gpu");
+    th_assert_contains(out, "] 100%"); /* static-cluster's five GPUs are all placed */
+    assert_null(strchr(out, '\033'));  /* not a terminal: no colour */
     free(out);
 
     assert_int_equal(th_rp(&out, NULL, "status", "--repo", repo, "-o", "json", NULL), 0);
     snprintf(path, sizeof(path), "%s/status.json", dir);
     th_write_file(dir, "status.json", out, (size_t)-1);
-    assert_contains(out, "\"clusters\":\t[");
-    assert_contains(out, "\"reachable\":\ttrue");
+    th_assert_contains(out, "\"clusters\":\t[");
+    th_assert_contains(out, "\"reachable\":\ttrue");
     free(out);
     snprintf(schema, sizeof(schema), "%s/docs/status.schema.json", RP_SOURCE_DIR);
     {

@@ -21,12 +21,6 @@
 
 static char *home;
 
-static void assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle))
-        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
-}
-
 static void write_lock(const char *repo, long age_seconds, char *path, size_t n)
 {
     struct timeval tv[2];
@@ -58,9 +52,9 @@ static void test_rc_drift__fresh_ref_lock_is_explained(void **state)
     write_lock(repo, 5, lock, sizeof(lock));
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 4);
     snprintf(want, sizeof(want), "'%s' exists", lock);
-    assert_contains(err, want);
+    th_assert_contains(err, want);
     snprintf(want, sizeof(want), "remove it: rm '%s'", lock);
-    assert_contains(err, want);
+    th_assert_contains(err, want);
     assert_null(strstr(err, "moved under us"));  /* not mistaken for a race, not retried */
     assert_null(strstr(err, "for writing: \n")); /* no empty reason */
     assert_int_equal(stat(lock, &st), 0);        /* a lock that may be live is left alone */
@@ -85,8 +79,8 @@ static void test_rc_drift__stale_ref_lock_is_cleared(void **state)
                              NULL));
     write_lock(repo, 3600, lock, sizeof(lock));
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
-    assert_contains(err, "removed the stale lock file");
-    assert_contains(err, lock);
+    th_assert_contains(err, "removed the stale lock file");
+    th_assert_contains(err, lock);
     assert_true(stat(lock, &st) < 0);
     after = th_git_ok(repo, "rev-parse", "deploy", NULL);
     assert_string_not_equal(before, after);
@@ -126,19 +120,19 @@ static void test_rc_drift__hand_edit_is_reported_and_repaired(void **state)
 
     /* plan reports it: a change pending, the file named */
     assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, NULL), 1);
-    assert_contains(out, "files changed by hand on the deploy branch");
-    assert_contains(out, file);
-    assert_contains(err, "changed by hand");
+    th_assert_contains(out, "files changed by hand on the deploy branch");
+    th_assert_contains(out, file);
+    th_assert_contains(err, "changed by hand");
     free(out);
     free(err);
     assert_int_equal(th_rp(&out, NULL, "plan", "--repo", repo, "-o", "json", NULL), 1);
-    assert_contains(out, "\"handEdits\":");
+    th_assert_contains(out, "\"handEdits\":");
     free(out);
 
     /* reconcile acts: it does not say "nothing to do" and leave it */
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
-    assert_contains(err, "changed by hand");
-    assert_contains(err, "this pass restored");
+    th_assert_contains(err, "changed by hand");
+    th_assert_contains(err, "this pass restored");
     assert_null(strstr(err, "nothing to do"));
     free(err);
     repaired = th_git_show(repo, "deploy", file);
@@ -146,7 +140,7 @@ static void test_rc_drift__hand_edit_is_reported_and_repaired(void **state)
     subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
     assert_string_equal(subject, "repair 1 hand-edited file on the deploy branch");
     msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
-    assert_contains(msg, file);
+    th_assert_contains(msg, file);
     /* the repair is rightplace's: the next pass is quiet */
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
     assert_string_equal(err, "");

@@ -399,15 +399,11 @@ static void test_rc_e2e__lock_refuses_a_second_pass(void **state)
 {
     char *repo = th_example_repo();
     char *statedir = th_tmpdir("lockstate");
-    char lock[4096];
     char *err = NULL;
     int fd;
     (void)state;
 
-    snprintf(lock, sizeof(lock), "%s/lock", statedir);
-    fd = open(lock, O_RDWR | O_CREAT, 0600);
-    assert_true(fd >= 0);
-    assert_int_equal(flock(fd, LOCK_EX), 0);
+    fd = th_rp_hold_lock(statedir);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--state-dir", statedir,
                            "--once", "--no-apply", NULL),
                      5);

@@ -29,12 +29,6 @@
 static struct th_certs certs;
 static char *home;
 
-static void assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle))
-        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
-}
-
 /* Check the Prometheus text format: "# HELP name text", "# TYPE name counter|gauge" before
  * a family's samples, samples "name{l=\"v\",...} value" with a number for value. */
 static void assert_prometheus(const char *text)
@@ -287,7 +281,7 @@ static void test_rc_loop__signals_and_listener(void **state)
     r = http_get(port, "/metrics");
     assert_non_null(r);
     assert_true(!strncmp(r, "HTTP/1.1 200 ", 13));
-    assert_contains(r, "Content-Type: text/plain; version=0.0.4");
+    th_assert_contains(r, "Content-Type: text/plain; version=0.0.4");
     body = strstr(r, "\r\n\r\n");
     assert_non_null(body);
     assert_prometheus(body + 4);
@@ -319,7 +313,7 @@ static void test_rc_loop__listen_needs_a_loop(void **state)
     (void)state;
 
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", "/x", "--listen", ":9090", NULL), 2);
-    assert_contains(err, "--listen serves metrics while a loop runs");
+    th_assert_contains(err, "--listen serves metrics while a loop runs");
     free(err);
 }
 
@@ -354,12 +348,12 @@ static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
     free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
 
     assert_int_equal(th_rp(NULL, &err, "suspend", "--repo", repo, NULL), 0);
-    assert_contains(err, "suspended");
+    th_assert_contains(err, "suspended");
     free(err);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--kubeconfig-dir", dir,
                            "--metrics-file", mpath, NULL),
                      0);
-    assert_contains(err, "suspended");
+    th_assert_contains(err, "suspended");
     free(err);
     deploy = th_git_ok(repo, "rev-parse", "deploy", NULL); /* placed and committed */
     assert_int_equal(strlen(deploy), 40);

@@ -6,10 +6,12 @@
 #include "th_git.h"
 #include "th_rp.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 
 #include "rc_banned.h"
 
@@ -62,4 +64,22 @@ int th_count(const char *s, const char *needle)
     for (const char *p = strstr(s, needle); p; p = strstr(p + len, needle))
         n++;
     return n;
+}
+
+void th_assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fail_msg("want '%s' in:\n%s", needle, hay ? hay : "(null)");
+}
+
+int th_rp_hold_lock(const char *statedir)
+{
+    char lock[4096];
+    int fd;
+
+    snprintf(lock, sizeof(lock), "%s/lock", statedir);
+    fd = open(lock, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    return fd;
 }

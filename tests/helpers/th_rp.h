@@ -17,4 +17,11 @@ char *th_git_show(const char *repo, const char *rev, const char *path);
 /* Number of occurrences of `needle` in s (s may be NULL). */
 int th_count(const char *s, const char *needle);
 
+/* Fail the current test unless `hay` (may be NULL) contains `needle`; the message shows hay. */
+void th_assert_contains(const char *hay, const char *needle);
+
+/* Take the pass lock of `statedir` (the file "lock" in it, flock LOCK_EX) as a running pass
+ * would; fails the test if it cannot. Returns the descriptor: close it to release the lock. */
+int th_rp_hold_lock(const char *statedir);
+
 #endif
