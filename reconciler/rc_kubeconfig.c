@@ -737,19 +737,6 @@ static int same_path(const char *want, const char *have)
     return same;
 }
 
-static int plain_name(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 255 || s[0] == '.')
-        return 0;
-    for (const char *p = s; *p; p++) {
-        if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
 /* The operator's file that the older spec.kubeconfig.path names, or NULL. */
 static char *allowed_path(const struct rc_kubeconfig_sources *src, const char *path)
 {
@@ -766,7 +753,7 @@ static char *allowed_path(const struct rc_kubeconfig_sources *src, const char *p
         char *slash = strrchr(want, '/');
 
         *slash = '\0';
-        if (plain_name(slash + 1) && same_path(*want ? want : "/", src->dir)) {
+        if (rd_cluster_file_name_ok(slash + 1) && same_path(*want ? want : "/", src->dir)) {
             struct rc_buf b = RC_BUF_INIT;
             rc_buf_printf(&b, NULL, "%s/%s", src->dir, slash + 1);
             found = rc_buf_detach(&b, NULL);
@@ -810,7 +797,7 @@ int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_
     if (conn->file) {
         struct rc_buf b = RC_BUF_INIT;
 
-        if (!plain_name(conn->file))
+        if (!rd_cluster_file_name_ok(conn->file))
             return rc_err_set(err, RC_EINVALID,
                               "spec.kubeconfig.name '%s' is not a plain "
                               "file name",

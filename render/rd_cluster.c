@@ -236,8 +236,7 @@ static int nodes(struct cctx *c, struct pl_cluster *out, const cJSON *list)
     return RC_OK;
 }
 
-/* A file name in the operator's kubeconfig directory: one path component, not hidden. */
-static int plain_name(const char *s)
+int rd_cluster_file_name_ok(const char *s)
 {
     size_t n = strlen(s);
 
@@ -269,7 +268,7 @@ static int connection(struct cctx *c, struct rd_cluster_conn *conn, const cJSON 
     if (conn->path && !*conn->path)
         return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(kc, "path"),
                          "kubeconfig path is empty");
-    if (conn->file && !plain_name(conn->file))
+    if (conn->file && !rd_cluster_file_name_ok(conn->file))
         return rd_err_at(c->err, RC_EINVALID, c->docs, rd_field_get(kc, "name"),
                          "kubeconfig name '%s' must be a plain file name of the operator's "
                          "kubeconfig directory (no '/', not starting with '.')",

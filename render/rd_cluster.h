@@ -37,6 +37,11 @@ struct rd_cluster_conn {
     int detect_autoscaler; /* spec.autoscaler.type: auto -> observe decides */
 };
 
+/* Is s a plain file name of the operator's kubeconfig directory: one path component of 1 to
+ * 255 bytes, not hidden (no leading '.'), no control characters? The one rule for
+ * spec.kubeconfig.name, checked here and again where the reconciler opens the file. */
+int rd_cluster_file_name_ok(const char *s);
+
 /* Is o a Cluster of rightplace.dev (any version)? */
 int rd_is_cluster(const struct rd_object *o);
 
