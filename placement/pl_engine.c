@@ -2,7 +2,8 @@
  * pl_engine.c - pl_place(): policies, units, candidates, choices, stickiness, changes.
  *
  * The order of work (each step deterministic, inputs sorted by key/name first):
- *   1. the governing policy of every object (smallest matching policy name wins, warned);
+ *   1. the governing policy of every object (the one that governed it before keeps it; else
+ *      the smallest matching policy name; overlaps warned);
  *   2. placement units: groupBy gangs per policy + namespace, else objects alone;
  *   3. per policy, the candidate clusters in preference order (orderedClusterSelector order,
  *      else clusters without an autoscaler first, then lower cost, then name);
@@ -753,14 +754,72 @@ static void assign_annotation(struct engine *e, size_t i, const char *policy)
     }
 }
 
+/* The policy that governed each object in the previous record, by object key. */
+struct incumbent {
+    const char *key;
+    const char *policy;
+};
+
+static int cmp_incumbent(const void *a, const void *b)
+{
+    return strcmp(((const struct incumbent *)a)->key, ((const struct incumbent *)b)->key);
+}
+
+static struct incumbent *incumbents(struct engine *e, size_t *n)
+{
+    size_t total = 0, w = 0;
+    struct incumbent *v;
+
+    for (size_t u = 0; u < e->in->nprev; u++) {
+        if (e->in->prev[u].policy)
+            total += e->in->prev[u].nobjects;
+    }
+    v = rc_arena_calloc(&e->s, total + 1, sizeof(*v));
+    for (size_t u = 0; u < e->in->nprev; u++) {
+        const struct pl_prev_unit *p = &e->in->prev[u];
+        for (size_t k = 0; p->policy && k < p->nobjects; k++) {
+            v[w].key = p->objects[k];
+            v[w++].policy = p->policy;
+        }
+    }
+    qsort(v, w, sizeof(*v), cmp_incumbent);
+    *n = w;
+    return v;
+}
+
+static const char *incumbent_of(const struct incumbent *v, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(v[mid].key, key);
+        if (c == 0)
+            return v[mid].policy;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* The governing policy of every object. Nova documents no rule for an object several
+ * policies match. Ours: the policy that governed it in the previous record keeps it while it
+ * still matches (a newly pushed, overlapping policy never takes other teams' objects over);
+ * otherwise the smallest name. Either way the overlap is warned. */
 static void assign_policies(struct engine *e)
 {
+    size_t ninc = 0;
+    const struct incumbent *inc = incumbents(e, &ninc);
+
     e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
     for (size_t i = 0; i < e->nobj; i++) {
         const struct pl_object *o = e->obj[i];
         long ns = o->ns ? find_ns(e, o->ns) : -1;
-        int first = -1, nmatch = 0;
+        int first = -1, kept = -1, nmatch = 0;
         const char *names[3] = {NULL, NULL, NULL}, *avalue = NULL;
+        const char *was = incumbent_of(inc, ninc, o->key);
 
         for (size_t k = 0; k < e->npol; k++) {
             const struct epol *ep = &e->pol[k];
@@ -772,6 +831,8 @@ static void assign_policies(struct engine *e)
                 continue;
             if (first < 0)
                 first = (int)k;
+            if (was && kept < 0 && !strcmp(ep->p->name, was))
+                kept = (int)k;
             if (nmatch < 3)
                 names[nmatch] = ep->p->name;
             nmatch++;
@@ -780,9 +841,18 @@ static void assign_policies(struct engine *e)
             assign_annotation(e, i, nmatch ? names[0] : NULL);
             continue;
         }
+        if (nmatch >= 2 && kept >= 0 && kept != first) {
+            e->objpol[i] = kept;
+            add_warning(e,
+                        rc_arena_printf(e->a,
+                                        "%sobject '%s' matches %d policies ('%s', '%s'%s); "
+                                        "'%s' keeps it (it governed the object before; a "
+                                        "newly matching policy does not take it over)",
+                                        at(e, o->file, o->line), o->key, nmatch, names[0], names[1],
+                                        nmatch > 2 ? ", ..." : "", e->pol[kept].p->name));
+            continue;
+        }
         e->objpol[i] = first;
-        /* Nova documents no rule for an object several policies match: ours is the smallest
-         * name, always said out loud */
         if (nmatch == 2)
             add_warning(e, rc_arena_printf(e->a,
                                            "%sobject '%s' matches policies '%s' and '%s'; "

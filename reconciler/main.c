@@ -124,7 +124,7 @@ static const struct opt_def opt_defs[] = {
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
     {OPT_KUBECONFIG, "kubeconfig", 0, "F",
      "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
-     "default $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG, else ~/.kube/config)"},
+     "default $RIGHTPLACE_KUBECONFIG; never $KUBECONFIG nor ~/.kube/config)"},
     {OPT_KUBECONFIG_DIR, "kubeconfig-dir", 0, "D",
      "kubeconfigs Cluster objects may select by file name\n"
      "(default $RIGHTPLACE_KUBECONFIG_DIR; docs/security.md)"},

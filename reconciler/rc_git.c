@@ -32,6 +32,7 @@
 #include <git2.h>
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
 
 #include "rc_buf.h"
 #include "rc_mem.h"
@@ -1557,6 +1558,38 @@ static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload
     return 0;
 }
 
+/* The packer's delta search was most of a large commit's cost (and `git add` does none):
+ * give the second handle a configuration whose pack.windowMemory leaves one object in the
+ * window, so that objects are only deflated. The file is read at once and removed. */
+static int no_delta_search(git_repository *own, struct rc_err *err)
+{
+    static const char text[] = "[pack]\n\twindowMemory = 1\n";
+    char path[4096];
+    git_config *cfg = NULL;
+    FILE *f;
+    int ge;
+
+    if (snprintf(path, sizeof(path), "%srightplace-pack-%ld.conf", git_repository_path(own),
+                 (long)getpid()) >= (int)sizeof(path))
+        return rc_err_set(err, RC_ERROR, "repository path too long");
+    f = fopen(path, "wx");
+    if (!f || fwrite(text, 1, sizeof(text) - 1, f) != sizeof(text) - 1) {
+        if (f)
+            fclose(f);
+        unlink(path);
+        return rc_err_set(err, RC_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    }
+    fclose(f);
+    ge = git_config_new(&cfg);
+    if (ge == 0)
+        ge = git_config_add_file_ondisk(cfg, path, GIT_CONFIG_LEVEL_APP, own, 1);
+    if (ge == 0)
+        ge = git_repository_set_config(own, cfg);
+    unlink(path);
+    git_config_free(cfg);
+    return ge < 0 ? fail(err, RC_ERROR, "cannot configure the packer") : RC_OK;
+}
+
 /* Pack mode: write the new objects of `tree` as one pack, and let g->repo see it. */
 static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, struct rc_err *err)
 {
@@ -1567,9 +1600,10 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
 
     if (!s->own)
         return RC_OK;
+    if ((error = no_delta_search(s->own, err)) < 0)
+        return error;
     if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0)
         return fail(err, RC_ERROR, "cannot write the new objects as a pack");
-    /* the delta search is most of a pack's cost: every core (0 = as many as there are) */
     git_packbuilder_set_threads(w.pb, 0);
     if ((ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
         (s->mempack->exists(s->mempack, tree) &&

@@ -658,27 +658,13 @@ static void add_list(struct rc_kubeconfig_sources *s, const char *list)
 int rc_kubeconfig_sources_env(struct rc_kubeconfig_sources *s, struct rc_err *err)
 {
     const char *own = getenv("RIGHTPLACE_KUBECONFIG");
-    const char *kubectl = getenv("KUBECONFIG");
     const char *dir = getenv("RIGHTPLACE_KUBECONFIG_DIR");
     struct stat st;
 
-    if (s->nfiles == 0) {
-        if (own && *own) {
-            add_list(s, own);
-        } else if (kubectl && *kubectl) {
-            add_list(s, kubectl);
-        } else {
-            const char *home = getenv("HOME");
-            struct rc_buf p = RC_BUF_INIT;
-
-            if (home && *home) {
-                rc_buf_printf(&p, NULL, "%s/.kube/config", home);
-                if (access(p.ptr, F_OK) == 0)
-                    rc_kubeconfig_sources_add_file(s, p.ptr);
-            }
-            rc_buf_release(&p);
-        }
-    }
+    /* Only what the operator handed to rightplace: never $KUBECONFIG nor ~/.kube/config, whose
+     * contexts a pushed Cluster could otherwise select (docs/security.md). */
+    if (s->nfiles == 0 && own && *own)
+        add_list(s, own);
     if (!s->dir && dir && *dir)
         rc_kubeconfig_sources_set_dir(s, dir);
     for (size_t i = 0; i < s->nfiles; i++) {
@@ -848,7 +834,8 @@ int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_
     } else if (src->nfiles == 0) {
         return rc_err_set(err, RC_EINVALID,
                           "context '%s' is selected but the operator gave "
-                          "no kubeconfig (--kubeconfig, $RIGHTPLACE_KUBECONFIG or $KUBECONFIG)",
+                          "no kubeconfig: give one with --kubeconfig FILE or "
+                          "$RIGHTPLACE_KUBECONFIG ($KUBECONFIG and ~/.kube/config are not used)",
                           conn->context ? conn->context : "");
     }
     if (path)

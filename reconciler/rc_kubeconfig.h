@@ -126,10 +126,11 @@ void rc_kubeconfig_sources_release(struct rc_kubeconfig_sources *s);
 
 /*
  * Complete s from the environment where the flags gave nothing: no files given:
- * $RIGHTPLACE_KUBECONFIG, else $KUBECONFIG (':'-separated lists; files that do not exist are
- * skipped, as kubectl does), else ~/.kube/config when it exists; no directory given:
- * $RIGHTPLACE_KUBECONFIG_DIR. Then every file and the directory must exist and be of the
- * right type: RC_EINVALID naming the first that is not.
+ * $RIGHTPLACE_KUBECONFIG (a ':'-separated list; files that do not exist are skipped, as
+ * kubectl does); no directory given: $RIGHTPLACE_KUBECONFIG_DIR. $KUBECONFIG and
+ * ~/.kube/config are never used: only kubeconfigs handed to rightplace are selectable. Then
+ * every file and the directory must exist and be of the right type: RC_EINVALID naming the
+ * first that is not.
  */
 int rc_kubeconfig_sources_env(struct rc_kubeconfig_sources *s, struct rc_err *err);
 

@@ -1058,7 +1058,8 @@ static int record_has_pending(const struct rd_record *rec)
  * placements, the capacity snapshot, and the source commit the broken files' last good
  * versions are looked up from, all in that commit). Its outcome depends on nothing else when
  * it was "quiet": no live cluster (observation could change capacity, and apply could have
- * something to retry), no pending unit, no broken file without an earlier version, no hand
+ * something to retry; pending units on a simulated fleet are decided again from the same
+ * declared capacity, to the same result), no broken file without an earlier version, no hand
  * edit of the deploy branch, no configuration error and no review branch (--propose). So the pass
  * stops, before reading any blob, when a memo exists with the same key, the same deploy head,
  * quiet, and the same source commit or the same listing digest; it reports the memo's file errors
@@ -1362,8 +1363,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     phase_end(out, RC_PHASE_PLACE, &tp);
     /* hand edits, a proposal waiting for review and configuration errors are reported by
      * every pass until resolved: not quiet */
-    quiet = !rc_observe_any_live(&cp->load.src) && out->pending == 0 && !cp->load.unresolved &&
-            !out->nhand_edits && !out->nconfig_errors && !o->propose_branch;
+    quiet = !rc_observe_any_live(&cp->load.src) && !cp->load.unresolved && !out->nhand_edits &&
+            !out->nconfig_errors && !o->propose_branch;
 
     /* A broken file without an earlier version may be a renamed file whose objects are placed
      * (under its old path): while one exists, nothing is moved or removed. */

@@ -1488,34 +1488,48 @@ static int ld_stream(struct ld *l)
     }
 }
 
+/* Set up a loader over `text`: limits (the defaults when NULL), the byte budget of the trees
+ * it builds, an empty document list and the libyaml parser. Refuses input over the size limit
+ * before reading it. */
+static int ld_open(struct ld *l, const char *file, const char *text, size_t len,
+                   const struct rd_yaml_limits *limits, struct rc_err *err)
+{
+    static const struct rd_yaml_limits defaults = RD_YAML_LIMITS_INIT;
+    struct rd_pos start = {1, 1};
+
+    memset(l, 0, sizeof(*l));
+    l->file = file ? file : "<input>";
+    l->text = text;
+    l->len = len;
+    l->lim = limits ? *limits : defaults;
+    l->err = err;
+    l->bytes_max = l->lim.max_bytes > (SIZE_MAX - (1u << 20)) / 4
+                       ? SIZE_MAX
+                       : l->lim.max_bytes * 4 + (1u << 20);
+    if (len > l->lim.max_bytes)
+        return ld_fail(l, start, "input of %zu bytes is larger than the limit of %zu bytes", len,
+                       l->lim.max_bytes);
+    l->docs = rc_xcalloc(1, sizeof(*l->docs));
+    l->docs->file = rc_xstrdup(l->file);
+    if (!yaml_parser_initialize(&l->parser))
+        abort();
+    yaml_parser_set_input_string(&l->parser, (const unsigned char *)(text ? text : ""), len);
+    return RC_OK;
+}
+
 int rd_yaml_load(struct rd_docs **out, const char *file, const char *text, size_t len,
                  const struct rd_yaml_limits *limits, const struct rd_diag *diag,
                  struct rc_err *err)
 {
-    static const struct rd_yaml_limits defaults = RD_YAML_LIMITS_INIT;
     struct ld l;
-    struct rd_pos start = {1, 1};
     int error;
 
     assert(out && (text || !len));
     *out = NULL;
-    memset(&l, 0, sizeof(l));
-    l.file = file ? file : "<input>";
-    l.text = text;
-    l.len = len;
-    l.lim = limits ? *limits : defaults;
+    error = ld_open(&l, file, text, len, limits, err);
+    if (error < 0)
+        return error;
     l.diag = diag;
-    l.err = err;
-    l.bytes_max =
-        l.lim.max_bytes > (SIZE_MAX - (1u << 20)) / 4 ? SIZE_MAX : l.lim.max_bytes * 4 + (1u << 20);
-    if (len > l.lim.max_bytes)
-        return ld_fail(&l, start, "input of %zu bytes is larger than the limit of %zu bytes", len,
-                       l.lim.max_bytes);
-    l.docs = rc_xcalloc(1, sizeof(*l.docs));
-    l.docs->file = rc_xstrdup(l.file);
-    if (!yaml_parser_initialize(&l.parser))
-        abort();
-    yaml_parser_set_input_string(&l.parser, (const unsigned char *)(text ? text : ""), len);
     error = ld_stream(&l);
     yaml_parser_delete(&l.parser);
     anchors_clear(&l);
@@ -1688,31 +1702,16 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
                        const struct rd_yaml_limits *limits, const struct rd_yaml_items *items,
                        struct rc_err *err)
 {
-    static const struct rd_yaml_limits defaults = RD_YAML_LIMITS_INIT;
     struct ld l;
-    struct rd_pos start = {1, 1};
     yaml_event_t ev;
     int ndocs = 0;
     int error;
 
     assert(out && (text || !len) && items && items->key && items->each);
     *out = NULL;
-    memset(&l, 0, sizeof(l));
-    l.file = file ? file : "<input>";
-    l.text = text;
-    l.len = len;
-    l.lim = limits ? *limits : defaults;
-    l.err = err;
-    l.bytes_max =
-        l.lim.max_bytes > (SIZE_MAX - (1u << 20)) / 4 ? SIZE_MAX : l.lim.max_bytes * 4 + (1u << 20);
-    if (len > l.lim.max_bytes)
-        return ld_fail(&l, start, "input of %zu bytes is larger than the limit of %zu bytes", len,
-                       l.lim.max_bytes);
-    l.docs = rc_xcalloc(1, sizeof(*l.docs));
-    l.docs->file = rc_xstrdup(l.file);
-    if (!yaml_parser_initialize(&l.parser))
-        abort();
-    yaml_parser_set_input_string(&l.parser, (const unsigned char *)(text ? text : ""), len);
+    error = ld_open(&l, file, text, len, limits, err);
+    if (error < 0)
+        return error;
     for (;;) {
         struct built b = {0};
         struct rd_pos pos;

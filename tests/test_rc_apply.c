@@ -109,9 +109,32 @@ static int setup(void **state)
     return 0;
 }
 
+/* Every request the servers recorded, kept across cases for the RBAC check (last case). */
+static char rbac_log[TH_PATH];
+
+static void keep_requests(const struct th_kube *k)
+{
+    char p[TH_PATH];
+    char *text = th_kube_read(th_kube_path(p, k, "log.jsonl"));
+    FILE *out = rbac_log[0] ? fopen(rbac_log, "a") : NULL;
+
+    if (out && text)
+        fputs(text, out);
+    if (out)
+        fclose(out);
+    free(text);
+}
+
 static int teardown(void **state)
 {
     struct fixture *f = *state;
+
+    for (int i = 0; i < NCL; i++)
+        keep_requests(&f->kube[i]);
+    if (f->extra.pid > 0)
+        keep_requests(&f->extra);
+    if (f->extra2.pid > 0)
+        keep_requests(&f->extra2);
 
     for (int i = 0; i < NCL; i++)
         th_kube_faults(&f->kube[i], "[]");
@@ -138,6 +161,7 @@ static int group_setup(void **state)
         return -1;
     if (th_certs_make(&certs) != 0)
         return -1;
+    snprintf(rbac_log, sizeof(rbac_log), "%s/rbac-requests.jsonl", certs.dir);
     for (int i = 0; i < NCL; i++) {
         if (th_kube_start(&servers[i], &certs, &o) != 0)
             return -1;
@@ -1061,7 +1085,7 @@ static char *e2e_cluster(const char *name, const char *file)
     char *out = malloc(1024);
     snprintf(out, 1024,
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n"
-             "spec:\n  kubeconfig:\n    name: %s\n  autoscaler:\n    type: none\n",
+             "spec:\n  kubeconfig:\n    name: %s\n  autoscaler:\n    type: auto\n",
              name, file);
     return out;
 }
@@ -1164,6 +1188,24 @@ static void test_rc_apply__simulated_clusters_ignored(void **state)
     rc_arena_release(&a);
 }
 
+/* deploy/rbac/member-cluster.yaml allows every request the cases above made (observe,
+ * apply, prune, CRD waits, diff, faults) and has no rule none of them needed. */
+static void test_rc_apply__rbac_rules_cover_every_request_and_no_more(void **state)
+{
+    char *out = NULL, *errout = NULL;
+    const char *argv[] = {"python3", RP_SOURCE_DIR "/tests/rbac/check.py",
+                          RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml", rbac_log, NULL};
+    int st;
+
+    (void)state;
+    st = th_run(NULL, &out, &errout, argv);
+    if (st != 0)
+        fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
+    assert_non_null(strstr(out, " ok\n"));
+    free(out);
+    free(errout);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1195,6 +1237,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__simulated_clusters_ignored, setup, teardown),
+        /* last: it reads what every case above sent */
+        cmocka_unit_test(test_rc_apply__rbac_rules_cover_every_request_and_no_more),
     };
     char *home = th_git_env_setup();
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -100,6 +100,35 @@ static void test_rc_pass__noop_parses_no_manifest(void **state)
     fx_close(&f);
 }
 
+/* Units pending on a simulated fleet are decided again from the same declared capacity, to
+ * the same result: they do not keep every later pass from the quick exit. */
+static void test_rc_pass__noop_with_pending_on_simulated_fleet(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_commit_files(
+        f.repo, "a workload no cluster can take", "waits/waits.yaml",
+        "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: waits}\n"
+        "spec:\n  clusterSelector:\n    matchLabels: {no-such-label: x}\n"
+        "  resourceSelectors:\n    labelSelectors:\n    - matchLabels: {app: waits}\n---\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w, namespace: waits, labels: "
+        "{app: waits}}\nspec:\n  replicas: 1\n  selector: {matchLabels: {run: w}}\n"
+        "  template:\n    metadata: {labels: {run: w}}\n    spec:\n      containers:\n"
+        "      - {name: c, image: busybox}\n",
+        NULL));
+    pass(&f, &res);
+    assert_int_equal(res.skipped, 0);
+    assert_true(res.pending > 0);
+    pass(&f, &res);
+    assert_int_equal(res.skipped, 1);
+    assert_int_equal(res.nparsed, 0);
+    assert_int_equal(res.committed, 0);
+    fx_close(&f);
+}
+
 /* The memo outlives the process (--once runs) and a damaged memo file costs only work. */
 static void test_rc_pass__noop_memo_in_state_dir(void **state)
 {
@@ -510,6 +539,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pass__noop_parses_no_manifest),
+        cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),

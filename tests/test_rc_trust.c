@@ -455,11 +455,69 @@ static void test_rc_trust__fifo_kubeconfig_is_refused_without_a_wait(void **stat
     free(repo);
 }
 
+/* The operator's personal kubeconfig ($KUBECONFIG, ~/.kube/config) is not handed to
+ * rightplace: a pushed Cluster selecting one of its contexts (here the admin context a
+ * developer's machine holds) is a configuration error naming the cluster, and nothing reaches
+ * the API server it points at. */
+static void test_rc_trust__personal_kubeconfig_is_not_selectable(void **state)
+{
+    char ca[TH_PATH], extra[TH_PATH + 64], kc[TH_PATH + 16], dir[TH_PATH];
+    char tmp[TH_DIR];
+    char *repo, *out = NULL, *err = NULL, *saved = strdup(getenv("HOME"));
+    cJSON *reqs;
+    int st;
+    (void)state;
+
+    th_kube_clear_requests(&kube);
+    assert_int_equal(th_kube_mkdtemp(tmp), 0);
+    th_certs_path(ca, &certs, "ca.crt");
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+    snprintf(dir, sizeof(dir), "%s/.kube", tmp);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(kc, sizeof(kc), "%s/config", dir);
+    th_kube_kubeconfig(kc, &kube, extra, "    token: " TOKEN "\n");
+
+    repo = th_git_init("trust", 0);
+    free(th_git_commit_files(
+        repo, "a cluster selecting the admin context", "fleet/live.yaml",
+        "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: prod-admin\n"
+        "  labels: {tier: web}\nspec:\n  kubeconfig: {context: test}\n"
+        "  autoscaler: {type: none}\n",
+        "team/policy.yaml", POLICY, "team/web.yaml", DEPLOY, NULL));
+
+    setenv("HOME", tmp, 1);
+    for (int i = 0; i < 2; i++) {
+        /* ~/.kube/config alone, then also named by $KUBECONFIG */
+        if (i == 1)
+            setenv("KUBECONFIG", kc, 1);
+        st = th_rp(&out, &err, "reconcile", "--repo", repo, "--once", NULL);
+        if (st != 2)
+            fail_msg("reconcile exited %d\n%s\n%s", st, out, err);
+        assert_non_null(strstr(err, "cluster 'prod-admin'"));
+        assert_non_null(strstr(err, "--kubeconfig FILE"));
+        assert_non_null(strstr(err, "RIGHTPLACE_KUBECONFIG"));
+        assert_null(strstr(err, TOKEN));
+        free(out);
+        free(err);
+    }
+    unsetenv("KUBECONFIG");
+    setenv("HOME", saved, 1);
+    free(saved);
+    reqs = th_kube_requests(&kube);
+    assert_int_equal(cJSON_GetArraySize(reqs), 0);
+    cJSON_Delete(reqs);
+
+    th_kube_rmtree(tmp);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_trust__pushed_exec_kubeconfig_never_runs),
         cmocka_unit_test(test_rc_trust__operator_context_end_to_end),
+        cmocka_unit_test(test_rc_trust__personal_kubeconfig_is_not_selectable),
         cmocka_unit_test(test_rc_trust__fifo_kubeconfig_is_refused_without_a_wait),
         cmocka_unit_test(test_rc_trust__escapes_in_file_names_are_escaped),
         cmocka_unit_test(test_rc_trust__state_dir_is_private),

@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""Reliability harness for rightplace (docs/reliability.md). Not a ctest: it takes minutes.
+
+Runs the built binary (build/rightplace) on git repositories made from examples/repo with the
+git CLI, and prints the figures docs/reliability.md reports:
+
+  crash    SIGKILL `reconcile --once --no-apply` after k ms (k spread over a pass), then a clean
+           pass; the deploy tree must equal a clean run's on a fresh copy and `git fsck` be clean.
+  race     3 reconcilers race on one repository for R rounds, with source commits before and
+           during each round; every commit's objects must reach deploy, history stay linear.
+  hostile  each file of tests/data/bad and generated hostile files pushed beside the example:
+           passes killed by a signal, innocent placements lost, peak RSS.
+  fuzz     each libFuzzer target of build-fuzz/ for S seconds: executions and findings.
+
+usage: tests/reliability/run.py [--crash N] [--rounds R] [--fuzz-seconds S]
+                                [--only crash,race,hostile,fuzz]
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RP = os.path.join(ROOT, "build", "rightplace")
+ENV = dict(os.environ, GIT_AUTHOR_NAME="rel", GIT_AUTHOR_EMAIL="rel@example.com",
+           GIT_COMMITTER_NAME="rel", GIT_COMMITTER_EMAIL="rel@example.com",
+           GIT_CONFIG_NOSYSTEM="1")
+for k in ("KUBECONFIG", "RIGHTPLACE_KUBECONFIG", "RIGHTPLACE_KUBECONFIG_DIR", "RIGHTPLACE_OPTS"):
+    ENV.pop(k, None)
+
+
+def git(repo, *args, check=True):
+    p = subprocess.run(["git", "-C", repo, *args], env=ENV, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError("git %s: %s" % (" ".join(args), p.stderr))
+    return p
+
+
+def commit_files(repo, msg, files):
+    for path, data in files.items():
+        full = os.path.join(repo, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        mode = "wb" if isinstance(data, bytes) else "w"
+        with open(full, mode) as f:
+            f.write(data)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", msg)
+
+
+def make_repo(dst):
+    git(os.path.dirname(dst) or ".", "init", "-q", "-b", "main", dst)
+    shutil.copytree(os.path.join(ROOT, "examples", "repo"), dst, dirs_exist_ok=True)
+    git(dst, "add", "-A")
+    git(dst, "commit", "-q", "-m", "example fleet")
+
+
+def start(repo, extra=()):
+    return subprocess.Popen([RP, "reconcile", "--repo", repo, "--once", "--no-apply", *extra],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def finish(p):
+    """wait for p: (exit status or -signal, stderr)"""
+    _, status = os.waitpid(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode(errors="replace")
+    p.stdout.read()
+    p.stdout.close()
+    p.stderr.close()
+    return p.returncode, err
+
+
+def run_pass(repo, extra=()):
+    st, err = finish(start(repo, extra))
+    return st, 0.0, err
+
+
+def run_pass_rss(repo):
+    """one pass under /usr/bin/time: (exit status or -signal, peak RSS in MiB, stderr)"""
+    with tempfile.NamedTemporaryFile("r") as t:
+        p = subprocess.run(["/usr/bin/time", "-q", "-f", "%x %M", "-o", t.name, RP, "reconcile",
+                            "--repo", repo, "--once", "--no-apply"], env=ENV,
+                           capture_output=True, text=True, errors="replace")
+        words = t.read().split()
+        sig = re.search(r"Command terminated by signal (\d+)", p.stderr)
+        st = -int(sig.group(1)) if sig else int(words[-2])
+        return st, int(words[-1]) / 1024.0, p.stderr
+
+
+def tree(repo, ref="deploy"):
+    p = git(repo, "rev-parse", "-q", "--verify", ref + "^{tree}", check=False)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def fsck_ok(repo):
+    p = git(repo, "fsck", "--no-progress", "--strict", check=False)
+    return p.returncode == 0 and "error" not in p.stderr.lower()
+
+
+def linear(repo, ref="deploy"):
+    out = git(repo, "rev-list", "--parents", ref).stdout.split("\n")
+    return all(len(line.split()) <= 2 for line in out if line)
+
+
+def entries(repo, ref="deploy"):
+    out = git(repo, "ls-tree", "-r", ref).stdout.split("\n")
+    res = {}
+    for line in out:
+        if "\t" in line:
+            meta, path = line.split("\t", 1)
+            res[path] = meta.split()[2]
+    return res
+
+
+def copy(src, dst):
+    shutil.copytree(src, dst, symlinks=True)
+
+
+RAYJOB3 = os.path.join(ROOT, "examples", "rayjob3.yaml")
+
+
+# ---- crash trials --------------------------------------------------------------------------
+def crash(work, n):
+    fresh = os.path.join(work, "fresh")
+    make_repo(fresh)
+    placed = os.path.join(work, "placed")
+    copy(fresh, placed)
+    st, _, err = run_pass(placed)
+    assert st == 0, err
+    with open(RAYJOB3) as f:
+        commit_files(placed, "rayjob3", {"fill-and-spill/rayjob-rayjob3.yaml": f.read()})
+    # references: a clean run on a fresh copy, twice (the output must be deterministic)
+    ref = {}
+    pass_ms = {}
+    for name, base in (("first pass", fresh), ("incremental pass", placed)):
+        trees = []
+        for i in range(2):
+            d = os.path.join(work, "ref-%s-%d" % (name[0], i))
+            copy(base, d)
+            t0 = time.monotonic()
+            st, _, err = run_pass(d)
+            pass_ms[name] = (time.monotonic() - t0) * 1000
+            assert st == 0, err
+            trees.append(tree(d))
+            shutil.rmtree(d)
+        assert trees[0] == trees[1], "%s: two clean runs differ" % name
+        ref[name] = trees[0]
+    res = {"trials": 0, "killed mid-pass": 0, "finished before kill": 0, "recovery failed": 0,
+           "tree mismatch": 0, "fsck errors": 0, "nonlinear": 0}
+    failures = []
+    for i in range(n):
+        name, base = (("first pass", fresh), ("incremental pass", placed))[i % 2]
+        d = os.path.join(work, "trial")
+        copy(base, d)
+        delay = (i // 2) / max(1, n // 2 - 1) * pass_ms[name] * 1.3 / 1000.0
+        p = start(d)
+        time.sleep(delay)
+        killed = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        st, _ = finish(p)
+        res["trials"] += 1
+        res["killed mid-pass" if killed and st == -signal.SIGKILL else "finished before kill"] += 1
+        st, _, err = run_pass(d)
+        if st != 0:
+            res["recovery failed"] += 1
+            failures.append("trial %d (%s, kill after %.0f ms): clean pass exited %d: %s"
+                            % (i, name, delay * 1000, st, err.strip()[-300:]))
+        if tree(d) != ref[name]:
+            res["tree mismatch"] += 1
+            failures.append("trial %d (%s, kill after %.0f ms): deploy tree %s, expected %s"
+                            % (i, name, delay * 1000, tree(d), ref[name]))
+        if not fsck_ok(d):
+            res["fsck errors"] += 1
+            failures.append("trial %d: git fsck: %s" % (i, git(d, "fsck", "--strict",
+                                                                check=False).stderr[-300:]))
+        if tree(d) and not linear(d):
+            res["nonlinear"] += 1
+        shutil.rmtree(d)
+    shutil.rmtree(fresh)
+    shutil.rmtree(placed)
+    return res, failures, {k: round(v) for k, v in pass_ms.items()}
+
+
+# ---- races ---------------------------------------------------------------------------------
+def configmap(name):
+    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: development\n"
+            "  labels: {app.kubernetes.io/instance: rayservice}\ndata: {round: \"%s\"}\n"
+            % (name, name))
+
+
+def race(work, rounds):
+    repo = os.path.join(work, "race")
+    make_repo(repo)
+    res = {"rounds": rounds, "reconciler runs": 0, "exit statuses": {}, "lost updates": 0,
+           "signal exits": 0}
+    failures = []
+    pending = []  # objects committed to source and not yet required on deploy
+    for r in range(rounds):
+        commit_files(repo, "round %d" % r, {"race/r%03d.yaml" % r: configmap("race-r%03d" % r)})
+        required = pending + ["race-r%03d" % r]
+        procs = [start(repo) for _ in range(3)]
+        time.sleep(0.02 * (r % 5))
+        # a push while they run: required from the next round on
+        commit_files(repo, "mid %d" % r, {"race/m%03d.yaml" % r: configmap("race-m%03d" % r)})
+        pending = ["race-m%03d" % r]
+        for p in procs:
+            st, err = finish(p)
+            res["reconciler runs"] += 1
+            res["exit statuses"][st] = res["exit statuses"].get(st, 0) + 1
+            if st < 0:
+                res["signal exits"] += 1
+                failures.append("round %d: a reconciler died of signal %d" % (r, -st))
+        have = entries(repo)
+        for name in required:
+            if "clusters/static-cluster/development/configmap.%s.yaml" % name not in have:
+                res["lost updates"] += 1
+                failures.append("round %d: %s committed before the round is not on deploy"
+                                % (r, name))
+    st, _, err = run_pass(repo)
+    have = entries(repo)
+    for name in pending:
+        if "clusters/static-cluster/development/configmap.%s.yaml" % name not in have:
+            res["lost updates"] += 1
+            failures.append("final: %s not on deploy" % name)
+    res["deploy commits"] = int(git(repo, "rev-list", "--count", "deploy").stdout)
+    res["deploy linear"] = linear(repo)
+    res["git fsck clean"] = fsck_ok(repo)
+    if not res["deploy linear"] or not res["git fsck clean"]:
+        failures.append("deploy history not linear or git fsck not clean")
+    res["exit statuses"] = dict(sorted(res["exit statuses"].items()))
+    shutil.rmtree(repo)
+    return res, failures
+
+
+# ---- hostile inputs ------------------------------------------------------------------------
+def hostile_files():
+    bomb = ("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c,"
+            " *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e,"
+            " *e]\n")
+    files = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "data", "bad", "*"))):
+        with open(path, "rb") as f:
+            files["bad/" + os.path.basename(path)] = f.read()
+    files["gen/alias-bomb.yaml"] = bomb
+    files["gen/alias-bomb-in-object.yaml"] = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb, namespace: development}\n"
+        "data:\n  x: &x [" + ", ".join(["y"] * 50) + "]\n  z: [" + ", ".join(["*x"] * 5000)
+        + "]\n")
+    line = b"# padding padding padding padding padding padding padding paddi\n"
+    files["gen/huge-100MB.yaml"] = line * ((100 << 20) // len(line))
+    files["gen/deep-flow.yaml"] = "a: " + "[" * 100000 + "]" * 100000 + "\n"
+    files["gen/deep-block.yaml"] = "".join("  " * i + "k:\n" for i in range(1000)) + "\n"
+    files["gen/many-docs.yaml"] = "".join(
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d, namespace: nowhere}\n" % i
+        for i in range(20000))
+    files["gen/collision-output-path.yaml"] = (
+        "apiVersion: evil.example.com/v1\nkind: Configmap\nmetadata:\n  name: ray-job-code-train\n"
+        "  namespace: rayjob1\n  labels: {app.kubernetes.io/instance: rayjob1}\ndata: {a: '2'}\n")
+    with open(os.path.join(ROOT, "examples", "repo", "infra",
+                           "namespace-development.yaml")) as f:
+        ns = f.read()
+    files["gen/collision-same-object.yaml"] = ns.replace("labels:", "labels:\n    evil: 'yes'", 1)
+    files["gen/13-resource-names.yaml"] = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: greedy\n  namespace: development"
+        "\n  labels: {app.kubernetes.io/instance: rayservice}\nspec:\n  replicas: 1\n  template:\n"
+        "    spec:\n      containers:\n      - name: w\n        image: nginx\n        resources:\n"
+        "          requests: {" + ", ".join("a.example/r%d: 1" % i for i in range(1, 14)) + "}\n")
+    # valid objects, hostile in intent: pushers decide placement (docs/security.md), so these
+    # may move innocent objects; reported apart from the invalid ones
+    files["valid/huge-replicas.yaml"] = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: wide\n  namespace: development"
+        "\n  labels: {app.kubernetes.io/instance: rayservice}\nspec:\n  replicas: 2147483647\n"
+        "  template:\n    spec:\n      containers:\n      - name: w\n        image: nginx\n"
+        "        resources:\n          requests: {cpu: 1m}\n")
+    files["valid/policy-grab-all.yaml"] = (
+        "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: grab-all}\n"
+        "spec:\n  namespaceSelector: {}\n  resourceSelectors:\n    labelSelectors: [{}]\n"
+        "  clusterSelector: {matchLabels: {none: none}}\n")
+    files["gen/nul-bytes.yaml"] = b"apiVersion: v1\nkind: ConfigMap\x00\nmetadata: {name: x}\n"
+    files["gen/kubeconfig-path-cluster.yaml"] = (
+        "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: evil}\nspec:\n"
+        "  kubeconfig: {path: /etc/passwd}\n")
+    return files
+
+
+def kept_lines(repo, old, new):
+    """every line of the old kustomization is still in the new one (a newcomer may add some)"""
+    a = git(repo, "cat-file", "blob", old).stdout.split("\n")
+    b = set(git(repo, "cat-file", "blob", new).stdout.split("\n"))
+    return all(x in b for x in a)
+
+
+def last_line(err, word):
+    """the first line of stderr holding word (the error naming the file), shortened"""
+    for line in err.split("\n"):
+        if word in line:
+            return line.replace("rightplace: ", "")[:120]
+    return (err.strip().split("\n") or [""])[-1][:120]
+
+
+def hostile(work):
+    base = os.path.join(work, "hostile-base")
+    make_repo(base)
+    st, _, err = run_pass(base)
+    assert st == 0, err
+    innocent = {p: b for p, b in entries(base).items() if p.startswith("clusters/")}
+    res = {"files": 0, "signal exits": 0, "innocent placements lost": 0, "peak RSS max MiB": 0.0,
+           "exit statuses": {}, "valid hostile: innocent units changed": 0}
+    rows = []
+    failures = []
+    for name, data in hostile_files().items():
+        d = os.path.join(work, "hostile")
+        copy(base, d)
+        commit_files(d, "hostile " + name, {"zz-hostile/" + os.path.basename(name): data})
+        st, rss, err = run_pass_rss(d)
+        res["files"] += 1
+        res["exit statuses"][st] = res["exit statuses"].get(st, 0) + 1
+        res["peak RSS max MiB"] = max(res["peak RSS max MiB"], round(rss, 1))
+        if st < 0:
+            res["signal exits"] += 1
+            failures.append("%s: killed by signal %d" % (name, -st))
+        have = entries(d)
+        lost = [p for p, b in innocent.items() if have.get(p) != b and not (
+            p.endswith("/kustomization.yaml") and p in have and kept_lines(d, b, have[p]))]
+        if name.startswith("valid/"):
+            res["valid hostile: innocent units changed"] += len(lost)
+            rows.append((name, st, round(rss, 1), len(lost), last_line(err, "wins")))
+            shutil.rmtree(d)
+            continue
+        res["innocent placements lost"] += len(lost)
+        if lost:
+            failures.append("%s: innocent placements lost: %s" % (name, ", ".join(lost[:5])))
+        rows.append((name, st, round(rss, 1), len(lost), last_line(err, "zz-hostile/")))
+        shutil.rmtree(d)
+    res["exit statuses"] = dict(sorted(res["exit statuses"].items()))
+    shutil.rmtree(base)
+    return res, rows, failures
+
+
+# ---- fuzz ----------------------------------------------------------------------------------
+def fuzz(work, secs):
+    rows = []
+    targets = sorted(glob.glob(os.path.join(ROOT, "build-fuzz", "tests", "fuzz_*")))
+    for t in targets:
+        if not os.access(t, os.X_OK) or os.path.isdir(t):
+            continue
+        name = os.path.basename(t)[len("fuzz_"):]
+        corpus = tempfile.mkdtemp(dir=work)
+        seeds = os.path.join(ROOT, "tests", "fuzz", "corpus", name)
+        if os.path.isdir(seeds):
+            shutil.copytree(seeds, corpus, dirs_exist_ok=True)
+        args = [t, "-max_total_time=%d" % secs, "-max_len=65536", "-rss_limit_mb=2048",
+                "-timeout=10", "-print_final_stats=1", "-artifact_prefix=" + work + "/"]
+        d = os.path.join(ROOT, "tests", "fuzz", name + ".dict")
+        if os.path.exists(d):
+            args.append("-dict=" + d)
+        p = subprocess.run(args + [corpus], capture_output=True, text=True)
+        log = p.stderr
+        execs = re.search(r"stat::number_of_executed_units:\s*(\d+)", log)
+        rss = re.search(r"stat::peak_rss_mb:\s*(\d+)", log)
+        crash = re.findall(r"(?:ERROR: libFuzzer|ERROR: AddressSanitizer|runtime error|"
+                           r"SUMMARY: \w+Sanitizer)[^\n]*", log)
+        rows.append((name, int(execs.group(1)) if execs else None,
+                     int(rss.group(1)) if rss else None, p.returncode, crash[:2]))
+        shutil.rmtree(corpus)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--crash", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--fuzz-seconds", type=int, default=60)
+    ap.add_argument("--only", default="crash,race,hostile,fuzz")
+    a = ap.parse_args()
+    only = a.only.split(",")
+    work = tempfile.mkdtemp(prefix="rightplace-reliability.")
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    print("rightplace reliability run: %s UTC, commit %s, %d CPUs, load %s" % (
+        time.strftime("%Y-%m-%d %H:%M", time.gmtime()), head, os.cpu_count(),
+        " ".join("%.1f" % x for x in os.getloadavg())))
+    bad = 0
+    if "crash" in only:
+        t0 = time.monotonic()
+        res, failures, ms = crash(work, a.crash)
+        print("\n== crash trials (%.0f s; clean pass took %s ms)" % (time.monotonic() - t0, ms))
+        for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        for f in failures:
+            print("  FAIL " + f)
+        bad += len(failures)
+    if "race" in only:
+        t0 = time.monotonic()
+        res, failures = race(work, a.rounds)
+        print("\n== races: 3 reconcilers per round (%.0f s)" % (time.monotonic() - t0))
+        for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        for f in failures:
+            print("  FAIL " + f)
+        bad += len(failures)
+    if "hostile" in only:
+        t0 = time.monotonic()
+        res, rows, failures = hostile(work)
+        print("\n== hostile inputs (%.0f s)" % (time.monotonic() - t0))
+        print("  %-38s %6s %8s %5s  %s" % ("file", "exit", "RSS MiB", "lost", "last line of stderr"))
+        for r in rows:
+            print("  %-38s %6s %8s %5s  %s" % r)
+        for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        for f in failures:
+            print("  FAIL " + f)
+        bad += len(failures)
+    if "fuzz" in only:
+        t0 = time.monotonic()
+        rows = fuzz(work, a.fuzz_seconds)
+        print("\n== fuzz: %d s per target (%.0f s)" % (a.fuzz_seconds, time.monotonic() - t0))
+        if not rows:
+            print("  no targets in build-fuzz/tests (build them first, see docs/reliability.md)")
+            bad += 1
+        for name, execs, rss, rc, crash_lines in rows:
+            print("  %-12s executions %-10s peak RSS %s MiB, exit %d%s" % (
+                name, execs, rss, rc, ("  FINDING: " + " | ".join(crash_lines)) if rc else ""))
+            if rc != 0:
+                bad += 1
+        print("  total executions %d" % sum(r[1] or 0 for r in rows))
+    shutil.rmtree(work, ignore_errors=True)
+    print("\n%s" % ("all checks held" if bad == 0 else "%d FAILURES (see FAIL lines)" % bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
