@@ -979,6 +979,24 @@ static const char *cluster_cause(struct engine *e, const struct epol *ep, const 
     return NULL;
 }
 
+/* Seconds as people write them: "45s", "12m", "1h5m", "2h0m30s". */
+static const char *span(struct rc_arena *a, int64_t s)
+{
+    int64_t h = s / 3600, m = s % 3600 / 60, sec = s % 60;
+
+    if (h && sec)
+        return rc_arena_printf(a, "%" PRId64 "h%" PRId64 "m%" PRId64 "s", h, m, sec);
+    if (h && m)
+        return rc_arena_printf(a, "%" PRId64 "h%" PRId64 "m", h, m);
+    if (h)
+        return rc_arena_printf(a, "%" PRId64 "h", h);
+    if (m && sec)
+        return rc_arena_printf(a, "%" PRId64 "m%" PRId64 "s", m, sec);
+    if (m)
+        return rc_arena_printf(a, "%" PRId64 "m", m);
+    return rc_arena_printf(a, "%" PRId64 "s", sec);
+}
+
 /* Re-placement the policy opted into: why the unit should leave cluster `name` (NULL: it
  * stays). Never while its pods are observed there; the room is judged by the observed
  * numbers (allocatable minus what runs), before anything is committed this pass. */
@@ -996,11 +1014,11 @@ static const char *replacement_cause(struct engine *e, const struct eunit *u,
         if (p->replace_unreachable_after <= 0 ||
             cl->unreachable_for <= p->replace_unreachable_after)
             return NULL;
-        return rc_arena_printf(
-            e->a,
-            "cluster '%s' has been unreachable for %" PRId64 " s, longer than the %" PRId64
-            " s policy '%s' tolerates (rightplace.dev/replace-unreachable-after)",
-            name, cl->unreachable_for, p->replace_unreachable_after, p->name);
+        return rc_arena_printf(e->a,
+                               "cluster '%s' unreachable for %s (grace %s, policy '%s'; "
+                               "rightplace.dev/replace-unreachable-after)",
+                               name, span(e->a, cl->unreachable_for),
+                               span(e->a, p->replace_unreachable_after), p->name);
     }
     if (!p->replace_when_full || is_present(cl, u->label))
         return NULL;

@@ -89,6 +89,7 @@ enum opt_id {
     OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
     OPT_MAX_SOURCE,
+    OPT_REPLACE_UNREACHABLE,
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
@@ -153,6 +154,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
      "files past it are refused, each with an error"},
+    {OPT_REPLACE_UNREACHABLE, "replace-unreachable-after", 0, "DURATION",
+     "move units off a live cluster unreachable for longer than DURATION\n"
+     "(policies' rightplace.dev/replace-unreachable-after overrides; default off)"},
     {OPT_SOURCE, "source", 0, "REV", "use REV instead of the source branch head"},
     {OPT_OUTPUT, "output", 'o', "FORMAT", "text (default) or json"},
     {OPT_LOCK_TIMEOUT, "lock-timeout", 0, "DURATION",
@@ -212,8 +216,8 @@ static const struct cmd_def cmd_table[] = {
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
          OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
          OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
-         OPT_BIT(OPT_COMMITTER_NAME) | OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) |
-         OPT_BIT(OPT_LISTEN),
+         OPT_BIT(OPT_REPLACE_UNREACHABLE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) | OPT_BIT(OPT_LISTEN),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
      "directories to the deploy branch, and apply them to the live clusters. One pass\n"
@@ -221,7 +225,7 @@ static const struct cmd_def cmd_table[] = {
      "SIGHUP or SIGUSR1 starts the next pass now. While the file 'suspend' exists in the\n"
      "state directory ('rightplace suspend'), passes place and commit but do not apply.",
      cmd_reconcile},
-    {"plan", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+    {"plan", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE) | OPT_BIT(OPT_REPLACE_UNREACHABLE), 1,
      "show what a pass would decide; write nothing",
      "Show the decisions and files a pass would change; write nothing.\n"
      "exit status: 0 no change, 1 changes pending (or a cluster unreachable),\n"
@@ -232,7 +236,8 @@ static const struct cmd_def cmd_table[] = {
      "Say where a workload is placed, or why it is pending, with every candidate\n"
      "cluster's verdict. WORKLOAD: ns/Kind/name, ns/name, name or a unit id.",
      cmd_explain},
-    {"replay", "COMMIT", 1, 1, OPTS_READ, 1, "recompute a deploy commit's decisions and compare",
+    {"replay", "COMMIT", 1, 1, OPTS_READ | OPT_BIT(OPT_REPLACE_UNREACHABLE), 1,
+     "recompute a deploy commit's decisions and compare",
      "Recompute a deploy commit's decisions from what it recorded and compare the\n"
      "result with the commit. exit status 1: mismatch.",
      cmd_replay},
@@ -675,6 +680,16 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
             return -1;
         }
         break;
+    case OPT_REPLACE_UNREACHABLE: {
+        long d;
+        if (parse_duration(&d, v, 0) < 0) {
+            fprintf(stderr, "rightplace: invalid --replace-unreachable-after '%s': give e.g. 5m\n",
+                    v);
+            return -1;
+        }
+        c->pass.replace_unreachable_after = d;
+        break;
+    }
     case OPT_SOURCE:
         c->source_rev = v;
         break;
@@ -2161,6 +2176,7 @@ int main(int argc, char **argv)
     struct rc_kubeconfig_sources kc_init = RC_KUBECONFIG_SOURCES_INIT;
     struct rc_err err = RC_ERR_INIT;
     char state_dir[PATH_MAX];
+    char outage_file[PATH_MAX + 16];
     int status;
     int error;
 
@@ -2234,6 +2250,9 @@ int main(int argc, char **argv)
             umask(077);
     }
     c.git.state_dir = state_dir;
+    /* since when each live cluster has been unreachable (rc_outage.h) */
+    snprintf(outage_file, sizeof(outage_file), "%s/unreachable", state_dir);
+    c.pass.outage_file = outage_file;
 
     if (c.interval) {
         /* loop mode stops after the current pass; SA_RESTART keeps that pass's network I/O

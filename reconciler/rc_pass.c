@@ -22,6 +22,7 @@
 #include "rc_git.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
+#include "rc_outage.h"
 #include "rc_version.h"
 #include "rd_output.h"
 #include "rd_source.h"
@@ -733,6 +734,8 @@ struct compute {
     struct pl_input in;
     struct pl_result res;
     struct rd_tree tree;
+    /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
+    int64_t replace_unreachable_after;
 };
 
 /* The deploy commit's message: the decisions, the content that changed under unchanged
@@ -879,6 +882,7 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
                         struct rc_arena *a, struct rc_err *err)
 {
+    c->replace_unreachable_after = o->replace_unreachable_after;
     return load_source(&c->load, g, source, prev, o, a, err);
 }
 
@@ -898,6 +902,17 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     c->in.namespaces = c->load.src.namespaces;
     c->in.npolicies = c->load.src.npolicies;
     c->in.policies = c->load.src.policies;
+    if (c->replace_unreachable_after > 0 && c->in.npolicies) {
+        /* the global grace, for policies whose annotation does not set one (the policies'
+         * digests stay: a flag is not a policy change) */
+        struct pl_policy *pp = rc_arena_calloc(a, c->in.npolicies, sizeof(*pp));
+        for (size_t i = 0; i < c->in.npolicies; i++) {
+            pp[i] = c->load.src.policies[i];
+            if (pp[i].replace_unreachable_after <= 0)
+                pp[i].replace_unreachable_after = c->replace_unreachable_after;
+        }
+        c->in.policies = pp;
+    }
     c->in.nclusters = fleet ? nfleet : c->load.src.nclusters;
     c->in.clusters = fleet ? fleet : c->load.src.clusters;
     c->in.nprev = nprev;
@@ -1057,11 +1072,12 @@ static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err
 
     rc_buf_printf(&k, NULL,
                   "rightplace %s\nsource %s\ndeploy %s\nluna %s=%s\napply %d\npull %d\n"
-                  "propose %s\n",
+                  "propose %s\ngrace %lld\n",
                   rc_version(), o->source_branch, o->deploy_branch,
                   o->render.luna_key ? o->render.luna_key : "-",
                   o->render.luna_value ? o->render.luna_value : "-", o->apply, o->render.pull,
-                  o->propose_branch ? o->propose_branch : "-");
+                  o->propose_branch ? o->propose_branch : "-",
+                  (long long)o->replace_unreachable_after);
     for (size_t i = 0; i < o->npaths; i++)
         rc_buf_printf(&k, NULL, "path %s\n", o->paths[i]);
     error = rc_git_digest(out, k.ptr, k.len, err);
@@ -1289,6 +1305,15 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         out->nunreachable = rep.nunreachable;
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
+        /* how long each unreachable live cluster has been so (the engine moves units of
+         * policies that opted in off one unreachable for longer than their grace); the
+         * duration goes into the capacity snapshot, which replay reads */
+        if (rep.nunreachable || o->outage_file) {
+            int64_t now = o->now > 0 ? o->now : (int64_t)time(NULL);
+            error = rc_outage_track(fleet, nfleet, o->outage_file, now, !o->dry_run, o->log, err);
+            if (error < 0)
+                goto done;
+        }
     }
     phase_end(out, RC_PHASE_OBSERVE, &tp);
     /* an unreachable cluster keeps what it has and takes nothing new: the fleet is not in

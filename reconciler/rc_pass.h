@@ -57,6 +57,14 @@ struct rc_pass_options {
      * Cluster objects select among; NULL: defaults and no kubeconfig, so live clusters are
      * not connectable */
     const struct rc_kube_options *kube;
+    /* Re-placement off unreachable clusters (docs/formats.md): the file in the state
+     * directory that keeps since when each live cluster has been unreachable (rc_outage.h;
+     * NULL: every outage starts at this pass), the grace of policies without the
+     * rightplace.dev/replace-unreachable-after annotation (seconds; 0: they never move), and
+     * the time of the pass (0: the clock). */
+    const char *outage_file;
+    int64_t replace_unreachable_after;
+    int64_t now;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -64,7 +72,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL, NULL                                                                             \
+            NULL, NULL, NULL, 0, 0                                                                 \
     }
 
 /* A path whose content a pass would change. */

@@ -10,6 +10,8 @@
  *     labels: {cluster.class: production, kubernetes.io/metadata.name: static-cluster}
  *     live: false
  *     reachable: true
+ *     unreachableFor: 720          # seconds the pass saw it unreachable (absent: reachable or
+ *                                  #   unknown); replay feeds it to the engine as it was
  *     autoscaler: none             # none | cluster-autoscaler | luna
  *     anyShape: false
  *     costPerHour: "0.526"         # exact decimal, absent when unknown (0)
@@ -266,6 +268,8 @@ static cJSON *cluster_json(const struct pl_cluster *c, const struct pl_resnames 
     rd_out_add(o, "labels", labels_json(&c->labels));
     rd_out_add_bool(o, "live", c->live);
     rd_out_add_bool(o, "reachable", c->reachable);
+    if (!c->reachable && c->unreachable_for > 0)
+        rd_out_add_int(o, "unreachableFor", c->unreachable_for);
     rd_out_add_str(o, "autoscaler",
                    (unsigned)c->autoscaler < 3 ? autoscaler_names[c->autoscaler] : "none");
     rd_out_add_bool(o, "anyShape", c->any_shape);
@@ -585,6 +589,7 @@ static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct ctx *c)
         (error = parse_labels(&cl->labels, j, "labels", c)) < 0 ||
         (error = get_bool(&cl->live, j, "live", 0, c)) < 0 ||
         (error = get_bool(&cl->reachable, j, "reachable", 1, c)) < 0 ||
+        (error = get_int(&cl->unreachable_for, j, "unreachableFor", 0, c)) < 0 ||
         (error = get_string(&as, j, "autoscaler", 0, c)) < 0 ||
         (error = get_bool(&cl->any_shape, j, "anyShape", 0, c)) < 0 ||
         (error = parse_micro(&cl->cost_micro, j, "costPerHour", c)) < 0)

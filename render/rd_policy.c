@@ -601,12 +601,6 @@ static int replacement(struct pl_policy *out, const struct rd_object *o, const s
                                  "%s must be a duration in whole seconds, minutes or hours "
                                  "(\"300s\", \"5m\", \"1h\")",
                                  RD_REPLACE_UNREACHABLE);
-            /* the engine honours it, but no pass measures how long a cluster has been
-             * unreachable yet (pl_cluster.unreachable_for stays 0): say so */
-            warn(w, docs, it,
-                 "%s has no effect yet: rightplace does not yet track how long a cluster has "
-                 "been unreachable",
-                 RD_REPLACE_UNREACHABLE);
         } else if (!strncmp(it->string, "rightplace.dev/", 15)) {
             warn(w, docs, it, "unknown annotation '%s' on SchedulePolicy '%s'; ignored", it->string,
                  o->name);

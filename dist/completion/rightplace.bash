@@ -11,7 +11,7 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status diff suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --apply-concurrency --force --max-source-mib --propose --committer-name --committer-email
+        --no-apply --resync --apply-concurrency --force --max-source-mib --replace-unreachable-after --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
         --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 
@@ -29,7 +29,7 @@ _rightplace()
     --mode)
         COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
-    --interval|--lock-timeout|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
+    --interval|--lock-timeout|--replace-unreachable-after|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
     esac
     local i have_cmd=

@@ -1,0 +1,227 @@
+/*
+ * test_rc_failover.c - re-placement off an unreachable cluster, end to end: the rightplace
+ * binary, two fake API servers (tests/fakekube) for the live clusters a and b, a real git
+ * repository. A unit on a stays while a's outage is shorter than the grace, and moves to b once
+ * the outage (kept in the state directory's `unreachable` file) is longer, with the cause in
+ * the commit message and placements.yaml; a policy without the annotation moves only under
+ * --replace-unreachable-after; replay recomputes both commits.
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "th_git.h"
+#include "th_kube.h"
+#include "th_rp.h"
+
+#include "rc_banned.h"
+
+#define TOKEN "failover-test-token"
+
+static struct th_certs certs;
+static char *home;
+
+static const char *nodes =
+    "{\"objects\": ["
+    "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"labels\":"
+    "{\"kubernetes.io/hostname\":\"n1\"}},\"status\":{\"allocatable\":{\"cpu\":\"8\","
+    "\"memory\":\"32Gi\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
+    "\"True\"}]}}"
+    "]}";
+
+#define CLUSTER(n)                                                                                 \
+    "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n  name: " n "\n"               \
+    "  labels: {pool: p}\nspec:\n  kubeconfig: {name: " n ".kubeconfig, context: test}\n"          \
+    "  autoscaler: {type: none}\n"
+
+/* a policy for namespace ns whose units are app=ns, on cluster `first` if it fits */
+#define POLICY(ns, ann)                                                                            \
+    "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata:\n  name: " ns "\n" ann  \
+    "spec:\n  clusterSelector:\n    matchLabels: {pool: p}\n"                                      \
+    "  namespaceSelector:\n    matchLabels: {kubernetes.io/metadata.name: " ns "}\n"               \
+    "  resourceSelectors:\n    labelSelectors:\n    - matchLabels: {app: " ns "}\n"
+
+#define DEPLOY(ns)                                                                                 \
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: " ns "\n"         \
+    "  labels: {app: " ns "}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: " ns       \
+    "}\n  template:\n    metadata:\n      labels: {app: " ns "}\n    spec:\n      containers:\n"   \
+    "      - name: pause\n        image: registry.k8s.io/pause:3.9\n        resources:\n"          \
+    "          requests: {cpu: 100m, memory: 16Mi}\n"
+
+/* the cluster a unit is placed on, from placements.yaml at deploy ("" when none) */
+static char *placed_on(const char *repo, const char *unit)
+{
+    char *rec = th_git_show(repo, "deploy", "placements.yaml");
+    char *p, *q, *res;
+
+    assert_non_null(rec);
+    p = strstr(rec, unit);
+    if (!p)
+        fail_msg("unit %s not in placements.yaml:\n%s", unit, rec);
+    p = strstr(p, "  clusters:\n  - ");
+    if (!p)
+        fail_msg("unit %s has no clusters in placements.yaml:\n%s", unit, rec);
+    p += strlen("  clusters:\n  - ");
+    q = strchr(p, '\n');
+    assert_non_null(q);
+    res = strndup(p, (size_t)(q - p));
+    free(rec);
+    return res;
+}
+
+static int reconcile(const char *repo, const char *flag, const char *value, char **err)
+{
+    if (flag)
+        return th_rp(NULL, err, "reconcile", "--repo", repo, "--once", "--no-apply", flag, value,
+                     NULL);
+    return th_rp(NULL, err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL);
+}
+
+static void test_rc_failover__moves_after_grace(void **state)
+{
+    struct th_kube ka, kb, *down, *up;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], file[4096];
+    char *repo, *err = NULL, *fast, *slow, *msg, *text, *rec, *d1, *d2;
+    const char *downname, *upname;
+    struct stat st;
+    (void)state;
+
+    o.state_json = nodes;
+    assert_int_equal(th_kube_start(&ka, &certs, &o), 0);
+    assert_int_equal(th_kube_start(&kb, &certs, &o), 0);
+    assert_int_equal(th_kube_mkdtemp(dir), 0);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    snprintf(kc, sizeof(kc), "%s/a.kubeconfig", dir);
+    th_kube_kubeconfig(kc, &ka, extra, "    token: " TOKEN "\n");
+    snprintf(kc, sizeof(kc), "%s/b.kubeconfig", dir);
+    th_kube_kubeconfig(kc, &kb, extra, "    token: " TOKEN "\n");
+    setenv("RIGHTPLACE_KUBECONFIG_DIR", dir, 1);
+
+    repo = th_git_init("failover", 0);
+    free(th_git_commit_files(
+        repo, "two live clusters", "a.yaml", CLUSTER("a"), "b.yaml", CLUSTER("b"), "fast.yaml",
+        POLICY("fast", "  annotations: {rightplace.dev/replace-unreachable-after: 5m}\n"),
+        "slow.yaml", POLICY("slow", ""), "web-fast.yaml", DEPLOY("fast"), "web-slow.yaml",
+        DEPLOY("slow"), NULL));
+    assert_int_equal(reconcile(repo, NULL, NULL, NULL), 0);
+    fast = placed_on(repo, "fast/Deployment/web");
+    slow = placed_on(repo, "slow/Deployment/web");
+    assert_string_equal(fast, slow); /* both on the first cluster that fits */
+    down = !strcmp(fast, "a") ? &ka : &kb;
+    up = down == &ka ? &kb : &ka;
+    downname = down == &ka ? "a" : "b";
+    upname = down == &ka ? "b" : "a";
+    snprintf(file, sizeof(file), "%s/.git/rightplace/unreachable", repo);
+    assert_int_equal(access(file, F_OK), -1); /* no outage, no file */
+
+    /* the cluster goes away: the first pass starts its clock and moves nothing */
+    th_kube_stop(down);
+    d1 = th_git_ok(repo, "rev-parse", "deploy", NULL);
+    assert_int_equal(reconcile(repo, NULL, NULL, &err), 1);
+    assert_non_null(strstr(err, "unreachable"));
+    free(err);
+    err = NULL;
+    d2 = th_git_ok(repo, "rev-parse", "deploy", NULL);
+    assert_string_equal(d1, d2); /* no move, and no commit for the capacity alone */
+    free(d2);
+    text = th_kube_read(file);
+    assert_non_null(text);
+    assert_int_equal(strncmp(text, downname, 1), 0);
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* a second pass keeps the first-seen time (the file does not change) */
+    assert_int_equal(reconcile(repo, NULL, NULL, NULL), 1);
+    {
+        char *again = th_kube_read(file);
+        assert_string_equal(text, again);
+        free(again);
+    }
+    free(text);
+
+    /* the operator's clock: the outage began an hour ago */
+    {
+        char line[64];
+        snprintf(line, sizeof(line), "%s %lld\n", downname, (long long)time(NULL) - 3600);
+        th_kube_write(file, line);
+    }
+    assert_int_equal(reconcile(repo, NULL, NULL, NULL), 1);
+    free(fast);
+    fast = placed_on(repo, "fast/Deployment/web");
+    assert_string_equal(fast, upname);
+    free(slow);
+    slow = placed_on(repo, "slow/Deployment/web");
+    assert_string_equal(slow, downname); /* no annotation, no flag: it stays */
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    {
+        char want[128];
+        snprintf(want, sizeof(want), "cluster '%s' unreachable for 1h", downname);
+        assert_non_null(strstr(msg, want));
+        assert_non_null(strstr(msg, "(grace 5m"));
+        rec = th_git_show(repo, "deploy", "placements.yaml");
+        assert_non_null(strstr(rec, want));
+        free(rec);
+    }
+    free(msg);
+    free(th_git_ok(repo, "branch", "-f", "move1", "deploy", NULL));
+
+    /* the global grace moves the other unit too */
+    assert_int_equal(reconcile(repo, "--replace-unreachable-after", "10m", NULL), 1);
+    free(slow);
+    slow = placed_on(repo, "slow/Deployment/web");
+    assert_string_equal(slow, upname);
+    msg = th_git_ok(repo, "log", "-1", "--format=%B", "deploy", NULL);
+    assert_non_null(strstr(msg, "(grace 10m"));
+    free(msg);
+
+    /* replay recomputes both moves from what the commits recorded */
+    assert_int_equal(th_rp(NULL, NULL, "replay", "--repo", repo, "move1", NULL), 0);
+    assert_int_equal(th_rp(NULL, NULL, "replay", "--repo", repo, "--replace-unreachable-after",
+                           "10m", "deploy", NULL),
+                     0);
+
+    /* a corrupt file only resets the clocks, with a warning */
+    th_kube_write(file, "\x01garbage");
+    assert_int_equal(reconcile(repo, "--replace-unreachable-after", "10m", &err), 1);
+    assert_non_null(strstr(err, "malformed"));
+    free(err);
+    text = th_kube_read(file);
+    assert_non_null(text);
+    assert_int_equal(strncmp(text, downname, 1), 0);
+    free(text);
+
+    (void)up;
+    th_kube_stop(up);
+    free(fast);
+    free(slow);
+    free(d1);
+    th_kube_rmtree(dir);
+    unsetenv("RIGHTPLACE_KUBECONFIG_DIR");
+    th_rm_rf(repo);
+    free(repo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_failover__moves_after_grace),
+    };
+    int rc;
+
+    home = th_git_env_setup();
+    if (th_certs_make(&certs) != 0) {
+        fprintf(stderr, "cannot make test certificates\n");
+        return 1;
+    }
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    th_kube_rmtree(certs.dir);
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
