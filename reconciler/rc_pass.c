@@ -1021,6 +1021,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.tallies = tallies;
     if (c->reuse_ok)
         ropts.reuse = reusable_units(c, kept, a);
+    ropts.record_memo = o->cache ? rc_cache_record_memo(o->cache) : NULL;
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
@@ -1456,6 +1457,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     if (error < 0)
         goto done;
     out->nrendered = cp->tree.nrendered;
+    if (o->cache) {
+        struct rd_record_stats st = rd_record_memo_stats(rc_cache_record_memo(o->cache));
+        out->nrecord_written = st.units_written;
+    }
     phase_mark(ph, PH_DIFF, &t);
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
