@@ -1433,6 +1433,34 @@ done:
     return error;
 }
 
+int rc_git_file_id(char out[41], struct rc_git *g, const char *commit, const char *path,
+                   struct rc_err *err)
+{
+    git_tree *tree = NULL;
+    git_tree_entry *e = NULL;
+    char *p = norm_read_path(path ? path : "");
+    int ge, error;
+
+    if ((error = check_path(p, 0, err)) < 0 || (error = lookup_tree(&tree, g, commit, err)) < 0)
+        goto done;
+    ge = git_tree_entry_bypath(&e, tree, p);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        error = rc_err_set(err, RC_ENOTFOUND, "path '%s' not found in '%s'", p, commit);
+    } else if (ge < 0) {
+        error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", p, commit);
+    } else if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || !is_regular(e)) {
+        error = rc_err_set(err, RC_EINVALID, "'%s' in '%s' is not a regular file", p, commit);
+    } else {
+        oid_hex(out, git_tree_entry_id(e));
+    }
+done:
+    git_tree_entry_free(e);
+    git_tree_free(tree);
+    free(p);
+    return error;
+}
+
 /* ==== Building trees ==== */
 
 /* Is an index path under the deploy paths that rc_git_build_tree replaces? */
