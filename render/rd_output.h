@@ -50,6 +50,9 @@ struct rd_render_options {
      * deploy tree has them (same decision, same manifests, same render digest): they are
      * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
     const unsigned char *reuse;
+    /* Threads that render object files: 0, as many as the machine has cores (at most 4) when
+     * there are enough files for them; n > 0: n. The tree is the same whatever it is. */
+    int threads;
     /* NULL, or what the last record written with it holds (rd_record_memo_new): entries
      * and warnings that are the same are copied from it instead of written again, and it
      * then holds this record's. Loop mode keeps one in rc_cache. */
@@ -58,7 +61,7 @@ struct rd_render_options {
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, NULL                                \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL                             \
     }
 
 struct rd_tree_file {
