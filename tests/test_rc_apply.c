@@ -979,6 +979,110 @@ static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **sta
     rc_arena_release(&a);
 }
 
+/* A Namespace, 12 ConfigMaps and a RayJob in it and the RayJob's CRD leave the deploy branch,
+ * on a server that answers DELETEs slowly, with 4 requests at once: the deletes overlap
+ * (several DELETEs in flight, never more than 4); one GET and one DELETE per object, plus
+ * one look at the Namespace's pods, and nothing else; the RayJob is deleted before its CRD,
+ * and everything in the Namespace before the Namespace; the ConfigMap whose DELETE the
+ * server refuses fails alone (in the note, the applied ref stays), the others are deleted. */
+static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube *srv = &f->extra;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    enum { NCM = 12 };
+    struct tf t[NCM + 3], empty[] = {{"kustomization.yaml", KUST}};
+    char names[NCM][64], bodies[NCM][256];
+    struct rc_arena a = RC_ARENA_INIT;
+    char c1[41], c2[41], ref[41], *text;
+    cJSON *reqs, *item;
+    long max_inflight = 0, n = 0, last_in_ns = -1, last_rayjob = -1, crd_at = -1, ns_at = -1;
+    size_t deleted_ok = 0;
+    int i;
+
+    assert_int_equal(th_kube_start(srv, &certs, &o), 0);
+    f->kube[0] = *srv;
+    write_kubeconfig(f, 0, "ca.crt");
+    t[0].rel = "_cluster/customresourcedefinition.rayjobs.ray.io.yaml";
+    t[0].data = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+                "  name: rayjobs.ray.io\n  labels:\n" MANAGED
+                "spec:\n  group: ray.io\n  scope: Namespaced\n  names:\n"
+                "    kind: RayJob\n    plural: rayjobs\n    singular: rayjob\n"
+                "  versions:\n  - name: v1\n    served: true\n    storage: true\n";
+    t[1].rel = "_cluster/namespace.team.yaml";
+    t[1].data = NS_TEAM;
+    t[2].rel = "team/rayjob.train.yaml";
+    t[2].data = RAYJOB;
+    for (i = 0; i < NCM; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i + 3].rel = names[i];
+        t[i + 3].data = bodies[i];
+    }
+    commit(f, c1, t, NCM + 3);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+
+    commit(f, c2, empty, 1);
+    th_kube_clear_requests(srv);
+    th_kube_faults(srv, "[{\"path\": \"configmaps/m03$\", \"method\": \"DELETE\", "
+                        "\"status\": 422, \"count\": 100},"
+                        "{\"path\": \"\", \"method\": \"DELETE\", \"delay\": 0.2}]");
+    f->ko.concurrency = 4;
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+
+    reqs = th_kube_requests(srv);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        const char *m = sv(item, "method"), *p = sv(item, "path");
+        long inflight = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(item, "inflight"));
+
+        n++;
+        if (strcmp(m, "DELETE"))
+            continue;
+        if (inflight > max_inflight)
+            max_inflight = inflight;
+        if (cJSON_GetObjectItem(item, "status")->valueint == 200)
+            deleted_ok++;
+        if (strstr(p, "/namespaces/team/"))
+            last_in_ns = n;
+        if (strstr(p, "/rayjobs/train"))
+            last_rayjob = n;
+        if (strstr(p, "/customresourcedefinitions/rayjobs.ray.io"))
+            crd_at = n;
+        if (!strcmp(p, "/api/v1/namespaces/team"))
+            ns_at = n;
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "max inflight %ld; DELETE of the rayjob %ld, crd %ld, ns %ld\n",
+                max_inflight, last_rayjob, crd_at, ns_at);
+    /* requests: one GET and one DELETE per object, one LIST of the Namespace's pods */
+    assert_int_equal(th_kube_count(reqs, "PATCH", ""), 0);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), NCM + 3);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/configmaps/m"), NCM);
+    assert_int_equal(th_kube_count(reqs, "GET", "/namespaces/team/rayjobs/train"), 1);
+    assert_int_equal(th_kube_count(reqs, "GET", "/customresourcedefinitions/rayjobs.ray.io"), 1);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/pods"), 1);
+    assert_int_equal(deleted_ok, NCM + 2);
+    /* order: the objects in the Namespace, then the CRD, then the Namespace */
+    assert_true(last_rayjob > 0 && crd_at > last_rayjob);
+    assert_true(last_in_ns > 0 && ns_at > last_in_ns && ns_at > crd_at);
+    /* concurrently, within the bound */
+    assert_true(max_inflight > 1);
+    assert_true(max_inflight <= 4);
+    cJSON_Delete(reqs);
+
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 0, failed 1, deleted 14\n"
+                                 "  failed: delete team/ConfigMap/m03: "));
+    rc_arena_release(&a);
+}
+
 /* rightplace diff: after an apply nothing drifted; then a person changes one ConfigMap and
  * deletes another on the cluster: exactly those two show as unified diffs (live vs the
  * dry-run result, without managedFields/resourceVersion/uid/...), and the dry runs stored
@@ -1232,6 +1336,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__concurrent_keeps_order_and_object_failures,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rc_apply__concurrent_deletes_keep_order_and_object_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
