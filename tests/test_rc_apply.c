@@ -725,6 +725,51 @@ static void test_rc_apply__server_errors_in_a_row_stop_the_cluster(void **state)
     rc_arena_release(&a);
 }
 
+/* The same rule for deletes: DELETEs answered 503 stop the cluster after
+ * RC_APPLY_MAX_SERVER_ERRORS objects; the Namespace stage is never reached. */
+static void test_rc_apply__server_errors_in_a_row_stop_the_deletes(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct tf t[12], empty[] = {{"kustomization.yaml", KUST}};
+    char names[12][64], bodies[12][256];
+    char c1[41], c2[41], ref[41];
+    cJSON *reqs;
+    char *text;
+
+    t[0].rel = "_cluster/namespace.team.yaml";
+    t[0].data = NS_TEAM;
+    for (int i = 1; i < 12; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+    commit(f, c1, t, 12);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, empty, 1);
+    f->ko.concurrency = 1; /* one at a time: the count below is exact */
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps\", \"method\": \"DELETE\", \"status\": 503}]");
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    /* every ConfigMap looked at, 5 deletes tried (3 attempts each), then the cluster stopped */
+    assert_int_equal(th_kube_count(reqs, "GET", "/namespaces/team/configmaps/m"), 11);
+    assert_int_equal(th_kube_count(reqs, "DELETE", "configmaps"), RC_APPLY_MAX_SERVER_ERRORS * 3);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), RC_APPLY_MAX_SERVER_ERRORS * 3);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/pods"), 0);
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(strstr(text, "cluster c1: stopped: 5 server errors in a row, the last: "));
+    rc_arena_release(&a);
+}
+
 #define RACE_ROUNDS 6
 
 /* One racing reconciler: its own mirror of the remote in `state`, applying each deploy
@@ -1329,6 +1374,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__500_on_one_patch_fails_that_object_only,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__server_errors_in_a_row_stop_the_cluster,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__server_errors_in_a_row_stop_the_deletes,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__unauthorized_names_kubeconfig_context_user,
                                         setup, teardown),
