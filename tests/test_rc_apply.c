@@ -6,10 +6,15 @@
 #include "th.h"
 #include "th_kube.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rc_apply.h"
@@ -1128,6 +1133,133 @@ static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(voi
     rc_arena_release(&a);
 }
 
+/* A free TCP port on 127.0.0.1 (bound and released: a tiny race, fine for a test). */
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int listening(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* HTTP/2: fakekube behind nghttpx (TLS, h2 offered in ALPN). 30 ConfigMaps applied 8 at a
+ * time, then deleted 8 at a time, each call starting on a fresh client with many requests at
+ * once: they are streams of one connection per call. Every request the proxy sees came over
+ * h2, over at most four client connections (per call: the client's one-request handle, for
+ * discovery, and the connection of the many). Skipped where nghttpx (Debian: nghttp2-proxy)
+ * is missing. */
+static void test_rc_apply__h2_requests_share_one_connection(void **state)
+{
+    struct fixture *f = *state;
+    const char *has[] = {"sh", "-c", "command -v nghttpx >/dev/null", NULL};
+    enum { NCM = 30 };
+    struct tf t[NCM], empty[] = {{"kustomization.yaml", KUST}};
+    char names[NCM][64], bodies[NCM][256];
+    char front[64], back[64], alog[TH_PATH], elog[TH_PATH], key[TH_PATH], crt[TH_PATH];
+    char alog_opt[TH_PATH + 32], elog_opt[TH_PATH + 32], ports[64][16], d[41], d2[41];
+    char *text, *line, *save = NULL;
+    size_t nports = 0, lines = 0, h2 = 0;
+    int port = free_port(), i;
+    pid_t pid;
+
+    if (th_kube_run(has) != 0) {
+        fprintf(stderr, "nghttpx not found: skipped\n");
+        skip();
+    }
+    assert_true(port > 0);
+    snprintf(front, sizeof(front), "-f127.0.0.1,%d", port);
+    snprintf(back, sizeof(back), "-b127.0.0.1,%d;;tls", f->kube[0].port);
+    th_kube_path(alog, &f->kube[0], "access.log");
+    th_kube_path(elog, &f->kube[0], "nghttpx.log");
+    snprintf(alog_opt, sizeof(alog_opt), "--accesslog-file=%s", alog);
+    snprintf(elog_opt, sizeof(elog_opt), "--errorlog-file=%s", elog);
+    th_certs_path(key, &certs, "server.key");
+    th_certs_path(crt, &certs, "server.crt");
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            dup2(fileno(null), 1);
+            dup2(fileno(null), 2);
+        }
+        execlp("nghttpx", "nghttpx", "--conf=/dev/null", front, back, "--insecure", "--workers=1",
+               alog_opt, "--accesslog-format=$remote_port $alpn $request $status", elog_opt, key,
+               crt, (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 200 && !listening(port); i++) {
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
+    snprintf(f->kube[0].url, sizeof(f->kube[0].url), "https://127.0.0.1:%d", port);
+    write_kubeconfig(f, 0, "ca.crt");
+
+    for (i = 0; i < NCM; i++) { /* in "default": no Namespace first, many requests at once */
+        snprintf(names[i], sizeof(names[i]), "default/configmap.h%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: h%02d\n"
+                 "  namespace: default\n  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+    commit(f, d, t, NCM);
+    f->ko.concurrency = 8;
+    assert_int_equal(apply(f, d, 1, 0), 0);
+    commit(f, d2, empty, 1);
+    assert_int_equal(apply(f, d2, 1, 0), 0);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+
+    text = th_kube_read(alog);
+    assert_non_null(text);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char rport[16] = "", alpn[16] = "";
+        size_t k;
+
+        if (sscanf(line, "%15s %15s", rport, alpn) != 2)
+            continue;
+        lines++;
+        h2 += !strcmp(alpn, "h2");
+        for (k = 0; k < nports && strcmp(ports[k], rport); k++)
+            ;
+        if (k == nports && nports < 64)
+            snprintf(ports[nports++], sizeof(ports[0]), "%s", rport);
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "%zu requests through nghttpx, %zu over h2, %zu client connections\n",
+                lines, h2, nports);
+    assert_true(lines >= 3 * NCM); /* a PATCH, a GET and a DELETE each */
+    assert_int_equal(h2, lines);
+    assert_true(nports >= 1 && nports <= 4);
+    free(text);
+}
+
 /* rightplace diff: after an apply nothing drifted; then a person changes one ConfigMap and
  * deletes another on the cluster: exactly those two show as unified diffs (live vs the
  * dry-run result, without managedFields/resourceVersion/uid/...), and the dry runs stored
@@ -1385,6 +1517,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_rc_apply__concurrent_deletes_keep_order_and_object_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__h2_requests_share_one_connection, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
