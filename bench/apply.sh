@@ -23,12 +23,14 @@ conc=${3:-8}
 lats=${4:-0 2 5 10 20}
 dir=$(mktemp -d /tmp/rp-bench-apply-XXXXXX)
 pid=
+npid=
 stop() {
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
+    for p in $npid $pid; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
     pid=
+    npid=
 }
 cleanup() {
     stop
@@ -91,6 +93,23 @@ contexts:
   context: {cluster: fake, user: bench}
 current-context: fake
 EOF
+    # HTTP/2: nghttpx (Debian: nghttp2-proxy) in front, TLS with h2 in ALPN, when installed
+    if command -v nghttpx >/dev/null 2>&1; then
+        hport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        : >"$dir/access.log"
+        nghttpx --conf=/dev/null -f"127.0.0.1,$hport" -b"127.0.0.1,$port;;tls" --insecure \
+            --workers=1 --backend-connections-per-host=256 --accesslog-file="$dir/access.log" \
+            --accesslog-format='$remote_port $alpn' --errorlog-file="$dir/nghttpx.log" \
+            "$dir/server.key" "$dir/server.crt" >/dev/null 2>&1 &
+        npid=$!
+        sed "s|server: https://127.0.0.1:$port|server: https://127.0.0.1:$hport|" \
+            "$dir/kubeconfig" >"$dir/kubeconfig.h2"
+        i=0
+        until python3 -c "import socket; socket.create_connection(('127.0.0.1', $hport))" 2>/dev/null; do
+            i=$((i + 1)); [ $i -lt 100 ] || { echo "nghttpx did not start" >&2; exit 1; }
+            sleep 0.1
+        done
+    fi
 }
 
 # the fake server's CPU seconds so far (utime + stime)
@@ -108,6 +127,14 @@ for lat in $lats; do
     r1=$(reqs); c1=$(cpu)
     ${BENCH_WRAP:-} "$build/bench/bench_rc_apply" "$dir/kubeconfig" "$n" "$conc" rp-conc delete \
         | tee "$dir/rp-conc.out"
+    h2="-"
+    if [ -n "$npid" ]; then
+        ${BENCH_WRAP:-} "$build/bench/bench_rc_apply" "$dir/kubeconfig.h2" "$n" 0 rp-h2 delete \
+            | tee "$dir/rp-h2.out"
+        h2="$(awk '/apply:/ { print $9 }' "$dir/rp-h2.out")/$(awk '/delete:/ { print $9 }' \
+            "$dir/rp-h2.out") over $(awk '{ print $1 }' "$dir/access.log" | sort -u | wc -l) conn"
+        h2="$h2 ($(awk '$2 == "h2"' "$dir/access.log" | wc -l) of $(wc -l <"$dir/access.log") h2)"
+    fi
     t0=$(now)
     KUBECONFIG=$dir/kubeconfig kubectl apply --server-side --field-manager=bench \
         --validate=false -f "$dir/objects.yaml" >/dev/null
@@ -116,7 +143,7 @@ for lat in $lats; do
     t2=$(now)
     stop
     python3 - "$lat" "$n" "$dir/rp-default.out" "$dir/rp-conc.out" "$t0" "$t1" "$t2" \
-        "$c0" "$c1" "$r0" "$r1" >>"$dir/rows" <<'EOF'
+        "$c0" "$c1" "$r0" "$r1" "$h2" >>"$dir/rows" <<'EOF'
 import re, sys
 lat, n = sys.argv[1], int(sys.argv[2])
 def rates(path):
@@ -130,9 +157,9 @@ t0, t1, t2 = (float(x) for x in sys.argv[5:8])
 c0, c1 = float(sys.argv[8]), float(sys.argv[9])
 r0, r1 = int(sys.argv[10]), int(sys.argv[11])
 ka, kd = (n + 1) / (t1 - t0), n / (t2 - t1)
-print("%s\t%d\t%.0f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f" % (
+print("%s\t%d\t%.0f\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%s" % (
     lat, dc, da, cc, ca, ka, dd, cd, kd, da / ka, ca / ka, dd / kd, cd / kd,
-    (r1 - r0) / max(c1 - c0, 0.01)))
+    (r1 - r0) / max(c1 - c0, 0.01), sys.argv[12]))
 EOF
 done
 
@@ -143,14 +170,16 @@ print()
 print("%d ConfigMaps + 1 Namespace applied, then the %d ConfigMaps deleted; objects/s" % (n, n))
 print("(rp D = rightplace at its default concurrency D; kubectl = kubectl apply --server-side,")
 print(" kubectl delete --wait=false; x = rightplace / kubectl; fakekube req/CPU-s = requests the")
-print(" fake server answered per second of its CPU during the default-concurrency run)")
+print(" fake server answered per second of its CPU during the default-concurrency run;")
+print(" h2: rightplace at its default concurrency through nghttpx (TLS + h2 in front of the same")
+print(" server), apply/delete objects/s, client connections the proxy saw, requests over h2)")
 print()
 print("| write latency | apply: rp default | rp bench conc | kubectl | x | x |"
-      " delete: rp default | rp bench conc | kubectl | x | x | fakekube req/CPU-s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      " delete: rp default | rp bench conc | kubectl | x | x | fakekube req/CPU-s | h2 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(sys.argv[2]):
-    f = line.split("\t")
-    print("| %s ms | %s (c %s) | %s (c %s) | %s | %s× | %s× | %s | %s | %s | %s× | %s× | %s |" % (
+    f = line.rstrip("\n").split("\t")
+    print("| %s ms | %s (c %s) | %s (c %s) | %s | %s× | %s× | %s | %s | %s | %s× | %s× | %s | %s |" % (
         f[0], f[2], f[1], f[4], f[3], f[5], f[9], f[10], f[6], f[7], f[8], f[11], f[12],
-        f[13].strip()))
+        f[13], f[14]))
 EOF
