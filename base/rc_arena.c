@@ -11,6 +11,7 @@
 #include <string.h>
 
 #define BLOCK_SIZE (64 * 1024)
+#define FIRST_BLOCK (4 * 1024)
 #define ALIGN 16
 
 struct rc_arena_block {
@@ -30,6 +31,19 @@ static struct rc_arena_block *new_block(size_t size)
     return b;
 }
 
+/* Blocks grow from FIRST_BLOCK, doubling up to BLOCK_SIZE: an arena holding little (one
+ * parsed file of many) holds little more than it uses. */
+static size_t next_block_size(const struct rc_arena_block *head, size_t need)
+{
+    size_t size = head ? head->size * 2 : FIRST_BLOCK;
+
+    if (size > BLOCK_SIZE)
+        size = BLOCK_SIZE;
+    while (size < need)
+        size *= 2;
+    return size;
+}
+
 void *rc_arena_alloc(struct rc_arena *a, size_t n)
 {
     struct rc_arena_block *b = a->head;
@@ -39,8 +53,9 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
     if (need < n)
         rc_xmalloc(SIZE_MAX); /* overflow: abort through the OOM path */
     if (!b || b->size - b->used < need) {
-        if (need > BLOCK_SIZE / 4) {
-            /* big: own block, linked behind the current head so the head keeps filling */
+        if (need > BLOCK_SIZE / 4 || (b && need > next_block_size(b, need) / 2)) {
+            /* big (for the arena's size so far): own block of the exact size, linked behind
+             * the current head so the head keeps filling */
             struct rc_arena_block *big = new_block(need);
             if (b) {
                 big->next = b->next;
@@ -53,7 +68,7 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
             memset(big->data, 0, need);
             return big->data;
         }
-        b = new_block(BLOCK_SIZE);
+        b = new_block(next_block_size(a->head, need));
         b->next = a->head;
         a->head = b;
     }
@@ -62,6 +77,13 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
     a->used_total += need;
     memset(p, 0, need);
     return p;
+}
+
+void rc_arena_reserve(struct rc_arena *a, size_t n)
+{
+    if (a->head || n == 0 || n > BLOCK_SIZE)
+        return;
+    a->head = new_block((n + 255) & ~(size_t)255);
 }
 
 void *rc_arena_calloc(struct rc_arena *a, size_t count, size_t n)

@@ -61,6 +61,9 @@ for size in "${sizes[@]}"; do
     src="$dir/src"
     python3 "$here/gen_fleet.py" "$src" "$n" "$c"
     git -C "$src" init -q -b main
+    # no `git gc --auto`: committing 10,000+ loose objects would start one in the background,
+    # repacking the source while the passes below run (and timing them)
+    git -C "$src" config gc.auto 0
     git -C "$src" add -A
     git -C "$src" commit -q -m "fleet $size"
     bytes=$(find "$src" -name '*.yaml' -not -path '*/.git/*' -printf '%s\n' |

@@ -26,8 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rc_arena.h"
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rd_output.h"
 
 #include "rc_banned.h"
 
@@ -35,10 +37,18 @@
 #define MEMO_MAGIC "rightplace-pass-state 1"
 #define MEMO_MAX_ERRORS 100000
 
+/* A kept decision record and the arena that holds it. */
+struct kept_record {
+    char blob[41]; /* "" when none */
+    struct rd_record rec;
+    struct rc_arena arena;
+};
+
 struct rc_cache {
     char *state_dir; /* NULL: memory only */
     struct rc_memo memo;
     struct rd_cache *parsed;
+    struct kept_record rec, older; /* the record, and the one before (results may point in) */
 };
 
 static void memo_release(struct rc_memo *m)
@@ -352,6 +362,8 @@ void rc_cache_free(struct rc_cache *c)
         return;
     memo_release(&c->memo);
     rd_cache_free(c->parsed);
+    rc_arena_release(&c->rec.arena);
+    rc_arena_release(&c->older.arena);
     free(c->state_dir);
     free(c);
 }
@@ -383,6 +395,28 @@ int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err
     memo_release(&c->memo);
     c->memo = copy;
     return c->state_dir ? write_memo_file(c, err) : RC_OK;
+}
+
+const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob)
+{
+    if (!c || !blob || !blob[0] || strcmp(c->rec.blob, blob))
+        return NULL;
+    return &c->rec.rec;
+}
+
+void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r)
+{
+    struct rc_arena fresh = RC_ARENA_INIT;
+    struct rd_record copy;
+
+    if (!c || !blob || strlen(blob) != 40)
+        return;
+    rd_record_copy(&copy, r, &fresh);
+    rc_arena_release(&c->older.arena);
+    c->older = c->rec;
+    memcpy(c->rec.blob, blob, 41);
+    c->rec.rec = copy;
+    c->rec.arena = fresh;
 }
 
 void rc_cache_forget(struct rc_cache *c)

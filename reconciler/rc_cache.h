@@ -63,6 +63,22 @@ int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err
  * of one process; borrowed. */
 struct rd_cache *rc_cache_parsed(struct rc_cache *c);
 
+/*
+ * The decision record (placements.yaml) the last passes read or wrote, by the blob id of the
+ * file's bytes: kept in memory between the passes of one process (never in the memo file), so
+ * that a pass whose deploy head still has that blob does not read it again. Content
+ * addressing makes this safe: the id names exactly the bytes the record was read from (or
+ * rd_record_of_result made it for), so a hand edit, another writer or a different repository
+ * gives another id and the file is read again.
+ *
+ * rc_cache_record: the record of blob `blob` (borrowed), or NULL. rc_cache_set_record keeps a
+ * copy of r as the record of `blob`. A record returned stays valid until the second
+ * rc_cache_set_record after it (a pass's result may point into the record it started from).
+ */
+struct rd_record;
+const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob);
+void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r);
+
 /* Forget the memo (memory and file). */
 void rc_cache_forget(struct rc_cache *c);
 

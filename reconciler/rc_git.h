@@ -164,6 +164,11 @@ int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
 int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
 
+/* The blob id (40 hex) of the regular file at `path` in a commit, as rc_git_read_file would
+ * find it: RC_ENOTFOUND when absent, RC_EINVALID when not a regular file. */
+int rc_git_file_id(char out[41], struct rc_git *g, const char *commit, const char *path,
+                   struct rc_err *err);
+
 /* The id (40 hex) of the tree or blob at `path` in a commit ("" or ".": the root tree), so
  * that "did clusters/a change between these commits?" is one comparison. RC_ENOTFOUND when
  * the path is absent. */

@@ -539,6 +539,49 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     return RC_OK;
 }
 
+/* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
+ * the last pass read or wrote is used again when the head's placements.yaml is still that
+ * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
+ * *nread counts the units read from the file, 0 when it was not read. */
+static int prev_record(struct rd_record *rec, size_t *nread, struct rc_git *g,
+                       struct rc_cache *cache, const char *deploy, struct rc_arena *a,
+                       struct rc_err *err)
+{
+    const struct rd_record *kept;
+    char blob[41];
+    char *text = NULL;
+    size_t len = 0;
+    int error;
+
+    *nread = 0;
+    memset(rec, 0, sizeof(*rec));
+    if (!cache || !deploy || !deploy[0]) {
+        error = read_record(rec, g, deploy, a, err);
+        *nread = rec->nunits;
+        return error;
+    }
+    error = rc_git_file_id(blob, g, deploy, RECORD_PATH, err);
+    if (error == RC_ENOTFOUND) {
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error < 0)
+        return error;
+    kept = rc_cache_record(cache, blob);
+    if (kept) {
+        *rec = *kept;
+        return RC_OK;
+    }
+    error = rc_git_read_blob(&text, &len, g, blob, RD_RECORD_MAX_BYTES, a, err);
+    if (error == RC_OK)
+        error = rd_record_parse(rec, text, len, a, err);
+    if (error < 0)
+        return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
+    *nread = rec->nunits;
+    rc_cache_set_record(cache, blob, rec);
+    return RC_OK;
+}
+
 /* ==== Diffing the rendered tree against a commit ==== */
 
 static int managed_path(const char *p)
@@ -734,6 +777,7 @@ struct compute {
     struct pl_input in;
     struct pl_result res;
     struct rd_tree tree;
+    const struct rd_verdict_tally **tallies; /* rd_render_options.tallies of the render */
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
 };
@@ -972,6 +1016,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     phase_mark(c->ph, PH_PLACE, &t);
     kept = rc_arena_calloc(a, c->res.ndecisions + 1, sizeof(*kept));
     tallies = keep_recorded_reasons(&c->res, prev, kept, a);
+    c->tallies = tallies;
     ropts = o->render;
     ropts.tallies = tallies;
     if (c->reuse_ok)
@@ -1139,6 +1184,23 @@ static void remember(const struct rc_pass_options *o, const char key[41],
         rc_log_warn(o->log, "%s (the next pass will do all its work)", err.msg);
 }
 
+/* Loop mode: the record this pass wrote is the next pass's previous record; keep it by the
+ * blob id of the bytes written (rc_cache.h), so that the next pass need not read it. */
+static void keep_written_record(struct rc_cache *cache, const struct compute *cp,
+                                const char *source, char (*ids)[41],
+                                const struct rd_render_options *render, struct rc_arena *a)
+{
+    struct rd_render_options ro = *render;
+    struct rd_record rec;
+    int k = find_tree_file(&cp->tree, RECORD_PATH);
+
+    if (k < 0 || cp->tree.files[k].keep || !ids[k][0])
+        return;
+    ro.tallies = cp->tallies;
+    rd_record_of_result(&rec, &cp->res, source, &ro, a);
+    rc_cache_set_record(cache, ids[k], &rec);
+}
+
 /* ==== The pass ==== */
 
 static void backoff(int attempt)
@@ -1259,7 +1321,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = read_record(&prev, g, out->deploy_old, a, err);
+    error = prev_record(&prev, &out->nrecord_read, g, o->cache, out->deploy_old, a, err);
     if (error < 0)
         goto done;
     phase_mark(ph, PH_RECORD, &t);
@@ -1462,6 +1524,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
+        if (o->cache)
+            keep_written_record(o->cache, cp, out->source, ids, &o->render, a);
         phase_mark(ph, PH_COMMIT, &t);
     }
 

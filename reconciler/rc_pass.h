@@ -110,7 +110,8 @@ struct rc_pass_result {
     const struct rc_path_change *paths_changed;
     const struct pl_result *result; /* the decisions (arena) */
     const struct pl_input *input;
-    size_t nrendered;     /* object files rendered this pass (the rest kept from the deploy head) */
+    size_t nrendered;    /* object files rendered this pass (the rest kept from the deploy head) */
+    size_t nrecord_read; /* units read from the deploy head's placements.yaml (0: kept in memory) */
     int apply_incomplete; /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by

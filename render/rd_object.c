@@ -7,9 +7,11 @@
 #include "rd_object.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pl_basics.h"
+#include "rd_pack.h"
 #include "rc_banned.h"
 
 /* ==== Name and label rules ==== */
@@ -390,4 +392,18 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     o.pos = c.pos;
     *out = o;
     return RC_OK;
+}
+
+int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err)
+{
+    *out = NULL;
+    if (o && o->root) {
+        if (!(*out = cJSON_Duplicate(o->root, 1)))
+            abort(); /* out of memory, as rc_mem */
+        return RC_OK;
+    }
+    if (!o || !o->packed)
+        return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest",
+                          o && o->key ? o->key : "?");
+    return rd_unpack(out, o->packed, o->packed_len, err);
 }

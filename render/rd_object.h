@@ -23,7 +23,10 @@
 #include "rd_yaml.h"
 
 struct rd_object {
-    cJSON *root;             /* the manifest; owned by whoever built the object (see rd_source) */
+    cJSON *root; /* the manifest while it is loaded; owned by whoever built the object. rd_source
+                    packs a workload's tree and sets root NULL (rd_pack.h) */
+    const unsigned char *packed; /* the manifest packed (when root is NULL), in the arena */
+    size_t packed_len;
     const char *api_version; /* "ray.io/v1"   (all strings: arena copies) */
     const char *group;       /* "ray.io"; "" for the core group */
     const char *version;     /* "v1" */
@@ -42,6 +45,10 @@ struct rd_object {
 int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct rd_pos pos,
                    const struct rd_docs *docs /* for positions; may be NULL */, struct rc_arena *a,
                    struct rc_err *err);
+
+/* A new tree of the manifest (root copied, or the packed bytes expanded) for the caller to
+ * change and cJSON_Delete; RC_EINVALID when the object holds neither. */
+int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err);
 
 /* Is group/kind ("" or NULL for the core group) cluster-scoped? Built-in Kubernetes kinds,
  * plus SchedulePolicy (policy.elotl.co, rightplace.dev) and Cluster (rightplace.dev,

@@ -540,11 +540,12 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
         if (!share.present)
             return 0;
     }
-    if (!ro || !ro->root)
+    if (!ro || (!ro->root && !ro->packed))
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
     if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
         return rc_err_set(err, RC_EINVALID, "object '%s' has a name unfit for a file name", o->key);
-    copy = oom(cJSON_Duplicate(ro->root, 1));
+    if ((error = rd_object_tree(&copy, ro, err)) < 0)
+        return error;
     strip_server_fields(copy);
     if (o->ns)
         set_namespace(copy, o->ns);
@@ -599,7 +600,8 @@ static void nsobjs_init(struct nsobjs *s, const struct pl_input *in, struct rc_a
     s->v = rc_arena_calloc(a, in->nobjects + 1, sizeof(*s->v));
     for (size_t i = 0; i < in->nobjects; i++) {
         const struct pl_object *o = &in->objects[i];
-        if (is_namespace_object(o) && o->payload && ((const struct rd_object *)o->payload)->root)
+        const struct rd_object *ro = o->payload;
+        if (is_namespace_object(o) && ro && (ro->root || ro->packed))
             s->v[s->n++] = o;
     }
     qsort(s->v, s->n, sizeof(*s->v), cmp_obj_name);
@@ -634,7 +636,8 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
     if (!path_part_ok(ns))
         return rc_err_set(err, RC_EINVALID, "namespace '%s' is unfit for a file name", ns);
     if (o) {
-        root = oom(cJSON_Duplicate(((const struct rd_object *)o->payload)->root, 1));
+        if ((error = rd_object_tree(&root, o->payload, err)) < 0)
+            return error;
         strip_server_fields(root);
     } else {
         root = oom(cJSON_CreateObject());

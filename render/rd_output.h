@@ -147,6 +147,19 @@ struct rd_record {
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err);
 
+/*
+ * The record rd_record_parse reads from the bytes rd_record_emit writes for (res,
+ * source_commit, opts), made without writing or reading them: loop mode keeps it for the
+ * next pass (rc_cache.h), by the blob id of those bytes. tests/test_rd_record.c checks
+ * that both give the same record.
+ */
+int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
+                        const char *source_commit, const struct rd_render_options *opts,
+                        struct rc_arena *a);
+
+/* A deep copy of in, allocated in a. */
+void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a);
+
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
                    const struct rd_render_options *opts, struct rc_err *err);

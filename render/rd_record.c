@@ -205,6 +205,147 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *
     return error;
 }
 
+/* ==== The record a result makes, without writing and reading it ==== */
+
+static const char *dup_or_null(const char *s, struct rc_arena *a)
+{
+    return s ? rc_arena_strdup(a, s) : NULL;
+}
+
+/* What parse_tally reads back from the tally unit_json writes. */
+static void tally_as_read(struct rd_verdict_tally *out, struct rd_verdict_tally t)
+{
+    memset(out, 0, sizeof(*out));
+    if (t.omitted < 1 || (double)t.omitted > 1e12)
+        return;
+    for (int k = 0; k < 4; k++) {
+        if ((double)t.count[k] < 1e12)
+            out->count[k] = t.count[k];
+    }
+    out->omitted = t.omitted;
+}
+
+/* The entry parse_unit reads back from what unit_json writes for d. */
+static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
+                         const struct pl_decision *d, const struct rd_verdict_tally *kept,
+                         struct rc_arena *a)
+{
+    unsigned char small[64], *keep = small;
+    size_t k = 0;
+
+    memset(u, 0, sizeof(*u));
+    u->unit = rc_arena_strdup(a, d->unit);
+    u->policy = dup_or_null(d->policy, a);
+    u->policy_digest = dup_or_null(d->policy_digest, a);
+    u->objects = rc_arena_calloc(a, d->nobjects + 1, sizeof(*u->objects));
+    for (size_t i = 0; i < d->nobjects; i++) {
+        const char *key = d->object_keys  ? d->object_keys[i]
+                          : d->objects[i] ? d->objects[i]->key
+                                          : NULL;
+        if (key)
+            u->objects[u->nobjects++] = rc_arena_strdup(a, key);
+    }
+    u->state = d->state;
+    u->clusters = rc_arena_calloc(a, d->ntargets + 1, sizeof(*u->clusters));
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++)
+        u->clusters[u->nclusters++] = rc_arena_strdup(a, d->targets[i].cluster);
+    u->reason = dup_or_null(d->reason, a);
+    u->cause = dup_or_null(d->cause, a);
+    if (d->nverdicts > sizeof(small))
+        keep = rc_xcalloc(d->nverdicts, 1);
+    select_verdicts(keep, tally, d);
+    if (kept && kept->omitted)
+        *tally = *kept;
+    u->verdicts = rc_arena_calloc(a, d->nverdicts + 1, sizeof(*u->verdicts));
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        struct pl_verdict *w = &u->verdicts[k];
+        if (!keep[i] && !(kept && kept->omitted))
+            continue;
+        if ((unsigned)v->kind >= 4)
+            continue; /* pl_verdict_parse would not know its name */
+        w->cluster = rc_arena_strdup(a, v->cluster);
+        w->kind = v->kind;
+        w->detail = rc_arena_strdup(a, v->detail ? v->detail : "");
+        /* written as a number (a double), read back when within [0, 1e15) */
+        if (v->nodes_added > 0 && (double)v->nodes_added < 1e15)
+            w->nodes_added = (int64_t)(double)v->nodes_added;
+        k++;
+    }
+    u->nverdicts = k;
+    if (keep != small)
+        free(keep);
+    tally_as_read(tally, *tally);
+}
+
+int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
+                        const char *source_commit, const struct rd_render_options *opts,
+                        struct rc_arena *a)
+{
+    struct rc_arena tmp = RC_ARENA_INIT;
+    const struct pl_decision **dec;
+    char digest[17];
+    size_t ndec;
+
+    dec = rd_out_sorted_decisions(res, &ndec, &tmp);
+    memset(out, 0, sizeof(*out));
+    out->source = rc_arena_strdup(a, source_commit ? source_commit : "");
+    rd_render_digest(digest, opts);
+    out->render_digest = rc_arena_strdup(a, digest);
+    out->units = rc_arena_calloc(a, ndec + 1, sizeof(*out->units));
+    out->tallies = rc_arena_calloc(a, ndec + 1, sizeof(*out->tallies));
+    for (size_t i = 0; i < ndec; i++) {
+        size_t at = (size_t)(dec[i] - res->decisions);
+        unit_as_read(&out->units[i], &out->tallies[i], dec[i],
+                     opts && opts->tallies ? opts->tallies[at] : NULL, a);
+    }
+    out->nunits = ndec;
+    rc_arena_release(&tmp);
+    return 0;
+}
+
+static const char **dup_strs(const char *const *v, size_t n, struct rc_arena *a)
+{
+    const char **o = rc_arena_calloc(a, n + 1, sizeof(*o));
+
+    for (size_t i = 0; i < n; i++)
+        o[i] = dup_or_null(v[i], a);
+    return o;
+}
+
+void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a)
+{
+    memset(out, 0, sizeof(*out));
+    out->source = dup_or_null(in->source, a);
+    out->render_digest = dup_or_null(in->render_digest, a);
+    out->nunits = in->nunits;
+    out->units = rc_arena_calloc(a, in->nunits + 1, sizeof(*out->units));
+    out->tallies = rc_arena_calloc(a, in->nunits + 1, sizeof(*out->tallies));
+    for (size_t i = 0; i < in->nunits; i++) {
+        const struct pl_prev_unit *s = &in->units[i];
+        struct pl_prev_unit *d = &out->units[i];
+        d->unit = dup_or_null(s->unit, a);
+        d->policy = dup_or_null(s->policy, a);
+        d->policy_digest = dup_or_null(s->policy_digest, a);
+        d->nobjects = s->nobjects;
+        d->objects = dup_strs(s->objects, s->nobjects, a);
+        d->state = s->state;
+        d->nclusters = s->nclusters;
+        d->clusters = dup_strs(s->clusters, s->nclusters, a);
+        d->reason = dup_or_null(s->reason, a);
+        d->cause = dup_or_null(s->cause, a);
+        d->nverdicts = s->nverdicts;
+        d->verdicts = rc_arena_calloc(a, s->nverdicts + 1, sizeof(*d->verdicts));
+        for (size_t k = 0; k < s->nverdicts; k++) {
+            d->verdicts[k] = s->verdicts[k];
+            d->verdicts[k].cluster = dup_or_null(s->verdicts[k].cluster, a);
+            d->verdicts[k].detail = dup_or_null(s->verdicts[k].detail, a);
+        }
+        if (in->tallies)
+            out->tallies[i] = in->tallies[i];
+    }
+}
+
 /* ==== Reading ==== */
 
 /* The recorded verdicts, so that a unit that keeps its placement keeps its record entry. */

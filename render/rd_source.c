@@ -22,6 +22,7 @@
 #include "rc_mem.h"
 #include "rd_demand.h"
 #include "rd_object.h"
+#include "rd_pack.h"
 #include "rd_policy.h"
 #include "rd_yaml.h"
 
@@ -269,6 +270,8 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
 
     memset(&c, 0, sizeof(c));
     p->arena = into ? into : &p->own;
+    /* what a file keeps (its objects packed, what placement reads) is about its size */
+    rc_arena_reserve(&p->own, f->len + f->len / 8 + 1024);
     c.p = p;
     diag.warn = on_warn;
     diag.payload = &c;
@@ -289,9 +292,31 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
                         p->path, p->res.n - PL_RES_FIRST_EXTENDED, RD_FILE_EXTENDED_MAX,
                         p->res.name[PL_RES_FIRST_EXTENDED]);
     }
+    /* What placement reads was copied out by load_doc; render needs each workload's tree, so
+     * it is kept packed (about the YAML's size, a few times less than the trees) and the loaded
+     * trees and their positions are freed now (rd_pack.h). */
+    if (rc >= 0 && c.st.objects.n) {
+        size_t total = 0;
+        unsigned char *at;
+        for (size_t i = 0; rc >= 0 && i < c.st.objects.n; i++) {
+            struct rd_object *ro = c.st.objects.v[i].payload;
+            if (!(ro->packed_len = rd_pack_size(ro->root)))
+                rc = rc_err_set(&ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
+            total += ro->packed_len;
+        }
+        /* one allocation of the exact size for the file's objects: the arena's blocks hold
+         * the small rest */
+        at = rc >= 0 ? rc_arena_alloc(p->arena, total) : NULL;
+        for (size_t i = 0; rc >= 0 && i < c.st.objects.n; i++) {
+            struct rd_object *ro = c.st.objects.v[i].payload;
+            ro->packed = at;
+            at = rd_pack_write(at, ro->root);
+            ro->root = NULL;
+        }
+    }
+    rd_docs_free(p->docs);
+    p->docs = NULL;
     if (rc < 0) {
-        rd_docs_free(p->docs);
-        p->docs = NULL;
         p->error = rc_arena_strdup(p->arena, ferr.msg[0] ? ferr.msg : "unreadable file");
         goto done;
     }

@@ -866,7 +866,10 @@ static void test_rd_output__renders_loaded_source(void **state)
         d->state = PL_STATE_PLACED;
         d->targets = targets(&f->a, "c1", 100, NULL, 0, &d->ntargets);
         d->change = PL_CHANGE_NEW;
-        templates += rd_pod_templates(ro->root, tmpl, 32);
+        cJSON *tree = NULL;
+        assert_int_equal(rd_object_tree(&tree, ro, &err), RC_OK);
+        templates += rd_pod_templates(tree, tmpl, 32);
+        cJSON_Delete(tree);
     }
     if (rd_render_tree(&t, &res, &in, SOURCE, NULL, &f->a, &err) < 0)
         fail_msg("%s", err.msg);

@@ -220,6 +220,132 @@ static void test_rd_record__bounded_for_pending_and_duplicate(void **state)
     rc_arena_release(&a);
 }
 
+/* ==== The record a result makes, without the round trip (loop mode) ==== */
+
+static void assert_str_same(const char *x, const char *y)
+{
+    if (!x || !y)
+        assert_ptr_equal(x, y);
+    else
+        assert_string_equal(x, y);
+}
+
+static void assert_records_equal(const struct rd_record *x, const struct rd_record *y)
+{
+    assert_str_same(x->source, y->source);
+    assert_str_same(x->render_digest, y->render_digest);
+    assert_int_equal(x->nunits, y->nunits);
+    for (size_t i = 0; i < x->nunits; i++) {
+        const struct pl_prev_unit *u = &x->units[i], *v = &y->units[i];
+        assert_str_same(u->unit, v->unit);
+        assert_str_same(u->policy, v->policy);
+        assert_str_same(u->policy_digest, v->policy_digest);
+        assert_int_equal(u->nobjects, v->nobjects);
+        for (size_t k = 0; k < u->nobjects; k++)
+            assert_str_same(u->objects[k], v->objects[k]);
+        assert_int_equal(u->state, v->state);
+        assert_int_equal(u->nclusters, v->nclusters);
+        for (size_t k = 0; k < u->nclusters; k++)
+            assert_str_same(u->clusters[k], v->clusters[k]);
+        assert_str_same(u->reason, v->reason);
+        assert_str_same(u->cause, v->cause);
+        assert_int_equal(u->nverdicts, v->nverdicts);
+        for (size_t k = 0; k < u->nverdicts; k++) {
+            assert_str_same(u->verdicts[k].cluster, v->verdicts[k].cluster);
+            assert_int_equal(u->verdicts[k].kind, v->verdicts[k].kind);
+            assert_str_same(u->verdicts[k].detail, v->verdicts[k].detail);
+            assert_int_equal(u->verdicts[k].nodes_added, v->verdicts[k].nodes_added);
+        }
+        assert_memory_equal(&x->tallies[i], &y->tallies[i], sizeof(x->tallies[i]));
+    }
+}
+
+/* rd_record_of_result gives what rd_record_parse reads from rd_record_emit's bytes, for every
+ * kind of entry: placed, pending, unplaced without a policy, Divide shares, kept tallies,
+ * verdicts without detail, strings YAML has to quote or write as blocks. */
+static void test_rd_record__of_result_is_what_parse_reads(void **state)
+{
+    static const char *const odd[] = {
+        "yes",       "0x1F",       " leading", "trailing: ", "two\nlines\n", "quote \" and \\",
+        "tab\there", "ünï cödé ✓", "",         "~",          "- dash",       "2024-01-01",
+        "a #b",      "null"};
+    const size_t nodd = sizeof(odd) / sizeof(odd[0]);
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record read, made;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    const struct rd_verdict_tally **tallies;
+    struct rd_verdict_tally kept = {7, {1, 2, 3, 4}}, bare = {0, {5, 0, 0, 0}};
+
+    (void)state;
+    make_result(&res, 60, 12, &a);
+    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
+    for (size_t i = 0; i < res.ndecisions; i++) {
+        struct pl_decision *d = &res.decisions[i];
+        const char *s = odd[i % nodd];
+        switch (i % 6) {
+        case 0: /* pending, odd reason, a cause */
+            d->state = PL_STATE_PENDING;
+            d->reason = s;
+            d->cause = odd[(i + 3) % nodd];
+            break;
+        case 1: /* unplaced, no policy, no digest, no verdicts */
+            d->state = PL_STATE_UNPLACED;
+            d->policy = NULL;
+            d->policy_digest = NULL;
+            d->nverdicts = 0;
+            d->reason = NULL;
+            break;
+        case 2: /* Divide over three clusters */
+            d->ntargets = 3;
+            d->targets = rc_arena_calloc(&a, 3, sizeof(*d->targets));
+            for (size_t t = 0; t < 3; t++) {
+                d->targets[t].cluster = d->verdicts[t * 2].cluster;
+                d->targets[t].percent = t == 0 ? 50 : 25;
+            }
+            break;
+        case 3: /* a kept entry: its verdicts all listed, its tally as recorded */
+            d->nverdicts = 2;
+            tallies[i] = &kept;
+            break;
+        case 4: /* a kept tally that omits nothing is counted again */
+            tallies[i] = &bare;
+            d->verdicts[0].detail = NULL;
+            d->verdicts[1].nodes_added = 5;
+            d->verdicts[1].kind = PL_VERDICT_FITS_AFTER_SCALE_UP;
+            break;
+        default: /* odd strings everywhere */
+            d->object_keys[1] = s;
+            d->verdicts[0].detail = s;
+            d->cause = s;
+            break;
+        }
+    }
+    res.decisions[7].change = PL_CHANGE_REMOVED; /* not written */
+    opts.tallies = tallies;
+    opts.pull = 1;
+    assert_int_equal(
+        rd_record_emit(&b, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &err), 0);
+    if (rd_record_parse(&read, b.ptr, b.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(
+        rd_record_of_result(&made, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &a), 0);
+    assert_int_equal(made.nunits, res.ndecisions - 1);
+    assert_records_equal(&made, &read);
+    /* a copy is the same record */
+    {
+        struct rc_arena other = RC_ARENA_INIT;
+        struct rd_record copy;
+        rd_record_copy(&copy, &made, &other);
+        assert_records_equal(&copy, &read);
+        rc_arena_release(&other);
+    }
+    rc_buf_release(&b);
+    rc_arena_release(&a);
+}
+
 /* ==== .rightplace/capacity.yaml ==== */
 
 /* 100 live clusters of 100 nodes, none alike (each node has its own requests, as observed
@@ -359,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__size_independent_of_fleet),
         cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
+        cmocka_unit_test(test_rd_record__of_result_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
     };

@@ -15,6 +15,7 @@
 
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rd_pack.h"
 #include "rd_yaml.h"
 
 /* ==== helpers ==== */
@@ -73,6 +74,36 @@ static char *emit(const cJSON *root)
 }
 
 /* load -> emit -> load gives the same tree, and emit is a fixed point. */
+/* rd_pack.h: what render expands is exactly what was loaded, the same YAML byte for byte */
+static void check_pack_round_trip(const char *name, const cJSON *tree)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const unsigned char *packed = NULL;
+    size_t len = 0;
+    cJSON *back = NULL;
+    char *y1, *y2;
+
+    if (rd_pack(&packed, &len, tree, &a, &err) != RC_OK)
+        print_error("%s: pack: %s\n", name, err.msg);
+    assert_int_equal(err.code, RC_OK);
+    assert_int_equal(rd_unpack(&back, packed, len, &err), RC_OK);
+    assert_true(rd_yaml_equal(tree, back));
+    y1 = emit(tree);
+    y2 = emit(back);
+    assert_string_equal(y1, y2);
+    /* any strict prefix is refused, never read past */
+    for (size_t cut = 0; cut < len; cut += 1 + cut / 8) {
+        cJSON *t = NULL;
+        assert_int_equal(rd_unpack(&t, packed, cut, &err), RC_EINVALID);
+        assert_null(t);
+    }
+    free(y1);
+    free(y2);
+    cJSON_Delete(back);
+    rc_arena_release(&a);
+}
+
 static void check_round_trip(const char *name, const cJSON *tree)
 {
     char *y1 = emit(tree), *y2;
@@ -98,6 +129,7 @@ static void check_round_trip(const char *name, const cJSON *tree)
         assert_string_equal(y1, y2);
         free(y2);
     }
+    check_pack_round_trip(name, tree);
     rd_docs_free(d);
     free(y1);
 }
@@ -1350,6 +1382,62 @@ static void test_rd_yaml__generated_trees_round_trip(void **state)
     }
 }
 
+/* rd_pack.h: exact numbers survive packing; bytes rd_pack did not write are refused, whole */
+static void test_rd_pack__exact_and_refuses_corrupt_bytes(void **state)
+{
+    struct rd_docs *d = load_ok("big: 9007199254740993\nneg: -9223372036854775808\nf: 0.1\n"
+                                "s: \"\"\nl: [1, {a: null, b: true}, []]\nm: {}\n");
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const unsigned char *packed = NULL;
+    size_t len = 0;
+    cJSON *t = NULL;
+    unsigned char deep[300], bad[64];
+    char *y1, *y2;
+
+    (void)state;
+    assert_int_equal(rd_pack(&packed, &len, rd_docs_get(d, 0), &a, &err), RC_OK);
+    assert_int_equal(rd_unpack(&t, packed, len, &err), RC_OK);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(t, "big")->valuestring,
+                        "9007199254740993");
+    y1 = emit(rd_docs_get(d, 0));
+    y2 = emit(t);
+    assert_string_equal(y1, y2);
+    assert_non_null(strstr(y2, "big: 9007199254740993\n"));
+    free(y1);
+    free(y2);
+    cJSON_Delete(t);
+    t = NULL;
+
+    /* trailing bytes */
+    memcpy(bad, "nn", 2);
+    assert_int_equal(rd_unpack(&t, bad, 2, &err), RC_EINVALID);
+    /* a string holding a NUL */
+    memcpy(bad, "s\x03a\0b", 5);
+    assert_int_equal(rd_unpack(&t, bad, 5, &err), RC_EINVALID);
+    /* a length past the input; a count past the input; an unknown tag */
+    memcpy(bad, "s\xff\xff\xff\x0f", 5);
+    assert_int_equal(rd_unpack(&t, bad, 5, &err), RC_EINVALID);
+    memcpy(bad, "[\xff\xff\xff\xff\x0f", 6);
+    assert_int_equal(rd_unpack(&t, bad, 6, &err), RC_EINVALID);
+    memcpy(bad, "x", 1);
+    assert_int_equal(rd_unpack(&t, bad, 1, &err), RC_EINVALID);
+    /* a varint longer than a size_t */
+    memset(bad, 0xff, sizeof(bad));
+    bad[0] = 's';
+    assert_int_equal(rd_unpack(&t, bad, sizeof(bad), &err), RC_EINVALID);
+    /* nesting beyond RD_PACK_MAX_DEPTH: refused without recursing further */
+    for (size_t i = 0; i + 1 < sizeof(deep); i += 2) {
+        deep[i] = '[';
+        deep[i + 1] = 1;
+    }
+    assert_int_equal(rd_unpack(&t, deep, sizeof(deep), &err), RC_EINVALID);
+    assert_null(t);
+    assert_int_equal(rd_unpack(&t, NULL, 0, &err), RC_EINVALID);
+    rc_arena_release(&a);
+    rd_docs_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1388,6 +1476,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__emit_long_key),
         cmocka_unit_test(test_rd_yaml__skyray_round_trip),
         cmocka_unit_test(test_rd_yaml__generated_trees_round_trip),
+        cmocka_unit_test(test_rd_pack__exact_and_refuses_corrupt_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,215 @@
+/*
+ * test_rc_incremental.c - loop mode does work proportional to the change: a pass after a
+ * one-file change, in the rc_cache of the passes before it, reads nothing of the record it
+ * wrote, renders that file's unit, and commits exactly the tree a from-scratch pass (a fresh
+ * cache, or none: `--once`) makes from the same source and deploy head.
+ *
+ * Real git repositories in temp dirs; the pass as loop mode runs it (one rc_cache).
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_cache.h"
+#include "rc_git.h"
+#include "rc_pass.h"
+#include "th_git.h"
+
+#include "rc_banned.h"
+
+#define NJOBS 6
+
+static char *home;
+
+static const char *const policy =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: capacity}\n"
+    "spec:\n"
+    "  namespaceSelector:\n"
+    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
+    "  resourceSelectors:\n"
+    "    labelSelectors:\n"
+    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance}\n";
+
+static void write_job(const char *repo, int i, const char *cpu)
+{
+    char path[64], text[512];
+
+    snprintf(path, sizeof(path), "jobs/job-%d.yaml", i);
+    snprintf(text, sizeof(text),
+             "apiVersion: batch/v1\n"
+             "kind: Job\n"
+             "metadata: {name: job-%d, namespace: team, labels: {app.kubernetes.io/instance: "
+             "job-%d}}\n"
+             "spec:\n"
+             "  template:\n"
+             "    spec:\n"
+             "      restartPolicy: Never\n"
+             "      containers:\n"
+             "      - {name: c, image: busybox:1, resources: {requests: {cpu: \"%s\"}}}\n",
+             i, i, cpu);
+    th_write_file(repo, path, text, (size_t)-1);
+}
+
+static char *make_repo(void)
+{
+    char *repo = th_git_init("incremental", 0);
+
+    th_write_file(repo, "policy.yaml", policy, (size_t)-1);
+    for (int c = 0; c < 3; c++) {
+        char path[64], text[256];
+        snprintf(path, sizeof(path), "fleet/c%d.yaml", c);
+        snprintf(text, sizeof(text),
+                 "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: c%d}\n"
+                 "spec:\n  nodes:\n  - {name: node, count: 4, allocatable: {cpu: \"8\", "
+                 "memory: 16Gi, pods: \"110\"}}\n",
+                 c);
+        th_write_file(repo, path, text, (size_t)-1);
+    }
+    for (int i = 0; i < NJOBS; i++)
+        write_job(repo, i, "1");
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "fleet", NULL));
+    return repo;
+}
+
+/* One pass of `rightplace reconcile --no-apply` with `cache` (NULL: --once without a state
+ * directory); *tree gets the deploy head's tree id after it. */
+static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo,
+                     struct rc_cache *cache, struct rc_arena *a)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+
+    o.apply = 0;
+    o.cache = cache;
+    assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
+    if (rc_pass_run(res, g, &o, a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    if (rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err) != RC_OK)
+        fail_msg("deploy tree: %s", err.msg);
+    rc_git_free(g);
+}
+
+static char *deploy_head(const char *repo)
+{
+    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
+
+    out[strcspn(out, "\n")] = '\0';
+    return out;
+}
+
+/* The pass after a one-file change keeps the record the pass before wrote (0 units read),
+ * renders one unit, and commits the tree a from-scratch pass commits. */
+static void test_rc_incremental__one_change_reads_no_record(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL, *fresh = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *first;
+    char tree[41], again[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_read, 0); /* no deploy branch yet */
+    first = deploy_head(repo);
+
+    write_job(repo, 3, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_read, 0); /* the record the first pass wrote, kept */
+    assert_int_equal(res.nrendered, 1);
+
+    /* from scratch, from the same deploy head and source: a fresh cache reads the record and
+     * commits the same tree; so does a pass without a cache */
+    free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
+    assert_int_equal(rc_cache_new(&fresh, NULL, &err), RC_OK);
+    run_pass(&res, again, repo, fresh, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_read, NJOBS);
+    assert_string_equal(again, tree);
+    free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
+    run_pass(&res, again, repo, NULL, &a);
+    assert_int_equal(res.nrecord_read, NJOBS);
+    assert_string_equal(again, tree);
+
+    /* a pass after the loop's own commit again reads nothing */
+    write_job(repo, 4, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 cpu", NULL));
+    run_pass(&res, tree, repo, fresh, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_read, 0);
+
+    rc_cache_free(loop);
+    rc_cache_free(fresh);
+    free(first);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* Someone else's commit on the deploy branch changes placements.yaml: its blob id is not the
+ * one kept, so the pass reads the file. */
+static void test_rc_incremental__edited_record_is_read(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *wt, *text;
+    char tree[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+
+    wt = th_tmpdir("incremental-wt");
+    th_rm_rf(wt);
+    free(th_git_ok(repo, "worktree", "add", "-q", wt, "deploy", NULL));
+    text = th_git_ok(wt, "show", "HEAD:placements.yaml", NULL);
+    th_write_file(wt, "placements.yaml", text, strlen(text) - 1); /* one byte less */
+    free(text);
+    free(th_git_ok(wt, "commit", "-q", "-a", "-m", "edit the record", NULL));
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(wt);
+
+    write_job(repo, 3, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.nrecord_read, NJOBS);
+    assert_int_equal(res.committed, 1);
+
+    rc_cache_free(loop);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
+        cmocka_unit_test(test_rc_incremental__edited_record_is_read),
+    };
+    int rc;
+
+    home = th_git_env_setup();
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
