@@ -79,6 +79,25 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
     return p;
 }
 
+void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src)
+{
+    struct rc_arena_block *last = src->head;
+
+    if (!last)
+        return;
+    while (last->next)
+        last = last->next;
+    if (dst->head) { /* behind dst's head, which keeps filling */
+        last->next = dst->head->next;
+        dst->head->next = src->head;
+    } else {
+        dst->head = src->head;
+    }
+    dst->used_total += src->used_total;
+    src->head = NULL;
+    src->used_total = 0;
+}
+
 void rc_arena_reserve(struct rc_arena *a, size_t n)
 {
     if (a->head || n == 0 || n > BLOCK_SIZE)

@@ -32,6 +32,9 @@ char *rc_arena_strdup(struct rc_arena *a, const char *s);
 char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n);
 char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Move every block of src into dst: what src handed out now lives as long as dst; src is back
+ * to RC_ARENA_INIT. (A thread allocates from an arena of its own, then hands it over.) */
+void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);
 /* Free every block; the arena is back to RC_ARENA_INIT. */
 void rc_arena_release(struct rc_arena *a);
 

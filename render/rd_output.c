@@ -10,10 +10,13 @@
 #include "rd_output.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pl_basics.h"
 #include "pl_engine.h"
@@ -482,6 +485,16 @@ static int is_namespace_object(const struct pl_object *o)
     return !o->ns && !strcmp(o->kind, "Namespace") && !strcmp(o->api_version, "v1");
 }
 
+/* Object o written to cluster: the namespace it needs, or the Namespace it is. */
+static void note_namespace(struct nsset *need, struct nsset *have, const struct pl_object *o,
+                           const char *cluster)
+{
+    if (o->ns && !is_system_namespace(o->ns))
+        nsset_add(need, cluster, o->ns);
+    else if (is_namespace_object(o))
+        nsset_add(have, cluster, o->name);
+}
+
 #define RD_MAX_TEMPLATES 32
 
 /* Render's own warnings (overrides that could not be applied). */
@@ -517,14 +530,34 @@ static void apply_overrides(cJSON *copy, const struct pl_object *o, const struct
     }
 }
 
-/* Write object o for target t of decision d (with the overrides of `pol` for topology value
- * `tv`, both may be NULL). *written = 0 when a Divide gives that target nothing of it
- * (pl_divide_object). */
-static int render_object(struct files *f, const struct pl_object *o, const struct pl_decision *d,
-                         size_t t, const char *unit_label, const struct pl_policy *pol,
-                         const char *tv, struct rwarn *w, const struct rd_render_options *opts,
-                         int *written, struct rc_arena *a, struct rc_err *err)
+/* One object file to render: listed in tree order on the calling thread, rendered on any
+ * thread (render_object touches nothing shared but read-only input), added to the tree in
+ * list order on the calling thread again, so that the tree, the warnings and the error
+ * reported are the same whatever the number of threads. */
+struct rjob {
+    const struct pl_object *o;
+    const struct pl_decision *d;
+    size_t t;
+    const char *unit_label;
+    const struct pl_policy *pol;
+    const char *tv;
+    /* results */
+    const char *path, *data;
+    size_t len;
+    int written; /* 0: a Divide gives this target nothing of the object */
+    int failed;  /* the job's error is its worker's err */
+    struct rwarn w;
+};
+
+/* Render job j's object for target j->t of decision j->d (with the overrides of j->pol for
+ * topology value j->tv, both may be NULL). j->written = 0 when a Divide gives that target
+ * nothing of it (pl_divide_object). Allocates from a, which only this thread uses. */
+static int render_object(struct rjob *j, const struct rd_render_options *opts, struct rc_arena *a,
+                         struct rc_err *err)
 {
+    const struct pl_object *o = j->o;
+    const struct pl_decision *d = j->d;
+    size_t t = j->t;
     const struct rd_object *ro = o->payload;
     const char *cluster = d->targets[t].cluster;
     cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
@@ -534,7 +567,7 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
     size_t len = 0, nt;
     int error;
 
-    *written = 0;
+    j->written = 0;
     if (divides) {
         pl_divide_object(&share, o, d->targets, d->ntargets, t);
         if (!share.present)
@@ -552,7 +585,7 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
     else /* cluster-scoped: a stray namespace would only confuse apply */
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
                                                 "namespace");
-    set_labels(copy, !opts->pull, unit_label, NULL, NULL);
+    set_labels(copy, !opts->pull, j->unit_label, NULL, NULL);
     if (opts->pull && is_namespace_object(o))
         keep_namespace(copy);
     nt = rd_pod_templates(copy, tmpl, RD_MAX_TEMPLATES);
@@ -561,7 +594,7 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
         nt = rd_pod_templates(copy, tmpl, nt);
     }
     for (size_t i = 0; i < nt; i++)
-        set_labels(tmpl[i], !opts->pull, unit_label, opts->luna_key, opts->luna_value);
+        set_labels(tmpl[i], !opts->pull, j->unit_label, opts->luna_key, opts->luna_value);
     if (tmpl != small)
         free(tmpl);
     if (divides && pl_split_of(o) == PL_SPLIT_REPLICAS) {
@@ -571,14 +604,114 @@ static int render_object(struct files *f, const struct pl_object *o, const struc
         if (share.completions >= 0)
             set_spec_int(copy, "completions", share.completions);
     }
-    apply_overrides(copy, o, pol, tv, cluster, w, a);
+    apply_overrides(copy, o, j->pol, j->tv, cluster, &j->w, a);
     error = rd_out_emit(&data, &len, copy, a, err);
     cJSON_Delete(copy);
     if (error < 0)
         return error;
-    files_add(f, object_path(cluster, o->ns, o->kind, o->name, a), data, len);
-    *written = 1;
+    j->path = object_path(cluster, o->ns, o->kind, o->name, a);
+    j->data = data;
+    j->len = len;
+    j->written = 1;
     return 0;
+}
+
+/* Render threads: enough jobs for a second thread to pay, and no more threads than that. */
+#define RJOBS_PER_THREAD 256
+#define RD_RENDER_THREADS_MAX 4
+
+struct rworker {
+    struct rjob *jobs;
+    size_t njobs;
+    atomic_size_t *next; /* the next job to take, shared */
+    atomic_size_t *stop; /* jobs from this index on need not run: one before it failed */
+    const struct rd_render_options *opts;
+    struct rc_arena own; /* a thread's arena, adopted by the caller's after the join */
+    struct rc_arena *a;  /* where this worker allocates */
+    struct rc_err err;   /* the error of this worker's failed job, if any */
+    size_t failed_at;    /* that job's index; njobs: none */
+};
+
+static void *rworker_run(void *arg)
+{
+    struct rworker *w = arg;
+
+    for (;;) {
+        size_t i = atomic_fetch_add(w->next, 1);
+
+        if (i >= w->njobs || i >= atomic_load(w->stop))
+            break;
+        if (render_object(&w->jobs[i], w->opts, w->a, &w->err) < 0) {
+            size_t cur = atomic_load(w->stop);
+
+            w->jobs[i].failed = 1;
+            w->failed_at = i;
+            /* jobs are taken in increasing order: this is the worker's first failure */
+            while (i < cur && !atomic_compare_exchange_weak(w->stop, &cur, i))
+                ;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static size_t render_threads(const struct rd_render_options *opts, size_t njobs)
+{
+    long ncpu;
+    size_t n;
+
+    if (opts->threads > 0)
+        return (size_t)opts->threads;
+    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    n = ncpu > 0 ? (size_t)ncpu : 1;
+    if (n > RD_RENDER_THREADS_MAX)
+        n = RD_RENDER_THREADS_MAX;
+    if (n > njobs / RJOBS_PER_THREAD)
+        n = njobs / RJOBS_PER_THREAD;
+    return n ? n : 1;
+}
+
+/* Render every job; on failure err is the error of the first failed job in list order. */
+static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_options *opts,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    size_t nthreads = render_threads(opts, njobs), failed = njobs, who = 0;
+    atomic_size_t next = 0, stop = njobs;
+    struct rworker *w = rc_xcalloc(nthreads, sizeof(*w));
+    pthread_t *tid = rc_xcalloc(nthreads, sizeof(*tid));
+    size_t started = 1;
+
+    for (size_t k = 0; k < nthreads; k++) {
+        w[k].jobs = jobs;
+        w[k].njobs = njobs;
+        w[k].next = &next;
+        w[k].stop = &stop;
+        w[k].opts = opts;
+        w[k].a = k ? &w[k].own : a;
+        w[k].failed_at = njobs;
+    }
+    /* worker 0 is this thread; a thread that cannot be started leaves its share to the rest */
+    for (size_t k = 1; k < nthreads; k++) {
+        if (pthread_create(&tid[k], NULL, rworker_run, &w[k]) != 0)
+            break;
+        started++;
+    }
+    rworker_run(&w[0]);
+    for (size_t k = 1; k < started; k++)
+        pthread_join(tid[k], NULL);
+    for (size_t k = 0; k < nthreads; k++) {
+        if (w[k].failed_at < failed) {
+            failed = w[k].failed_at;
+            who = k;
+        }
+        if (k)
+            rc_arena_adopt(a, &w[k].own);
+    }
+    if (failed < njobs)
+        *err = w[who].err;
+    free(tid);
+    free(w);
+    return failed < njobs ? err->code : 0;
 }
 
 /* The repo's Namespace objects, sorted by name, for following. */
@@ -624,10 +757,41 @@ static const struct pl_object *find_namespace_object(const struct nsobjs *s, con
     return NULL;
 }
 
-static int render_namespace(struct files *f, const struct nsobjs *nso, const char *cluster,
-                            const char *ns, int pull, struct rc_arena *a, struct rc_err *err)
+/* A Namespace file's text depends on the namespace only, not on the cluster: rendered once. */
+struct nstext {
+    const char *ns;
+    const char *data; /* NULL: not rendered yet */
+    size_t len;
+};
+
+static int cmp_nstext(const void *x, const void *y)
 {
-    const struct pl_object *o = find_namespace_object(nso, ns);
+    return strcmp(((const struct nstext *)x)->ns, ((const struct nstext *)y)->ns);
+}
+
+/* The distinct namespaces of need, sorted, none rendered yet. */
+static struct nstext *nstext_init(size_t *n, const struct nsset *need)
+{
+    struct nstext *v = rc_xcalloc(need->n + 1, sizeof(*v));
+    size_t k = 0;
+
+    for (size_t i = 0; i < need->n; i++)
+        v[i].ns = need->v[i].ns;
+    if (need->n)
+        qsort(v, need->n, sizeof(*v), cmp_nstext);
+    for (size_t i = 0; i < need->n; i++) {
+        if (k == 0 || strcmp(v[k - 1].ns, v[i].ns))
+            v[k++] = v[i];
+    }
+    *n = k;
+    return v;
+}
+
+static int render_namespace(struct files *f, const struct nsobjs *nso, const char *cluster,
+                            struct nstext *memo, int pull, struct rc_arena *a, struct rc_err *err)
+{
+    const char *ns = memo->ns;
+    const struct pl_object *o;
     cJSON *root;
     const char *data = NULL;
     size_t len = 0;
@@ -635,6 +799,11 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
 
     if (!path_part_ok(ns))
         return rc_err_set(err, RC_EINVALID, "namespace '%s' is unfit for a file name", ns);
+    if (memo->data) {
+        files_add(f, object_path(cluster, NULL, "Namespace", ns, a), memo->data, memo->len);
+        return 0;
+    }
+    o = find_namespace_object(nso, ns);
     if (o) {
         if ((error = rd_object_tree(&root, o->payload, err)) < 0)
             return error;
@@ -652,6 +821,8 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
     cJSON_Delete(root);
     if (error < 0)
         return error;
+    memo->data = data;
+    memo->len = len;
     files_add(f, object_path(cluster, NULL, "Namespace", ns, a), data, len);
     return 0;
 }
@@ -725,6 +896,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     struct files f = {0, 0, NULL}, kust = {0, 0, NULL};
     struct nsset need = {0, 0, NULL}, have = {0, 0, NULL};
     struct rwarn rw = {0, 0, NULL};
+    struct rjob *jobs = NULL;
+    size_t njobs = 0, jcap = 0, nnstext = 0;
+    struct nstext *nstext = NULL;
     struct nsobjs nso;
     const struct pl_decision **dec;
     const char **clusters = NULL;
@@ -737,15 +911,17 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     out->nrendered = 0;
     dec = rd_out_sorted_decisions(res, &ndec, a);
 
-    /* placed objects */
+    /* placed objects: kept files here, the others listed as jobs */
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
         int reuse = opts->reuse && opts->reuse[d - res->decisions] && !pl_decision_divides(d);
         char unit_label[17];
+        const char *label;
 
         if (d->state != PL_STATE_PLACED)
             continue;
         pl_unit_label(d->unit, unit_label);
+        label = rc_arena_strdup(a, unit_label);
         for (size_t t = 0; t < d->ntargets; t++) {
             const char *cluster = d->targets[t].cluster;
             if (!path_part_ok(cluster)) {
@@ -758,28 +934,40 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                 pol && pol->noverrides ? topology_value(in, pol, &d->targets[t]) : NULL;
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
-                int written = 0;
+                struct rjob *j;
                 /* overrides may warn while rendering: such units are always rendered */
                 if (reuse && !(pol && pol->noverrides) && path_part_ok(o->name) &&
                     path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
                     files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
-                    written = 1;
-                } else {
-                    error = render_object(&f, o, d, t, rc_arena_strdup(a, unit_label), pol, tv, &rw,
-                                          opts, &written, a, err);
-                    if (error < 0)
-                        goto done;
-                    out->nrendered += written != 0;
-                }
-                if (!written)
+                    note_namespace(&need, &have, o, cluster);
                     continue;
-                if (o->ns && !is_system_namespace(o->ns))
-                    nsset_add(&need, cluster, o->ns);
-                else if (is_namespace_object(o))
-                    nsset_add(&have, cluster, o->name);
+                }
+                jobs = rc_xgrow(jobs, &jcap, njobs + 1, sizeof(*jobs));
+                j = &jobs[njobs++];
+                memset(j, 0, sizeof(*j));
+                j->o = o;
+                j->d = d;
+                j->t = t;
+                j->unit_label = label;
+                j->pol = pol;
+                j->tv = tv;
             }
         }
     }
+    error = render_jobs(jobs, njobs, opts, a, err);
+    for (size_t i = 0; i < njobs && error == 0; i++) {
+        const struct rjob *j = &jobs[i];
+
+        for (size_t k = 0; k < j->w.n; k++)
+            rwarn_add(&rw, j->w.v[k]);
+        if (!j->written)
+            continue;
+        files_add(&f, j->path, j->data, j->len);
+        out->nrendered++;
+        note_namespace(&need, &have, j->o, j->d->targets[j->t].cluster);
+    }
+    if (error < 0)
+        goto done;
 
     /* namespaces follow their objects, once per cluster */
     nsobjs_init(&nso, in, a);
@@ -787,12 +975,16 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         qsort(need.v, need.n, sizeof(*need.v), cmp_nsneed);
     if (have.n)
         qsort(have.v, have.n, sizeof(*have.v), cmp_nsneed);
+    nstext = nstext_init(&nnstext, &need);
     for (size_t i = 0; i < need.n; i++) {
+        struct nstext key = {need.v[i].ns, NULL, 0}, *memo;
+
         if (i > 0 && !cmp_nsneed(&need.v[i - 1], &need.v[i]))
             continue;
         if (have.n && bsearch(&need.v[i], have.v, have.n, sizeof(*have.v), cmp_nsneed))
             continue;
-        error = render_namespace(&f, &nso, need.v[i].cluster, need.v[i].ns, opts->pull, a, err);
+        memo = bsearch(&key, nstext, nnstext, sizeof(*nstext), cmp_nstext);
+        error = render_namespace(&f, &nso, need.v[i].cluster, memo, opts->pull, a, err);
         if (error < 0)
             goto done;
     }
@@ -869,6 +1061,10 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     if (rw.n)
         memcpy(out->warnings, rw.v, rw.n * sizeof(*rw.v));
 done:
+    for (size_t i = 0; i < njobs; i++)
+        free(jobs[i].w.v);
+    free(jobs);
+    free(nstext);
     free(rw.v);
     rc_buf_release(&b);
     free(f.v);

@@ -50,11 +50,14 @@ struct rd_render_options {
      * deploy tree has them (same decision, same manifests, same render digest): they are
      * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
     const unsigned char *reuse;
+    /* Threads that render object files: 0, as many as the machine has cores (at most 4) when
+     * there are enough files for them; n > 0: n. The tree is the same whatever it is. */
+    int threads;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL                                      \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0                                   \
     }
 
 struct rd_tree_file {

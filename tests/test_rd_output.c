@@ -1596,6 +1596,117 @@ static void test_rd_output__rejects_unwritable_objects(void **state)
     o->name = "api";
 }
 
+/* ==== Tests: render threads ==== */
+
+static const char many_src[] =
+    "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: east}\nspec:\n"
+    "  autoscaler: {type: none}\n  nodes:\n"
+    "  - {name: cpu, count: 100, allocatable: {cpu: \"64\", memory: 256Gi}}\n"
+    "---\napiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: west}\nspec:\n"
+    "  autoscaler: {type: none}\n  nodes:\n"
+    "  - {name: cpu, count: 100, allocatable: {cpu: \"64\", memory: 256Gi}}\n"
+    "---\napiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: "
+    "spread}\nspec:\n  namespaceSelector: {matchExpressions: [{key: "
+    "kubernetes.io/metadata.name, operator: Exists}]}\n  resourceSelectors: {labelSelectors: "
+    "[{matchLabels: {team: ml}}]}\n  groupBy: {labelKey: app.kubernetes.io/instance}\n";
+
+static const char many_fmt[] =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web-%d, namespace: ns%d, labels: "
+    "{team: ml, app.kubernetes.io/instance: job%d}}\nspec:\n  replicas: 2\n  template:\n"
+    "    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n"
+    "        image: nginx\n        resources: {requests: {cpu: 100m, memory: 64Mi}}\n"
+    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf-%d, namespace: ns%d, labels: "
+    "{team: ml, app.kubernetes.io/instance: job%d}}\ndata: {a: \"1\"}\n";
+
+static void render_threads(struct fx *f, struct rd_tree *t, const struct pl_result *res,
+                           const struct pl_input *in, int threads)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_render_options o = RD_RENDER_OPTIONS_INIT;
+
+    o.nfile_errors = 1;
+    o.file_errors = f->ferr;
+    o.threads = threads;
+    if (rd_render_tree(t, res, in, SOURCE, &o, &f->a, &err) < 0)
+        fail_msg("rd_render_tree on %d threads: %s", threads, err.msg);
+}
+
+static void assert_same_warnings(const struct rd_tree *a, const struct rd_tree *b)
+{
+    assert_int_equal(a->nwarnings, b->nwarnings);
+    for (size_t i = 0; i < a->nwarnings; i++)
+        assert_string_equal(a->warnings[i], b->warnings[i]);
+}
+
+/* Object files rendered on several threads make the same tree, byte for byte, as on one:
+ * the fixture's (Divide, namespaces, cluster-scoped objects) and a fleet of 600 jobs. */
+static void test_rd_output__threads_same_tree(void **state)
+{
+    struct fx *f = *state;
+    enum { NJOBS = 600 };
+    struct rd_tree t1, tn;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file *files = rc_arena_calloc(&f->a, NJOBS + 1, sizeof(*files));
+    struct pl_input in;
+    struct pl_result res;
+    struct rc_err err = RC_ERR_INIT;
+
+    render_threads(f, &t1, &f->result, &f->in, 1);
+    for (int n = 2; n <= 5; n++) {
+        render_threads(f, &tn, &f->result, &f->in, n);
+        assert_same_tree(&t1, &tn);
+        assert_same_warnings(&t1, &tn);
+        assert_int_equal(t1.nrendered, tn.nrendered);
+    }
+
+    files[0].path = "fleet.yaml";
+    files[0].data = many_src;
+    files[0].len = sizeof(many_src) - 1;
+    for (int i = 1; i <= NJOBS; i++) {
+        files[i].path = rc_arena_printf(&f->a, "jobs/job%d.yaml", i);
+        files[i].data = rc_arena_printf(&f->a, many_fmt, i, i % 7, i, i, i % 7, i);
+        files[i].len = strlen(files[i].data);
+    }
+    if (rd_source_load(&src, files, NJOBS + 1, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    input_from(&in, &src, &src.res, src.clusters, src.nclusters, NULL);
+    if (pl_place(&res, &in, &f->a, &err) < 0)
+        fail_msg("pl_place: %s", err.msg);
+    render_threads(f, &t1, &res, &in, 1);
+    assert_int_equal(t1.nrendered, 2 * NJOBS); /* enough for the default to use threads */
+    for (int n = 0; n <= 3; n++) {
+        render_threads(f, &tn, &res, &in, n);
+        assert_same_tree(&t1, &tn);
+        assert_int_equal(t1.nrendered, tn.nrendered);
+    }
+    rd_source_release(&src);
+}
+
+/* An object that cannot be rendered fails the render with the same error on any number of
+ * threads: the first such object in tree order. */
+static void test_rd_output__threads_same_error(void **state)
+{
+    struct fx *f = *state;
+    struct rd_tree t;
+    struct rd_render_options o = RD_RENDER_OPTIONS_INIT;
+    char first[RC_ERR_MSG_MAX];
+    struct pl_object *a1 = (struct pl_object *)f->result.decisions[2].objects[0];
+    const char *name = a1->name;
+
+    a1->name = "../x";
+    for (int n = 1; n <= 3; n++) {
+        struct rc_err err = RC_ERR_INIT;
+
+        o.threads = n;
+        assert_int_equal(rd_render_tree(&t, &f->result, &f->in, SOURCE, &o, &f->a, &err),
+                         RC_EINVALID);
+        if (n == 1)
+            snprintf(first, sizeof(first), "%s", err.msg);
+        assert_string_equal(err.msg, first);
+    }
+    a1->name = name;
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1627,6 +1738,8 @@ int main(void)
         T(test_rd_output__replay_and_stickiness),
         T(test_rd_output__deterministic),
         T(test_rd_output__rejects_unwritable_objects),
+        T(test_rd_output__threads_same_tree),
+        T(test_rd_output__threads_same_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
