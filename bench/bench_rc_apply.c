@@ -1,12 +1,16 @@
 /*
  * bench_rc_apply.c - rightplace's apply path (rc_apply_deploy_opts) against one API server.
  *
- *   bench_rc_apply KUBECONFIG N CONCURRENCY [NAMESPACE]
+ *   bench_rc_apply KUBECONFIG N CONCURRENCY [NAMESPACE [delete]]
  *
  * Builds a deploy commit in a temporary bare repository holding a Namespace and N ConfigMaps
  * under clusters/bench/, applies it to the cluster of KUBECONFIG (its current context) and
- * prints the objects applied, the wall time and objects/s. bench/apply.sh runs it against
- * tests/fakekube/fakekube.py beside `kubectl apply --server-side` of the same objects.
+ * prints the objects applied, the wall time and objects/s. CONCURRENCY 0: the client's
+ * default (RC_KUBE_DEFAULT_CONCURRENCY, what `rightplace` uses without --apply-concurrency).
+ * With "delete": then a second commit without the ConfigMaps is applied, which deletes them
+ * (a GET and a DELETE with a uid precondition each), and that is timed too.
+ * bench/apply.sh runs it against tests/fakekube/fakekube.py beside `kubectl apply
+ * --server-side` and `kubectl delete` of the same objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,19 +43,20 @@ int main(int argc, char **argv)
     struct rc_git *g = NULL;
     struct rc_git_file *files;
     char tmpl[] = "/tmp/rp-bench-apply-XXXXXX";
-    char tree[41], commit[41];
+    char tree[41], commit[41], tree2[41], commit2[41];
     const char *ns = argc > 4 ? argv[4] : "bench";
+    int del = argc > 5 && !strcmp(argv[5], "delete");
     long n, conc;
     int incomplete = 0, rc;
     double t0, t1;
 
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_rc_apply KUBECONFIG N CONCURRENCY [NAMESPACE]\n");
+        fprintf(stderr, "usage: bench_rc_apply KUBECONFIG N CONCURRENCY [NAMESPACE [delete]]\n");
         return 2;
     }
     n = strtol(argv[2], NULL, 10);
     conc = strtol(argv[3], NULL, 10);
-    if (n < 1 || conc < 1 || !mkdtemp(tmpl))
+    if (n < 1 || conc < 0 || !mkdtemp(tmpl))
         return 2;
     if (rc_http_global_init(&err) < 0 || rc_git_global_init(&err) < 0)
         goto fail;
@@ -84,10 +89,16 @@ int main(int argc, char **argv)
     if (rc_git_build_tree(tree, g, NULL, files, (size_t)n + 1, &err) < 0 ||
         rc_git_commit(commit, g, tree, NULL, "bench", 1700000000, &err) < 0)
         goto fail;
+    /* the same directory without the ConfigMaps: applying it deletes them */
+    if (del && (rc_git_build_tree(tree2, g, NULL, files, 1, &err) < 0 ||
+                rc_git_commit(commit2, g, tree2, commit, "bench: prune", 1700000001, &err) < 0))
+        goto fail;
 
     rc_kubeconfig_sources_add_file(&sources, argv[1]);
     ko.sources = &sources;
-    ko.concurrency = (int)conc;
+    if (conc > 0)
+        ko.concurrency = (int)conc;
+    conc = ko.concurrency;
     memset(&conn, 0, sizeof(conn));
     conn.name = "bench";
     conn.live = 1;
@@ -108,6 +119,20 @@ int main(int argc, char **argv)
                n + 1, t1 - t0, (double)(n + 1) / (t1 - t0), conc,
                (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+    }
+    if (del) {
+        struct rc_arena a2 = RC_ARENA_INIT;
+        t0 = now_s();
+        rc = rc_apply_deploy_opts(&incomplete, g, commit2, &conn, 1, 0, &ko, NULL, &a2, &err);
+        t1 = now_s();
+        rc_arena_release(&a2);
+        if (rc < 0 || incomplete) {
+            fprintf(stderr, "bench_rc_apply: delete %s (rc %d)\n",
+                    incomplete ? "incomplete" : "failed", rc);
+            goto fail;
+        }
+        printf("rightplace delete: %ld objects in %.3f s = %.0f objects/s (concurrency %ld)\n", n,
+               t1 - t0, (double)n / (t1 - t0), conc);
     }
     rc_git_free(g);
     {

@@ -149,7 +149,7 @@ static const struct opt_def opt_defs[] = {
     {OPT_NO_APPLY, "no-apply", 0, NULL, "commit placements, but do not apply them to clusters"},
     {OPT_RESYNC, "resync", 0, NULL, "apply every object, not only what changed"},
     {OPT_APPLY_CONCURRENCY, "apply-concurrency", 0, "N",
-     "requests in flight per cluster while applying (1-256, default 8)"},
+     "requests in flight per cluster while applying (1-256, default 32)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"

@@ -39,7 +39,9 @@ struct job {
     size_t cap_failures;
     int server_errors; /* 5xx failures since the last success */
     int halted;        /* the cluster's work stopped (unreachable or stopped) */
-    size_t base;       /* plan index of the first call of the batch being sent */
+    size_t base;       /* plan index of the first call of the batch being sent (apply) */
+    size_t *map;       /* plan->del index of each call of the batch being sent (delete) */
+    char **uids;       /* per plan->del: the live object's uid when it is ours to delete */
     pthread_t thread;
     int started;
 };
@@ -177,49 +179,141 @@ static int namespace_may_go(struct job *j, struct rc_kube *k, const struct rc_ap
     return 0;
 }
 
-static int delete_one(struct job *j, struct rc_kube *k, const struct rc_apply_op *op)
+/* A request about one object failed (c: its answer, in completion order). Requests still in
+ * flight when the cluster's work stopped keep what they say about their objects. Nonzero:
+ * send no more. */
+static int call_failed(struct job *j, const char *verb, const char *key,
+                       const struct rc_kube_call *c)
 {
-    struct rc_err err = RC_ERR_INIT;
-    cJSON *live = NULL;
-    const cJSON *uid;
-    int rc;
+    if (j->halted) {
+        if (c->rc != RC_ETRANSPORT && c->status != 401 && c->status != 429)
+            add_failure(j, verb, key, c->err.msg);
+        return 1;
+    }
+    return object_failed(j, verb, key, c->rc, c->status, c->err.msg) < 0;
+}
 
-    rc = rc_kube_get(k, op->api_version, op->kind, op->ns, op->name, &live, &err);
-    if (rc == RC_ENOTFOUND)
+/* The GET of an object to delete answered: is it ours, and which uid does it have? */
+static int on_got(void *payload, struct rc_kube_call *c, size_t i)
+{
+    struct job *j = payload;
+    size_t d = j->map[i];
+    const struct rc_apply_op *op = &j->plan->del[d];
+    const cJSON *uid;
+    cJSON *live;
+
+    if (c->rc == RC_HTTP_NOT_SENT)
+        return 1;
+    if (c->rc == RC_ENOTFOUND)
         return 0; /* already gone (or its kind is no longer served) */
-    if (rc < 0)
-        return object_failed(j, "delete", op->key, rc, rc_kube_last_status(k), err.msg);
+    if (c->rc != RC_OK)
+        return call_failed(j, "delete", op->key, c);
+    j->server_errors = 0;
+    live = cJSON_ParseWithLength(c->resp.body.ptr, c->resp.body.len);
+    if (!live) {
+        add_failure(j, "delete", op->key, "invalid JSON in the answer to GET");
+        return 0;
+    }
     uid =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(live, "metadata"), "uid");
-    if (!is_ours(live) || !cJSON_IsString(uid)) {
+    if (is_ours(live) && cJSON_IsString(uid)) {
+        j->uids[d] = rc_arena_strdup(&j->arena, uid->valuestring);
+    } else {
         j->res.kept++;
         if (j->log)
             rc_log_info(j->log, "cluster '%s': not deleting '%s': it does not carry %s=%s",
                         j->conn->name, op->key, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
-        cJSON_Delete(live);
-        return 0;
     }
-    if (op->stage == RC_APPLY_STAGE_NAMESPACE && (rc = namespace_may_go(j, k, op)) <= 0) {
-        cJSON_Delete(live);
-        return rc;
-    }
-    rc = rc_kube_delete(k, op->api_version, op->kind, op->ns, op->name, uid->valuestring, &err);
     cJSON_Delete(live);
-    if (rc == RC_OK) {
+    return 0;
+}
+
+/* A DELETE (uid precondition) answered. */
+static int on_deleted(void *payload, struct rc_kube_call *c, size_t i)
+{
+    struct job *j = payload;
+    const struct rc_apply_op *op = &j->plan->del[j->map[i]];
+
+    if (c->rc == RC_HTTP_NOT_SENT)
+        return 1;
+    if (c->rc == RC_OK) {
+        j->server_errors = 0;
         j->res.deleted++;
         if (j->log)
             rc_log_info(j->log, "cluster '%s': deleted '%s'", j->conn->name, op->key);
-    } else if (rc == RC_ENOTFOUND) {
-        /* gone meanwhile */
-    } else if (rc == RC_ECONFLICT && rc_kube_last_status(k) == 409) {
+        return 0;
+    }
+    if (c->rc == RC_ENOTFOUND)
+        return 0; /* gone meanwhile */
+    if (c->rc == RC_ECONFLICT && c->status == 409) {
         j->res.kept++; /* re-created by someone else since our GET: not ours to delete */
         if (j->log)
             rc_log_info(j->log, "cluster '%s': not deleting '%s': %s", j->conn->name, op->key,
-                        err.msg);
-    } else {
-        return object_failed(j, "delete", op->key, rc, rc_kube_last_status(k), err.msg);
+                        c->err.msg);
+        return 0;
     }
-    return 0;
+    return call_failed(j, "delete", op->key, c);
+}
+
+/* Send calls[0, n) (their objects: plan->del[j->map[i]]) with the client's concurrency. */
+static void send_calls(struct job *j, struct rc_kube *k, struct rc_kube_call *calls, size_t n,
+                       rc_kube_call_fn on_done)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    if (n && !j->halted && rc_kube_request_many(k, calls, n, 0, on_done, j, &err) < 0)
+        cluster_failed(j, RC_ERROR, err.msg); /* no credentials */
+    for (size_t i = 0; i < n; i++)
+        rc_kube_call_release(&calls[i]);
+}
+
+/* Delete plan->del[from, to), one stage (the rest, CRDs or Namespaces), with the client's
+ * concurrency: a GET of each (is it ours? its uid), for a Namespace a look at its pods, then
+ * a DELETE with a uid precondition of each one that may go. The stage is over (every answer
+ * in) before the next begins, so a Namespace is deleted only after the objects in it, a CRD
+ * only after its custom resources. -1 when the cluster's work stopped. */
+static int delete_stage(struct job *j, struct rc_kube *k, size_t from, size_t to)
+{
+    size_t n = to - from, m = 0;
+    struct rc_kube_call *calls = rc_xcalloc(n + 1, sizeof(*calls));
+    size_t *map = rc_xcalloc(n + 1, sizeof(*map));
+
+    j->map = map;
+    for (size_t i = 0; i < n && !j->halted; i++) {
+        const struct rc_apply_op *op = &j->plan->del[from + i];
+
+        map[m] = from + i;
+        if (rc_kube_get_call(k, &calls[m], op->api_version, op->kind, op->ns, op->name) < 0)
+            on_got(j, &calls[m], m); /* not sendable: a kind no longer served is gone */
+        m++;
+    }
+    send_calls(j, k, calls, m, on_got);
+    for (size_t i = 0; i < n && !j->halted; i++) {
+        const struct rc_apply_op *op = &j->plan->del[from + i];
+
+        if (j->uids[from + i] && op->stage == RC_APPLY_STAGE_NAMESPACE) {
+            int rc = namespace_may_go(j, k, op);
+            if (rc <= 0)
+                j->uids[from + i] = NULL;
+        }
+    }
+    m = 0;
+    for (size_t i = 0; i < n && !j->halted; i++) {
+        const struct rc_apply_op *op = &j->plan->del[from + i];
+
+        if (!j->uids[from + i])
+            continue;
+        map[m] = from + i;
+        if (rc_kube_delete_call(k, &calls[m], op->api_version, op->kind, op->ns, op->name,
+                                j->uids[from + i]) < 0)
+            on_deleted(j, &calls[m], m);
+        m++;
+    }
+    send_calls(j, k, calls, m, on_deleted);
+    j->map = NULL;
+    free(calls);
+    free(map);
+    return j->halted ? -1 : 0;
 }
 
 /* An apply answered (in completion order). Nonzero: send no more. */
@@ -237,13 +331,7 @@ static int on_applied(void *payload, struct rc_kube_call *c, size_t i)
     }
     if (c->rc == RC_HTTP_NOT_SENT)
         return 1;
-    if (j->halted) {
-        /* requests in flight when the work stopped: keep what they say about their objects */
-        if (c->rc != RC_ETRANSPORT && c->status != 401 && c->status != 429)
-            add_failure(j, "apply", op->key, c->err.msg);
-        return 1;
-    }
-    return object_failed(j, "apply", op->key, c->rc, c->status, c->err.msg) < 0;
+    return call_failed(j, "apply", op->key, c);
 }
 
 /* Apply plan->apply[from, to) with the client's concurrency. -1 when the work stopped. */
@@ -284,7 +372,7 @@ static void *run_job(void *arg)
     struct rc_kube_options ko = *j->ko;
     struct rc_err err = RC_ERR_INIT;
     struct rc_kube *k = NULL;
-    size_t i, ns_end = 0, crd_end;
+    size_t i, ns_end = 0, crd_end, del_end;
     int rc;
 
     ko.log = j->log;
@@ -313,8 +401,13 @@ static void *run_job(void *arg)
         j->res.outcome = RC_APPLY_FAILED;
         goto done;
     }
-    for (i = 0; i < j->plan->ndelete; i++) {
-        if (delete_one(j, k, &j->plan->del[i]) < 0)
+    /* deletes: the rest, then CRDs, then Namespaces (the plan's order), stage by stage */
+    j->uids = rc_arena_calloc(&j->arena, j->plan->ndelete + 1, sizeof(*j->uids));
+    for (i = 0; i < j->plan->ndelete; i = del_end) {
+        del_end = i;
+        while (del_end < j->plan->ndelete && j->plan->del[del_end].stage == j->plan->del[i].stage)
+            del_end++;
+        if (delete_stage(j, k, i, del_end) < 0)
             goto done;
     }
     j->res.outcome = j->res.nfailures ? RC_APPLY_FAILED : RC_APPLY_DONE;

@@ -8,10 +8,14 @@
  * are Established), then everything else in path order. Then the objects whose files left the
  * directory are deleted, each only when the live object carries
  * app.kubernetes.io/managed-by=rightplace, with a uid precondition; never on a cluster that
- * was unreachable or had any failure in this call. A Namespace is kept while pods without
- * rightplace's unit label run in it (deleting it would delete them). A cluster applied completely
- * gets its applied ref moved to the deploy commit (compare-and-swap). The results go into a
- * git note (refs/notes/rightplace) on the deploy commit, merged with a note another writer
+ * was unreachable or had any failure in this call. Applies and deletes go out with the
+ * client's concurrency (rc_kube_options.concurrency), stage by stage: deletes take the rest,
+ * then CRDs, then Namespaces, each stage answered in full before the next starts (a
+ * Namespace goes after the objects in it, a CRD after its custom resources); an object whose
+ * delete fails is reported alone, the others are still deleted. A Namespace is kept while pods
+ * without rightplace's unit label run in it (deleting it would delete them). A cluster applied
+ * completely gets its applied ref moved to the deploy commit (compare-and-swap). The results go
+ * into a git note (refs/notes/rightplace) on the deploy commit, merged with a note another writer
  * left there (rc_apply_note_merge). When the repo is remote, the refs and the note are pushed
  * in one push; a push refused because another writer pushed first is done again on top of
  * its refs and note (at most RC_APPLY_PUBLISH_ATTEMPTS times).

@@ -636,6 +636,9 @@ static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
         h->slots[i] = s;
         h->nslots = i + 1;
         configure(h, s->c, s->errbuf);
+        /* wait for a connection that may multiplex (h2) rather than open one per transfer:
+         * without it, transfers started together each open a connection, h2 or not */
+        curl_easy_setopt(s->c, CURLOPT_PIPEWAIT, 1L);
         s->cert_gen = h->cert_gen;
     }
     curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)want);

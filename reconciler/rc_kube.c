@@ -603,6 +603,68 @@ done:
     return error;
 }
 
+/* Fill c with method and the path of one object (no query); the body is left to the caller. */
+static int object_call(struct rc_kube *k, struct rc_kube_call *c, const char *method,
+                       const char *api_version, const char *kind, const char *ns, const char *name)
+{
+    struct rc_buf path = RC_BUF_INIT;
+    int error;
+
+    memset(c, 0, sizeof(*c));
+    c->resp = (struct rc_http_response)RC_HTTP_RESPONSE_INIT;
+    if ((error = check_segment(name, "name", &c->err)) < 0 ||
+        (ns && (error = check_segment(ns, "namespace", &c->err)) < 0))
+        goto done;
+    if ((error = rc_kube_path(&path, k, api_version, kind, ns, name, &c->err)) < 0)
+        goto done;
+    c->method = method;
+    c->path = rc_xstrdup(path.ptr);
+    c->ready = 1;
+done:
+    rc_buf_release(&path);
+    c->rc = error;
+    if (error < 0)
+        c->status = k->last_status;
+    return error;
+}
+
+int rc_kube_get_call(struct rc_kube *k, struct rc_kube_call *c, const char *api_version,
+                     const char *kind, const char *ns, const char *name)
+{
+    return object_call(k, c, "GET", api_version, kind, ns, name);
+}
+
+/* The DeleteOptions body of rc_kube_delete (malloc'd). */
+static char *delete_options(const char *uid)
+{
+    cJSON *opts = cJSON_CreateObject();
+    char *body;
+
+    cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
+    cJSON_AddStringToObject(opts, "apiVersion", "v1");
+    cJSON_AddStringToObject(opts, "propagationPolicy", "Background");
+    if (uid)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(opts, "preconditions"), "uid", uid);
+    body = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    if (!body)
+        abort(); /* out of memory: the policy of rc_mem.h */
+    return body;
+}
+
+int rc_kube_delete_call(struct rc_kube *k, struct rc_kube_call *c, const char *api_version,
+                        const char *kind, const char *ns, const char *name, const char *uid)
+{
+    int error = object_call(k, c, "DELETE", api_version, kind, ns, name);
+
+    if (error < 0)
+        return error;
+    c->content_type = "application/json";
+    c->body = delete_options(uid);
+    c->body_len = strlen(c->body);
+    return RC_OK;
+}
+
 void rc_kube_call_release(struct rc_kube_call *c)
 {
     free(c->path);
@@ -762,7 +824,6 @@ int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind,
 {
     struct rc_buf path = RC_BUF_INIT;
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
-    cJSON *opts = cJSON_CreateObject();
     char *body = NULL;
     int error;
 
@@ -772,16 +833,10 @@ int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind,
     error = rc_kube_path(&path, k, api_version, kind, ns, name, err);
     if (error < 0)
         goto done;
-    cJSON_AddStringToObject(opts, "kind", "DeleteOptions");
-    cJSON_AddStringToObject(opts, "apiVersion", "v1");
-    cJSON_AddStringToObject(opts, "propagationPolicy", "Background");
-    if (uid)
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(opts, "preconditions"), "uid", uid);
-    body = cJSON_PrintUnformatted(opts);
+    body = delete_options(uid);
     error =
         rc_kube_request(k, "DELETE", path.ptr, "application/json", body, strlen(body), &resp, err);
 done:
-    cJSON_Delete(opts);
     free(body);
     rc_http_response_release(&resp);
     rc_buf_release(&path);

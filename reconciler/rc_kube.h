@@ -53,10 +53,10 @@ struct rc_kube_options {
     /* the operator's kubeconfigs, among which rc_kube_open_conn lets a Cluster select
      * (docs/security.md); NULL: none, so only simulated clusters and nothing live */
     const struct rc_kubeconfig_sources *sources;
-    int concurrency; /* requests in flight at once where a caller sends many (apply) */
+    int concurrency; /* requests in flight at once where a caller sends many (apply, delete) */
 };
 
-#define RC_KUBE_DEFAULT_CONCURRENCY 8
+#define RC_KUBE_DEFAULT_CONCURRENCY 32
 #define RC_KUBE_OPTIONS_INIT                                                                       \
     {                                                                                              \
         NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL,                    \
@@ -181,6 +181,14 @@ struct rc_kube_call {
  * and c->rc/c->err say why; the return value is the same code. */
 int rc_kube_apply_call(struct rc_kube *k, struct rc_kube_call *c, const cJSON *obj,
                        const char *field_manager, unsigned flags);
+/* Fill c for a GET of one object (as rc_kube_get; parse c->resp.body when c->rc is RC_OK) or
+ * a DELETE of one (as rc_kube_delete: propagationPolicy Background, preconditions.uid when uid
+ * is not NULL). Not sendable (bad name, a kind the server does not serve: RC_ENOTFOUND):
+ * c->ready is 0, c->rc/c->err say why, and that code is returned. */
+int rc_kube_get_call(struct rc_kube *k, struct rc_kube_call *c, const char *api_version,
+                     const char *kind, const char *ns, const char *name);
+int rc_kube_delete_call(struct rc_kube *k, struct rc_kube_call *c, const char *api_version,
+                        const char *kind, const char *ns, const char *name, const char *uid);
 void rc_kube_call_release(struct rc_kube_call *c);
 
 /* Called as each call finishes (its answer filled in), in completion order; nonzero: start

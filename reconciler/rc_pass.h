@@ -65,6 +65,9 @@ struct rc_pass_options {
     const char *outage_file;
     int64_t replace_unreachable_after;
     int64_t now;
+    /* Threads that parse source files (at most RD_PRIME_THREADS_MAX); 0: one per online
+     * CPU. The result does not depend on it. */
+    int parse_threads;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -72,7 +75,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL, NULL, NULL, 0, 0                                                                 \
+            NULL, NULL, NULL, 0, 0, 0                                                              \
     }
 
 /* A path whose content a pass would change. */

@@ -6,10 +6,15 @@
 #include "th.h"
 #include "th_kube.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rc_apply.h"
@@ -725,6 +730,51 @@ static void test_rc_apply__server_errors_in_a_row_stop_the_cluster(void **state)
     rc_arena_release(&a);
 }
 
+/* The same rule for deletes: DELETEs answered 503 stop the cluster after
+ * RC_APPLY_MAX_SERVER_ERRORS objects; the Namespace stage is never reached. */
+static void test_rc_apply__server_errors_in_a_row_stop_the_deletes(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct tf t[12], empty[] = {{"kustomization.yaml", KUST}};
+    char names[12][64], bodies[12][256];
+    char c1[41], c2[41], ref[41];
+    cJSON *reqs;
+    char *text;
+
+    t[0].rel = "_cluster/namespace.team.yaml";
+    t[0].data = NS_TEAM;
+    for (int i = 1; i < 12; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+    commit(f, c1, t, 12);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, empty, 1);
+    f->ko.concurrency = 1; /* one at a time: the count below is exact */
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps\", \"method\": \"DELETE\", \"status\": 503}]");
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    /* every ConfigMap looked at, 5 deletes tried (3 attempts each), then the cluster stopped */
+    assert_int_equal(th_kube_count(reqs, "GET", "/namespaces/team/configmaps/m"), 11);
+    assert_int_equal(th_kube_count(reqs, "DELETE", "configmaps"), RC_APPLY_MAX_SERVER_ERRORS * 3);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), RC_APPLY_MAX_SERVER_ERRORS * 3);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/pods"), 0);
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(strstr(text, "cluster c1: stopped: 5 server errors in a row, the last: "));
+    rc_arena_release(&a);
+}
+
 #define RACE_ROUNDS 6
 
 /* One racing reconciler: its own mirror of the remote in `state`, applying each deploy
@@ -979,6 +1029,237 @@ static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **sta
     rc_arena_release(&a);
 }
 
+/* A Namespace, 12 ConfigMaps and a RayJob in it and the RayJob's CRD leave the deploy branch,
+ * on a server that answers DELETEs slowly, with 4 requests at once: the deletes overlap
+ * (several DELETEs in flight, never more than 4); one GET and one DELETE per object, plus
+ * one look at the Namespace's pods, and nothing else; the RayJob is deleted before its CRD,
+ * and everything in the Namespace before the Namespace; the ConfigMap whose DELETE the
+ * server refuses fails alone (in the note, the applied ref stays), the others are deleted. */
+static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(void **state)
+{
+    struct fixture *f = *state;
+    struct th_kube *srv = &f->extra;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    enum { NCM = 12 };
+    struct tf t[NCM + 3], empty[] = {{"kustomization.yaml", KUST}};
+    char names[NCM][64], bodies[NCM][256];
+    struct rc_arena a = RC_ARENA_INIT;
+    char c1[41], c2[41], ref[41], *text;
+    cJSON *reqs, *item;
+    long max_inflight = 0, n = 0, last_in_ns = -1, last_rayjob = -1, crd_at = -1, ns_at = -1;
+    size_t deleted_ok = 0;
+    int i;
+
+    assert_int_equal(th_kube_start(srv, &certs, &o), 0);
+    f->kube[0] = *srv;
+    write_kubeconfig(f, 0, "ca.crt");
+    t[0].rel = "_cluster/customresourcedefinition.rayjobs.ray.io.yaml";
+    t[0].data = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+                "  name: rayjobs.ray.io\n  labels:\n" MANAGED
+                "spec:\n  group: ray.io\n  scope: Namespaced\n  names:\n"
+                "    kind: RayJob\n    plural: rayjobs\n    singular: rayjob\n"
+                "  versions:\n  - name: v1\n    served: true\n    storage: true\n";
+    t[1].rel = "_cluster/namespace.team.yaml";
+    t[1].data = NS_TEAM;
+    t[2].rel = "team/rayjob.train.yaml";
+    t[2].data = RAYJOB;
+    for (i = 0; i < NCM; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i + 3].rel = names[i];
+        t[i + 3].data = bodies[i];
+    }
+    commit(f, c1, t, NCM + 3);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+
+    commit(f, c2, empty, 1);
+    th_kube_clear_requests(srv);
+    th_kube_faults(srv, "[{\"path\": \"configmaps/m03$\", \"method\": \"DELETE\", "
+                        "\"status\": 422, \"count\": 100},"
+                        "{\"path\": \"\", \"method\": \"DELETE\", \"delay\": 0.2}]");
+    f->ko.concurrency = 4;
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+
+    reqs = th_kube_requests(srv);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        const char *m = sv(item, "method"), *p = sv(item, "path");
+        long inflight = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(item, "inflight"));
+
+        n++;
+        if (strcmp(m, "DELETE"))
+            continue;
+        if (inflight > max_inflight)
+            max_inflight = inflight;
+        if (cJSON_GetObjectItem(item, "status")->valueint == 200)
+            deleted_ok++;
+        if (strstr(p, "/namespaces/team/"))
+            last_in_ns = n;
+        if (strstr(p, "/rayjobs/train"))
+            last_rayjob = n;
+        if (strstr(p, "/customresourcedefinitions/rayjobs.ray.io"))
+            crd_at = n;
+        if (!strcmp(p, "/api/v1/namespaces/team"))
+            ns_at = n;
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "max inflight %ld; DELETE of the rayjob %ld, crd %ld, ns %ld\n",
+                max_inflight, last_rayjob, crd_at, ns_at);
+    /* requests: one GET and one DELETE per object, one LIST of the Namespace's pods */
+    assert_int_equal(th_kube_count(reqs, "PATCH", ""), 0);
+    assert_int_equal(th_kube_count(reqs, "DELETE", ""), NCM + 3);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/configmaps/m"), NCM);
+    assert_int_equal(th_kube_count(reqs, "GET", "/namespaces/team/rayjobs/train"), 1);
+    assert_int_equal(th_kube_count(reqs, "GET", "/customresourcedefinitions/rayjobs.ray.io"), 1);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/pods"), 1);
+    assert_int_equal(deleted_ok, NCM + 2);
+    /* order: the objects in the Namespace, then the CRD, then the Namespace */
+    assert_true(last_rayjob > 0 && crd_at > last_rayjob);
+    assert_true(last_in_ns > 0 && ns_at > last_in_ns && ns_at > crd_at);
+    /* concurrently, within the bound */
+    assert_true(max_inflight > 1);
+    assert_true(max_inflight <= 4);
+    cJSON_Delete(reqs);
+
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 0, failed 1, deleted 14\n"
+                                 "  failed: delete team/ConfigMap/m03: "));
+    rc_arena_release(&a);
+}
+
+/* A free TCP port on 127.0.0.1 (bound and released: a tiny race, fine for a test). */
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int listening(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* HTTP/2: fakekube behind nghttpx (TLS, h2 offered in ALPN). 30 ConfigMaps applied 8 at a
+ * time, then deleted 8 at a time, each call starting on a fresh client with many requests at
+ * once: they are streams of one connection per call. Every request the proxy sees came over
+ * h2, over at most four client connections (per call: the client's one-request handle, for
+ * discovery, and the connection of the many). Skipped where nghttpx (Debian: nghttp2-proxy)
+ * is missing. */
+static void test_rc_apply__h2_requests_share_one_connection(void **state)
+{
+    struct fixture *f = *state;
+    const char *has[] = {"sh", "-c", "command -v nghttpx >/dev/null", NULL};
+    enum { NCM = 30 };
+    struct tf t[NCM], empty[] = {{"kustomization.yaml", KUST}};
+    char names[NCM][64], bodies[NCM][256];
+    char front[64], back[64], alog[TH_PATH], elog[TH_PATH], key[TH_PATH], crt[TH_PATH];
+    char alog_opt[TH_PATH + 32], elog_opt[TH_PATH + 32], ports[64][16], d[41], d2[41];
+    char *text, *line, *save = NULL;
+    size_t nports = 0, lines = 0, h2 = 0;
+    int port = free_port(), i;
+    pid_t pid;
+
+    if (th_kube_run(has) != 0) {
+        fprintf(stderr, "nghttpx not found: skipped\n");
+        skip();
+    }
+    assert_true(port > 0);
+    snprintf(front, sizeof(front), "-f127.0.0.1,%d", port);
+    snprintf(back, sizeof(back), "-b127.0.0.1,%d;;tls", f->kube[0].port);
+    th_kube_path(alog, &f->kube[0], "access.log");
+    th_kube_path(elog, &f->kube[0], "nghttpx.log");
+    snprintf(alog_opt, sizeof(alog_opt), "--accesslog-file=%s", alog);
+    snprintf(elog_opt, sizeof(elog_opt), "--errorlog-file=%s", elog);
+    th_certs_path(key, &certs, "server.key");
+    th_certs_path(crt, &certs, "server.crt");
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *null = fopen("/dev/null", "w");
+        if (null) {
+            dup2(fileno(null), 1);
+            dup2(fileno(null), 2);
+        }
+        execlp("nghttpx", "nghttpx", "--conf=/dev/null", front, back, "--insecure", "--workers=1",
+               alog_opt, "--accesslog-format=$remote_port $alpn $request $status", elog_opt, key,
+               crt, (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 200 && !listening(port); i++) {
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
+    snprintf(f->kube[0].url, sizeof(f->kube[0].url), "https://127.0.0.1:%d", port);
+    write_kubeconfig(f, 0, "ca.crt");
+
+    for (i = 0; i < NCM; i++) { /* in "default": no Namespace first, many requests at once */
+        snprintf(names[i], sizeof(names[i]), "default/configmap.h%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: h%02d\n"
+                 "  namespace: default\n  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+    commit(f, d, t, NCM);
+    f->ko.concurrency = 8;
+    assert_int_equal(apply(f, d, 1, 0), 0);
+    commit(f, d2, empty, 1);
+    assert_int_equal(apply(f, d2, 1, 0), 0);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+
+    text = th_kube_read(alog);
+    assert_non_null(text);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char rport[16] = "", alpn[16] = "";
+        size_t k;
+
+        if (sscanf(line, "%15s %15s", rport, alpn) != 2)
+            continue;
+        lines++;
+        h2 += !strcmp(alpn, "h2");
+        for (k = 0; k < nports && strcmp(ports[k], rport); k++)
+            ;
+        if (k == nports && nports < 64)
+            snprintf(ports[nports++], sizeof(ports[0]), "%s", rport);
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "%zu requests through nghttpx, %zu over h2, %zu client connections\n",
+                lines, h2, nports);
+    assert_true(lines >= 3 * NCM); /* a PATCH, a GET and a DELETE each */
+    assert_int_equal(h2, lines);
+    assert_true(nports >= 1 && nports <= 4);
+    free(text);
+}
+
 /* rightplace diff: after an apply nothing drifted; then a person changes one ConfigMap and
  * deletes another on the cluster: exactly those two show as unified diffs (live vs the
  * dry-run result, without managedFields/resourceVersion/uid/...), and the dry runs stored
@@ -1226,12 +1507,18 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__server_errors_in_a_row_stop_the_cluster,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__server_errors_in_a_row_stop_the_deletes,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__unauthorized_names_kubeconfig_context_user,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__racing_writers_keep_both_notes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__concurrent_keeps_order_and_object_failures,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rc_apply__concurrent_deletes_keep_order_and_object_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__h2_requests_share_one_connection, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,

@@ -25,6 +25,15 @@ real API server where rightplace depends on it:
   it, numbered from 1) and inflight (requests being handled when it arrived, itself
   included). Token values are never written.
 - --state: JSON {"objects": [...]} preloaded (nodes, pods, namespaces, ...).
+- --write-latency-ms N (default 0): the service time of the real server's storage. Every
+  authenticated mutating request (PATCH, POST, PUT, DELETE) waits N ms before the store
+  handles it, standing in for the etcd commit a real API server makes for each write (a Raft
+  round and an fsync: milliseconds). The wait holds no lock and sleeps outside the GIL, so
+  concurrent requests overlap as they do on a real server (which commits many writes at
+  once); reads (GET, LIST, discovery) are answered at once, from memory, as the real
+  server's watch cache answers them. Rejected writes wait too (the real server would refuse
+  some before storage: the model is pessimistic there). Nothing else changes: answers,
+  order, faults and the log are the same as with 0.
 """
 import argparse
 import copy
@@ -74,6 +83,7 @@ BUILTIN = {
 }
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 APPLY_CT = "application/apply-patch+yaml"
+MUTATING = ("PATCH", "POST", "PUT", "DELETE")
 
 
 def now():
@@ -195,10 +205,28 @@ def field_matches(reqs, obj):
     return True
 
 
+class Objects(dict):
+    """(group, resource, ns, name) -> obj, keeping the CRDs' keys aside (in insertion order)
+    so that discovery, which every request consults, does not walk every object."""
+
+    def __init__(self):
+        super().__init__()
+        self.crds = {}
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if key[0] == "apiextensions.k8s.io" and key[1] == "customresourcedefinitions":
+            self.crds[key] = None
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self.crds.pop(key, None)
+
+
 class Store:
     def __init__(self, args):
         self.lock = threading.RLock()
-        self.objects = {}  # (group, resource, ns, name) -> obj
+        self.objects = Objects()  # (group, resource, ns, name) -> obj
         self.rv = 1000
         self.args = args
         self.crd_gets = {}
@@ -225,9 +253,8 @@ class Store:
             if g == "ray.io" and self.args.gate_ray:
                 continue
             out[g] = (v, {r: (k, n) for r, k, n in lst})
-        for (g, r, ns, name), crd in self.objects.items():
-            if r != "customresourcedefinitions" or g != "apiextensions.k8s.io":
-                continue
+        for key in self.objects.crds:
+            crd = self.objects[key]
             if not crd_established(crd):
                 continue
             spec = crd.get("spec", {})
@@ -303,8 +330,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (extra or {}).items():
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        # headers and body in one write (one TLS record, one wake-up of the client), as Go's
+        # net/http sends a small answer
+        self._headers_buffer.append(b"\r\n" + data)
+        self.flush_headers()
 
     def auth_kind(self):
         srv = self.server
@@ -332,9 +361,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         rec["_logged"] = True
         rec = {k: v for k, v in rec.items() if k != "_logged"}
+        line = (json.dumps(rec, sort_keys=True) + "\n").encode()
         with self.server.log_lock:
-            with open(self.server.args.log, "a") as f:
-                f.write(json.dumps(rec, sort_keys=True) + "\n")
+            # one O_APPEND descriptor for the server's life: a test that truncates the log
+            # (th_kube_clear_requests) gets the next lines from its new start
+            os.write(self.server.log_fd, line)
 
     def handle_any(self, method):
         u = urllib.parse.urlsplit(self.path)
@@ -383,6 +414,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if auth not in ("bearer", "cert"):
                 self.send_json(*status(401, "Unauthorized", "Unauthorized"))
                 return
+            if method in MUTATING and self.server.write_latency > 0:
+                time.sleep(self.server.write_latency)  # the storage commit: no lock held
             code, obj = self.server.api.dispatch(method, u.path, query,
                                                  self.headers.get("Content-Type"), body)
             self.send_json(code, obj)
@@ -688,6 +721,10 @@ def establish(crd):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # the listen backlog: socketserver's default (5) drops the SYNs of clients that open many
+    # connections at once (each dropped SYN costs the client a 1 s retransmit); Go's net
+    # package, which the real API server uses, listens with the system's somaxconn
+    request_queue_size = 128
 
     def finish_request(self, request, client_address):
         # TLS handshake in the connection's own thread, so a client that stalls or aborts
@@ -754,8 +791,11 @@ def main():
     ap.add_argument("--state")
     ap.add_argument("--gate-ray", action="store_true")
     ap.add_argument("--crd-establish-after", type=int, default=0)
+    ap.add_argument("--write-latency-ms", type=float, default=0.0,
+                    help="service time of each mutating request (the storage commit)")
     args = ap.parse_args()
 
+    # sys.setswitchinterval(0.0005)
     store = Store(args)
     if args.state:
         load_state(store, args.state)
@@ -774,8 +814,10 @@ def main():
     srv.api = API(store)
     srv.faults = Faults(args.faults_file)
     srv.log_lock = threading.Lock()
+    srv.log_fd = os.open(args.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     srv.conns = 0
     srv.inflight = 0
+    srv.write_latency = max(args.write_latency_ms, 0.0) / 1000.0
     port = srv.server_address[1]
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
