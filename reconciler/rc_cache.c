@@ -49,6 +49,7 @@ struct rc_cache {
     struct rc_memo memo;
     struct rd_cache *parsed;
     struct kept_record rec, older; /* the record, and the one before (results may point in) */
+    struct rd_record_memo *writer;
 };
 
 static void memo_release(struct rc_memo *m)
@@ -348,6 +349,7 @@ int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *er
 
     (void)err;
     rd_cache_new(&c->parsed);
+    rd_record_memo_new(&c->writer);
     if (state_dir) {
         c->state_dir = rc_xstrdup(state_dir);
         read_memo_file(c);
@@ -364,6 +366,7 @@ void rc_cache_free(struct rc_cache *c)
     rd_cache_free(c->parsed);
     rc_arena_release(&c->rec.arena);
     rc_arena_release(&c->older.arena);
+    rd_record_memo_free(c->writer);
     free(c->state_dir);
     free(c);
 }
@@ -395,6 +398,11 @@ int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err
     memo_release(&c->memo);
     c->memo = copy;
     return c->state_dir ? write_memo_file(c, err) : RC_OK;
+}
+
+struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c)
+{
+    return c ? c->writer : NULL;
 }
 
 const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob)

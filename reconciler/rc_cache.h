@@ -79,6 +79,10 @@ struct rd_record;
 const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob);
 void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r);
 
+/* The record writer's memo (rd_render_options.record_memo), kept between the passes of one
+ * process; borrowed. */
+struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c);
+
 /* Forget the memo (memory and file). */
 void rc_cache_forget(struct rc_cache *c);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pl_basics.h"
 #include "pl_engine.h"
@@ -321,6 +322,50 @@ static const char *const *record_keys(size_t *n, const struct rd_record *prev, s
     return v;
 }
 
+/* Files read ahead and parsed into the cache together (rd_cache_prime), on every core: at
+ * most PRIME_BATCH files or PRIME_BATCH_BYTES of text (plus one file) held at once. */
+#define PRIME_BATCH 256
+#define PRIME_BATCH_BYTES ((size_t)8 << 20)
+
+struct prime_batch {
+    size_t *idx; /* indices into the pass's files */
+    size_t n, bytes;
+    struct rc_arena tmp; /* their text */
+};
+
+static int parse_threads(const struct rc_pass_options *o)
+{
+    long n = o->parse_threads > 0 ? o->parse_threads : sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1 : n > RD_PRIME_THREADS_MAX ? RD_PRIME_THREADS_MAX : (int)n;
+}
+
+/* Parse the batch into the cache and drop its text; the bytes the cache grew by. */
+static size_t prime_flush(struct prime_batch *b, struct rd_file *files, const char **ids,
+                          struct rd_cache *cache, const struct rc_pass_options *o, size_t *nparsed)
+{
+    struct rd_file f[PRIME_BATCH];
+    const char *id[PRIME_BATCH];
+    size_t before = rd_cache_bytes(cache), grown;
+
+    if (b->n == 0)
+        return 0;
+    for (size_t k = 0; k < b->n; k++) {
+        f[k] = files[b->idx[k]];
+        id[k] = ids[b->idx[k]];
+    }
+    rd_cache_prime(cache, f, id, b->n, parse_threads(o), nparsed);
+    grown = rd_cache_bytes(cache) - before;
+    for (size_t k = 0; k < b->n; k++) {
+        files[b->idx[k]].data = NULL;
+        files[b->idx[k]].len = 0;
+    }
+    rc_arena_release(&b->tmp);
+    b->n = 0;
+    b->bytes = 0;
+    return grown;
+}
+
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                        const struct rd_record *prev, const struct rc_pass_options *o,
                        struct rc_arena *a, struct rc_err *err)
@@ -337,10 +382,13 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rd_load_options lo;
     size_t nblobs = 0;
     size_t replaced = 0;
+    struct prime_batch batch;
     int error;
 
     memset(out, 0, sizeof(*out));
     memset(&lo, 0, sizeof(lo));
+    memset(&batch, 0, sizeof(batch));
+    batch.idx = rc_arena_calloc(a, PRIME_BATCH, sizeof(*batch.idx));
     error = rc_git_list_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
     if (error < 0)
         return error;
@@ -361,20 +409,19 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             continue;
         }
         if (cache && primed <= budget) {
-            /* parsed into the cache now, its text dropped at once: the pass never holds the
-             * whole source's text */
-            struct rc_arena tmp = RC_ARENA_INIT;
-            size_t before = rd_cache_bytes(cache);
-            read_source_file(&files[i], &refused[i], g, &blobs[i], &tmp);
-            if (!refused[i])
-                file_loads_alone(files[i].path, files[i].data, files[i].len, blobs[i].id, cache,
-                                 &out->nparsed, a);
-            if (refused[i])
+            /* parsed into the cache now, a batch at a time on every core, the text dropped
+             * after its batch: the pass never holds the whole source's text */
+            read_source_file(&files[i], &refused[i], g, &blobs[i], &batch.tmp);
+            if (refused[i]) {
                 refused[i] = rc_arena_strdup(a, refused[i]);
-            primed += rd_cache_bytes(cache) - before;
-            files[i].data = NULL;
-            files[i].len = 0;
-            rc_arena_release(&tmp);
+                files[i].data = NULL;
+                files[i].len = 0;
+            } else {
+                batch.idx[batch.n++] = i;
+                batch.bytes += files[i].len;
+            }
+            if (batch.n == PRIME_BATCH || batch.bytes >= PRIME_BATCH_BYTES)
+                primed += prime_flush(&batch, files, ids, cache, o, &out->nparsed);
             continue;
         }
         read_source_file(&files[i], &refused[i], g, &blobs[i], a);
@@ -393,6 +440,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         }
         held += size;
     }
+    prime_flush(&batch, files, ids, cache, o, &out->nparsed);
     lo.refused = refused;
     lo.ids = ids;
     lo.cache = cache;
@@ -1021,6 +1069,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.tallies = tallies;
     if (c->reuse_ok)
         ropts.reuse = reusable_units(c, kept, a);
+    ropts.record_memo = o->cache ? rc_cache_record_memo(o->cache) : NULL;
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
@@ -1456,6 +1505,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     if (error < 0)
         goto done;
     out->nrendered = cp->tree.nrendered;
+    if (o->cache) {
+        struct rd_record_stats st = rd_record_memo_stats(rc_cache_record_memo(o->cache));
+        out->nrecord_written = st.units_written;
+    }
     phase_mark(ph, PH_DIFF, &t);
     out->paths_changed = changes;
     out->npaths_changed = nchanges;

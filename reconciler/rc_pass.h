@@ -65,6 +65,9 @@ struct rc_pass_options {
     const char *outage_file;
     int64_t replace_unreachable_after;
     int64_t now;
+    /* Threads that parse source files (at most RD_PRIME_THREADS_MAX); 0: one per online
+     * CPU. The result does not depend on it. */
+    int parse_threads;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -72,7 +75,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL, NULL, NULL, 0, 0                                                                 \
+            NULL, NULL, NULL, 0, 0, 0                                                              \
     }
 
 /* A path whose content a pass would change. */
@@ -112,7 +115,9 @@ struct rc_pass_result {
     const struct pl_input *input;
     size_t nrendered;    /* object files rendered this pass (the rest kept from the deploy head) */
     size_t nrecord_read; /* units read from the deploy head's placements.yaml (0: kept in memory) */
-    int apply_incomplete; /* some live cluster was not fully applied */
+    size_t nrecord_written; /* with a cache: record entries written (the rest copied,
+                               rd_record_memo) */
+    int apply_incomplete;   /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
      * commits rightplace did not write. A pass that commits restores them. */

@@ -53,11 +53,15 @@ struct rd_render_options {
     /* Threads that render object files: 0, as many as the machine has cores (at most 4) when
      * there are enough files for them; n > 0: n. The tree is the same whatever it is. */
     int threads;
+    /* NULL, or what the last record written with it holds (rd_record_memo_new): entries
+     * and warnings that are the same are copied from it instead of written again, and it
+     * then holds this record's. Loop mode keeps one in rc_cache. */
+    struct rd_record_memo *record_memo;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0                                   \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL                             \
     }
 
 struct rd_tree_file {
@@ -162,6 +166,17 @@ int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
 
 /* A deep copy of in, allocated in a. */
 void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a);
+
+/* The writer's memo (rd_render_options.record_memo) and what the last record written with
+ * it did: entries (units) and warnings copied from the memo, or written. */
+struct rd_record_memo;
+struct rd_record_stats {
+    size_t units_kept, units_written;
+    size_t warnings_kept, warnings_written;
+};
+void rd_record_memo_new(struct rd_record_memo **out);
+void rd_record_memo_free(struct rd_record_memo *m);
+struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,

@@ -89,12 +89,43 @@ static void select_verdicts(unsigned char *keep, struct rd_verdict_tally *t,
     }
 }
 
-static cJSON *unit_json(const struct pl_decision *d, const struct rd_verdict_tally *kept)
-{
-    cJSON *u = cJSON_CreateObject(), *arr;
-    unsigned char small[64], *keep = small;
+/* One unit's entry as written: the decision, which of its verdicts are listed and the tally
+ * written. entry_json writes it and entry_key names it; both read only this. */
+struct entry {
+    const struct pl_decision *d;
+    const unsigned char *keep; /* verdicts listed (NULL: all) */
     struct rd_verdict_tally tally;
-    int divide = 0;
+    int divide; /* placed with a share that is not 100%: shares are written */
+};
+
+/* keep: d->nverdicts bytes of room. kept: the entry's recorded tally (NULL: none). */
+static void entry_init(struct entry *e, const struct pl_decision *d,
+                       const struct rd_verdict_tally *kept, unsigned char *keep)
+{
+    memset(e, 0, sizeof(*e));
+    e->d = d;
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++) {
+        if (d->targets[i].percent != 100)
+            e->divide = 1;
+    }
+    select_verdicts(keep, &e->tally, d);
+    e->keep = keep;
+    if (kept && kept->omitted) {
+        /* the entry as recorded: its list is already the bounded one */
+        e->tally = *kept;
+        e->keep = NULL;
+    }
+}
+
+static const char *object_key(const struct pl_decision *d, size_t i)
+{
+    return d->object_keys ? d->object_keys[i] : d->objects[i] ? d->objects[i]->key : NULL;
+}
+
+static cJSON *entry_json(const struct entry *e)
+{
+    const struct pl_decision *d = e->d;
+    cJSON *u = cJSON_CreateObject(), *arr;
 
     rd_out_add_str(u, "unit", d->unit);
     if (d->policy)
@@ -103,20 +134,15 @@ static cJSON *unit_json(const struct pl_decision *d, const struct rd_verdict_tal
         rd_out_add_str(u, "policyDigest", d->policy_digest);
     arr = rd_out_add(u, "objects", cJSON_CreateArray());
     for (size_t i = 0; i < d->nobjects; i++) {
-        const char *key = d->object_keys  ? d->object_keys[i]
-                          : d->objects[i] ? d->objects[i]->key
-                                          : NULL;
+        const char *key = object_key(d, i);
         if (key)
             rd_out_push(arr, rd_out_str(key));
     }
     rd_out_add_str(u, "state", pl_state_name(d->state));
     arr = rd_out_add(u, "clusters", cJSON_CreateArray());
-    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++) {
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++)
         rd_out_push(arr, rd_out_str(d->targets[i].cluster));
-        if (d->targets[i].percent != 100)
-            divide = 1;
-    }
-    if (divide) {
+    if (e->divide) {
         arr = rd_out_add(u, "shares", cJSON_CreateArray());
         for (size_t i = 0; i < d->ntargets; i++) {
             cJSON *s = rd_out_push(arr, cJSON_CreateObject());
@@ -128,18 +154,11 @@ static cJSON *unit_json(const struct pl_decision *d, const struct rd_verdict_tal
         rd_out_add_str(u, "reason", d->reason);
     if (d->cause)
         rd_out_add_str(u, "cause", d->cause);
-    if (d->nverdicts > sizeof(small))
-        keep = rc_xcalloc(d->nverdicts, 1);
-    select_verdicts(keep, &tally, d);
-    if (kept && kept->omitted) {
-        /* the entry as recorded: its list is already the bounded one */
-        tally = *kept;
-    }
     arr = rd_out_add(u, "verdicts", cJSON_CreateArray());
     for (size_t i = 0; i < d->nverdicts; i++) {
         const struct pl_verdict *v = &d->verdicts[i];
         cJSON *j;
-        if (!keep[i] && !(kept && kept->omitted))
+        if (e->keep && !e->keep[i])
             continue;
         j = rd_out_push(arr, cJSON_CreateObject());
         rd_out_add_str(j, "cluster", v->cluster);
@@ -148,59 +167,347 @@ static cJSON *unit_json(const struct pl_decision *d, const struct rd_verdict_tal
         if (v->nodes_added > 0)
             rd_out_add_int(j, "nodesAdded", v->nodes_added);
     }
-    if (keep != small)
-        free(keep);
-    if (tally.omitted) {
+    if (e->tally.omitted) {
         cJSON *counts;
-        rd_out_add_int(u, "verdictsOmitted", (int64_t)tally.omitted);
+        rd_out_add_int(u, "verdictsOmitted", (int64_t)e->tally.omitted);
         counts = rd_out_add(u, "verdictCounts", cJSON_CreateObject());
         for (int k = 0; k < 4; k++) {
-            if (tally.count[k])
+            if (e->tally.count[k])
                 rd_out_add_int(counts, pl_verdict_name((enum pl_verdict_kind)k),
-                               (int64_t)tally.count[k]);
+                               (int64_t)e->tally.count[k]);
         }
     }
     return u;
 }
 
+/* ==== The writer's memo (loop mode) ==== */
+
+/* key: everything entry_json reads, each field tagged and length-prefixed, so that equal keys
+ * mean equal entries; chunk: the entry's text ("- unit: ...\n  ...") */
+struct memo_unit {
+    char *unit;
+    char *key;
+    size_t keylen;
+    char *chunk;
+    size_t len;
+};
+
+struct memo_warning {
+    char *text;
+    char *chunk;
+    size_t len;
+};
+
+struct rd_record_memo {
+    size_t nunits; /* sorted by unit (strcmp) */
+    struct memo_unit *units;
+    size_t nwarnings; /* in the order last written */
+    struct memo_warning *warnings;
+    struct rd_record_stats last;
+};
+
+void rd_record_memo_new(struct rd_record_memo **out)
+{
+    *out = rc_xcalloc(1, sizeof(**out));
+}
+
+static void memo_units_free(struct memo_unit *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].unit);
+        free(v[i].key);
+        free(v[i].chunk);
+    }
+    free(v);
+}
+
+static void memo_warnings_free(struct memo_warning *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].text);
+        free(v[i].chunk);
+    }
+    free(v);
+}
+
+void rd_record_memo_free(struct rd_record_memo *m)
+{
+    if (!m)
+        return;
+    memo_units_free(m->units, m->nunits);
+    memo_warnings_free(m->warnings, m->nwarnings);
+    free(m);
+}
+
+struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
+{
+    struct rd_record_stats none = {0, 0, 0, 0};
+
+    return m ? m->last : none;
+}
+
+static void key_str(struct rc_buf *k, char tag, const char *s)
+{
+    size_t n = s ? strlen(s) : (size_t)-1;
+
+    rc_buf_add(k, &tag, 1, NULL);
+    rc_buf_add(k, &n, sizeof(n), NULL);
+    if (s)
+        rc_buf_add(k, s, n, NULL);
+}
+
+static void key_int(struct rc_buf *k, char tag, int64_t v)
+{
+    rc_buf_add(k, &tag, 1, NULL);
+    rc_buf_add(k, &v, sizeof(v), NULL);
+}
+
+static void entry_key(struct rc_buf *k, const struct entry *e)
+{
+    const struct pl_decision *d = e->d;
+
+    rc_buf_reset(k);
+    key_str(k, 'u', d->unit);
+    key_str(k, 'p', d->policy);
+    key_str(k, 'g', d->policy_digest);
+    for (size_t i = 0; i < d->nobjects; i++) {
+        const char *key = object_key(d, i);
+        if (key)
+            key_str(k, 'o', key);
+    }
+    key_int(k, 's', (int64_t)d->state);
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++) {
+        key_str(k, 'c', d->targets[i].cluster);
+        if (e->divide)
+            key_int(k, '%', d->targets[i].percent);
+    }
+    key_str(k, 'r', d->reason);
+    key_str(k, 'w', d->cause);
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        if (e->keep && !e->keep[i])
+            continue;
+        key_str(k, 'v', v->cluster);
+        key_int(k, 'k', (int64_t)v->kind);
+        key_str(k, 'd', v->detail ? v->detail : "");
+        key_int(k, 'n', v->nodes_added > 0 ? v->nodes_added : 0);
+    }
+    key_int(k, 'O', (int64_t)e->tally.omitted);
+    for (int i = 0; e->tally.omitted && i < 4; i++)
+        key_int(k, 'C', (int64_t)e->tally.count[i]);
+}
+
+/* The text of item `item` of a top-level sequence `name`, as the whole document would have
+ * it: the emitter writes each item of a sequence on its own, so emitting {name: [item]} and
+ * dropping the "name:\n" line gives the same bytes (tests/test_rd_record.c checks the whole
+ * record against load + emit). Takes item. */
+static int item_text(struct rc_buf *out, const char *name, cJSON *item, struct rc_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    struct rc_buf b = RC_BUF_INIT;
+    size_t skip = strlen(name) + 2;
+    int error;
+
+    rd_out_push(rd_out_add(root, name, cJSON_CreateArray()), item);
+    error = rd_yaml_emit(&b, root, err);
+    cJSON_Delete(root);
+    if (error == 0 && (b.len < skip || memcmp(b.ptr, name, skip - 2) || b.ptr[skip - 2] != ':' ||
+                       b.ptr[skip - 1] != '\n'))
+        error = rc_err_set(err, RC_ERROR, "unexpected text for an item of '%s'", name);
+    if (error == 0)
+        error = rc_buf_add(out, b.ptr + skip, b.len - skip, err);
+    rc_buf_release(&b);
+    return error;
+}
+
+/* A top-level member written alone (the document's members are written one after another). */
+static int member_text(struct rc_buf *out, const char *name, cJSON *value, struct rc_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    int error;
+
+    rd_out_add(root, name, value);
+    error = rd_yaml_emit(out, root, err);
+    cJSON_Delete(root);
+    return error;
+}
+
+static int cmp_memo_unit(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct memo_unit *)x)->unit);
+}
+
+/* The units: entries the memo has with the same key are copied, the others written; the memo
+ * then holds exactly this record's entries. */
+static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_t ndec,
+                       const struct pl_result *res, const struct rd_render_options *opts,
+                       struct rd_record_memo *m, struct rc_err *err)
+{
+    struct memo_unit *next = m ? rc_xcalloc(ndec + 1, sizeof(*next)) : NULL;
+    struct rc_buf key = RC_BUF_INIT, one = RC_BUF_INIT;
+    unsigned char small[64], *keep = small;
+    size_t cap = sizeof(small);
+    int error = 0;
+
+    if (!ndec)
+        return member_text(out, "units", cJSON_CreateArray(), err);
+    rc_buf_add(out, "units:\n", 7, NULL);
+    for (size_t i = 0; i < ndec && !error; i++) {
+        const struct pl_decision *d = dec[i];
+        size_t at = (size_t)(d - res->decisions);
+        struct memo_unit *had = NULL;
+        struct entry e;
+
+        if (d->nverdicts > cap) {
+            if (keep != small)
+                free(keep);
+            cap = d->nverdicts;
+            keep = rc_xcalloc(cap, 1);
+        }
+        entry_init(&e, d, opts && opts->tallies ? opts->tallies[at] : NULL, keep);
+        if (m) {
+            entry_key(&key, &e);
+            had = bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit);
+            if (had && had->chunk && had->keylen == key.len &&
+                !memcmp(had->key, key.ptr, key.len)) {
+                rc_buf_add(out, had->chunk, had->len, NULL);
+                next[i] = *had; /* moved; the unit stays for the search */
+                next[i].unit = rc_xstrdup(d->unit);
+                had->key = had->chunk = NULL;
+                m->last.units_kept++;
+                continue;
+            }
+        }
+        rc_buf_reset(&one);
+        error = item_text(&one, "units", entry_json(&e), err);
+        if (error)
+            break;
+        rc_buf_add(out, one.ptr, one.len, NULL);
+        if (m) {
+            m->last.units_written++;
+            next[i].unit = rc_xstrdup(d->unit);
+            next[i].keylen = key.len;
+            next[i].key = rc_xmalloc(key.len + 1);
+            memcpy(next[i].key, key.ptr, key.len);
+            next[i].len = one.len;
+            next[i].chunk = rc_xmalloc(one.len + 1);
+            memcpy(next[i].chunk, one.ptr, one.len);
+        }
+    }
+    if (keep != small)
+        free(keep);
+    rc_buf_release(&key);
+    rc_buf_release(&one);
+    if (!m)
+        return error;
+    if (error) {
+        memo_units_free(next, ndec);
+        next = NULL;
+        ndec = 0;
+    }
+    memo_units_free(m->units, m->nunits);
+    m->units = next;
+    m->nunits = ndec;
+    return error;
+}
+
+/* The warnings, each copied from the memo when the last record had the same text at the same
+ * place. */
+static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,
+                          size_t nb, struct rd_record_memo *m, struct rc_err *err)
+{
+    size_t n = na + nb;
+    struct memo_warning *next = m ? rc_xcalloc(n + 1, sizeof(*next)) : NULL;
+    struct rc_buf one = RC_BUF_INIT;
+    int error = 0;
+
+    if (!n)
+        return 0;
+    rc_buf_add(out, "warnings:\n", 10, NULL);
+    for (size_t i = 0; i < n && !error; i++) {
+        const char *w = i < na ? a[i] : b[i - na];
+        if (m && i < m->nwarnings && m->warnings[i].chunk && !strcmp(m->warnings[i].text, w)) {
+            rc_buf_add(out, m->warnings[i].chunk, m->warnings[i].len, NULL);
+            next[i] = m->warnings[i];
+            memset(&m->warnings[i], 0, sizeof(m->warnings[i]));
+            m->last.warnings_kept++;
+            continue;
+        }
+        rc_buf_reset(&one);
+        error = item_text(&one, "warnings", rd_out_str(w), err);
+        if (error)
+            break;
+        rc_buf_add(out, one.ptr, one.len, NULL);
+        if (m) {
+            m->last.warnings_written++;
+            next[i].text = rc_xstrdup(w);
+            next[i].len = one.len;
+            next[i].chunk = rc_xmalloc(one.len + 1);
+            memcpy(next[i].chunk, one.ptr, one.len);
+        }
+    }
+    rc_buf_release(&one);
+    if (!m)
+        return error;
+    if (error) {
+        memo_warnings_free(next, n);
+        next = NULL;
+        n = 0;
+    }
+    memo_warnings_free(m->warnings, m->nwarnings);
+    m->warnings = next;
+    m->nwarnings = n;
+    return error;
+}
+
+/*
+ * The record is written member by member and unit by unit, which gives the bytes of the whole
+ * document written at once (the emitter writes each member and each sequence item on its
+ * own). With a memo (rd_render_options.record_memo, loop mode), an entry whose key (all it
+ * is written from) is the one the memo has is copied instead of written again: a pass that
+ * changes one decision writes one entry.
+ */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
                    const struct rd_render_options *opts, struct rc_err *err)
 {
     struct rc_arena a = RC_ARENA_INIT;
-    cJSON *root = cJSON_CreateObject(), *units, *arr;
+    struct rd_record_memo *m = opts ? opts->record_memo : NULL;
+    cJSON *head = cJSON_CreateObject(), *arr;
     const struct pl_decision **dec;
+    size_t start = out->len;
     char digest[17];
     size_t ndec;
     int error;
 
-    rd_out_add_str(root, "apiVersion", RD_API_VERSION);
-    rd_out_add_str(root, "kind", "PlacementRecord");
-    rd_out_add_str(root, "source", source_commit ? source_commit : "");
+    if (m)
+        memset(&m->last, 0, sizeof(m->last));
+    rd_out_add_str(head, "apiVersion", RD_API_VERSION);
+    rd_out_add_str(head, "kind", "PlacementRecord");
+    rd_out_add_str(head, "source", source_commit ? source_commit : "");
     rd_render_digest(digest, opts);
-    rd_out_add_str(root, "renderDigest", digest);
-    units = rd_out_add(root, "units", cJSON_CreateArray());
+    rd_out_add_str(head, "renderDigest", digest);
+    error = rd_yaml_emit(out, head, err);
+    cJSON_Delete(head);
     dec = rd_out_sorted_decisions(res, &ndec, &a);
-    for (size_t i = 0; i < ndec; i++) {
-        size_t at = (size_t)(dec[i] - res->decisions);
-        rd_out_push(units, unit_json(dec[i], opts && opts->tallies ? opts->tallies[at] : NULL));
-    }
-    if (res->nwarnings || (opts && opts->nwarnings)) {
-        arr = rd_out_add(root, "warnings", cJSON_CreateArray());
-        for (size_t i = 0; i < res->nwarnings; i++)
-            rd_out_push(arr, rd_out_str(res->warnings[i]));
-        for (size_t i = 0; opts && i < opts->nwarnings; i++)
-            rd_out_push(arr, rd_out_str(opts->warnings[i]));
-    }
-    if (opts && opts->nfile_errors) {
-        arr = rd_out_add(root, "errors", cJSON_CreateArray());
+    if (!error)
+        error = write_units(out, dec, ndec, res, opts, m, err);
+    if (!error)
+        error = write_warnings(out, (const char *const *)res->warnings, res->nwarnings,
+                               opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0, m, err);
+    if (!error && opts && opts->nfile_errors) {
+        arr = cJSON_CreateArray();
         for (size_t i = 0; i < opts->nfile_errors; i++) {
             cJSON *e = rd_out_push(arr, cJSON_CreateObject());
             rd_out_add_str(e, "file", opts->file_errors[i].path);
             rd_out_add_str(e, "message", opts->file_errors[i].msg);
         }
+        error = member_text(out, "errors", arr, err);
     }
-    error = rd_yaml_emit(out, root, err);
-    cJSON_Delete(root);
+    if (error) {
+        out->len = start;
+        if (out->ptr)
+            out->ptr[start] = '\0';
+    }
     rc_arena_release(&a);
     return error;
 }

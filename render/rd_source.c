@@ -12,6 +12,8 @@
 #include "rd_source.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +393,76 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
     c->slot[h] = p;
     c->n++;
     c->bytes += p->bytes;
+}
+
+/* ==== Parsing ahead, on several threads ==== */
+
+struct prime {
+    const struct rd_file *files;
+    const char *const *ids;
+    struct parsed **out;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void *prime_worker(void *arg)
+{
+    struct prime *pr = arg;
+
+    for (;;) {
+        size_t i = atomic_fetch_add(&pr->next, 1);
+        if (i >= pr->n)
+            return NULL;
+        /* parse_file touches nothing shared: its own arena, its own libyaml parser */
+        if (pr->out[i] == NULL && pr->files[i].data)
+            pr->out[i] = parse_file(&pr->files[i], pr->ids[i], NULL, NULL);
+    }
+}
+
+int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *const *ids,
+                   size_t n, int threads, size_t *nparsed)
+{
+    struct prime pr;
+    pthread_t tid[RD_PRIME_THREADS_MAX];
+    int started = 0;
+
+    if (!c || !ids)
+        return RC_EINVALID;
+    memset(&pr, 0, sizeof(pr));
+    pr.files = files;
+    pr.ids = ids;
+    pr.n = n;
+    pr.out = rc_xcalloc(n + 1, sizeof(*pr.out));
+    atomic_init(&pr.next, 0);
+    for (size_t i = 0; i < n; i++) {
+        if (!ids[i] || cache_get(c, ids[i], files[i].path))
+            pr.out[i] = (struct parsed *)c; /* not to parse: a marker, never followed */
+    }
+    if (threads > RD_PRIME_THREADS_MAX)
+        threads = RD_PRIME_THREADS_MAX;
+    for (int t = 1; t < threads && (size_t)t < n; t++) {
+        if (pthread_create(&tid[started], NULL, prime_worker, &pr) != 0)
+            break; /* fewer threads, same result */
+        started++;
+    }
+    prime_worker(&pr);
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    /* into the cache in the order given, whatever order the threads parsed in */
+    for (size_t i = 0; i < n; i++) {
+        struct parsed *p = pr.out[i];
+        if (!p || p == (struct parsed *)c)
+            continue;
+        if (cache_get(c, p->id, p->path)) { /* the same (id, path) twice in files */
+            parsed_free(p);
+            continue;
+        }
+        cache_put(c, p);
+        if (nparsed)
+            (*nparsed)++;
+    }
+    free(pr.out);
+    return RC_OK;
 }
 
 int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len)

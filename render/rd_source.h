@@ -120,6 +120,18 @@ void rd_source_release(struct rd_source *src);
 int rd_cache_new(struct rd_cache **out);
 void rd_cache_sweep(struct rd_cache *c);
 void rd_cache_free(struct rd_cache *c);
+/*
+ * Parse files[0..n) into the cache ahead of rd_source_load_ex, on up to `threads` threads
+ * (this one included; at most RD_PRIME_THREADS_MAX): each file alone, exactly as the load
+ * would parse it, keyed by (ids[i], path). Files already cached, without an id or without
+ * data are skipped. Entries are added in the order of `files`, so the cache is the same
+ * whatever the number of threads. *nparsed (may be NULL) grows by the files parsed. The
+ * caller bounds memory by how many files it passes at once (their text and what they parse
+ * to are held together until the call returns).
+ */
+#define RD_PRIME_THREADS_MAX 16
+int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *const *ids,
+                   size_t n, int threads, size_t *nparsed);
 /* 1 and *len (the file's size in bytes) when (id, path) is cached, else 0. */
 int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len);
 /* Entries held, and the bytes they hold (arena and trees, approximately). */

@@ -382,23 +382,26 @@ static enum scalar_kind resolve_plain(const char *s, double *num, struct num_inf
 
     if (ni)
         memset(ni, 0, sizeof(*ni));
-    if (in_list(s, nulls))
-        return SK_NULL;
-    if (in_list(s, trues))
-        return SK_TRUE;
-    if (in_list(s, falses))
-        return SK_FALSE;
-    if (in_list(s, nans)) {
-        *num = NAN;
-        return SK_NUM;
-    }
-    if (in_list(s, pinfs)) {
-        *num = INFINITY;
-        return SK_NUM;
-    }
-    if (in_list(s, ninfs)) {
-        *num = -INFINITY;
-        return SK_NUM;
+    /* every word of the lists is at most 6 bytes and starts with one of these (or is "") */
+    if (len <= 6 && strchr("~nNtTyYfFoO.+-", s[0])) {
+        if (in_list(s, nulls))
+            return SK_NULL;
+        if (in_list(s, trues))
+            return SK_TRUE;
+        if (in_list(s, falses))
+            return SK_FALSE;
+        if (in_list(s, nans)) {
+            *num = NAN;
+            return SK_NUM;
+        }
+        if (in_list(s, pinfs)) {
+            *num = INFINITY;
+            return SK_NUM;
+        }
+        if (in_list(s, ninfs)) {
+            *num = -INFINITY;
+            return SK_NUM;
+        }
     }
     if (strcmp(s, "<<") == 0)
         return SK_MERGE;

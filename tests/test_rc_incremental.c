@@ -121,6 +121,7 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     run_pass(&res, tree, repo, loop, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, 0); /* no deploy branch yet */
+    assert_int_equal(res.nrecord_written, NJOBS);
     first = deploy_head(repo);
 
     write_job(repo, 3, "2");
@@ -129,6 +130,7 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, 0); /* the record the first pass wrote, kept */
     assert_int_equal(res.nrendered, 1);
+    assert_int_equal(res.nrecord_written, 0); /* its decision and entry are as they were */
 
     /* from scratch, from the same deploy head and source: a fresh cache reads the record and
      * commits the same tree; so does a pass without a cache */
@@ -149,6 +151,23 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     run_pass(&res, tree, repo, fresh, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, 0);
+    free(first);
+    first = deploy_head(repo);
+
+    /* a new unit: its record entry is the one written; the tree is the one a pass without a
+     * cache commits */
+    write_job(repo, NJOBS, "1");
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "one more job", NULL));
+    run_pass(&res, tree, repo, fresh, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.placed, NJOBS + 1);
+    assert_int_equal(res.nrecord_read, 0);
+    assert_int_equal(res.nrendered, 1);
+    assert_int_equal(res.nrecord_written, 1);
+    free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
+    run_pass(&res, again, repo, NULL, &a);
+    assert_string_equal(again, tree);
 
     rc_cache_free(loop);
     rc_cache_free(fresh);

@@ -260,30 +260,24 @@ static void assert_records_equal(const struct rd_record *x, const struct rd_reco
     }
 }
 
-/* rd_record_of_result gives what rd_record_parse reads from rd_record_emit's bytes, for every
- * kind of entry: placed, pending, unplaced without a policy, Divide shares, kept tallies,
- * verdicts without detail, strings YAML has to quote or write as blocks. */
-static void test_rd_record__of_result_is_what_parse_reads(void **state)
+/* Every kind of entry: placed, pending, unplaced without a policy, Divide shares, kept
+ * tallies, verdicts without detail, strings YAML has to quote or write as blocks, a removed
+ * unit; and warnings. */
+static void make_varied(struct pl_result *res, struct rd_render_options *opts, struct rc_arena *a)
 {
     static const char *const odd[] = {
         "yes",       "0x1F",       " leading", "trailing: ", "two\nlines\n", "quote \" and \\",
         "tab\there", "ünï cödé ✓", "",         "~",          "- dash",       "2024-01-01",
         "a #b",      "null"};
+    static struct rd_verdict_tally kept = {7, {1, 2, 3, 4}}, bare = {0, {5, 0, 0, 0}};
+    static const char *const warnings[] = {"a.yaml:3: one", "two\nlines", "yes"};
     const size_t nodd = sizeof(odd) / sizeof(odd[0]);
-    struct rc_arena a = RC_ARENA_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    struct rc_buf b = RC_BUF_INIT;
-    struct pl_result res;
-    struct rd_record read, made;
-    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
     const struct rd_verdict_tally **tallies;
-    struct rd_verdict_tally kept = {7, {1, 2, 3, 4}}, bare = {0, {5, 0, 0, 0}};
 
-    (void)state;
-    make_result(&res, 60, 12, &a);
-    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
-    for (size_t i = 0; i < res.ndecisions; i++) {
-        struct pl_decision *d = &res.decisions[i];
+    make_result(res, 60, 12, a);
+    tallies = rc_arena_calloc(a, res->ndecisions, sizeof(*tallies));
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        struct pl_decision *d = &res->decisions[i];
         const char *s = odd[i % nodd];
         switch (i % 6) {
         case 0: /* pending, odd reason, a cause */
@@ -300,7 +294,7 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
             break;
         case 2: /* Divide over three clusters */
             d->ntargets = 3;
-            d->targets = rc_arena_calloc(&a, 3, sizeof(*d->targets));
+            d->targets = rc_arena_calloc(a, 3, sizeof(*d->targets));
             for (size_t t = 0; t < 3; t++) {
                 d->targets[t].cluster = d->verdicts[t * 2].cluster;
                 d->targets[t].percent = t == 0 ? 50 : 25;
@@ -323,9 +317,29 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
             break;
         }
     }
-    res.decisions[7].change = PL_CHANGE_REMOVED; /* not written */
-    opts.tallies = tallies;
-    opts.pull = 1;
+    res->decisions[7].change = PL_CHANGE_REMOVED; /* not written */
+    res->nwarnings = 1;
+    res->warnings = rc_arena_calloc(a, 1, sizeof(*res->warnings));
+    res->warnings[0] = "object 'a/RayJob/x' matches policies 'p1' and 'p2'; 'p1' wins";
+    opts->tallies = tallies;
+    opts->pull = 1;
+    opts->nwarnings = 3;
+    opts->warnings = warnings;
+}
+
+/* rd_record_of_result gives what rd_record_parse reads from rd_record_emit's bytes, for every
+ * kind of entry (make_varied). */
+static void test_rd_record__of_result_is_what_parse_reads(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record read, made;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
     assert_int_equal(
         rd_record_emit(&b, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &err), 0);
     if (rd_record_parse(&read, b.ptr, b.len, &a, &err) < 0)
@@ -343,6 +357,76 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
         rc_arena_release(&other);
     }
     rc_buf_release(&b);
+    rc_arena_release(&a);
+}
+
+/* The record, written member by member and unit by unit, is the canonical text of the whole
+ * document (load + emit gives it back). With a memo, a record in which one decision changed
+ * writes that one entry and copies the others, and has the bytes written without a memo. */
+static void test_rd_record__memo_writes_only_changed_entries(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT, whole = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_memo *memo = NULL;
+    struct rd_record_stats st;
+    struct rd_docs *docs = NULL;
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    const char *src = "0123456789abcdef0123456789abcdef01234567";
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    if (rd_yaml_load(&docs, "placements.yaml", one.ptr, one.len, &lim, NULL, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rd_yaml_emit(&whole, rd_docs_get(docs, 0), &err), 0);
+    rd_docs_free(docs);
+    assert_int_equal(whole.len, one.len);
+    assert_memory_equal(whole.ptr, one.ptr, one.len);
+
+    rd_record_memo_new(&memo);
+    opts.record_memo = memo;
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.units_written, res.ndecisions - 1);
+    assert_int_equal(st.units_kept, 0);
+    assert_int_equal(st.warnings_written, 4);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+
+    /* again: everything copied, the same bytes */
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.units_written, 0);
+    assert_int_equal(st.units_kept, res.ndecisions - 1);
+    assert_int_equal(st.warnings_written, 0);
+    assert_int_equal(st.warnings_kept, 4);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+
+    /* one decision moves, one verdict's detail changes, a warning changes: those are written */
+    res.decisions[10].targets[0].cluster = "cluster-011";
+    res.decisions[11].verdicts[0].detail = "changed";
+    res.decisions[11].nverdicts = 12;
+    opts.warnings = (const char *const[]){"a.yaml:3: one", "two\nlines", "no"};
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.units_written, 2);
+    assert_int_equal(st.warnings_written, 1);
+    opts.record_memo = NULL;
+    rc_buf_reset(&one);
+    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+
+    rd_record_memo_free(memo);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_buf_release(&whole);
     rc_arena_release(&a);
 }
 
@@ -486,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__size_independent_of_fleet),
         cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
         cmocka_unit_test(test_rd_record__of_result_is_what_parse_reads),
+        cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
     };

@@ -501,6 +501,60 @@ static void test_rd_source__holds_about_its_size(void **state)
     rd_cache_free(cache);
 }
 
+/* rd_cache_prime parses on several threads what the load would parse, and the load then
+ * parses nothing and gives exactly what a load without priming gives. */
+static void test_rd_source__primed_on_threads_loads_the_same(void **state)
+{
+    struct fx *f = *state;
+    struct rd_cache *cache = NULL;
+    struct rd_load_options lo;
+    const char *ids[16];
+    char idbuf[16][41];
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source primed = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
+    size_t np = 0;
+
+    for (size_t i = 0; i < f->nfiles; i++) {
+        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
+        ids[i] = idbuf[i];
+    }
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 4, &np), RC_OK);
+    assert_int_equal(np, f->nfiles);
+    assert_int_equal(rd_cache_count(cache), f->nfiles);
+    np = 0;
+    assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 4, &np), RC_OK);
+    assert_int_equal(np, 0); /* cached: not parsed again */
+
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = cache;
+    assert_int_equal(rd_source_load_ex(&primed, f->files, f->nfiles, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(primed.nparsed, 0);
+    assert_int_equal(rd_source_load(&plain, f->files, f->nfiles, &f->a, &err), RC_OK);
+    assert_int_equal(plain.nparsed, f->nfiles);
+
+    assert_int_equal(primed.nobjects, plain.nobjects);
+    for (size_t i = 0; i < plain.nobjects; i++) {
+        const struct rd_object *a = primed.objects[i].payload, *b = plain.objects[i].payload;
+        assert_string_equal(primed.objects[i].key, plain.objects[i].key);
+        assert_int_equal(primed.objects[i].npods, plain.objects[i].npods);
+        assert_int_equal(a->packed_len, b->packed_len);
+        assert_memory_equal(a->packed, b->packed, a->packed_len);
+    }
+    assert_int_equal(primed.nerrors, plain.nerrors);
+    for (size_t i = 0; i < plain.nerrors; i++)
+        assert_string_equal(primed.errors[i].msg, plain.errors[i].msg);
+    assert_int_equal(primed.nwarnings, plain.nwarnings);
+    for (size_t i = 0; i < plain.nwarnings; i++)
+        assert_string_equal(primed.warnings[i], plain.warnings[i]);
+    assert_int_equal(primed.npolicies, plain.npolicies);
+    assert_int_equal(primed.nclusters, plain.nclusters);
+    rd_source_release(&primed);
+    rd_source_release(&plain);
+    rd_cache_free(cache);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +566,7 @@ int main(void)
         T(contract_violations),
         T(every_skyray_file_loads),
         T(holds_about_its_size),
+        T(primed_on_threads_loads_the_same),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
