@@ -1535,23 +1535,139 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
  */
 #define PACK_MIN_OBJECTS 256
 
+/*
+ * Pack mode's blobs: an object store that lends the caller's file buffers (they outlive the
+ * tree build) instead of copying them into the in-memory store, which held a second copy of
+ * every rendered file until the pack was written. Read-only once sealed (sorted by id).
+ */
+struct blobref {
+    git_oid id;
+    const char *data;
+    size_t len;
+};
+
+struct lent {
+    git_odb_backend parent;
+    struct blobref *v;
+    size_t n, cap;
+    int sealed;
+};
+
+static int blobref_cmp(const void *x, const void *y)
+{
+    return git_oid_cmp(&((const struct blobref *)x)->id, &((const struct blobref *)y)->id);
+}
+
+static const struct blobref *lent_find(git_odb_backend *b, const git_oid *id)
+{
+    struct lent *l = (struct lent *)b;
+    struct blobref key;
+
+    if (!l->sealed)
+        return NULL;
+    key.id = *id;
+    return bsearch(&key, l->v, l->n, sizeof(*l->v), blobref_cmp);
+}
+
+static int lent_exists(git_odb_backend *b, const git_oid *id)
+{
+    return lent_find(b, id) != NULL;
+}
+
+static int lent_read_header(size_t *len, git_object_t *type, git_odb_backend *b, const git_oid *id)
+{
+    const struct blobref *r = lent_find(b, id);
+
+    if (!r)
+        return GIT_ENOTFOUND;
+    *len = r->len;
+    *type = GIT_OBJECT_BLOB;
+    return 0;
+}
+
+static int lent_read(void **data, size_t *len, git_object_t *type, git_odb_backend *b,
+                     const git_oid *id)
+{
+    const struct blobref *r = lent_find(b, id);
+
+    if (!r)
+        return GIT_ENOTFOUND;
+    if (!(*data = git_odb_backend_data_alloc(b, r->len ? r->len : 1)))
+        return -1;
+    memcpy(*data, r->data, r->len);
+    *len = r->len;
+    *type = GIT_OBJECT_BLOB;
+    return 0;
+}
+
+static void lent_free(git_odb_backend *b)
+{
+    struct lent *l = (struct lent *)b;
+
+    free(l->v);
+    free(l);
+}
+
+static struct lent *lent_new(void)
+{
+    struct lent *l = rc_xcalloc(1, sizeof(*l));
+
+    l->parent.version = GIT_ODB_BACKEND_VERSION;
+    l->parent.read = lent_read;
+    l->parent.read_header = lent_read_header;
+    l->parent.exists = lent_exists;
+    l->parent.free = lent_free;
+    return l;
+}
+
+static void lent_add(struct lent *l, const git_oid *id, const char *data, size_t len)
+{
+    l->v = rc_xgrow(l->v, &l->cap, l->n + 1, sizeof(*l->v));
+    l->v[l->n].id = *id;
+    l->v[l->n].data = data;
+    l->v[l->n].len = len;
+    l->n++;
+}
+
+/* Sorted by id, each id once: lookups work from here on. */
+static void lent_seal(struct lent *l)
+{
+    size_t k = 0;
+
+    if (l->n)
+        qsort(l->v, l->n, sizeof(*l->v), blobref_cmp);
+    for (size_t i = 0; i < l->n; i++) {
+        if (k == 0 || !git_oid_equal(&l->v[k - 1].id, &l->v[i].id))
+            l->v[k++] = l->v[i];
+    }
+    l->n = k;
+    l->sealed = 1;
+}
+
 struct objsink {
     git_repository *repo;     /* where objects are written: g->repo, or `own` */
     git_repository *own;      /* the second handle (pack mode) */
-    git_odb_backend *mempack; /* owned by own's object database */
+    git_odb_backend *mempack; /* owned by own's object database: the new trees */
+    struct lent *lent;        /* likewise: the new blobs */
     git_odb *odb;             /* own's object database (pack mode) */
 };
 
-/* Pack mode: put a blob whose id the caller computed straight into the in-memory store,
- * unless some store has it already. git_blob_create_from_buffer would hash it again and, for
- * every object that is new (all of them, in a first commit), touch its would-be loose file
- * and then rescan the pack directory (an odb "freshen" that misses is followed by a refresh
- * and a second try): two directory reads and a utimensat per object. */
+/* Pack mode: lend a blob whose id the caller computed to the object store, unless some store
+ * has it already. git_blob_create_from_buffer would copy it, hash it again and, for every
+ * object that is new (all of them, in a first commit), touch its would-be loose file and
+ * then rescan the pack directory (an odb "freshen" that misses is followed by a refresh and
+ * a second try): two directory reads and a utimensat per object. */
 static int sink_write_blob(struct objsink *s, const git_oid *id, const char *data, size_t len)
 {
-    if (git_odb_exists_ext(s->odb, id, GIT_ODB_LOOKUP_NO_REFRESH))
-        return 0;
-    return s->mempack->write(s->mempack, id, data, len, GIT_OBJECT_BLOB);
+    if (!git_odb_exists_ext(s->odb, id, GIT_ODB_LOOKUP_NO_REFRESH))
+        lent_add(s->lent, id, data, len);
+    return 0;
+}
+
+/* Is id one of the new objects? */
+static int sink_has(struct objsink *s, const git_oid *id)
+{
+    return s->mempack->exists(s->mempack, id) || lent_exists(&s->lent->parent, id);
 }
 
 static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struct rc_err *err)
@@ -1574,6 +1690,14 @@ static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struc
         memset(s, 0, sizeof(*s));
         return fail(err, RC_ERROR, "cannot set up an in-memory object store");
     }
+    s->lent = lent_new();
+    if ((ge = git_odb_add_backend(odb, &s->lent->parent, 1001)) < 0) {
+        lent_free(&s->lent->parent);
+        git_odb_free(odb);
+        git_repository_free(s->own);
+        memset(s, 0, sizeof(*s));
+        return fail(err, RC_ERROR, "cannot set up an in-memory object store");
+    }
     s->odb = odb;
     s->repo = s->own;
     return RC_OK;
@@ -1581,7 +1705,7 @@ static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struc
 
 struct pack_walk {
     git_packbuilder *pb;
-    git_odb_backend *mempack;
+    struct objsink *sink;
     int error;
 };
 
@@ -1592,7 +1716,7 @@ static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload
     const git_oid *id = git_tree_entry_id(e);
 
     (void)root;
-    if (w->mempack->exists(w->mempack, id) && git_packbuilder_insert(w->pb, id, NULL) < 0) {
+    if (sink_has(w->sink, id) && git_packbuilder_insert(w->pb, id, NULL) < 0) {
         w->error = -1;
         return -1;
     }
@@ -1670,7 +1794,7 @@ static int pack_out_cb(void *data, size_t size, void *payload)
 /* Pack mode: write the new objects of `tree` as one pack, and let g->repo see it. */
 static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, struct rc_err *err)
 {
-    struct pack_walk w = {NULL, s->mempack, 0};
+    struct pack_walk w = {NULL, s, 0};
     struct pack_out out;
     git_tree *t = NULL;
     git_odb *main_odb = NULL;
@@ -1687,8 +1811,7 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
     git_packbuilder_set_threads(w.pb, 1);
     if ((ge = git_repository_odb(&main_odb, g->repo)) < 0 ||
         (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
-        (s->mempack->exists(s->mempack, tree) &&
-         (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
+        (sink_has(s, tree) && (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
         (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0 ||
         (ge = git_odb_write_pack(&out.wp, main_odb, NULL, NULL)) < 0 ||
         (ge = git_packbuilder_foreach(w.pb, pack_out_cb, &out)) < 0 ||
@@ -1724,7 +1847,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     unsigned char *changed = NULL;
     git_oid *ids = NULL;
     size_t nchanged = 0;
-    struct objsink sink = {NULL, NULL, NULL, NULL};
+    struct objsink sink = {NULL, NULL, NULL, NULL, NULL};
     git_oid tree_id;
     int ge, error;
 
@@ -1797,6 +1920,8 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             goto done;
         }
     }
+    if (sink.lent)
+        lent_seal(sink.lent);
     /* Then drop every deploy path that is not in files. */
     for (size_t i = git_index_entrycount(idx); i-- > 0;) {
         const git_index_entry *ie = git_index_get_byindex(idx, i);

@@ -1652,6 +1652,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
 {
     struct compute c;
     struct rd_record rec, prev;
+    struct rc_pass_options ro;
     char id[41], parent[41];
     char *cap = NULL;
     size_t caplen = 0;
@@ -1676,6 +1677,16 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
         error = rc_err_set(err, RC_EINVALID, "commit %.12s has no %s", id, RECORD_PATH);
         goto done;
     }
+    /* The mode the commit was rendered in (push or pull: the objects' labels differ) is the
+     * one whose render digest the record holds; --mode only for a record that names neither
+     * (written by another version) */
+    ro = *o;
+    if (rec.render_digest && !same_render_digest(&rec, &ro)) {
+        ro.render.pull = !ro.render.pull;
+        if (!same_render_digest(&rec, &ro))
+            ro.render.pull = o->render.pull;
+    }
+    o = &ro;
     memcpy(out->source, rec.source, strlen(rec.source) < 40 ? strlen(rec.source) + 1 : 41);
     out->source[40] = '\0';
     error = rc_git_commit_parent(parent, g, id, err);
