@@ -432,6 +432,23 @@ void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_r
     c->rec.arena = fresh;
 }
 
+void rc_cache_take_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                          struct rc_arena *arena, const char *text, size_t len)
+{
+    if (!c || !blob || strlen(blob) != 40) {
+        rc_arena_release(arena);
+        return;
+    }
+    rc_arena_release(&c->older.arena);
+    c->older = c->rec;
+    memcpy(c->rec.blob, blob, 41);
+    c->rec.rec = *r;
+    c->rec.text = (char *)text;
+    c->rec.len = text ? len : 0;
+    c->rec.arena = *arena;
+    memset(arena, 0, sizeof(*arena));
+}
+
 const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, size_t *len)
 {
     if (!rc_cache_record(c, blob) || !c->rec.text)

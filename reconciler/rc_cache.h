@@ -77,9 +77,14 @@ struct rd_cache *rc_cache_parsed(struct rc_cache *c);
  * record it started from).
  */
 struct rd_record;
+struct rc_arena;
 const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob);
 void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
                          const char *text, size_t len);
+/* The same, taking r as it is: r and text live in *arena, which the cache takes over (*arena
+ * is left empty). Saves the copy for a record made for the cache. */
+void rc_cache_take_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                          struct rc_arena *arena, const char *text, size_t len);
 /* The bytes of that blob when rc_cache_set_record was given them (text NULL: not kept), so
  * that comparing the next record with it needs no read; NULL otherwise. */
 const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, size_t *len);

@@ -1245,17 +1245,21 @@ static void remember(const struct rc_pass_options *o, const char key[41],
  * blob id of the bytes written (rc_cache.h), so that the next pass need not read it. */
 static void keep_written_record(struct rc_cache *cache, const struct compute *cp,
                                 const char *source, char (*ids)[41],
-                                const struct rd_render_options *render, struct rc_arena *a)
+                                const struct rd_render_options *render)
 {
     struct rd_render_options ro = *render;
+    struct rc_arena fresh = RC_ARENA_INIT;
     struct rd_record rec;
+    const char *text;
     int k = find_tree_file(&cp->tree, RECORD_PATH);
 
     if (k < 0 || cp->tree.files[k].keep || !ids[k][0])
         return;
     ro.tallies = cp->tallies;
-    rd_record_of_result(&rec, &cp->res, source, &ro, a);
-    rc_cache_set_record(cache, ids[k], &rec, cp->tree.files[k].data, cp->tree.files[k].len);
+    /* made in an arena the cache takes over: no copy */
+    rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
+    text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
+    rc_cache_take_record(cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
 }
 
 /* ==== The pass ==== */
@@ -1589,7 +1593,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
         if (o->cache)
-            keep_written_record(o->cache, cp, out->source, ids, &o->render, a);
+            keep_written_record(o->cache, cp, out->source, ids, &o->render);
         phase_mark(ph, PH_COMMIT, &t);
     }
 
