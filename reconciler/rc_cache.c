@@ -42,6 +42,8 @@ struct kept_record {
     char blob[41]; /* "" when none */
     struct rd_record rec;
     struct rc_arena arena;
+    char *text; /* the blob's bytes (in arena), or NULL */
+    size_t len;
 };
 
 struct rc_cache {
@@ -412,7 +414,8 @@ const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *bl
     return &c->rec.rec;
 }
 
-void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r)
+void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                         const char *text, size_t len)
 {
     struct rc_arena fresh = RC_ARENA_INIT;
     struct rd_record copy;
@@ -424,7 +427,17 @@ void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_r
     c->older = c->rec;
     memcpy(c->rec.blob, blob, 41);
     c->rec.rec = copy;
+    c->rec.text = text ? rc_arena_strndup(&fresh, text, len) : NULL;
+    c->rec.len = text ? len : 0;
     c->rec.arena = fresh;
+}
+
+const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, size_t *len)
+{
+    if (!rc_cache_record(c, blob) || !c->rec.text)
+        return NULL;
+    *len = c->rec.len;
+    return c->rec.text;
 }
 
 void rc_cache_forget(struct rc_cache *c)

@@ -72,12 +72,17 @@ struct rd_cache *rc_cache_parsed(struct rc_cache *c);
  * gives another id and the file is read again.
  *
  * rc_cache_record: the record of blob `blob` (borrowed), or NULL. rc_cache_set_record keeps a
- * copy of r as the record of `blob`. A record returned stays valid until the second
- * rc_cache_set_record after it (a pass's result may point into the record it started from).
+ * copy of r (and of the blob's bytes, text, when given) as the record of `blob`. A record returned
+ * stays valid until the second rc_cache_set_record after it (a pass's result may point into the
+ * record it started from).
  */
 struct rd_record;
 const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob);
-void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r);
+void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                         const char *text, size_t len);
+/* The bytes of that blob when rc_cache_set_record was given them (text NULL: not kept), so
+ * that comparing the next record with it needs no read; NULL otherwise. */
+const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, size_t *len);
 
 /* The record writer's memo (rd_render_options.record_memo), kept between the passes of one
  * process; borrowed. */

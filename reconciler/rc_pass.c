@@ -591,7 +591,7 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
  * the last pass read or wrote is used again when the head's placements.yaml is still that
  * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
  * *nread counts the units read from the file, 0 when it was not read. */
-static int prev_record(struct rd_record *rec, size_t *nread, struct rc_git *g,
+static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, struct rc_git *g,
                        struct rc_cache *cache, const char *deploy, struct rc_arena *a,
                        struct rc_err *err)
 {
@@ -603,11 +603,8 @@ static int prev_record(struct rd_record *rec, size_t *nread, struct rc_git *g,
 
     *nread = 0;
     memset(rec, 0, sizeof(*rec));
-    if (!cache || !deploy || !deploy[0]) {
-        error = read_record(rec, g, deploy, a, err);
-        *nread = rec->nunits;
-        return error;
-    }
+    if (!deploy || !deploy[0])
+        return RC_OK;
     error = rc_git_file_id(blob, g, deploy, RECORD_PATH, err);
     if (error == RC_ENOTFOUND) {
         rc_err_clear(err);
@@ -615,18 +612,21 @@ static int prev_record(struct rd_record *rec, size_t *nread, struct rc_git *g,
     }
     if (error < 0)
         return error;
-    kept = rc_cache_record(cache, blob);
+    kept = cache ? rc_cache_record(cache, blob) : NULL;
     if (kept) {
         *rec = *kept;
         return RC_OK;
     }
     error = rc_git_read_blob(&text, &len, g, blob, RD_RECORD_MAX_BYTES, a, err);
-    if (error == RC_OK)
+    if (error == RC_OK) {
+        *nbytes += len;
         error = rd_record_parse(rec, text, len, a, err);
+    }
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     *nread = rec->nunits;
-    rc_cache_set_record(cache, blob, rec);
+    if (cache)
+        rc_cache_set_record(cache, blob, rec, text, len);
     return RC_OK;
 }
 
@@ -681,8 +681,8 @@ static int same_content(const char *path, const char *a, size_t alen, const char
  * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree. */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
-                     struct rc_err *err)
+                     struct rc_cache *cache, size_t *nread, const char *base,
+                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
 {
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
@@ -733,11 +733,19 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         } else {
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
             if (!same && !strcmp(old[i].path, RECORD_PATH)) {
-                char *data = NULL;
                 size_t len = 0;
-                error = rc_git_read_blob(&data, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
-                if (error < 0)
-                    return error;
+                /* loop mode: the bytes of the blob the last pass read or wrote, kept by its id */
+                const char *data = rc_cache_record_text(cache, old[i].id, &len);
+                if (!data) {
+                    char *read = NULL;
+                    error =
+                        rc_git_read_blob(&read, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
+                    if (error < 0)
+                        return error;
+                    data = read;
+                    if (nread)
+                        *nread += len;
+                }
                 same =
                     same_content(old[i].path, data, len, tree->files[j].data, tree->files[j].len);
             }
@@ -1247,7 +1255,7 @@ static void keep_written_record(struct rc_cache *cache, const struct compute *cp
         return;
     ro.tallies = cp->tallies;
     rd_record_of_result(&rec, &cp->res, source, &ro, a);
-    rc_cache_set_record(cache, ids[k], &rec);
+    rc_cache_set_record(cache, ids[k], &rec, cp->tree.files[k].data, cp->tree.files[k].len);
 }
 
 /* ==== The pass ==== */
@@ -1370,7 +1378,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = prev_record(&prev, &out->nrecord_read, g, o->cache, out->deploy_old, a, err);
+    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, g, o->cache,
+                        out->deploy_old, a, err);
     if (error < 0)
         goto done;
     phase_mark(ph, PH_RECORD, &t);
@@ -1493,14 +1502,16 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, out->deploy_old, &cp->tree, a, err);
+    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
+                      out->deploy_old, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
         rc_err_clear(err);
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, out->deploy_old, &cp->tree, a, err);
+            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
+                              out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -1703,7 +1714,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, g, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, id, &c.tree, a, err);
     if (error < 0)
         goto done;
     out->match = nchanges == 0;

@@ -115,9 +115,10 @@ struct rc_pass_result {
     const struct pl_input *input;
     size_t nrendered;    /* object files rendered this pass (the rest kept from the deploy head) */
     size_t nrecord_read; /* units read from the deploy head's placements.yaml (0: kept in memory) */
-    size_t nrecord_written; /* with a cache: record entries written (the rest copied,
-                               rd_record_memo) */
-    int apply_incomplete;   /* some live cluster was not fully applied */
+    size_t nrecord_written;    /* with a cache: record entries written (the rest copied,
+                                  rd_record_memo) */
+    size_t nrecord_bytes_read; /* bytes of placements.yaml blobs read (record, comparison) */
+    int apply_incomplete;      /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
      * commits rightplace did not write. A pass that commits restores them. */

@@ -131,6 +131,8 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.nrecord_read, 0); /* the record the first pass wrote, kept */
     assert_int_equal(res.nrendered, 1);
     assert_int_equal(res.nrecord_written, 0); /* its decision and entry are as they were */
+    /* nor is the old record read back to see that only its source line changed */
+    assert_int_equal(res.nrecord_bytes_read, 0);
 
     /* from scratch, from the same deploy head and source: a fresh cache reads the record and
      * commits the same tree; so does a pass without a cache */
@@ -139,10 +141,12 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     run_pass(&res, again, repo, fresh, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, NJOBS);
+    assert_true(res.nrecord_bytes_read > 0);
     assert_string_equal(again, tree);
     free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
     run_pass(&res, again, repo, NULL, &a);
     assert_int_equal(res.nrecord_read, NJOBS);
+    assert_true(res.nrecord_bytes_read > 0);
     assert_string_equal(again, tree);
 
     /* a pass after the loop's own commit again reads nothing */
