@@ -552,8 +552,8 @@ struct rjob {
 /* Render job j's object for target j->t of decision j->d (with the overrides of j->pol for
  * topology value j->tv, both may be NULL). j->written = 0 when a Divide gives that target
  * nothing of it (pl_divide_object). Allocates from a, which only this thread uses. */
-static int render_object(struct rjob *j, const struct rd_render_options *opts, struct rc_arena *a,
-                         struct rc_err *err)
+static int render_object(struct rjob *j, const struct rd_render_options *opts,
+                         struct rc_buf *scratch, struct rc_arena *a, struct rc_err *err)
 {
     const struct pl_object *o = j->o;
     const struct pl_decision *d = j->d;
@@ -605,10 +605,14 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts, s
             set_spec_int(copy, "completions", share.completions);
     }
     apply_overrides(copy, o, j->pol, j->tv, cluster, &j->w, a);
-    error = rd_out_emit(&data, &len, copy, a, err);
+    /* emitted into the thread's scratch buffer, grown once, not one buffer per object */
+    rc_buf_reset(scratch);
+    error = rd_yaml_emit(scratch, copy, err);
     cJSON_Delete(copy);
     if (error < 0)
         return error;
+    len = scratch->len;
+    data = rc_arena_strndup(a, scratch->ptr, len);
     j->path = object_path(cluster, o->ns, o->kind, o->name, a);
     j->data = data;
     j->len = len;
@@ -628,6 +632,7 @@ struct rworker {
     const struct rd_render_options *opts;
     struct rc_arena own; /* a thread's arena, adopted by the caller's after the join */
     struct rc_arena *a;  /* where this worker allocates */
+    struct rc_buf buf;   /* scratch for the YAML text */
     struct rc_err err;   /* the error of this worker's failed job, if any */
     size_t failed_at;    /* that job's index; njobs: none */
 };
@@ -641,7 +646,7 @@ static void *rworker_run(void *arg)
 
         if (i >= w->njobs || i >= atomic_load(w->stop))
             break;
-        if (render_object(&w->jobs[i], w->opts, w->a, &w->err) < 0) {
+        if (render_object(&w->jobs[i], w->opts, &w->buf, w->a, &w->err) < 0) {
             size_t cur = atomic_load(w->stop);
 
             w->jobs[i].failed = 1;
@@ -688,6 +693,7 @@ static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_o
         w[k].stop = &stop;
         w[k].opts = opts;
         w[k].a = k ? &w[k].own : a;
+        rc_buf_init(&w[k].buf, 0);
         w[k].failed_at = njobs;
     }
     /* worker 0 is this thread; a thread that cannot be started leaves its share to the rest */
@@ -706,6 +712,7 @@ static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_o
         }
         if (k)
             rc_arena_adopt(a, &w[k].own);
+        rc_buf_release(&w[k].buf);
     }
     if (failed < njobs)
         *err = w[who].err;
