@@ -343,14 +343,22 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                        const struct pl_result *res, const struct rd_render_options *opts,
                        struct rd_record_memo *m, struct rc_err *err)
 {
-    struct memo_unit *next = m ? rc_xcalloc(ndec + 1, sizeof(*next)) : NULL;
+    struct memo_unit *next = NULL;
     struct rc_buf key = RC_BUF_INIT, one = RC_BUF_INIT;
     unsigned char small[64], *keep = small;
     size_t cap = sizeof(small);
     int error = 0;
 
-    if (!ndec)
+    if (!ndec) {
+        if (m) {
+            memo_units_free(m->units, m->nunits);
+            m->units = NULL;
+            m->nunits = 0;
+        }
         return member_text(out, "units", cJSON_CreateArray(), err);
+    }
+    if (m)
+        next = rc_xcalloc(ndec + 1, sizeof(*next));
     rc_buf_add(out, "units:\n", 7, NULL);
     for (size_t i = 0; i < ndec && !error; i++) {
         const struct pl_decision *d = dec[i];
@@ -367,7 +375,9 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
         entry_init(&e, d, opts && opts->tallies ? opts->tallies[at] : NULL, keep);
         if (m) {
             entry_key(&key, &e);
-            had = bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit);
+            had = m->nunits
+                      ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
+                      : NULL;
             if (had && had->chunk && had->keylen == key.len &&
                 !memcmp(had->key, key.ptr, key.len)) {
                 rc_buf_add(out, had->chunk, had->len, NULL);
@@ -417,12 +427,20 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
                           size_t nb, struct rd_record_memo *m, struct rc_err *err)
 {
     size_t n = na + nb;
-    struct memo_warning *next = m ? rc_xcalloc(n + 1, sizeof(*next)) : NULL;
+    struct memo_warning *next = NULL;
     struct rc_buf one = RC_BUF_INIT;
     int error = 0;
 
-    if (!n)
+    if (!n) {
+        if (m) {
+            memo_warnings_free(m->warnings, m->nwarnings);
+            m->warnings = NULL;
+            m->nwarnings = 0;
+        }
         return 0;
+    }
+    if (m)
+        next = rc_xcalloc(n + 1, sizeof(*next));
     rc_buf_add(out, "warnings:\n", 10, NULL);
     for (size_t i = 0; i < n && !error; i++) {
         const char *w = i < na ? a[i] : b[i - na];
