@@ -218,8 +218,9 @@ struct eunit {
 
 struct engine {
     const struct pl_input *in;
-    struct rc_arena *a; /* output */
-    struct rc_arena s;  /* scratch */
+    struct rc_arena *a;  /* output */
+    struct rc_arena s;   /* scratch */
+    struct rc_arena *va; /* the decisions' verdict lists: s when they are bounded at the end */
     size_t ncl;
     const struct pl_cluster **cl;
     struct pl_labels *clabels;
@@ -1122,7 +1123,7 @@ static void decide_kept(struct engine *e, struct eunit *u)
     d->targets[0].cluster = e->cl[ci]->name;
     d->targets[0].percent = 100;
     d->nverdicts = 1;
-    d->verdicts = rc_arena_calloc(e->a, 1, sizeof(*d->verdicts));
+    d->verdicts = rc_arena_calloc(e->va, 1, sizeof(*d->verdicts));
     verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
     take(e, u, u->sig, (size_t)ci);
     d->reason = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
@@ -1148,7 +1149,7 @@ static void decide_single(struct engine *e, struct eunit *u)
     size_t nreach = 0;
 
     d->nverdicts = ep->ncand;
-    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
     for (size_t i = 0; i < ep->ncand; i++) {
         struct pl_verdict *v = &d->verdicts[i];
         verdict_at(e, u, u->sig, ep->cand[i], v);
@@ -1215,7 +1216,7 @@ static void decide_duplicate(struct engine *e, struct eunit *u)
     size_t nt = 0, nroom = 0;
 
     d->nverdicts = ep->ncand;
-    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
     d->targets = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->targets));
     for (size_t i = 0; i < ep->ncand; i++) {
         const struct pl_cluster *cl = e->cl[ep->cand[i]];
@@ -1326,7 +1327,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
         if (dk[k] >= 0)
             dsig[k] = unit_sig(e, u, dt, ndt, (size_t)dk[k]);
     }
-    d->verdicts = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
     for (size_t i = 0; i < ep->ncand; i++) {
         if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
             continue;
@@ -1706,6 +1707,81 @@ static void decide(struct engine *e, struct eunit *u)
         u->d->reason = rc_arena_printf(e->a, "annotation %s: %s", ep->annot, u->d->reason);
 }
 
+/* ==== Bounded verdicts ==== */
+
+static int cmp_target_name(const void *key, const void *t)
+{
+    return strcmp(key, ((const struct pl_target *)t)->cluster);
+}
+
+static int is_target(const struct pl_decision *d, const char *cluster)
+{
+    if (d->state != PL_STATE_PLACED)
+        return 0;
+    return bsearch(cluster, d->targets, d->ntargets, sizeof(*d->targets), cmp_target_name) != NULL;
+}
+
+size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl_decision *d,
+                          size_t chosen, size_t passed)
+{
+    size_t nchosen = 0, npassed = 0, last_target = 0, omitted = 0;
+    int placed = 0;
+
+    memset(counts, 0, 4 * sizeof(*counts));
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        if (is_target(d, d->verdicts[i].cluster)) {
+            last_target = i;
+            placed = 1;
+        }
+    }
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        int target = is_target(d, v->cluster);
+
+        keep[i] = 0;
+        if ((unsigned)v->kind < 4)
+            counts[v->kind]++;
+        if (target && nchosen < chosen) {
+            keep[i] = 1;
+            nchosen++;
+        } else if (!target && (!placed || i < last_target) && npassed < passed) {
+            keep[i] = 1;
+            npassed++;
+        }
+        omitted += !keep[i];
+    }
+    return omitted;
+}
+
+/* d's verdicts (in the engine's verdict arena) into the output arena: all of them when
+ * `whole`, else those pl_verdicts_select keeps, with the counts. */
+static void settle_verdicts(struct engine *e, struct pl_decision *d, int whole)
+{
+    const struct pl_options *o = &e->in->opts;
+    struct pl_verdict *v = d->verdicts;
+    unsigned char small[128], *keep = small;
+    size_t n = 0;
+
+    if (!v)
+        return;
+    if (!whole) {
+        if (d->nverdicts > sizeof(small))
+            keep = rc_xcalloc(d->nverdicts, 1);
+        d->verdicts_omitted =
+            pl_verdicts_select(keep, d->verdict_counts, d, o->verdicts_chosen, o->verdicts_passed);
+    }
+    d->verdicts = rc_arena_calloc(e->a, d->nverdicts - d->verdicts_omitted + 1, sizeof(*v));
+    for (size_t i = 0; i < d->nverdicts; i++) {
+        if (whole || !d->verdicts_omitted || keep[i])
+            d->verdicts[n++] = v[i];
+    }
+    d->nverdicts = n;
+    if (!d->verdicts_omitted)
+        memset(d->verdict_counts, 0, sizeof(d->verdict_counts));
+    if (keep != small)
+        free(keep);
+}
+
 int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,
              struct rc_err *err)
 {
@@ -1717,6 +1793,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
     memset(&e, 0, sizeof(e));
     e.in = in;
     e.a = a;
+    e.va = in->opts.verdicts_chosen || in->opts.verdicts_passed ? &e.s : a;
     if (!in->res || in->res->n < PL_RES_FIRST_EXTENDED || in->res->n > PL_RES_MAX)
         return rc_err_set(err, RC_EINVALID, "resource table must hold 3 to %d names", PL_RES_MAX);
     if ((error = setup_clusters(&e, err)) < 0)
@@ -1774,6 +1851,16 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
     follow_dependencies(&e);
     for (size_t i = 0; i < e.nunits; i++)
         set_change(&e, &e.units[i]);
+    if (e.va != a) {
+        /* the lists the output keeps; the whole ones go with the scratch */
+        size_t whole = 0;
+        for (size_t i = 0; i < e.nunits; i++) {
+            struct pl_decision *d = e.units[i].d;
+            int w = d->change != PL_CHANGE_NONE && whole < in->opts.verdicts_whole;
+            whole += w;
+            settle_verdicts(&e, d, w);
+        }
+    }
 
     for (size_t i = 0; i < e.nprev; i++)
         nremoved += !e.prev_used[i];

@@ -101,6 +101,15 @@ void pl_divide_object(struct pl_share *out, const struct pl_object *o,
  * percent is below 100)? Duplicate and single placements give every target 100. */
 int pl_decision_divides(const struct pl_decision *d);
 
+/*
+ * Which of d's verdicts a bounded list keeps (keep[i] for d->verdicts[i], which are in
+ * preference order): those of the first `chosen` targets, and of the first `passed` other
+ * candidates preferred over the last target (any candidate, when d is not placed).
+ * counts[k]: d's verdicts of kind k. Returns how many are not kept. keep: d->nverdicts bytes.
+ */
+size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl_decision *d,
+                          size_t chosen, size_t passed);
+
 const char *pl_state_name(enum pl_state s);            /* "placed" | "pending" | "unplaced" */
 int pl_state_parse(enum pl_state *out, const char *s); /* 0, or RC_EINVALID */
 /* "fits-now" | "fits-after-scale-up" | "does-not-fit" | "unreachable" */

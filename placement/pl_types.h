@@ -279,11 +279,20 @@ struct pl_prev_unit {
 
 struct pl_options {
     int max_reason; /* reserved; 0 */
+    /* Bounded verdicts (pl_verdicts_select): when verdicts_chosen or verdicts_passed is not
+     * 0, a decision keeps the verdicts of its first verdicts_chosen targets and of the first
+     * verdicts_passed candidates preferred over its last target, and counts the rest
+     * (pl_decision.verdicts_omitted), except the first verdicts_whole units (in unit-id
+     * order) whose decision changed, which keep every verdict. 0, 0: every decision keeps
+     * every verdict. What is kept and counted does not depend on these being set. */
+    size_t verdicts_chosen;
+    size_t verdicts_passed;
+    size_t verdicts_whole;
 };
 
 #define PL_OPTIONS_INIT                                                                            \
     {                                                                                              \
-        0                                                                                          \
+        0, 0, 0, 0                                                                                 \
     }
 
 struct pl_input {
@@ -342,6 +351,11 @@ struct pl_decision {
     const char *reason; /* one line for a reader */
     size_t nverdicts;   /* one per candidate cluster, in preference order */
     struct pl_verdict *verdicts;
+    /* Bounded verdicts (pl_options.verdicts_chosen): the candidates' verdicts not in
+     * `verdicts` (0: the list is complete), and every candidate's verdict counted by kind
+     * (enum pl_verdict_kind; set only when verdicts_omitted is not 0). */
+    size_t verdicts_omitted;
+    size_t verdict_counts[4];
     enum pl_change change;
     const char *cause; /* moves: why it moved; NULL otherwise */
     /* spreadConstraints.overrides that apply to its objects on its targets, one line each:

@@ -874,6 +874,7 @@ struct compute {
     const struct rd_verdict_tally **tallies; /* rd_render_options.tallies of the render */
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
+    int bounded_verdicts; /* rc_pass_options.bounded_verdicts */
 };
 
 /* The deploy commit's message: the decisions, the content that changed under unchanged
@@ -1009,6 +1010,8 @@ static const struct rd_verdict_tally **keep_recorded_reasons(struct pl_result *r
         d->cause = p->cause;
         d->nverdicts = p->nverdicts;
         d->verdicts = p->verdicts;
+        d->verdicts_omitted = 0; /* the recorded tally, if any, is tallies[i] */
+        memset(d->verdict_counts, 0, sizeof(d->verdict_counts));
         if (prev->tallies)
             tallies[i] = &prev->tallies[p - prev->units];
     }
@@ -1021,6 +1024,7 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         struct rc_arena *a, struct rc_err *err)
 {
     c->replace_unreachable_after = o->replace_unreachable_after;
+    c->bounded_verdicts = o->bounded_verdicts;
     return load_source(&c->load, g, source, prev, o, a, err);
 }
 
@@ -1055,6 +1059,12 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     c->in.clusters = fleet ? fleet : c->load.src.clusters;
     c->in.nprev = nprev;
     c->in.prev = prev;
+    if (c->bounded_verdicts) {
+        /* what the record lists, and the message's paragraphs whole */
+        c->in.opts.verdicts_chosen = RD_RECORD_CHOSEN_VERDICTS;
+        c->in.opts.verdicts_passed = RD_RECORD_PASSED_VERDICTS;
+        c->in.opts.verdicts_whole = RD_MESSAGE_PARAGRAPHS;
+    }
     error = pl_place(&c->res, &c->in, a, err);
     if (error < 0)
         return error;
@@ -1115,7 +1125,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.tallies = tallies;
     if (c->reuse_ok)
         ropts.reuse = reusable_units(c, kept, a);
-    ropts.record_memo = o->cache ? rc_cache_record_memo(o->cache) : NULL;
+    ropts.record_memo = o->cache && !o->last_pass ? rc_cache_record_memo(o->cache) : NULL;
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
@@ -1559,7 +1569,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     if (error < 0)
         goto done;
     out->nrendered = cp->tree.nrendered;
-    if (o->cache) {
+    if (o->cache && !o->last_pass) {
         struct rd_record_stats st = rd_record_memo_stats(rc_cache_record_memo(o->cache));
         out->nrecord_written = st.units_written;
     }
@@ -1631,7 +1641,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
-        if (o->cache)
+        if (o->cache && !o->last_pass)
             keep_written_record(o->cache, cp, out->source, ids, &o->render);
         phase_mark(ph, PH_COMMIT, &t);
     }
@@ -1826,6 +1836,7 @@ int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char 
         if (!bsearch(&rec.units[i].unit, asked, nunits, sizeof(*asked), cmp_cstr))
             others[nothers++] = rec.units[i];
     }
+    c.bounded_verdicts = 0; /* every verdict is what is asked for */
     error = compute_decide(&c, others, nothers, fleet, nfleet, a, err);
     if (error < 0)
         goto done;

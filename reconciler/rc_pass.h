@@ -68,6 +68,15 @@ struct rc_pass_options {
     /* Threads that parse source files (at most RD_PRIME_THREADS_MAX); 0: one per online
      * CPU. The result does not depend on it. */
     int parse_threads;
+    /* No later pass runs in this process (reconcile --once): the cache's memo file is still
+     * written, but nothing is kept in memory for a next pass (the record as written and its
+     * entries' text, rd_record_memo), which would only add to the pass's peak memory. */
+    int last_pass;
+    /* Decisions keep only the verdicts the record lists, with counts by kind
+     * (pl_options.verdicts_chosen, ...), except the changed units the commit message shows
+     * in full (the first RD_MESSAGE_PARAGRAPHS): what reconcile writes. 0: every verdict of
+     * every decision (plan, explain, status print them). The files are the same either way. */
+    int bounded_verdicts;
 };
 
 #define RC_PASS_SOURCE_BYTES_DEFAULT ((size_t)1 << 30)
@@ -75,7 +84,7 @@ struct rc_pass_options {
 #define RC_PASS_OPTIONS_INIT                                                                       \
     {                                                                                              \
         "main", "deploy", NULL, NULL, 0, 0, 0, 1, 0, 5, RD_RENDER_OPTIONS_INIT, NULL, NULL, 0,     \
-            NULL, NULL, NULL, 0, 0, 0                                                              \
+            NULL, NULL, NULL, 0, 0, 0, 0, 0                                                        \
     }
 
 /* A path whose content a pass would change. */
@@ -117,8 +126,8 @@ struct rc_pass_result {
     const struct pl_input *input;
     size_t nrendered;    /* object files rendered this pass (the rest kept from the deploy head) */
     size_t nrecord_read; /* units read from the deploy head's placements.yaml (0: kept in memory) */
-    size_t nrecord_written;    /* with a cache: record entries written (the rest copied,
-                                  rd_record_memo) */
+    size_t nrecord_written;    /* with a cache and not last_pass: record entries written (the
+                                  rest copied, rd_record_memo) */
     size_t nrecord_bytes_read; /* bytes of placements.yaml blobs read (record, comparison) */
     int apply_incomplete;      /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between

@@ -50,10 +50,11 @@
 #include "rd_yaml.h"
 
 #define WIDTH 72
-#define MAX_PARAGRAPHS 100 /* a burst of units gets a readable message; the record has all */
-#define MAX_FIELDS 8       /* changed fields listed per object */
-#define MAX_VALUE 60       /* old -> new shown when both are at most this long */
-#define MAX_WARNINGS 20    /* warnings listed; placements.yaml has them all */
+/* a burst of units gets a readable message; the record has all */
+#define MAX_PARAGRAPHS RD_MESSAGE_PARAGRAPHS
+#define MAX_FIELDS 8    /* changed fields listed per object */
+#define MAX_VALUE 60    /* old -> new shown when both are at most this long */
+#define MAX_WARNINGS 20 /* warnings listed; placements.yaml has them all */
 
 enum what { W_PLACE, W_MOVE, W_PENDING, W_REMOVE, W_UNPLACED, W_COUNT };
 

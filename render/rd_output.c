@@ -847,11 +847,18 @@ static int render_kustomization(struct files *f, const char *cluster, const stru
     rd_out_add_str(root, "apiVersion", "kustomize.config.k8s.io/v1beta1");
     rd_out_add_str(root, "kind", "Kustomization");
     list = rd_out_add(root, "resources", cJSON_CreateArray());
-    /* all is sorted, so the list is too */
-    for (size_t i = 0; i < all->n; i++) {
-        if (!strncmp(all->v[i].path, prefix, plen))
-            rd_out_push(list, rd_out_str(all->v[i].path + plen));
+    /* all is sorted, so the list is too, and the cluster's files are one run of it: found by
+     * bisection, not by comparing every file of the fleet with every cluster's prefix */
+    size_t lo = 0, hi = all->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(all->v[mid].path, prefix) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    for (size_t i = lo; i < all->n && !strncmp(all->v[i].path, prefix, plen); i++)
+        rd_out_push(list, rd_out_str(all->v[i].path + plen));
     error = rd_out_emit(&data, &len, root, a, err);
     cJSON_Delete(root);
     if (error < 0)

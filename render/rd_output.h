@@ -234,6 +234,10 @@ struct rd_content_change {
     size_t new_len;
 };
 
+/* Changed units whose paragraph a commit message writes (in unit-id order), each with
+ * every verdict of its decision; the others are counted ("... and 12 more"). */
+#define RD_MESSAGE_PARAGRAPHS 100
+
 /* Everything a commit message may say. Fields after file_errors are optional (0/NULL). */
 struct rd_message_input {
     const struct pl_result *res;

@@ -43,50 +43,20 @@
 
 /* ==== Writing ==== */
 
-static int cmp_target_cluster(const void *key, const void *t)
-{
-    return strcmp(key, ((const struct pl_target *)t)->cluster);
-}
-
-static int is_target(const struct pl_decision *d, const char *cluster)
-{
-    if (d->state != PL_STATE_PLACED)
-        return 0;
-    return bsearch(cluster, d->targets, d->ntargets, sizeof(*d->targets), cmp_target_cluster) !=
-           NULL;
-}
-
-/* Which verdicts the entry lists (keep[i]), and the tally of the rest. verdicts are in
- * preference order; targets are sorted by cluster name. */
+/* Which verdicts the entry lists (keep[i]), and the tally of the rest. A decision whose
+ * verdicts the engine bounded (pl_options.verdicts_chosen, set to the same bounds) already
+ * lists exactly those: all kept, with its own tally. */
 static void select_verdicts(unsigned char *keep, struct rd_verdict_tally *t,
                             const struct pl_decision *d)
 {
-    size_t chosen = 0, passed = 0, last_target = 0;
-    int placed = 0;
-
-    memset(t, 0, sizeof(*t));
-    for (size_t i = 0; i < d->nverdicts; i++) {
-        if (is_target(d, d->verdicts[i].cluster)) {
-            last_target = i;
-            placed = 1;
-        }
+    if (d->verdicts_omitted) {
+        memset(keep, 1, d->nverdicts);
+        t->omitted = d->verdicts_omitted;
+        memcpy(t->count, d->verdict_counts, sizeof(t->count));
+        return;
     }
-    for (size_t i = 0; i < d->nverdicts; i++) {
-        const struct pl_verdict *v = &d->verdicts[i];
-        int target = is_target(d, v->cluster);
-
-        keep[i] = 0;
-        if ((unsigned)v->kind < 4)
-            t->count[v->kind]++;
-        if (target && chosen < RD_RECORD_CHOSEN_VERDICTS) {
-            keep[i] = 1;
-            chosen++;
-        } else if (!target && (!placed || i < last_target) && passed < RD_RECORD_PASSED_VERDICTS) {
-            keep[i] = 1;
-            passed++;
-        }
-        t->omitted += !keep[i];
-    }
+    t->omitted =
+        pl_verdicts_select(keep, t->count, d, RD_RECORD_CHOSEN_VERDICTS, RD_RECORD_PASSED_VERDICTS);
 }
 
 /* One unit's entry as written: the decision, which of its verdicts are listed and the tally

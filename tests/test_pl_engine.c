@@ -1180,6 +1180,71 @@ static void test_pl_engine__input_order_independent(void **state)
     free(one);
 }
 
+/* Bounded verdicts: each decision keeps what pl_verdicts_select picks from the whole list
+ * (and counts the rest by kind), except the first changed units, which keep every verdict;
+ * nothing else about the decisions changes. The work kept per unit is bounded by the bounds,
+ * not by the fleet. */
+static void test_pl_engine__bounded_verdicts(void **state)
+{
+    struct fx *f = *state;
+    struct pl_result whole;
+    size_t nwhole = 0, nbounded = 0, changed = 0;
+
+    build_mixed(f);
+    run(f);
+    whole = f->out;
+    f->in.opts.verdicts_chosen = 1;
+    f->in.opts.verdicts_passed = 1;
+    f->in.opts.verdicts_whole = 2;
+    run(f);
+    assert_int_equal(f->out.ndecisions, whole.ndecisions);
+    for (size_t i = 0; i < whole.ndecisions; i++) {
+        const struct pl_decision *w = &whole.decisions[i], *b = &f->out.decisions[i];
+        unsigned char keep[64];
+        size_t counts[4], omitted, k = 0;
+
+        assert_string_equal(b->unit, w->unit);
+        assert_int_equal(b->state, w->state);
+        assert_int_equal(b->change, w->change);
+        assert_string_equal(b->reason, w->reason);
+        assert_int_equal(b->ntargets, w->ntargets);
+        for (size_t t = 0; t < w->ntargets; t++)
+            assert_string_equal(b->targets[t].cluster, w->targets[t].cluster);
+        assert_int_equal(w->verdicts_omitted, 0);
+        if (w->change == PL_CHANGE_REMOVED)
+            continue;
+        assert_true(w->nverdicts <= sizeof(keep));
+        if (w->change != PL_CHANGE_NONE && changed++ < 2) {
+            /* shown whole (the commit message's paragraphs) */
+            assert_int_equal(b->verdicts_omitted, 0);
+            assert_int_equal(b->nverdicts, w->nverdicts);
+            nwhole++;
+            continue;
+        }
+        omitted = pl_verdicts_select(keep, counts, w, 1, 1);
+        assert_int_equal(b->verdicts_omitted, omitted);
+        assert_int_equal(b->nverdicts + omitted, w->nverdicts);
+        assert_true(!omitted || b->nverdicts <= 2);
+        for (size_t v = 0; v < w->nverdicts; v++) {
+            if (!keep[v])
+                continue;
+            assert_string_equal(b->verdicts[k].cluster, w->verdicts[v].cluster);
+            assert_int_equal(b->verdicts[k].kind, w->verdicts[v].kind);
+            assert_string_equal(b->verdicts[k].detail ? b->verdicts[k].detail : "",
+                                w->verdicts[v].detail ? w->verdicts[v].detail : "");
+            assert_int_equal(b->verdicts[k].nodes_added, w->verdicts[v].nodes_added);
+            k++;
+        }
+        assert_int_equal(k, b->nverdicts);
+        if (omitted) {
+            assert_memory_equal(b->verdict_counts, counts, sizeof(counts));
+            nbounded++;
+        }
+    }
+    assert_int_equal(nwhole, 2);
+    assert_true(nbounded >= 5);
+}
+
 static int rnd(uint64_t *seed, int n)
 {
     *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1306,6 +1371,7 @@ int main(void)
         T(duplicate_names_rejected),
         T(input_order_independent),
         T(random_bursts_never_overcommit),
+        T(bounded_verdicts),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

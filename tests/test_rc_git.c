@@ -437,6 +437,85 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     free(base);
 }
 
+/* A few changes over a base rewrite only the trees on their paths (git_tree_create_updated);
+ * whatever path the build takes, the tree is the one the files alone give (a build without a
+ * base, which reads no tree): random rounds of changes, removals that empty directories,
+ * additions in new directories, kept files, a file becoming a directory and back. */
+static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    enum { SLOTS = 120, ROUNDS = 40 };
+    int ver[SLOTS], inbase[SLOTS]; /* 0: absent, else the content's version */
+    char base[41] = "", tree[41], full[41], commit[41];
+    unsigned seed = 12345;
+
+    f->g = open_ok(f->work, NULL);
+    memset(ver, 0, sizeof(ver));
+    memset(inbase, 0, sizeof(inbase));
+    for (int r = 0; r < ROUNDS; r++) {
+        struct rc_git_file files[SLOTS + 3];
+        struct rc_git_file plain[SLOTS + 3];
+        size_t n = 0;
+        int changes = r == 0 ? SLOTS : 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 6;
+
+        for (int c = 0; c < changes; c++) {
+            int k = (int)((seed = seed * 1103515245u + 12345u) >> 16) % SLOTS;
+            int op = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+
+            ver[k] = op == 0 ? 0 : ver[k] + 1;
+        }
+        if (r % 10 == 5) /* every file of cluster c1 goes: its directories are emptied */
+            for (int k = 0; k < SLOTS; k++)
+                if (k % 4 == 1)
+                    ver[k] = 0;
+        for (int k = 0; k < SLOTS; k++) {
+            struct rc_git_file *x = &files[n];
+
+            if (!ver[k])
+                continue;
+            memset(x, 0, sizeof(*x));
+            x->path = rc_arena_printf(&f->a, "clusters/c%d/ns%d/job-%d.yaml", k % 4, k % 3, k);
+            x->data = rc_arena_printf(&f->a, "job: %d\nversion: %d\n", k, ver[k]);
+            x->len = strlen(x->data);
+            plain[n] = *x;
+            /* unchanged since the base: kept, as a pass does */
+            x->keep = base[0] && r % 2 && k % 5 == 0 && ver[k] == inbase[k];
+            n++;
+        }
+        /* a file that turns into a directory and back: the index path's case */
+        memset(&files[n], 0, sizeof(files[n]));
+        files[n].path = r % 7 == 3 ? "clusters/c9/odd/inner.yaml" : "clusters/c9/odd";
+        files[n].data = "odd: 1\n";
+        files[n].len = 7;
+        plain[n] = files[n];
+        n++;
+        memset(&files[n], 0, sizeof(files[n]));
+        files[n].path = "placements.yaml";
+        files[n].data = rc_arena_printf(&f->a, "round: %d\n", r);
+        files[n].len = strlen(files[n].data);
+        plain[n] = files[n];
+        n++;
+        /* outside the deploy paths: kept from the base by the one, given to the other */
+        plain[n] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, ""};
+
+        assert_int_equal(rc_git_build_tree(full, f->g, NULL, plain, n + 1, &err), RC_OK);
+        if (base[0]) {
+            assert_int_equal(rc_git_build_tree(tree, f->g, base, files, n, &err), RC_OK);
+            if (strcmp(tree, full))
+                fail_msg("round %d: %s from the base, %s from the files alone", r, tree, full);
+        } else {
+            memcpy(tree, full, sizeof(tree));
+        }
+        assert_int_equal(rc_git_commit(commit, f->g, tree, base[0] ? base : NULL, "round\n",
+                                       1700000000 + r, &err),
+                         RC_OK);
+        memcpy(base, commit, sizeof(base));
+        memcpy(inbase, ver, sizeof(inbase));
+    }
+    free(th_git_ok(f->work, "fsck", "--no-dangling", base, NULL));
+}
+
 /* A large commit (a first pass on a big fleet) writes its new objects as one pack, not a loose
  * file each; a small one stays loose. Either way git reads everything back. */
 static void test_rc_git__build_tree_packs_many_new_objects(void **state)
@@ -1256,6 +1335,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_many_new_objects, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_few_changes_equal_a_full_build,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_writes_the_pack_in_large_pieces,

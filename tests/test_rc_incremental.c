@@ -15,6 +15,7 @@
 #include "rc_cache.h"
 #include "rc_git.h"
 #include "rc_pass.h"
+#include "rd_output.h"
 #include "th_git.h"
 
 #include "rc_banned.h"
@@ -78,9 +79,10 @@ static char *make_repo(void)
 }
 
 /* One pass of `rightplace reconcile --no-apply` with `cache` (NULL: --once without a state
- * directory); *tree gets the deploy head's tree id after it. */
-static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo,
-                     struct rc_cache *cache, struct rc_arena *a)
+ * directory); *tree gets the deploy head's tree id after it. once: as `reconcile --once` sets
+ * the options (the last pass of the process, bounded verdicts). */
+static void run_pass_as(struct rc_pass_result *res, char tree[41], const char *repo,
+                        struct rc_cache *cache, int once, struct rc_arena *a)
 {
     struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
     struct rc_err err = RC_ERR_INIT;
@@ -88,12 +90,20 @@ static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo
 
     o.apply = 0;
     o.cache = cache;
+    o.last_pass = once;
+    o.bounded_verdicts = once;
     assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
     if (rc_pass_run(res, g, &o, a, &err) != RC_OK)
         fail_msg("pass: %s", err.msg);
     if (rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err) != RC_OK)
         fail_msg("deploy tree: %s", err.msg);
     rc_git_free(g);
+}
+
+static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo,
+                     struct rc_cache *cache, struct rc_arena *a)
+{
+    run_pass_as(res, tree, repo, cache, 0, a);
 }
 
 static char *deploy_head(const char *repo)
@@ -182,6 +192,58 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     free(repo);
 }
 
+/* The last pass of a process (reconcile --once) keeps nothing in memory for a next one: it
+ * writes no record memo (0 entries counted as written) and leaves no record in the cache, so
+ * a pass after it on the same cache reads the record; the trees are those of loop passes. */
+static void test_rc_incremental__last_pass_keeps_nothing(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *once = NULL, *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *first, *last;
+    char tree[41], again[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&once, NULL, &err), RC_OK);
+    run_pass_as(&res, tree, repo, once, 1, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.placed, NJOBS);
+    assert_int_equal(res.nrecord_written, 0);
+    assert_int_equal(rd_record_memo_stats(rc_cache_record_memo(once)).units_written, 0);
+    first = th_git_ok(repo, "rev-parse", "refs/heads/main", NULL);
+    first[strcspn(first, "\n")] = '\0';
+
+    write_job(repo, 3, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
+    last = th_git_ok(repo, "rev-parse", "refs/heads/main", NULL);
+    last[strcspn(last, "\n")] = '\0';
+    run_pass_as(&res, tree, repo, once, 1, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_read, NJOBS); /* nothing was kept: read back */
+
+    /* loop passes from the same start commit the same trees */
+    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    free(th_git_ok(repo, "update-ref", "refs/heads/main", first, NULL));
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    run_pass(&res, again, repo, loop, &a);
+    assert_int_equal(res.nrecord_written, NJOBS);
+    free(th_git_ok(repo, "update-ref", "refs/heads/main", last, NULL));
+    run_pass(&res, again, repo, loop, &a);
+    assert_int_equal(res.nrecord_read, 0);
+    assert_string_equal(again, tree);
+
+    rc_cache_free(once);
+    rc_cache_free(loop);
+    free(first);
+    free(last);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* Someone else's commit on the deploy branch changes placements.yaml: its blob id is not the
  * one kept, so the pass reads the file. */
 static void test_rc_incremental__edited_record_is_read(void **state)
@@ -227,6 +289,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__edited_record_is_read),
+        cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
     };
     int rc;
 

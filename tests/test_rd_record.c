@@ -360,6 +360,61 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
     rc_arena_release(&a);
 }
 
+/* A result whose decisions the engine bounded (pl_options.verdicts_chosen as the record's
+ * bounds: what reconcile hands the writer) writes the same bytes, and makes the same record,
+ * as the result with every verdict. */
+static void bound_as_the_engine(struct pl_result *res, struct rc_arena *a)
+{
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        struct pl_decision *d = &res->decisions[i];
+        unsigned char *keep = rc_arena_calloc(a, d->nverdicts + 1, 1);
+        struct pl_verdict *v = rc_arena_calloc(a, d->nverdicts + 1, sizeof(*v));
+        size_t n = 0;
+
+        d->verdicts_omitted = pl_verdicts_select(
+            keep, d->verdict_counts, d, RD_RECORD_CHOSEN_VERDICTS, RD_RECORD_PASSED_VERDICTS);
+        if (!d->verdicts_omitted) {
+            memset(d->verdict_counts, 0, sizeof(d->verdict_counts));
+            continue;
+        }
+        for (size_t k = 0; k < d->nverdicts; k++) {
+            if (keep[k])
+                v[n++] = d->verdicts[k];
+        }
+        d->verdicts = v;
+        d->nverdicts = n;
+    }
+}
+
+static void test_rd_record__bounded_result_same_record(void **state)
+{
+    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record made_whole, made_bounded;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    size_t nbounded = 0;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_of_result(&made_whole, &res, src, &opts, &a), 0);
+    bound_as_the_engine(&res, &a);
+    for (size_t i = 0; i < res.ndecisions; i++)
+        nbounded += res.decisions[i].verdicts_omitted != 0;
+    assert_true(nbounded > 0);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+    assert_int_equal(rd_record_of_result(&made_bounded, &res, src, &opts, &a), 0);
+    assert_records_equal(&made_bounded, &made_whole);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
 /* The record, written member by member and unit by unit, is the canonical text of the whole
  * document (load + emit gives it back). With a memo, a record in which one decision changed
  * writes that one entry and copies the others, and has the bytes written without a memo. */
@@ -570,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__size_independent_of_fleet),
         cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
         cmocka_unit_test(test_rd_record__of_result_is_what_parse_reads),
+        cmocka_unit_test(test_rd_record__bounded_result_same_record),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
