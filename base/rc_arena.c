@@ -18,6 +18,7 @@ struct rc_arena_block {
     struct rc_arena_block *next;
     size_t size;
     size_t used;
+    void *taken; /* rc_arena_take: a malloc'd buffer freed with the block (size 0) */
     _Alignas(16) unsigned char data[];
 };
 
@@ -28,6 +29,7 @@ static struct rc_arena_block *new_block(size_t size)
     b->next = NULL;
     b->size = size;
     b->used = 0;
+    b->taken = NULL;
     return b;
 }
 
@@ -35,7 +37,7 @@ static struct rc_arena_block *new_block(size_t size)
  * parsed file of many) holds little more than it uses. */
 static size_t next_block_size(const struct rc_arena_block *head, size_t need)
 {
-    size_t size = head ? head->size * 2 : FIRST_BLOCK;
+    size_t size = head && head->size ? head->size * 2 : FIRST_BLOCK; /* size 0: taken */
 
     if (size > BLOCK_SIZE)
         size = BLOCK_SIZE;
@@ -144,12 +146,29 @@ char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
     return p;
 }
 
+void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
+{
+    struct rc_arena_block *b = new_block(0);
+
+    /* behind the head, which keeps filling (a full block of size 0 when there is none) */
+    b->taken = p;
+    if (a->head) {
+        b->next = a->head->next;
+        a->head->next = b;
+    } else {
+        a->head = b;
+    }
+    a->used_total += n;
+    return p;
+}
+
 void rc_arena_release(struct rc_arena *a)
 {
     struct rc_arena_block *b = a->head;
 
     while (b) {
         struct rc_arena_block *next = b->next;
+        free(b->taken);
         free(b);
         b = next;
     }

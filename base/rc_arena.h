@@ -32,6 +32,10 @@ char *rc_arena_strdup(struct rc_arena *a, const char *s);
 char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n);
 char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Hand p, n bytes from malloc, to the arena: it is freed when the arena is released (and
+ * moves with it, rc_arena_adopt). For a buffer built elsewhere (an rc_buf) that must live as
+ * long as the arena, without a copy. Returns p. */
+void *rc_arena_take(struct rc_arena *a, void *p, size_t n);
 /* Move every block of src into dst: what src handed out now lives as long as dst; src is back
  * to RC_ARENA_INIT. (A thread allocates from an arena of its own, then hands it over.) */
 void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);

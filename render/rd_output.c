@@ -1057,8 +1057,14 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     }
     if (error < 0)
         goto done;
-    files_add(&f, "placements.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
-    rc_buf_reset(&b);
+    {
+        /* the record is the largest file (10 MB at 10,000 units): its buffer, cut to size,
+         * becomes the file instead of being copied */
+        size_t len;
+        char *text = rc_buf_detach(&b, &len);
+        text = rc_arena_take(a, rc_xrealloc(text, len + 1), len + 1);
+        files_add(&f, "placements.yaml", text, len);
+    }
     error = rd_capacity_emit(&b, in->clusters, in->nclusters, in->res, res->usage, res->nusage,
                              source_commit, err);
     if (error < 0)

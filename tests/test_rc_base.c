@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rc_arena.h"
+#include "rc_mem.h"
 #include "rc_buf.h"
 #include "rc_err.h"
 #include "rc_esc.h"
@@ -60,6 +61,28 @@ static void test_rc_base__arena_strings_and_big_blocks(void **state)
     assert_string_equal(rc_arena_strdup(&a, "after"), "after");
     rc_arena_release(&a);
     assert_null(a.head);
+}
+
+/* A buffer handed to an arena lives as long as the arena, also after it moved to another
+ * (LeakSanitizer checks that release frees it), and the arena keeps filling around it. */
+static void test_rc_base__arena_take(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT, b = RC_ARENA_INIT;
+    char *first, *big = rc_xmalloc(1 << 16), *small = rc_xmalloc(8);
+
+    (void)state;
+    memset(big, 'x', 1 << 16);
+    assert_ptr_equal(rc_arena_take(&b, small, 8), small); /* into an empty arena */
+    assert_string_equal(rc_arena_strdup(&b, "then"), "then");
+    first = rc_arena_strdup(&a, "first");
+    assert_ptr_equal(rc_arena_take(&a, big, 1 << 16), big);
+    assert_true(a.used_total >= (1 << 16));
+    assert_string_equal(rc_arena_strdup(&a, "second"), "second");
+    rc_arena_adopt(&b, &a);
+    assert_string_equal(first, "first");
+    assert_int_equal(big[(1 << 16) - 1], 'x');
+    rc_arena_release(&b);
+    rc_arena_release(&a);
 }
 
 static void test_rc_base__fnv_is_stable(void **state)
@@ -192,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__err_is_one_line),
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
+        cmocka_unit_test(test_rc_base__arena_take),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
         cmocka_unit_test(test_rc_base__escape_controls),
         cmocka_unit_test(test_rc_base__log_escapes_controls),
