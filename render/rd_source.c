@@ -169,6 +169,10 @@ struct pctx {
     struct parsed *p;
     struct pstage st;
     int replay; /* loading documents kept by rd_cache_export: their warnings are kept too */
+    /* with replay: each document's packed bytes as kept (a workload keeps them as they are:
+     * packing its tree again would give the same bytes) */
+    const unsigned char **kept;
+    const size_t *kept_len;
 };
 
 static void on_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
@@ -340,9 +344,20 @@ static int load_docs(struct pctx *c, struct rc_err *ferr)
     if (rc >= 0 && c->st.objects.n) {
         size_t total = 0;
         unsigned char *at;
+        const unsigned char **kept = NULL;
+        if (c->kept) {
+            kept = rc_xcalloc(c->st.objects.n, sizeof(*kept));
+            for (size_t i = 0; i < ndocs; i++) {
+                if (p->pdocs[i].object >= 0) {
+                    struct rd_object *ro = c->st.objects.v[p->pdocs[i].object].payload;
+                    kept[p->pdocs[i].object] = c->kept[i];
+                    ro->packed_len = c->kept_len[i];
+                }
+            }
+        }
         for (size_t i = 0; rc >= 0 && i < c->st.objects.n; i++) {
             struct rd_object *ro = c->st.objects.v[i].payload;
-            if (!(ro->packed_len = rd_pack_size(ro->root)))
+            if (!kept && !(ro->packed_len = rd_pack_size(ro->root)))
                 rc = rc_err_set(ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
             total += ro->packed_len;
         }
@@ -352,9 +367,15 @@ static int load_docs(struct pctx *c, struct rc_err *ferr)
         for (size_t i = 0; rc >= 0 && i < c->st.objects.n; i++) {
             struct rd_object *ro = c->st.objects.v[i].payload;
             ro->packed = at;
-            at = rd_pack_write(at, ro->root);
+            if (kept) {
+                memcpy(at, kept[i], ro->packed_len);
+                at += ro->packed_len;
+            } else {
+                at = rd_pack_write(at, ro->root);
+            }
             ro->root = NULL;
         }
+        free(kept);
     }
     return rc;
 }
@@ -733,6 +754,8 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     cJSON **roots = NULL;
     struct rd_pos **pos = NULL;
     size_t *npos = NULL;
+    const unsigned char **packs = NULL;
+    size_t *packs_len = NULL;
     size_t flen, bytes, nwarn, ndocs = 0;
     int rc = RC_EINVALID;
 
@@ -770,11 +793,15 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     roots = rc_xcalloc(ndocs + 1, sizeof(*roots));
     pos = rc_xcalloc(ndocs + 1, sizeof(*pos));
     npos = rc_xcalloc(ndocs + 1, sizeof(*npos));
+    packs = rc_xcalloc(ndocs + 1, sizeof(*packs));
+    packs_len = rc_xcalloc(ndocs + 1, sizeof(*packs_len));
     for (size_t i = 0; i < ndocs; i++) {
         size_t n;
         const unsigned char *packed = get_span(&r, &n);
         if (!packed || rd_unpack(&roots[i], packed, n, &ferr) < 0)
             goto done;
+        packs[i] = packed;
+        packs_len[i] = n;
         npos[i] = get_uv(&r);
         if (r.bad || npos[i] == 0 || npos[i] > (size_t)(r.end - r.p) / 2)
             goto done;
@@ -793,6 +820,8 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     memset(roots, 0, ndocs * sizeof(*roots));
     /* the same load as a parse: what the bytes hold is validated again, and a document that
      * a parse would refuse is refused here (then the caller parses the file) */
+    ctx.kept = packs;
+    ctx.kept_len = packs_len;
     rc = load_docs(&ctx, &ferr);
     finish(&ctx, rc, &ferr);
     if (rc >= 0 && !p->error) {
@@ -811,6 +840,8 @@ done:
     free(roots);
     free(pos);
     free(npos);
+    free(packs);
+    free(packs_len);
     pstage_free(&ctx.st);
     parsed_free(p);
     return rc;
