@@ -89,6 +89,7 @@ enum opt_id {
     OPT_APPLY_CONCURRENCY,
     OPT_FORCE,
     OPT_MAX_SOURCE,
+    OPT_NO_PARSE_CACHE,
     OPT_REPLACE_UNREACHABLE,
     OPT_SOURCE,
     OPT_OUTPUT,
@@ -154,6 +155,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
      "files past it are refused, each with an error"},
+    {OPT_NO_PARSE_CACHE, "no-parse-cache", 0, NULL,
+     "parse every source file read; do not read or write the state\n"
+     "directory's parse-cache"},
     {OPT_REPLACE_UNREACHABLE, "replace-unreachable-after", 0, "DURATION",
      "move units off a live cluster unreachable for longer than DURATION\n"
      "(policies' rightplace.dev/replace-unreachable-after overrides; default off)"},
@@ -215,8 +219,8 @@ static const struct cmd_def cmd_table[] = {
     {"reconcile", NULL, 0, 0,
      OPTS_REPO | OPTS_RENDER | OPTS_LOG | OPT_BIT(OPT_ONCE) | OPT_BIT(OPT_INTERVAL) |
          OPT_BIT(OPT_NO_APPLY) | OPT_BIT(OPT_RESYNC) | OPT_BIT(OPT_APPLY_CONCURRENCY) |
-         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_PROPOSE) |
-         OPT_BIT(OPT_REPLACE_UNREACHABLE) | OPT_BIT(OPT_COMMITTER_NAME) |
+         OPT_BIT(OPT_FORCE) | OPT_BIT(OPT_MAX_SOURCE) | OPT_BIT(OPT_NO_PARSE_CACHE) |
+         OPT_BIT(OPT_PROPOSE) | OPT_BIT(OPT_REPLACE_UNREACHABLE) | OPT_BIT(OPT_COMMITTER_NAME) |
          OPT_BIT(OPT_COMMITTER_EMAIL) | OPT_BIT(OPT_METRICS_FILE) | OPT_BIT(OPT_LISTEN),
      1, "place what changed, commit to the deploy branch, apply",
      "Place what changed on the source branch, commit the decisions and the rendered\n"
@@ -283,6 +287,7 @@ struct cli {
     const char *metrics_file;
     const char *listen;
     int once;
+    int no_parse_cache; /* --no-parse-cache */
     char luna_buf[256];
     const char *committer_name;  /* NULL: $RIGHTPLACE_COMMITTER_NAME, else rc_git's default */
     const char *committer_email; /* NULL: $RIGHTPLACE_COMMITTER_EMAIL, else rc_git's default */
@@ -673,6 +678,9 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
     }
     case OPT_FORCE:
         c->pass.force = 1;
+        break;
+    case OPT_NO_PARSE_CACHE:
+        c->no_parse_cache = 1;
         break;
     case OPT_MAX_SOURCE:
         if (parse_mib(&c->pass.max_source_bytes, v) < 0) {
@@ -2333,6 +2341,8 @@ int main(int argc, char **argv)
         status = RC_EXIT_SYSTEM;
         goto done;
     }
+    if (c.no_parse_cache)
+        rc_cache_no_parse_file(c.pass.cache);
     if (c.metrics_file || c.listen)
         r.metrics = rc_metrics_new(rc_version());
     status = c.cmd->exec(&r);

@@ -29,6 +29,7 @@
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rc_pcache.h"
 #include "rd_output.h"
 
 #include "rc_banned.h"
@@ -52,6 +53,7 @@ struct rc_cache {
     struct rd_cache *parsed;
     struct kept_record rec, older; /* the record, and the one before (results may point in) */
     struct rd_record_memo *writer;
+    struct rc_pcache *pfile; /* NULL: none */
 };
 
 static void memo_release(struct rc_memo *m)
@@ -353,8 +355,12 @@ int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *er
     rd_cache_new(&c->parsed);
     rd_record_memo_new(&c->writer);
     if (state_dir) {
+        struct rc_buf path = RC_BUF_INIT;
         c->state_dir = rc_xstrdup(state_dir);
         read_memo_file(c);
+        rc_buf_printf(&path, NULL, "%s/%s", state_dir, RC_PCACHE_FILE);
+        rc_pcache_new(&c->pfile, path.ptr);
+        rc_buf_release(&path);
     }
     *out = c;
     return RC_OK;
@@ -369,8 +375,22 @@ void rc_cache_free(struct rc_cache *c)
     rc_arena_release(&c->rec.arena);
     rc_arena_release(&c->older.arena);
     rd_record_memo_free(c->writer);
+    rc_pcache_free(c->pfile);
     free(c->state_dir);
     free(c);
+}
+
+struct rc_pcache *rc_cache_parse_file(struct rc_cache *c)
+{
+    return c ? c->pfile : NULL;
+}
+
+void rc_cache_no_parse_file(struct rc_cache *c)
+{
+    if (!c)
+        return;
+    rc_pcache_free(c->pfile);
+    c->pfile = NULL;
 }
 
 struct rd_cache *rc_cache_parsed(struct rc_cache *c)

@@ -20,6 +20,7 @@
 #include "rc_apply.h"
 #include "rc_buf.h"
 #include "rc_cache.h"
+#include "rc_pcache.h"
 #include "rc_git.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
@@ -84,6 +85,9 @@ struct loaded {
     struct rc_memo_kept *kept;
     size_t nparsed;  /* files parsed, history walk included */
     char digest[41]; /* of the (path, blob id) listing at S */
+    /* files taken from the parse cache file (not read, not parsed); ms reading and writing it */
+    size_t nfrom_file;
+    double ms_from_file, ms_to_file;
 };
 
 static void loaded_release(struct loaded *l)
@@ -372,6 +376,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
 {
     const struct rc_memo *memo = o->cache ? rc_cache_memo(o->cache) : NULL;
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
+    struct rc_pcache *pfile = cache ? rc_cache_parse_file(o->cache) : NULL;
     const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
     size_t held = 0, primed = 0;
@@ -399,6 +404,11 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
     keep = rc_arena_calloc(a, nblobs + 1, 1);
+    if (pfile) {
+        double t0 = mono_ms();
+        rc_pcache_begin(pfile, o->log);
+        out->ms_from_file += mono_ms() - t0;
+    }
     for (size_t i = 0; i < nblobs; i++) {
         size_t size = 0;
         ids[i] = blobs[i].id;
@@ -407,6 +417,19 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
             continue;
+        }
+        if (pfile && primed <= budget) {
+            size_t before = rd_cache_bytes(cache);
+            double t0 = mono_ms();
+            int hit = rc_pcache_load(pfile, cache, blobs[i].id, blobs[i].path, o->log);
+            out->ms_from_file += mono_ms() - t0;
+            if (hit) {
+                /* parsed by an earlier process: taken from the state directory, not read */
+                primed += rd_cache_bytes(cache) - before;
+                out->nfrom_file++;
+                files[i].path = blobs[i].path;
+                continue;
+            }
         }
         if (cache && primed <= budget) {
             /* parsed into the cache now, a batch at a time on every core, the text dropped
@@ -456,6 +479,21 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         return error;
     out->nparsed += out->src.nparsed;
     out->have_src = 1;
+    if (pfile) {
+        /* what this pass parsed, for the next process; only work is saved or lost */
+        struct rc_err perr = RC_ERR_INIT;
+        double t0 = mono_ms();
+        if (rc_pcache_save(pfile, cache, blobs, nblobs, budget, &perr) < 0 && o->log)
+            rc_log_warn(o->log, "parse cache: %s", perr.msg);
+        out->ms_to_file += mono_ms() - t0;
+        if (o->log)
+            rc_log_debug(o->log,
+                         "load: %zu files parsed, %zu taken from the parse cache (%.0f ms), %zu "
+                         "bytes %s it (%.0f ms)",
+                         out->nparsed, out->nfrom_file, out->ms_from_file, rc_pcache_written(pfile),
+                         rc_pcache_rewritten(pfile) ? "written to" : "appended to",
+                         out->ms_to_file);
+    }
     if (out->src.nerrors == 0)
         goto conflicts;
 
@@ -1409,6 +1447,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rd_cache_sweep(rc_cache_parsed(o->cache));
     error = compute_load(cp, g, out->source, &prev, o, a, err);
     out->nparsed = cp->load.nparsed;
+    out->nparse_cached = cp->load.nfrom_file;
     if (error < 0)
         goto done;
     phase_mark(ph, PH_LOAD, &t);

@@ -113,6 +113,8 @@ struct rc_pass_result {
     char deploy_new[41]; /* deploy head after the pass (== deploy_old when nothing committed) */
     int skipped;         /* quick exit: nothing could change a decision (see rc_pass.c) */
     size_t nparsed;      /* source files whose YAML this pass parsed (history walk included) */
+    /* source files taken from the parse cache file (rc_pcache.h): neither read nor parsed */
+    size_t nparse_cached;
     int committed;
     int attempts;
     size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */

@@ -12,6 +12,7 @@
 #include "rd_source.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "pl_basics.h"
 #include "rc_arena.h"
+#include "rc_buf.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
 #include "rd_demand.h"
@@ -107,6 +109,19 @@ struct fkey {
     int line, col;
 };
 
+/* A document of a file that loaded, as rd_cache_export writes it: a workload is kept packed
+ * by its object (objects[object]); any other document (Cluster, SchedulePolicy) is packed
+ * here with the position of every node, in pre-order, since its parse reads positions also
+ * when it succeeds (override lines). A workload's parse reads only its root's position when
+ * it succeeds: keep it so, or keep positions for workloads too (load_docs). */
+struct pdoc {
+    long object; /* index into objects, or -1 */
+    const unsigned char *packed;
+    size_t packed_len;
+    const struct rd_pos *pos;
+    size_t npos;
+};
+
 struct parsed {
     char *path;             /* in arena */
     char *id;               /* in arena; NULL: not cached */
@@ -125,6 +140,8 @@ struct parsed {
     const char **warnings;
     size_t nkeys;
     struct fkey *keys; /* objects, Clusters, SchedulePolicies, in document order */
+    size_t ndocs;
+    struct pdoc *pdocs; /* each document, in order (rd_cache_export) */
     size_t bytes;
     size_t len;          /* of the file */
     unsigned gen;        /* the cache sweep that last saw it used */
@@ -151,6 +168,11 @@ static void pstage_free(struct pstage *s)
 struct pctx {
     struct parsed *p;
     struct pstage st;
+    int replay; /* loading documents kept by rd_cache_export: their warnings are kept too */
+    /* with replay: each document's packed bytes as kept (a workload keeps them as they are:
+     * packing its tree again would give the same bytes) */
+    const unsigned char **kept;
+    const size_t *kept_len;
 };
 
 static void on_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
@@ -220,7 +242,7 @@ static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *
         const char **w = NULL;
         if ((rc = rd_policy_parse_ex(p, o, docs, &nw, &w, a, err)) < 0)
             return rc;
-        for (size_t k = 0; k < nw; k++)
+        for (size_t k = 0; k < nw && !c->replay; k++)
             *VEC_PUSH(c->st.warnings) = w[k];
         return file_claim(c, rc_arena_printf(a, "SchedulePolicy/%s", o->name), o, docs, err);
     }
@@ -258,6 +280,125 @@ static void parsed_free(struct parsed *p)
     free(p);
 }
 
+/* The positions of every node under n (n included, its siblings not), in pre-order. */
+static void collect_pos(const struct rd_docs *docs, const cJSON *n, int top, struct rd_pos **v,
+                        size_t *count, size_t *cap)
+{
+    for (; n; n = top ? NULL : n->next) {
+        *v = rc_xgrow(*v, cap, *count + 1, sizeof(**v));
+        (*v)[(*count)++] = rd_docs_pos(docs, n);
+        if (n->child)
+            collect_pos(docs, n->child, 0, v, count, cap);
+    }
+}
+
+/* Keep a document that is not a workload as rd_cache_export writes it: packed, with the
+ * positions of all its nodes. RC_EINVALID when it cannot be packed. */
+static int keep_doc(struct pdoc *d, const struct rd_docs *docs, const cJSON *root,
+                    struct rc_arena *a)
+{
+    struct rd_pos *v = NULL;
+    size_t n = 0, cap = 0;
+    struct rd_pos *pos;
+
+    struct rc_err err = RC_ERR_INIT;
+
+    d->object = -1;
+    if (rd_pack(&d->packed, &d->packed_len, root, a, &err) < 0)
+        return RC_EINVALID;
+    collect_pos(docs, root, 1, &v, &n, &cap);
+    pos = rc_arena_calloc(a, n + 1, sizeof(*pos));
+    memcpy(pos, v, n * sizeof(*pos));
+    free(v);
+    d->pos = pos;
+    d->npos = n;
+    return RC_OK;
+}
+
+/* Load every document of c->p->docs (what parsing does after the YAML). */
+static int load_docs(struct pctx *c, struct rc_err *ferr)
+{
+    struct parsed *p = c->p;
+    size_t ndocs = rd_docs_count(p->docs);
+    int rc = RC_OK;
+
+    p->pdocs = rc_arena_calloc(p->arena, ndocs + 1, sizeof(*p->pdocs));
+    p->ndocs = ndocs;
+    for (size_t i = 0; rc >= 0 && i < ndocs; i++) {
+        size_t before = c->st.objects.n;
+        rc = load_doc(c, p->docs, i, p->path, ferr);
+        if (rc >= 0 && c->st.objects.n > before)
+            p->pdocs[i].object = (long)before; /* packed below, with its root's position */
+        else if (rc >= 0 && keep_doc(&p->pdocs[i], p->docs, rd_docs_get(p->docs, i), p->arena) < 0)
+            rc = rc_err_set(ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
+    }
+    if (rc >= 0 && p->res.n - PL_RES_FIRST_EXTENDED > RD_FILE_EXTENDED_MAX) {
+        rc = rc_err_set(ferr, RC_EINVALID,
+                        "%s: names %d extended resources; at most %d in one file ('%s', ...)",
+                        p->path, p->res.n - PL_RES_FIRST_EXTENDED, RD_FILE_EXTENDED_MAX,
+                        p->res.name[PL_RES_FIRST_EXTENDED]);
+    }
+    /* What placement reads was copied out by load_doc; render needs each workload's tree, so
+     * it is kept packed (about the YAML's size, a few times less than the trees) and the loaded
+     * trees and their positions are freed after this (rd_pack.h). */
+    if (rc >= 0 && c->st.objects.n) {
+        size_t total = 0;
+        unsigned char *at;
+        const unsigned char **kept = NULL;
+        if (c->kept) {
+            kept = rc_xcalloc(c->st.objects.n, sizeof(*kept));
+            for (size_t i = 0; i < ndocs; i++) {
+                if (p->pdocs[i].object >= 0) {
+                    struct rd_object *ro = c->st.objects.v[p->pdocs[i].object].payload;
+                    kept[p->pdocs[i].object] = c->kept[i];
+                    ro->packed_len = c->kept_len[i];
+                }
+            }
+        }
+        for (size_t i = 0; rc >= 0 && i < c->st.objects.n; i++) {
+            struct rd_object *ro = c->st.objects.v[i].payload;
+            if (!kept && !(ro->packed_len = rd_pack_size(ro->root)))
+                rc = rc_err_set(ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
+            total += ro->packed_len;
+        }
+        /* one allocation of the exact size for the file's objects: the arena's blocks hold
+         * the small rest */
+        at = rc >= 0 ? rc_arena_alloc(p->arena, total) : NULL;
+        for (size_t i = 0; rc >= 0 && i < c->st.objects.n; i++) {
+            struct rd_object *ro = c->st.objects.v[i].payload;
+            ro->packed = at;
+            if (kept) {
+                memcpy(at, kept[i], ro->packed_len);
+                at += ro->packed_len;
+            } else {
+                at = rd_pack_write(at, ro->root);
+            }
+            ro->root = NULL;
+        }
+        free(kept);
+    }
+    return rc;
+}
+
+/* The end of parsing: the trees go, and p holds what the file loaded to, or its error. */
+static void finish(struct pctx *c, int rc, const struct rc_err *ferr)
+{
+    struct parsed *p = c->p;
+
+    rd_docs_free(p->docs);
+    p->docs = NULL;
+    if (rc < 0) {
+        p->error = rc_arena_strdup(p->arena, ferr->msg[0] ? ferr->msg : "unreadable file");
+        p->ndocs = 0;
+        return;
+    }
+    TO_ARENA(p->arena, p->objects, p->nobjects, c->st.objects);
+    TO_ARENA(p->arena, p->policies, p->npolicies, c->st.policies);
+    TO_ARENA(p->arena, p->clusters, p->nclusters, c->st.clusters);
+    TO_ARENA(p->arena, p->warnings, p->nwarnings, c->st.warnings);
+    TO_ARENA(p->arena, p->keys, p->nkeys, c->st.keys);
+}
+
 /* Parse one file alone. refused: refuse it unread with that problem. Never fails: a broken
  * file is a struct parsed with an error. */
 static struct parsed *parse_file(const struct rd_file *f, const char *id, const char *refused,
@@ -286,47 +427,9 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
         goto done;
     }
     rc = rd_yaml_load(&p->docs, p->path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
-    for (size_t i = 0; rc >= 0 && i < rd_docs_count(p->docs); i++)
-        rc = load_doc(&c, p->docs, i, p->path, &ferr);
-    if (rc >= 0 && p->res.n - PL_RES_FIRST_EXTENDED > RD_FILE_EXTENDED_MAX) {
-        rc = rc_err_set(&ferr, RC_EINVALID,
-                        "%s: names %d extended resources; at most %d in one file ('%s', ...)",
-                        p->path, p->res.n - PL_RES_FIRST_EXTENDED, RD_FILE_EXTENDED_MAX,
-                        p->res.name[PL_RES_FIRST_EXTENDED]);
-    }
-    /* What placement reads was copied out by load_doc; render needs each workload's tree, so
-     * it is kept packed (about the YAML's size, a few times less than the trees) and the loaded
-     * trees and their positions are freed now (rd_pack.h). */
-    if (rc >= 0 && c.st.objects.n) {
-        size_t total = 0;
-        unsigned char *at;
-        for (size_t i = 0; rc >= 0 && i < c.st.objects.n; i++) {
-            struct rd_object *ro = c.st.objects.v[i].payload;
-            if (!(ro->packed_len = rd_pack_size(ro->root)))
-                rc = rc_err_set(&ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
-            total += ro->packed_len;
-        }
-        /* one allocation of the exact size for the file's objects: the arena's blocks hold
-         * the small rest */
-        at = rc >= 0 ? rc_arena_alloc(p->arena, total) : NULL;
-        for (size_t i = 0; rc >= 0 && i < c.st.objects.n; i++) {
-            struct rd_object *ro = c.st.objects.v[i].payload;
-            ro->packed = at;
-            at = rd_pack_write(at, ro->root);
-            ro->root = NULL;
-        }
-    }
-    rd_docs_free(p->docs);
-    p->docs = NULL;
-    if (rc < 0) {
-        p->error = rc_arena_strdup(p->arena, ferr.msg[0] ? ferr.msg : "unreadable file");
-        goto done;
-    }
-    TO_ARENA(p->arena, p->objects, p->nobjects, c.st.objects);
-    TO_ARENA(p->arena, p->policies, p->npolicies, c.st.policies);
-    TO_ARENA(p->arena, p->clusters, p->nclusters, c.st.clusters);
-    TO_ARENA(p->arena, p->warnings, p->nwarnings, c.st.warnings);
-    TO_ARENA(p->arena, p->keys, p->nkeys, c.st.keys);
+    if (rc >= 0)
+        rc = load_docs(&c, &ferr);
+    finish(&c, rc, &ferr);
 done:
     pstage_free(&c.st);
     p->bytes = sizeof(*p) + p->own.used_total + rd_docs_bytes(p->docs);
@@ -518,6 +621,230 @@ size_t rd_cache_count(const struct rd_cache *c)
 size_t rd_cache_bytes(const struct rd_cache *c)
 {
     return c ? c->bytes : 0;
+}
+
+/* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
+
+/*
+ * What a file that loaded keeps, all numbers unsigned LEB128:
+ *   <file length> <bytes held> <nwarnings> (<len> <text>)...
+ *   <ndocs> (<packed len> <packed bytes> <npos> (<line> <col>)...)...
+ * A workload document has its root's position (npos 1), any other document the positions of
+ * all its nodes in pre-order (struct pdoc).
+ */
+
+static void put_uv(struct rc_buf *b, size_t v)
+{
+    unsigned char t[10];
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        t[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    t[n++] = (unsigned char)v;
+    rc_buf_add(b, t, n, NULL);
+}
+
+static void put_bytes(struct rc_buf *b, const void *data, size_t n)
+{
+    put_uv(b, n);
+    rc_buf_add(b, data, n, NULL);
+}
+
+#define EXPORT_FORMAT 1
+
+void rd_cache_export_version(char *out, size_t n)
+{
+    snprintf(out, n, "export %d libyaml %s cjson %s", EXPORT_FORMAT, rd_yaml_version(),
+             cJSON_Version());
+}
+
+int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out)
+{
+    const struct parsed *p = c && id && path ? cache_get(c, id, path) : NULL;
+
+    if (!p || p->error)
+        return RC_ENOTFOUND;
+    put_uv(out, p->len);
+    put_uv(out, p->bytes);
+    put_uv(out, p->nwarnings);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        put_bytes(out, p->warnings[i], strlen(p->warnings[i]));
+    put_uv(out, p->ndocs);
+    for (size_t i = 0; i < p->ndocs; i++) {
+        const struct pdoc *d = &p->pdocs[i];
+        if (d->object >= 0) {
+            const struct rd_object *ro = p->objects[d->object].payload;
+            put_bytes(out, ro->packed, ro->packed_len);
+            put_uv(out, 1);
+            put_uv(out, (size_t)ro->pos.line);
+            put_uv(out, (size_t)ro->pos.col);
+            continue;
+        }
+        put_bytes(out, d->packed, d->packed_len);
+        put_uv(out, d->npos);
+        for (size_t k = 0; k < d->npos; k++) {
+            put_uv(out, (size_t)(d->pos[k].line > 0 ? d->pos[k].line : 0));
+            put_uv(out, (size_t)(d->pos[k].col > 0 ? d->pos[k].col : 0));
+        }
+    }
+    return RC_OK;
+}
+
+struct reader {
+    const unsigned char *p, *end;
+    int bad;
+};
+
+static size_t get_uv(struct reader *r)
+{
+    size_t v = 0;
+
+    for (int shift = 0; !r->bad; shift += 7) {
+        unsigned char b;
+        if (r->p >= r->end || shift > 63) {
+            r->bad = 1;
+            break;
+        }
+        b = *r->p++;
+        if (shift == 63 && (b & 0x7e)) {
+            r->bad = 1;
+            break;
+        }
+        v |= (size_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    return 0;
+}
+
+/* n bytes at the reader (not copied); NULL when fewer are left. */
+static const unsigned char *get_span(struct reader *r, size_t *n)
+{
+    const unsigned char *at;
+
+    *n = get_uv(r);
+    if (r->bad || *n > (size_t)(r->end - r->p)) {
+        r->bad = 1;
+        return NULL;
+    }
+    at = r->p;
+    r->p += *n;
+    return at;
+}
+
+static int get_int(struct reader *r)
+{
+    size_t v = get_uv(r);
+
+    if (v > INT_MAX)
+        r->bad = 1;
+    return r->bad ? 0 : (int)v;
+}
+
+int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const void *data,
+                    size_t len)
+{
+    const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    struct reader r = {data, (const unsigned char *)data + len, 0};
+    struct parsed *p = NULL;
+    struct pctx ctx;
+    struct rc_err ferr = RC_ERR_INIT;
+    cJSON **roots = NULL;
+    struct rd_pos **pos = NULL;
+    size_t *npos = NULL;
+    const unsigned char **packs = NULL;
+    size_t *packs_len = NULL;
+    size_t flen, bytes, nwarn, ndocs = 0;
+    int rc = RC_EINVALID;
+
+    if (!c || !id || !path || !data)
+        return RC_EINVALID;
+    if (cache_get(c, id, path))
+        return RC_OK;
+    memset(&ctx, 0, sizeof(ctx));
+    flen = get_uv(&r);
+    bytes = get_uv(&r);
+    nwarn = get_uv(&r);
+    /* every count is checked against the bytes left before anything is allocated for it */
+    if (r.bad || flen > limits.max_bytes || nwarn > (size_t)(r.end - r.p))
+        return RC_EINVALID;
+    p = rc_xcalloc(1, sizeof(*p));
+    p->arena = &p->own;
+    rc_arena_reserve(&p->own, flen + flen / 8 + 1024);
+    ctx.p = p;
+    ctx.replay = 1;
+    pl_resnames_init(&p->res);
+    p->path = rc_arena_strdup(p->arena, path);
+    p->len = flen;
+    p->id = rc_arena_strdup(p->arena, id);
+    for (size_t i = 0; i < nwarn && !r.bad; i++) {
+        size_t n;
+        const unsigned char *w = get_span(&r, &n);
+        if (w && memchr(w, '\0', n))
+            r.bad = 1;
+        if (!r.bad)
+            *VEC_PUSH(ctx.st.warnings) = rc_arena_strndup(p->arena, (const char *)w, n);
+    }
+    ndocs = get_uv(&r);
+    if (r.bad || ndocs > limits.max_documents || ndocs > (size_t)(r.end - r.p))
+        goto done;
+    roots = rc_xcalloc(ndocs + 1, sizeof(*roots));
+    pos = rc_xcalloc(ndocs + 1, sizeof(*pos));
+    npos = rc_xcalloc(ndocs + 1, sizeof(*npos));
+    packs = rc_xcalloc(ndocs + 1, sizeof(*packs));
+    packs_len = rc_xcalloc(ndocs + 1, sizeof(*packs_len));
+    for (size_t i = 0; i < ndocs; i++) {
+        size_t n;
+        const unsigned char *packed = get_span(&r, &n);
+        if (!packed || rd_unpack(&roots[i], packed, n, &ferr) < 0)
+            goto done;
+        packs[i] = packed;
+        packs_len[i] = n;
+        npos[i] = get_uv(&r);
+        if (r.bad || npos[i] == 0 || npos[i] > (size_t)(r.end - r.p) / 2)
+            goto done;
+        pos[i] = rc_xcalloc(npos[i], sizeof(**pos));
+        for (size_t k = 0; k < npos[i]; k++) {
+            pos[i][k].line = get_int(&r);
+            pos[i][k].col = get_int(&r);
+        }
+        if (r.bad)
+            goto done;
+    }
+    if (r.p != r.end)
+        goto done;
+    /* the trees go to the document set, and are freed with it */
+    rd_docs_from_trees(&p->docs, p->path, roots, ndocs, (const struct rd_pos *const *)pos, npos);
+    memset(roots, 0, ndocs * sizeof(*roots));
+    /* the same load as a parse: what the bytes hold is validated again, and a document that
+     * a parse would refuse is refused here (then the caller parses the file) */
+    ctx.kept = packs;
+    ctx.kept_len = packs_len;
+    rc = load_docs(&ctx, &ferr);
+    finish(&ctx, rc, &ferr);
+    if (rc >= 0 && !p->error) {
+        p->bytes = bytes; /* as the parse counted it: the memory limit decides the same */
+        cache_put(c, p);
+        p = NULL;
+        rc = RC_OK;
+    } else {
+        rc = RC_EINVALID;
+    }
+done:
+    for (size_t i = 0; roots && i < ndocs; i++)
+        cJSON_Delete(roots[i]);
+    for (size_t i = 0; pos && i < ndocs; i++)
+        free(pos[i]);
+    free(roots);
+    free(pos);
+    free(npos);
+    free(packs);
+    free(packs_len);
+    pstage_free(&ctx.st);
+    parsed_free(p);
+    return rc;
 }
 
 /* ==== Combining the files ==== */

@@ -134,6 +134,31 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
                    size_t n, int threads, size_t *nparsed);
 /* 1 and *len (the file's size in bytes) when (id, path) is cached, else 0. */
 int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len);
+/*
+ * What a file parsed to, as bytes another process can take up again: how the parse cache file
+ * in the state directory keeps it (rc_pcache.h), so that a `--once` pass neither reads nor
+ * parses a blob an earlier pass parsed.
+ *
+ * rd_cache_export appends to out what (id, path) loaded to: each document packed (rd_pack.h)
+ * with the positions the load reads, the warnings the file produced, its length. RC_ENOTFOUND
+ * when (id, path) is not cached or did not load (broken files are parsed again each time, so
+ * their errors are always exact).
+ *
+ * rd_cache_import adds (id, path) to the cache from such bytes: the documents are unpacked and
+ * loaded again by the same code as a parse (objects, clusters, policies, demand: what the
+ * bytes hold is validated as if parsed, so they cannot yield what a parse would refuse), the
+ * kept positions and warnings restored. The result is what parsing the blob gives, as long
+ * as the bytes were exported by a build of the same loader (the caller's to ensure, see
+ * rc_pcache.h). RC_EINVALID when the bytes do not decode or do not load: nothing is added,
+ * and the caller parses the file. RC_OK also when (id, path) was cached already.
+ */
+/* What exported bytes depend on besides the blob and this program's loader: the export's own
+ * format and the libraries the load reads through ("export 1 libyaml 0.2.5 cjson 1.7.15"). */
+void rd_cache_export_version(char *out, size_t n);
+struct rc_buf;
+int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out);
+int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const void *data,
+                    size_t len);
 /* Entries held, and the bytes they hold (arena and trees, approximately). */
 size_t rd_cache_count(const struct rd_cache *c);
 size_t rd_cache_bytes(const struct rd_cache *c);

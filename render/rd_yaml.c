@@ -240,6 +240,46 @@ const char *rd_docs_file(const struct rd_docs *docs)
     return docs ? docs->file : NULL;
 }
 
+static void docs_push(struct rd_docs *d, cJSON *root);
+
+/* Put positions on the first *left nodes of the tree under n, in pre-order. */
+static void pos_preorder(struct pos_map *m, const cJSON *n, const struct rd_pos **pos, size_t *left)
+{
+    for (; n && *left; n = n->next) {
+        pos_map_put(m, n, **pos);
+        (*pos)++;
+        (*left)--;
+        if (n->child)
+            pos_preorder(m, n->child, pos, left);
+    }
+}
+
+void rd_docs_from_trees(struct rd_docs **out, const char *file, cJSON **roots, size_t n,
+                        const struct rd_pos *const *pos, const size_t *npos)
+{
+    struct rd_docs *d = rc_xcalloc(1, sizeof(*d));
+
+    d->file = rc_xstrdup(file);
+    for (size_t i = 0; i < n; i++) {
+        docs_push(d, roots[i]);
+        if (pos && pos[i] && npos && npos[i]) {
+            const struct rd_pos *p = pos[i];
+            size_t left = npos[i];
+            /* the root alone: its siblings (->next) are other documents' business */
+            pos_map_put(&d->pos, roots[i], *p++);
+            left--;
+            if (left && roots[i]->child)
+                pos_preorder(&d->pos, roots[i]->child, &p, &left);
+        }
+    }
+    *out = d;
+}
+
+const char *rd_yaml_version(void)
+{
+    return yaml_get_version_string();
+}
+
 /* ==== Scalar typing ==== */
 
 enum scalar_kind { SK_STR, SK_NULL, SK_TRUE, SK_FALSE, SK_NUM, SK_MERGE };

@@ -107,6 +107,20 @@ struct rd_pos rd_docs_pos(const struct rd_docs *docs, const cJSON *node);
 const char *rd_docs_file(const struct rd_docs *docs);
 
 /*
+ * A document set of trees that were not read from text: what rd_source keeps of a parsed file
+ * (its parse cache) made into documents again. Takes roots[0..n) (the caller's array is not
+ * kept); pos[i] (NULL, or with npos[i] entries) gives the positions of the first npos[i] nodes
+ * of document i in pre-order (the root, then each child and its subtree before the next
+ * child); the other nodes have none ({0, 0} from rd_docs_pos). Free with rd_docs_free.
+ */
+void rd_docs_from_trees(struct rd_docs **out, const char *file, cJSON **roots, size_t n,
+                        const struct rd_pos *const *pos, const size_t *npos);
+
+/* The libyaml version the loader was built with ("0.2.5"): what a document set read from text
+ * depends on besides this program. */
+const char *rd_yaml_version(void);
+
+/*
  * Load one document whose root is a mapping, streaming the items of the sequence under the
  * root key items->key: each item is built, handed to items->each and freed before the next
  * one is read, so that memory holds one item at a time. This is how rightplace reads its

@@ -1133,6 +1133,114 @@ static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(voi
     rc_arena_release(&a);
 }
 
+/* Concurrent deletes (4 at a time) meet a fault mid-way (every DELETE slow, so that several are
+ * in flight):
+ * a 401 on one of them, or every DELETE's connection dropped. The cluster's work stops at the
+ * first such answer: no DELETE is sent after it (at most the ones in flight when it came), the
+ * Namespace stage is never reached, the applied ref stays, the note says why; what was not
+ * deleted is still there, and the next call, fault gone, finishes the job. */
+static void deletes_halt_case(struct fixture *f, const char *faults, size_t max_objects,
+                              const char *expect)
+{
+    enum { NCM = 16, CONC = 4 };
+    struct rc_arena a = RC_ARENA_INIT;
+    struct tf t[NCM + 1], empty[] = {{"kustomization.yaml", KUST}};
+    char names[NCM][64], bodies[NCM][256], cm[16];
+    char c1[41], c2[41], ref[41];
+    cJSON *reqs, *item;
+    size_t deletes = 0, left = 0, distinct = 0;
+    char seen[NCM] = {0};
+    char *text;
+
+    t[0].rel = "_cluster/namespace.team.yaml";
+    t[0].data = NS_TEAM;
+    for (int i = 0; i < NCM; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i + 1].rel = names[i];
+        t[i + 1].data = bodies[i];
+    }
+    commit(f, c1, t, NCM + 1);
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, empty, 1);
+    f->ko.concurrency = CONC;
+    th_kube_faults(&f->kube[0], faults);
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, c2, 1, 0), 1);
+
+    reqs = th_kube_requests(&f->kube[0]);
+    cJSON_ArrayForEach(item, reqs)
+    {
+        const char *m = strstr(sv(item, "path"), "/configmaps/m");
+
+        if (strcmp(sv(item, "method"), "DELETE"))
+            continue;
+        deletes++;
+        if (m) {
+            long k = strtol(m + 13, NULL, 10);
+            if (k >= 0 && k < NCM && !seen[k]++)
+                distinct++;
+        }
+    }
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "%zu DELETE requests, %zu objects\n", deletes, distinct);
+    /* every object looked at first; then the DELETEs stopped: only the objects sent before
+     * the first failing answer came, and those in flight with it (each tried at most
+     * max_attempts, 3, times, and libcurl sends a request once more when the connection it
+     * reused turns out dead) */
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/configmaps/m"), NCM);
+    assert_true(deletes >= 1);
+    assert_true(distinct <= max_objects);
+    assert_true(deletes <= 2 * 3 * distinct);
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/namespaces/team/pods"), 0);
+    assert_int_equal(deletes, th_kube_count(reqs, "DELETE", "/configmaps/m"));
+    cJSON_Delete(reqs);
+    for (int i = 0; i < NCM; i++) {
+        snprintf(cm, sizeof(cm), "m%02d", i);
+        left += exists(f, 0, "v1", "ConfigMap", cm) ? 1 : 0;
+    }
+    assert_true(left >= NCM - distinct);
+    assert_true(exists(f, 0, "v1", "Namespace", "team"));
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    if (getenv("TH_VERBOSE"))
+        fprintf(stderr, "--- note\n%s", text);
+    assert_non_null(strstr(text, expect));
+    assert_no_token(f, text);
+
+    /* the fault gone, the next call deletes the rest, then the Namespace */
+    th_kube_faults(&f->kube[0], "[]");
+    assert_int_equal(apply(f, c2, 1, 0), 0);
+    for (int i = 0; i < NCM; i++) {
+        snprintf(cm, sizeof(cm), "m%02d", i);
+        assert_false(exists(f, 0, "v1", "ConfigMap", cm));
+    }
+    assert_false(exists(f, 0, "v1", "Namespace", "team"));
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c2);
+    rc_arena_release(&a);
+}
+
+static void test_rc_apply__concurrent_deletes_stop_at_401(void **state)
+{
+    deletes_halt_case(*state,
+                      "[{\"path\": \"configmaps/m05$\", \"method\": \"DELETE\", \"status\": 401},"
+                      "{\"path\": \"\", \"method\": \"DELETE\", \"delay\": 0.2}]",
+                      6 + 3, "cluster c1: stopped: unauthorized: ");
+}
+
+static void test_rc_apply__concurrent_deletes_stop_when_connections_drop(void **state)
+{
+    deletes_halt_case(*state,
+                      "[{\"path\": \"configmaps\", \"method\": \"DELETE\", \"drop\": true}]", 4,
+                      "cluster c1: unreachable: ");
+}
+
 /* A free TCP port on 127.0.0.1 (bound and released: a tiny race, fine for a test). */
 static int free_port(void)
 {
@@ -1517,6 +1625,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_rc_apply__concurrent_deletes_keep_order_and_object_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__concurrent_deletes_stop_at_401, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rc_apply__concurrent_deletes_stop_when_connections_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__h2_requests_share_one_connection, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),

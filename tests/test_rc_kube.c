@@ -8,9 +8,13 @@
 #include "th_kube.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rc_kube.h"
 
@@ -766,6 +770,64 @@ static void test_rc_kube__unreachable(void **state)
     rc_kube_free(k);
 }
 
+/* Is process `pid` gone (or a zombie nobody reaped yet)? */
+static int process_gone(pid_t pid)
+{
+    char path[64], stat[256];
+    FILE *fp;
+    size_t n;
+    const char *close_paren;
+
+    if (kill(pid, 0) != 0)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    if (!(fp = fopen(path, "r")))
+        return 1;
+    n = fread(stat, 1, sizeof(stat) - 1, fp);
+    fclose(fp);
+    stat[n] = '\0';
+    close_paren = strrchr(stat, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+/* A test process that dies without its teardown (an abort, a sanitizer report) takes its fake
+ * API server with it. Before, the server was left running, holding ctest's output pipe open:
+ * ctest waited for its timeout (600 s) and the server outlived the run. */
+static void test_rc_kube__server_goes_with_a_crashed_test(void **state)
+{
+    struct th_kube k;
+    int fds[2], status = 0, gone = 0;
+    pid_t child;
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        struct th_kube mine;
+
+        close(fds[0]);
+        if (th_kube_start(&mine, &certs, NULL) != 0 ||
+            write(fds[1], &mine, sizeof(mine)) != (ssize_t)sizeof(mine))
+            _exit(3);
+        raise(SIGKILL); /* a crash: no teardown, no atexit */
+        _exit(4);
+    }
+    close(fds[1]);
+    memset(&k, 0, sizeof(k));
+    assert_int_equal(read(fds[0], &k, sizeof(k)), (ssize_t)sizeof(k));
+    close(fds[0]);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_true(k.pid > 0);
+    for (int i = 0; i < 500 && !(gone = process_gone(k.pid)); i++) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    th_kube_stop(&k); /* its folder; and the server, if it is still there */
+    assert_true(gone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -789,6 +851,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__wrong_certificate_fault, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__clusters_in_parallel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
+        cmocka_unit_test(test_rc_kube__server_goes_with_a_crashed_test),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -12,6 +12,7 @@
 #include "pl_basics.h"
 #include "rc_arena.h"
 #include "rd_object.h"
+#include "rc_buf.h"
 #include "rd_source.h"
 #include "th_inputs.h"
 
@@ -555,6 +556,88 @@ static void test_rd_source__primed_on_threads_loads_the_same(void **state)
     rd_cache_free(cache);
 }
 
+/* What a file parsed to, exported and imported into another cache, loads exactly as the
+ * parse did (objects, their lines and packed trees, warnings, policies, clusters; broken files
+ * are not exported); any prefix of the bytes, and any byte changed, is refused or loads,
+ * never crashes (the ASan build runs this). */
+static void test_rd_source__export_import_loads_the_same(void **state)
+{
+    struct fx *f = *state;
+    struct rd_cache *cache = NULL, *other = NULL;
+    struct rd_load_options lo;
+    const char *ids[16];
+    char idbuf[16][41];
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
+    size_t np = 0, exported = 0;
+
+    for (size_t i = 0; i < f->nfiles; i++) {
+        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
+        ids[i] = idbuf[i];
+    }
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 1, &np), RC_OK);
+    for (size_t i = 0; i < f->nfiles; i++) {
+        struct rc_buf b = RC_BUF_INIT;
+        if (rd_cache_export(cache, ids[i], f->files[i].path, &b) == RC_OK) {
+            struct rd_cache *scratch = NULL;
+            unsigned char *bytes = malloc(b.len + 1);
+            exported++;
+            assert_int_equal(rd_cache_import(other, ids[i], f->files[i].path, b.ptr, b.len), RC_OK);
+            /* what an untrusted copy of the bytes may be */
+            assert_int_equal(rd_cache_new(&scratch), RC_OK);
+            for (size_t cut = 0; cut < b.len; cut++) {
+                memcpy(bytes, b.ptr, cut);
+                assert_int_equal(rd_cache_import(scratch, ids[i], f->files[i].path, bytes, cut),
+                                 RC_EINVALID);
+            }
+            for (size_t at = 0; at < b.len; at += 1 + at / 64) {
+                memcpy(bytes, b.ptr, b.len);
+                bytes[at] ^= 0x5a;
+                (void)rd_cache_import(scratch, ids[i], f->files[i].path, bytes, b.len);
+            }
+            rd_cache_free(scratch);
+            free(bytes);
+        }
+        rc_buf_release(&b);
+    }
+    assert_true(exported > 3);
+    assert_true(exported < f->nfiles); /* broken files are not */
+
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = other;
+    assert_int_equal(rd_source_load_ex(&imported, f->files, f->nfiles, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nparsed, f->nfiles - exported);
+    assert_int_equal(rd_source_load(&plain, f->files, f->nfiles, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nobjects, plain.nobjects);
+    for (size_t i = 0; i < plain.nobjects; i++) {
+        const struct rd_object *a = imported.objects[i].payload, *b = plain.objects[i].payload;
+        assert_string_equal(imported.objects[i].key, plain.objects[i].key);
+        assert_int_equal(imported.objects[i].line, plain.objects[i].line);
+        assert_int_equal(imported.objects[i].npods, plain.objects[i].npods);
+        assert_int_equal(a->packed_len, b->packed_len);
+        assert_memory_equal(a->packed, b->packed, a->packed_len);
+    }
+    assert_int_equal(imported.nerrors, plain.nerrors);
+    for (size_t i = 0; i < plain.nerrors; i++)
+        assert_string_equal(imported.errors[i].msg, plain.errors[i].msg);
+    assert_int_equal(imported.nwarnings, plain.nwarnings);
+    for (size_t i = 0; i < plain.nwarnings; i++)
+        assert_string_equal(imported.warnings[i], plain.warnings[i]);
+    assert_int_equal(imported.npolicies, plain.npolicies);
+    for (size_t i = 0; i < plain.npolicies; i++) {
+        assert_string_equal(imported.policies[i].name, plain.policies[i].name);
+        assert_int_equal(imported.policies[i].line, plain.policies[i].line);
+    }
+    assert_int_equal(imported.nclusters, plain.nclusters);
+    rd_source_release(&imported);
+    rd_source_release(&plain);
+    rd_cache_free(cache);
+    rd_cache_free(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +650,7 @@ int main(void)
         T(every_skyray_file_loads),
         T(holds_about_its_size),
         T(primed_on_threads_loads_the_same),
+        T(export_import_loads_the_same),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,7 +11,7 @@ _rightplace()
     }
     local commands="reconcile plan explain replay status diff suspend resume version help"
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
-        --no-apply --resync --apply-concurrency --force --max-source-mib --replace-unreachable-after --propose --committer-name --committer-email
+        --no-apply --resync --apply-concurrency --force --max-source-mib --no-parse-cache --replace-unreachable-after --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
         --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 

@@ -41,7 +41,8 @@ struct th_kube {
     const struct th_certs *certs;
 };
 
-/* Start a server; 0 on success (the port is known and the server listens). */
+/* Start a server; 0 on success (the port is known and the server listens). It gets SIGTERM
+ * when the calling thread ends: start it on the thread that runs the test. */
 int th_kube_start(struct th_kube *k, const struct th_certs *certs, const struct th_kube_opts *o);
 /* Stop it (SIGTERM, wait) and remove its folder. */
 void th_kube_stop(struct th_kube *k);

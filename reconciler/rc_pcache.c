@@ -1,0 +1,585 @@
+/*
+ * rc_pcache.c - the parse cache file (see rc_pcache.h).
+ *
+ * Format:
+ *   "rightplace-parse-cache 1\n"
+ *   "rightplace <version> load <digest of the Load step's sources> <rd_cache_export_version>\n"
+ *   entries, each:
+ *     u32 L            bytes of the entry after this field (little-endian, as all below)
+ *     u64 checksum     FNV-1a 64 of the L - 8 bytes after it
+ *     40 bytes         the blob id, lower-case hex
+ *     u32 P            bytes of the path
+ *     P bytes          the path
+ *     L - 52 - P bytes what rd_cache_export wrote
+ * The header must match this build's byte for byte. Entries are listed at the start of a pass
+ * from their lengths alone (checked against the file and the limits); the checksum is
+ * verified when an entry is read, just before it is taken up.
+ */
+#include "rc_pcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rc_buf.h"
+#include "rc_hash.h"
+#include "rc_load_digest.h"
+#include "rc_mem.h"
+#include "rc_version.h"
+
+#include "rc_banned.h"
+
+#define MAGIC "rightplace-parse-cache 1\n"
+#define FIXED 52 /* checksum, id, path length */
+#define PATH_MAX_BYTES 4096
+#define WRITE_CHUNK ((size_t)1 << 20)
+
+struct ent {
+    char id[41];
+    char *path;
+    uint64_t off; /* of the entry's length field */
+    size_t size;  /* the whole entry, length field included */
+    struct ent *next;
+};
+
+struct rc_pcache {
+    char *path;
+    char *header;
+    size_t header_len;
+    int fd; /* open from rc_pcache_begin to rc_pcache_save, else -1 */
+    /* the file as this process last read or wrote it: the index is valid while it stays so */
+    int known;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int rewrite; /* absent, foreign or damaged: written whole at the end of the load */
+    size_t n, cap;
+    struct ent **slot;
+    unsigned char *buf; /* one entry, as read */
+    size_t bufcap;
+    size_t hits, written;
+    int rewritten;
+};
+
+/* ==== Little-endian fields ==== */
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static int is_hex40(const unsigned char *s)
+{
+    for (int i = 0; i < 40; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    }
+    return 1;
+}
+
+/* ==== The index: (id, path) -> entry ==== */
+
+static size_t ent_hash(const char *id, const char *path)
+{
+    return (size_t)rc_fnv1a_str(rc_fnv1a_str(RC_FNV_INIT, id), path);
+}
+
+static struct ent *ent_find(const struct rc_pcache *pc, const char *id, const char *path)
+{
+    if (!pc->cap)
+        return NULL;
+    for (struct ent *e = pc->slot[ent_hash(id, path) & (pc->cap - 1)]; e; e = e->next) {
+        if (!strcmp(e->id, id) && !strcmp(e->path, path))
+            return e;
+    }
+    return NULL;
+}
+
+static void index_clear(struct rc_pcache *pc)
+{
+    for (size_t i = 0; i < pc->cap; i++) {
+        struct ent *e = pc->slot[i], *next;
+        for (; e; e = next) {
+            next = e->next;
+            free(e->path);
+            free(e);
+        }
+    }
+    free(pc->slot);
+    pc->slot = NULL;
+    pc->n = pc->cap = 0;
+}
+
+/* Add or replace (id, path): a later entry wins. */
+static void index_put(struct rc_pcache *pc, const char *id, const char *path, size_t plen,
+                      uint64_t off, size_t size)
+{
+    struct ent *e;
+    size_t h;
+
+    if (pc->n + 1 > pc->cap / 2) {
+        size_t ncap = pc->cap ? pc->cap * 2 : 1024;
+        struct ent **ns = rc_xcalloc(ncap, sizeof(*ns));
+        for (size_t i = 0; i < pc->cap; i++) {
+            struct ent *q = pc->slot[i], *next;
+            for (; q; q = next) {
+                next = q->next;
+                h = ent_hash(q->id, q->path) & (ncap - 1);
+                q->next = ns[h];
+                ns[h] = q;
+            }
+        }
+        free(pc->slot);
+        pc->slot = ns;
+        pc->cap = ncap;
+    }
+    e = rc_xcalloc(1, sizeof(*e));
+    memcpy(e->id, id, 40);
+    e->path = rc_xmalloc(plen + 1);
+    memcpy(e->path, path, plen);
+    e->path[plen] = '\0';
+    e->off = off;
+    e->size = size;
+    {
+        struct ent *old = ent_find(pc, e->id, e->path);
+        if (old) {
+            old->off = off;
+            old->size = size;
+            free(e->path);
+            free(e);
+            return;
+        }
+    }
+    h = ent_hash(e->id, e->path) & (pc->cap - 1);
+    e->next = pc->slot[h];
+    pc->slot[h] = e;
+    pc->n++;
+}
+
+static void index_drop(struct rc_pcache *pc, struct ent *gone)
+{
+    struct ent **pp = &pc->slot[ent_hash(gone->id, gone->path) & (pc->cap - 1)];
+
+    for (; *pp; pp = &(*pp)->next) {
+        if (*pp == gone) {
+            *pp = gone->next;
+            free(gone->path);
+            free(gone);
+            pc->n--;
+            return;
+        }
+    }
+}
+
+/* ==== Reading ==== */
+
+static int read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static void remember(struct rc_pcache *pc, const struct stat *st)
+{
+    pc->known = 1;
+    pc->dev = st->st_dev;
+    pc->ino = st->st_ino;
+    pc->size = st->st_size;
+    pc->mtime = st->st_mtim;
+}
+
+static int same_file(const struct rc_pcache *pc, const struct stat *st)
+{
+    return pc->known && pc->dev == st->st_dev && pc->ino == st->st_ino && pc->size == st->st_size &&
+           pc->mtime.tv_sec == st->st_mtim.tv_sec && pc->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+static void warn_ignored(const struct rc_pcache *pc, const struct rc_log *log, const char *why)
+{
+    if (log)
+        rc_log_warn(log, "parse cache '%s': %s; ignored (its files are parsed again)", pc->path,
+                    why);
+}
+
+/* List the entries of the open file (pc->fd, of `size` bytes). Stops at the first one that
+ * does not check out: the entries before it are kept and the file is rewritten. */
+static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
+{
+    unsigned char head[4 + FIXED + 256];
+    char *hdr = rc_xmalloc(pc->header_len);
+    uint64_t off = pc->header_len;
+
+    index_clear(pc);
+    if ((uint64_t)size < pc->header_len || read_at(pc->fd, hdr, pc->header_len, 0) < 0 ||
+        memcmp(hdr, pc->header, pc->header_len)) {
+        int ours = (uint64_t)size >= strlen(MAGIC) && !memcmp(hdr, MAGIC, strlen(MAGIC));
+        warn_ignored(pc, log,
+                     ours ? "written by another build of rightplace" : "not a parse cache");
+        pc->rewrite = 1;
+        free(hdr);
+        return;
+    }
+    free(hdr);
+    while (off < (uint64_t)size) {
+        uint64_t left = (uint64_t)size - off;
+        size_t want = left < sizeof(head) ? (size_t)left : sizeof(head);
+        uint32_t len, plen;
+        char *path = NULL;
+        if (want < 4 + FIXED || read_at(pc->fd, head, want, off) < 0)
+            goto bad;
+        len = get_u32(head);
+        plen = get_u32(head + 4 + 48);
+        if (len < FIXED || len > RC_PCACHE_ENTRY_MAX || 4 + (uint64_t)len > left || plen == 0 ||
+            plen > PATH_MAX_BYTES || plen > len - FIXED || !is_hex40(head + 12))
+            goto bad;
+        path = rc_xmalloc(plen + 1);
+        if (4 + FIXED + plen <= want)
+            memcpy(path, head + 4 + FIXED, plen);
+        else if (read_at(pc->fd, path, plen, off + 4 + FIXED) < 0) {
+            free(path);
+            goto bad;
+        }
+        path[plen] = '\0';
+        if (strlen(path) != plen) {
+            free(path);
+            goto bad;
+        }
+        {
+            char id[41];
+            memcpy(id, head + 12, 40);
+            id[40] = '\0';
+            index_put(pc, id, path, plen, off, 4 + (size_t)len);
+        }
+        free(path);
+        off += 4 + (uint64_t)len;
+    }
+    return;
+bad : {
+    char why[96];
+    snprintf(why, sizeof(why), "damaged at byte %llu", (unsigned long long)off);
+    warn_ignored(pc, log, why);
+    pc->rewrite = 1;
+}
+}
+
+void rc_pcache_new(struct rc_pcache **out, const char *path)
+{
+    struct rc_pcache *pc = rc_xcalloc(1, sizeof(*pc));
+    char version[128];
+    struct rc_buf h = RC_BUF_INIT;
+
+    pc->path = rc_xstrdup(path);
+    pc->fd = -1;
+    rd_cache_export_version(version, sizeof(version));
+    rc_buf_printf(&h, NULL, "%srightplace %s load %s %s\n", MAGIC, rc_version(), RC_LOAD_DIGEST,
+                  version);
+    pc->header = rc_buf_detach(&h, &pc->header_len);
+    *out = pc;
+}
+
+void rc_pcache_free(struct rc_pcache *pc)
+{
+    if (!pc)
+        return;
+    if (pc->fd >= 0)
+        close(pc->fd);
+    index_clear(pc);
+    free(pc->buf);
+    free(pc->header);
+    free(pc->path);
+    free(pc);
+}
+
+void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log)
+{
+    struct stat st;
+
+    pc->hits = pc->written = 0;
+    pc->rewritten = 0;
+    if (pc->fd >= 0)
+        close(pc->fd);
+    pc->fd = open(pc->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (pc->fd < 0) {
+        if (errno != ENOENT) {
+            char why[128];
+            snprintf(why, sizeof(why), "cannot open: %s", strerror(errno));
+            warn_ignored(pc, log, why);
+        }
+        index_clear(pc);
+        pc->known = 0;
+        pc->rewrite = 1;
+        return;
+    }
+    if (fstat(pc->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        warn_ignored(pc, log, "not a regular file of this user");
+        close(pc->fd);
+        pc->fd = -1;
+        index_clear(pc);
+        pc->known = 0;
+        pc->rewrite = 1;
+        return;
+    }
+    if (same_file(pc, &st))
+        return; /* as this process left it: the index holds */
+    pc->rewrite = 0;
+    scan(pc, st.st_size, log);
+    remember(pc, &st);
+}
+
+int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, const char *path,
+                   const struct rc_log *log)
+{
+    struct ent *e = pc && pc->fd >= 0 && id && path ? ent_find(pc, id, path) : NULL;
+    size_t plen;
+
+    if (!e)
+        return 0;
+    plen = strlen(path);
+    if (e->size > pc->bufcap) {
+        free(pc->buf);
+        pc->bufcap = e->size;
+        pc->buf = rc_xmalloc(pc->bufcap);
+    }
+    if (read_at(pc->fd, pc->buf, e->size, e->off) < 0 || get_u32(pc->buf) + 4 != e->size ||
+        get_u64(pc->buf + 4) != rc_fnv1a(RC_FNV_INIT, pc->buf + 12, e->size - 12) ||
+        memcmp(pc->buf + 12, id, 40) || get_u32(pc->buf + 52) != plen ||
+        memcmp(pc->buf + 56, path, plen)) {
+        char why[PATH_MAX_BYTES + 64];
+        snprintf(why, sizeof(why), "the entry of '%s' is damaged", path);
+        warn_ignored(pc, log, why);
+        index_drop(pc, e);
+        pc->rewrite = 1;
+        return 0;
+    }
+    if (rd_cache_import(c, id, path, pc->buf + 56 + plen, e->size - 56 - plen) < 0) {
+        char why[PATH_MAX_BYTES + 64];
+        snprintf(why, sizeof(why), "the entry of '%s' does not load", path);
+        warn_ignored(pc, log, why);
+        index_drop(pc, e);
+        pc->rewrite = 1;
+        return 0;
+    }
+    pc->hits++;
+    return 1;
+}
+
+/* ==== Writing ==== */
+
+struct writer {
+    int fd;
+    const char *name;      /* for messages */
+    struct rc_buf out;     /* entries not yet written */
+    struct rc_buf scratch; /* one entry */
+    uint64_t off;          /* file offset of out's first byte */
+    size_t total;          /* bytes written and pending */
+};
+
+static int flush(struct writer *w, struct rc_err *err)
+{
+    size_t done = 0;
+
+    while (done < w->out.len) {
+        ssize_t r = write(w->fd, w->out.ptr + done, w->out.len - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return rc_err_set(err, RC_ERROR, "cannot write '%s': %s", w->name,
+                              r < 0 ? strerror(errno) : "short write");
+        done += (size_t)r;
+    }
+    w->off += w->out.len;
+    rc_buf_reset(&w->out);
+    return RC_OK;
+}
+
+/* Write the entry of blob b when c has one and it fits under max_bytes (file bytes so far:
+ * *size); listed in the index at its offset. */
+static int emit(struct rc_pcache *pc, struct writer *w, const struct rd_cache *c,
+                const struct rc_git_blob *b, size_t *size, size_t max_bytes, struct rc_err *err)
+{
+    unsigned char fixed[4 + FIXED];
+    size_t plen = strlen(b->path), len;
+    uint64_t at;
+
+    memset(fixed, 0, sizeof(fixed));
+    if (plen == 0 || plen > PATH_MAX_BYTES)
+        return RC_OK;
+    rc_buf_reset(&w->scratch);
+    rc_buf_add(&w->scratch, fixed, sizeof(fixed), NULL);
+    rc_buf_add(&w->scratch, b->path, plen, NULL);
+    if (rd_cache_export(c, b->id, b->path, &w->scratch) < 0)
+        return RC_OK; /* broken, or not parsed by this pass */
+    len = w->scratch.len;
+    if (len - 4 > RC_PCACHE_ENTRY_MAX ||
+        (max_bytes && (*size > max_bytes || len > max_bytes - *size)))
+        return RC_OK; /* not kept: parsed again next time */
+    put_u32(fixed, (uint32_t)(len - 4));
+    memcpy(fixed + 12, b->id, 40);
+    put_u32(fixed + 52, (uint32_t)plen);
+    memcpy(w->scratch.ptr, fixed, sizeof(fixed));
+    put_u64(fixed + 4, rc_fnv1a(RC_FNV_INIT, w->scratch.ptr + 12, len - 12));
+    memcpy(w->scratch.ptr + 4, fixed + 4, 8);
+    at = w->off + w->out.len;
+    rc_buf_add(&w->out, w->scratch.ptr, len, NULL);
+    index_put(pc, b->id, b->path, plen, at, len);
+    *size += len;
+    w->total += len;
+    return w->out.len >= WRITE_CHUNK ? flush(w, err) : RC_OK;
+}
+
+static int finish_file(struct rc_pcache *pc, int fd)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0)
+        return -1;
+    remember(pc, &st);
+    return 0;
+}
+
+int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct rc_git_blob *blobs,
+                   size_t n, size_t max_bytes, struct rc_err *err)
+{
+    struct writer w;
+    struct rc_buf tmp = RC_BUF_INIT;
+    size_t live = 0, size, data;
+    int rewrite, error = RC_OK;
+
+    if (!pc)
+        return RC_OK;
+    memset(&w, 0, sizeof(w));
+    w.fd = -1;
+    w.out = (struct rc_buf)RC_BUF_INIT;
+    w.scratch = (struct rc_buf)RC_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        const struct ent *e = ent_find(pc, blobs[i].id, blobs[i].path);
+        live += e ? e->size : 0;
+    }
+    data = pc->known && (size_t)pc->size > pc->header_len ? (size_t)pc->size - pc->header_len : 0;
+    /* dead bytes (entries no file of this pass used) past the live ones: compact */
+    rewrite = pc->rewrite || !pc->known || data - (live < data ? live : data) > live;
+    if (pc->fd >= 0) {
+        close(pc->fd);
+        pc->fd = -1;
+    }
+    if (rewrite) {
+        index_clear(pc);
+        rc_buf_printf(&tmp, NULL, "%s.tmp.%ld", pc->path, (long)getpid());
+        unlink(tmp.ptr);
+        w.fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        w.name = tmp.ptr;
+        if (w.fd < 0) {
+            error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+            goto done;
+        }
+        rc_buf_add(&w.out, pc->header, pc->header_len, NULL);
+        size = pc->header_len;
+        for (size_t i = 0; i < n && error == RC_OK; i++)
+            error = emit(pc, &w, c, &blobs[i], &size, max_bytes, err);
+        if (error == RC_OK)
+            error = flush(&w, err);
+        if (error == RC_OK && fsync(w.fd) < 0)
+            error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+        if (error == RC_OK && rename(tmp.ptr, pc->path) < 0)
+            error = rc_err_set(err, RC_ERROR, "cannot rename '%s': %s", tmp.ptr, strerror(errno));
+        if (error == RC_OK && finish_file(pc, w.fd) < 0)
+            pc->known = 0;
+        pc->rewritten = error == RC_OK;
+        pc->rewrite = error != RC_OK;
+        goto done;
+    }
+    size = (size_t)pc->size;
+    w.off = (uint64_t)pc->size;
+    w.name = pc->path;
+    for (size_t i = 0; i < n && error == RC_OK; i++) {
+        if (ent_find(pc, blobs[i].id, blobs[i].path))
+            continue;
+        if (w.fd < 0) {
+            struct stat st;
+            w.fd = open(pc->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+            /* append only to the file the index describes */
+            if (w.fd < 0 || fstat(w.fd, &st) < 0 || !same_file(pc, &st)) {
+                error = rc_err_set(err, RC_ERROR, "cannot append to '%s': %s", pc->path,
+                                   w.fd < 0 ? strerror(errno) : "it changed");
+                break;
+            }
+        }
+        error = emit(pc, &w, c, &blobs[i], &size, max_bytes, err);
+    }
+    if (error == RC_OK && w.fd >= 0)
+        error = flush(&w, err);
+    if (error == RC_OK && w.fd >= 0 && finish_file(pc, w.fd) < 0)
+        pc->known = 0;
+done:
+    pc->written = w.total;
+    if (w.fd >= 0)
+        close(w.fd);
+    if (error < 0) {
+        /* whatever is there may be torn: gone, and read afresh next time */
+        if (tmp.len)
+            unlink(tmp.ptr);
+        unlink(pc->path);
+        index_clear(pc);
+        pc->known = 0;
+        pc->rewrite = 1;
+    }
+    rc_buf_release(&tmp);
+    rc_buf_release(&w.out);
+    rc_buf_release(&w.scratch);
+    return error;
+}
+
+size_t rc_pcache_hits(const struct rc_pcache *pc)
+{
+    return pc ? pc->hits : 0;
+}
+
+size_t rc_pcache_written(const struct rc_pcache *pc)
+{
+    return pc ? pc->written : 0;
+}
+
+int rc_pcache_rewritten(const struct rc_pcache *pc)
+{
+    return pc ? pc->rewritten : 0;
+}

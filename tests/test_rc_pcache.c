@@ -1,0 +1,445 @@
+/*
+ * test_rc_pcache.c - the parse cache file in the state directory: a `--once` pass after a
+ * one-file change parses that one file, and a pass with the cache commits exactly the tree a
+ * pass without it commits (warnings, their file:line, a broken file's error included); a
+ * damaged, truncated or foreign cache file costs work only, with a warning; the reader takes
+ * any bytes without crashing.
+ *
+ * Each `--once` run is a fresh rc_cache on the same state directory (a new process); passes
+ * run with force, so that the memo never skips the work being counted.
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rc_cache.h"
+#include "rc_git.h"
+#include "rc_pass.h"
+#include "rc_pcache.h"
+#include "th_git.h"
+#include "th_rp.h"
+
+#include "rc_banned.h"
+
+#define EXAMPLE_FILES 20
+
+/* A policy with warnings (unknown fields) and an override whose path does not exist (a
+ * warning with the override's line, which a cached load must restore). */
+static const char warned_policy[] =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: aaa-overlap}\n"
+    "spec:\n"
+    "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: rayjob3}}\n"
+    "  resourceSelectors:\n"
+    "    labelSelectors: [{matchExpressions: []}]\n"
+    "    fieldSelectors: [x]\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance, label: typo}\n"
+    "  clusterSelectr: {}\n"
+    "  spreadConstraints:\n"
+    "    spreadMode: Duplicate\n"
+    "    topologyKey: kubernetes.io/metadata.name\n"
+    "    overrides:\n"
+    "    - topologyValue: static-cluster\n"
+    "      resources:\n"
+    "      - {kind: ConfigMap, name: extra, override: [{fieldPath: 'data.list[0]', value: "
+    "{staticValue: x}}]}\n";
+
+/* A workload with a duplicate key: a warning only the YAML reader sees. */
+static const char dup_key[] = "apiVersion: v1\n"
+                              "kind: ConfigMap\n"
+                              "metadata:\n"
+                              "  name: extra\n"
+                              "  namespace: rayjob3\n"
+                              "  labels: {app.kubernetes.io/instance: rayjob}\n"
+                              "data: {k: v}\n"
+                              "data: {k: w}\n";
+
+static const char broken[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n";
+
+struct fx {
+    char *repo;
+    char *state;
+    struct rc_arena a;
+};
+
+static void fx_open(struct fx *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->repo = th_example_repo();
+    f->state = th_tmpdir("pcache-state");
+    free(th_git_commit_files(f->repo, "warnings and a broken file", "policies/overlap.yaml",
+                             warned_policy, "fill-and-spill/extra.yaml", dup_key, "zz/broken.yaml",
+                             broken, NULL));
+}
+
+static void fx_close(struct fx *f)
+{
+    rc_arena_release(&f->a);
+    th_rm_rf(f->repo);
+    th_rm_rf(f->state);
+    free(f->repo);
+    free(f->state);
+}
+
+/* One `rightplace reconcile --once --no-apply --force` run: state NULL is a run without a
+ * state directory (no parse cache); log (may be NULL) gets its log. *tree: the deploy tree. */
+static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, const char *state,
+                     FILE *log)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_log lg = RC_LOG_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_cache *cache = NULL;
+    struct rc_git *g = NULL;
+
+    lg.out = log;
+    lg.level = RC_LOG_DEBUG;
+    o.apply = 0;
+    o.force = 1;
+    o.log = log ? &lg : NULL;
+    assert_int_equal(rc_cache_new(&cache, state, &err), RC_OK);
+    o.cache = cache;
+    assert_int_equal(rc_git_open(&g, f->repo, NULL, &err), RC_OK);
+    if (rc_pass_run(res, g, &o, &f->a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    if (rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err) != RC_OK)
+        fail_msg("deploy tree: %s", err.msg);
+    /* what the checks below read, copied out of the cache's memory before it goes */
+    {
+        const char **w = rc_arena_calloc(&f->a, res->nwarnings + 1, sizeof(*w));
+        struct rd_file_error *e = rc_arena_calloc(&f->a, res->nfile_errors + 1, sizeof(*e));
+        for (size_t i = 0; i < res->nwarnings; i++)
+            w[i] = rc_arena_strdup(&f->a, res->warnings[i]);
+        for (size_t i = 0; i < res->nfile_errors; i++) {
+            e[i].path = rc_arena_strdup(&f->a, res->file_errors[i].path);
+            e[i].msg = rc_arena_strdup(&f->a, res->file_errors[i].msg);
+        }
+        res->warnings = w;
+        res->file_errors = e;
+        res->result = NULL;
+        res->input = NULL;
+    }
+    rc_git_free(g);
+    rc_cache_free(cache);
+}
+
+static char *deploy_head(const char *repo)
+{
+    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
+
+    out[strcspn(out, "\n")] = '\0';
+    return out;
+}
+
+/* Same warnings and file errors, in the same order, byte for byte. */
+static void assert_same_report(const struct rc_pass_result *x, const struct rc_pass_result *y)
+{
+    assert_int_equal(x->nwarnings, y->nwarnings);
+    for (size_t i = 0; i < x->nwarnings; i++)
+        assert_string_equal(x->warnings[i], y->warnings[i]);
+    assert_int_equal(x->nfile_errors, y->nfile_errors);
+    for (size_t i = 0; i < x->nfile_errors; i++) {
+        assert_string_equal(x->file_errors[i].path, y->file_errors[i].path);
+        assert_string_equal(x->file_errors[i].msg, y->file_errors[i].msg);
+    }
+}
+
+static char *slurp(FILE *f)
+{
+    long n;
+    char *s;
+
+    fflush(f);
+    n = ftell(f);
+    s = calloc(1, (size_t)n + 1);
+    rewind(f);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    return s;
+}
+
+/* The second `--once` run after a one-file commit parses that file (and the broken one,
+ * never cached), reads the rest from the cache, and commits the tree of a run without it,
+ * with the same warnings (a policy's, with an override's line; a duplicate key's) and the
+ * same error for the broken file. */
+static void test_rc_pcache__once_after_one_change_parses_one_file(void **state)
+{
+    struct fx f;
+    struct rc_pass_result first, cached, plain;
+    char tree[41], want[41];
+    char *base;
+    (void)state;
+
+    fx_open(&f);
+    run_once(&first, tree, &f, f.state, NULL);
+    assert_int_equal(first.nparsed, EXAMPLE_FILES + 3);
+    assert_int_equal(first.nparse_cached, 0);
+    assert_true(first.nwarnings > 0);
+    assert_int_equal(first.nfile_errors, 1);
+    assert_non_null(strstr(first.file_errors[0].msg, "zz/broken.yaml:4:1: "));
+    base = deploy_head(f.repo);
+
+    free(th_git_commit_files(f.repo, "one change", "fill-and-spill/extra.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                             "  namespace: rayjob3\n"
+                             "  labels: {app.kubernetes.io/instance: rayjob}\ndata: {k: x}\n",
+                             NULL));
+    run_once(&cached, tree, &f, f.state, NULL);
+    assert_int_equal(cached.nparsed, 2); /* the changed file and the broken one */
+    assert_int_equal(cached.nparse_cached, EXAMPLE_FILES + 1);
+    assert_int_equal(cached.committed, 1);
+
+    /* the same from the same deploy head without a state directory */
+    free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+    run_once(&plain, want, &f, NULL, NULL);
+    assert_int_equal(plain.nparse_cached, 0);
+    assert_int_equal(plain.nparsed, EXAMPLE_FILES + 3);
+    assert_string_equal(tree, want);
+    assert_same_report(&cached, &plain);
+
+    /* and the first commit's tree, its warnings (the duplicate key's too) from the cache */
+    free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+    free(th_git_ok(f.repo, "reset", "-q", "--hard", "HEAD~1", NULL));
+    run_once(&cached, tree, &f, f.state, NULL);
+    assert_int_equal(cached.nparsed, 1); /* the broken file only */
+    assert_int_equal(cached.nparse_cached, EXAMPLE_FILES + 2);
+    free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+    run_once(&plain, want, &f, NULL, NULL);
+    assert_string_equal(tree, want);
+    assert_same_report(&cached, &plain);
+    assert_same_report(&cached, &first);
+    {
+        int dup = 0, line = 0;
+        for (size_t i = 0; i < cached.nwarnings; i++) {
+            dup |=
+                strstr(cached.warnings[i], "fill-and-spill/extra.yaml:8:1: duplicate key") != NULL;
+            line |= strstr(cached.warnings[i], "policies/overlap.yaml:") != NULL;
+        }
+        assert_true(dup);
+        assert_true(line);
+    }
+
+    /* --no-parse-cache: neither read nor written */
+    {
+        struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        struct rc_cache *cache = NULL;
+        struct rc_git *g = NULL;
+        struct rc_pass_result res;
+        o.apply = 0;
+        o.force = 1;
+        assert_int_equal(rc_cache_new(&cache, f.state, &err), RC_OK);
+        rc_cache_no_parse_file(cache);
+        o.cache = cache;
+        assert_int_equal(rc_git_open(&g, f.repo, NULL, &err), RC_OK);
+        assert_int_equal(rc_pass_run(&res, g, &o, &f.a, &err), RC_OK);
+        assert_int_equal(res.nparse_cached, 0);
+        assert_int_equal(res.nparsed, EXAMPLE_FILES + 3);
+        rc_git_free(g);
+        rc_cache_free(cache);
+    }
+    free(base);
+    fx_close(&f);
+}
+
+static char *cache_path(const struct fx *f)
+{
+    char *p = malloc(strlen(f->state) + 32);
+
+    snprintf(p, strlen(f->state) + 32, "%s/%s", f->state, RC_PCACHE_FILE);
+    return p;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    char *s;
+    long n;
+
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    rewind(fp);
+    s = malloc((size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return s;
+}
+
+static void write_all(const char *path, const char *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+/* A damaged, truncated or foreign cache file: a warning, the right tree, and the file
+ * rewritten whole (the run after it takes everything from the cache again). */
+static void test_rc_pcache__damaged_file_costs_work_only(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res, plain;
+    char tree[41], want[41];
+    char *path, *good, *base;
+    size_t len;
+    (void)state;
+
+    fx_open(&f);
+    run_once(&res, tree, &f, f.state, NULL);
+    base = deploy_head(f.repo);
+    run_once(&plain, want, &f, NULL, NULL);
+    path = cache_path(&f);
+    good = read_all(path, &len);
+    assert_true(len > 200);
+    for (int kind = 0; kind < 5; kind++) {
+        char *bad = malloc(len);
+        size_t blen = len;
+        FILE *log = tmpfile();
+        char *text;
+        memcpy(bad, good, len);
+        switch (kind) {
+        case 0: /* another build's */
+            bad[strlen("rightplace-parse-cache 1\nrightplace ")] ^= 1;
+            break;
+        case 1: /* truncated in the middle of an entry */
+            blen = len / 2;
+            break;
+        case 2: /* a byte flipped in an entry's payload */
+            bad[len - 10] ^= 0x20;
+            break;
+        case 3: /* garbage */
+            memset(bad, 'x', len);
+            break;
+        case 4: /* an entry's length beyond the file */
+            blen = len;
+            {
+                size_t hdr = (size_t)(strchr(strchr(bad, '\n') + 1, '\n') + 1 - bad);
+                bad[hdr + 3] = 0x7f;
+            }
+            break;
+        }
+        write_all(path, bad, blen);
+        free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+        run_once(&res, tree, &f, f.state, log);
+        text = slurp(log);
+        if (!strstr(text, "parse cache '") || !strstr(text, "ignored (its files are parsed again)"))
+            fail_msg("case %d: no warning in:\n%s", kind, text);
+        assert_string_equal(tree, want);
+        assert_same_report(&res, &plain);
+        assert_int_equal(res.nparsed + res.nparse_cached, EXAMPLE_FILES + 3);
+        if (kind == 0 || kind == 3 || kind == 4)
+            assert_int_equal(res.nparsed, EXAMPLE_FILES + 3); /* nothing usable */
+        else
+            assert_true(res.nparsed > 1);
+        free(text);
+        fclose(log);
+
+        /* rewritten: the next run parses only the broken file, and warns of nothing */
+        log = tmpfile();
+        free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+        run_once(&res, tree, &f, f.state, log);
+        text = slurp(log);
+        assert_null(strstr(text, "parse cache '"));
+        assert_int_equal(res.nparsed, 1);
+        assert_string_equal(tree, want);
+        free(text);
+        fclose(log);
+        free(bad);
+    }
+    /* not a regular file: ignored the same way, and left alone */
+    unlink(path);
+    assert_int_equal(mkdir(path, 0700), 0);
+    free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+    run_once(&res, tree, &f, f.state, NULL);
+    assert_string_equal(tree, want);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES + 3);
+    free(path);
+    free(good);
+    free(base);
+    fx_close(&f);
+}
+
+/* The reader on every prefix of a real cache file, and on every single-byte change of its
+ * first entries: never a crash (the ASan build runs this), never an entry that was not
+ * written, and what is taken up is what was written. */
+static void test_rc_pcache__reader_takes_any_bytes(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char tree[41];
+    char *path, *good, *damaged;
+    size_t len;
+    struct rc_git_blob *blobs = NULL;
+    size_t nblobs = 0;
+    struct rc_git *g = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    (void)state;
+
+    fx_open(&f);
+    run_once(&res, tree, &f, f.state, NULL);
+    path = cache_path(&f);
+    good = read_all(path, &len);
+    damaged = malloc(len);
+    assert_int_equal(rc_git_open(&g, f.repo, NULL, &err), RC_OK);
+    {
+        char *head = th_git_ok(f.repo, "rev-parse", "HEAD", NULL);
+        head[strcspn(head, "\n")] = '\0';
+        assert_int_equal(rc_git_list_yaml(&blobs, &nblobs, g, head, NULL, 0, &a, &err), RC_OK);
+        free(head);
+    }
+    for (size_t cut = 0; cut <= len; cut += cut < 600 ? 1 : 97) {
+        for (int flip = 0; flip < 2; flip++) {
+            struct rc_pcache *pc = NULL;
+            struct rd_cache *c = NULL;
+            size_t hits = 0;
+            memcpy(damaged, good, len);
+            if (flip && cut < len)
+                damaged[cut] ^= 0x41;
+            write_all(path, damaged, flip ? len : cut);
+            rc_pcache_new(&pc, path);
+            rd_cache_new(&c);
+            rc_pcache_begin(pc, NULL);
+            for (size_t i = 0; i < nblobs; i++)
+                hits += (size_t)rc_pcache_load(pc, c, blobs[i].id, blobs[i].path, NULL);
+            assert_int_equal(hits, rd_cache_count(c));
+            assert_int_equal(hits, rc_pcache_hits(pc));
+            if (!flip && cut == len)
+                assert_int_equal(hits, nblobs - 1); /* all but the broken file */
+            rd_cache_free(c);
+            rc_pcache_free(pc);
+        }
+    }
+    rc_git_free(g);
+    rc_arena_release(&a);
+    free(damaged);
+    free(good);
+    free(path);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_pcache__once_after_one_change_parses_one_file),
+        cmocka_unit_test(test_rc_pcache__damaged_file_costs_work_only),
+        cmocka_unit_test(test_rc_pcache__reader_takes_any_bytes),
+    };
+    struct rc_err err = RC_ERR_INIT;
+    char *home = th_git_env_setup();
+    int rc;
+
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc_git_global_shutdown();
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
