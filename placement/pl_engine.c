@@ -1729,14 +1729,15 @@ size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl
 
     memset(counts, 0, 4 * sizeof(*counts));
     for (size_t i = 0; i < d->nverdicts; i++) {
-        if (is_target(d, d->verdicts[i].cluster)) {
+        keep[i] = (unsigned char)is_target(d, d->verdicts[i].cluster); /* for the loop below */
+        if (keep[i]) {
             last_target = i;
             placed = 1;
         }
     }
     for (size_t i = 0; i < d->nverdicts; i++) {
         const struct pl_verdict *v = &d->verdicts[i];
-        int target = is_target(d, v->cluster);
+        int target = keep[i];
 
         keep[i] = 0;
         if ((unsigned)v->kind < 4)
