@@ -405,8 +405,12 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
     keep = rc_arena_calloc(a, nblobs + 1, 1);
     if (pfile) {
+        /* parsed by an earlier process: taken from the state directory, on every core, not
+         * read from git; what is left is read and parsed below */
         double t0 = mono_ms();
         rc_pcache_begin(pfile, o->log);
+        out->nfrom_file =
+            rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), &primed, budget, o->log);
         out->ms_from_file += mono_ms() - t0;
     }
     for (size_t i = 0; i < nblobs; i++) {
@@ -417,19 +421,6 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
             continue;
-        }
-        if (pfile && primed <= budget) {
-            size_t before = rd_cache_bytes(cache);
-            double t0 = mono_ms();
-            int hit = rc_pcache_load(pfile, cache, blobs[i].id, blobs[i].path, o->log);
-            out->ms_from_file += mono_ms() - t0;
-            if (hit) {
-                /* parsed by an earlier process: taken from the state directory, not read */
-                primed += rd_cache_bytes(cache) - before;
-                out->nfrom_file++;
-                files[i].path = blobs[i].path;
-                continue;
-            }
         }
         if (cache && primed <= budget) {
             /* parsed into the cache now, a batch at a time on every core, the text dropped

@@ -366,24 +366,18 @@ void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log)
     remember(pc, &st);
 }
 
-int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, const char *path,
-                   const struct rc_log *log)
+/* Read entry e of (id, path) into dst (e->size bytes) and check it: its payload's offset in
+ * dst, or 0 when it is damaged (logged; the entry leaves the index and the file is rewritten
+ * at the end of the load). */
+static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, const char *path,
+                         unsigned char *dst, const struct rc_log *log)
 {
-    struct ent *e = pc && pc->fd >= 0 && id && path ? ent_find(pc, id, path) : NULL;
-    size_t plen;
+    size_t plen = strlen(path);
 
-    if (!e)
-        return 0;
-    plen = strlen(path);
-    if (e->size > pc->bufcap) {
-        free(pc->buf);
-        pc->bufcap = e->size;
-        pc->buf = rc_xmalloc(pc->bufcap);
-    }
-    if (read_at(pc->fd, pc->buf, e->size, e->off) < 0 || get_u32(pc->buf) + 4 != e->size ||
-        get_u64(pc->buf + 4) != rc_fnv1a(RC_FNV_INIT, pc->buf + 12, e->size - 12) ||
-        memcmp(pc->buf + 12, id, 40) || get_u32(pc->buf + 52) != plen ||
-        memcmp(pc->buf + 56, path, plen)) {
+    if (read_at(pc->fd, dst, e->size, e->off) < 0 || get_u32(dst) + (size_t)4 != e->size ||
+        get_u64(dst + 4) != rc_fnv1a(RC_FNV_INIT, dst + 12, e->size - 12) ||
+        memcmp(dst + 12, id, 40) || get_u32(dst + 52) != plen || 56 + plen > e->size ||
+        memcmp(dst + 56, path, plen)) {
         char why[PATH_MAX_BYTES + 64];
         snprintf(why, sizeof(why), "the entry of '%s' is damaged", path);
         warn_ignored(pc, log, why);
@@ -391,16 +385,99 @@ int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, con
         pc->rewrite = 1;
         return 0;
     }
-    if (rd_cache_import(c, id, path, pc->buf + 56 + plen, e->size - 56 - plen) < 0) {
-        char why[PATH_MAX_BYTES + 64];
-        snprintf(why, sizeof(why), "the entry of '%s' does not load", path);
-        warn_ignored(pc, log, why);
+    return 56 + plen;
+}
+
+static void not_loaded(struct rc_pcache *pc, const char *id, const char *path,
+                       const struct rc_log *log)
+{
+    char why[PATH_MAX_BYTES + 64];
+    struct ent *e = ent_find(pc, id, path);
+
+    snprintf(why, sizeof(why), "the entry of '%s' does not load", path);
+    warn_ignored(pc, log, why);
+    if (e)
         index_drop(pc, e);
-        pc->rewrite = 1;
+    pc->rewrite = 1;
+}
+
+int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, const char *path,
+                   const struct rc_log *log)
+{
+    struct ent *e = pc && pc->fd >= 0 && id && path ? ent_find(pc, id, path) : NULL;
+    size_t at;
+
+    if (!e)
+        return 0;
+    if (e->size > pc->bufcap) {
+        free(pc->buf);
+        pc->bufcap = e->size;
+        pc->buf = rc_xmalloc(pc->bufcap);
+    }
+    if (!(at = read_entry(pc, e, id, path, pc->buf, log)))
+        return 0;
+    if (rd_cache_import(c, id, path, pc->buf + at, e->size - at) < 0) {
+        not_loaded(pc, id, path, log);
         return 0;
     }
     pc->hits++;
     return 1;
+}
+
+#define TAKE_BATCH 256
+#define TAKE_BATCH_BYTES ((size_t)8 << 20)
+
+size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_git_blob *blobs,
+                      size_t n, int threads, size_t *grown, size_t max_grown,
+                      const struct rc_log *log)
+{
+    struct rd_import v[TAKE_BATCH];
+    size_t at[TAKE_BATCH];
+    size_t taken = 0, nb = 0, used = 0;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+
+    if (!pc || pc->fd < 0 || !c)
+        return 0;
+    for (size_t i = 0; i <= n; i++) {
+        struct ent *e = NULL;
+        if (i < n && !rd_cache_has(c, blobs[i].id, blobs[i].path, NULL))
+            e = ent_find(pc, blobs[i].id, blobs[i].path);
+        if (e) {
+            size_t off;
+            if (used + e->size > cap) {
+                cap = used + e->size > 2 * cap ? used + e->size : 2 * cap;
+                buf = rc_xrealloc(buf, cap);
+            }
+            if ((off = read_entry(pc, e, blobs[i].id, blobs[i].path, buf + used, log))) {
+                v[nb].id = blobs[i].id;
+                v[nb].path = blobs[i].path;
+                v[nb].len = e->size - off;
+                at[nb++] = used + off;
+                used += e->size;
+            }
+        }
+        if (nb && (i == n || nb == TAKE_BATCH || used >= TAKE_BATCH_BYTES)) {
+            size_t before = rd_cache_bytes(c);
+            for (size_t k = 0; k < nb; k++)
+                v[k].data = buf + at[k]; /* buf moved while it grew */
+            rd_cache_import_many(c, v, nb, threads);
+            for (size_t k = 0; k < nb; k++) {
+                if (v[k].ok)
+                    taken++;
+                else
+                    not_loaded(pc, v[k].id, v[k].path, log);
+            }
+            *grown += rd_cache_bytes(c) - before;
+            nb = 0;
+            used = 0;
+            if (max_grown && *grown > max_grown)
+                break; /* the rest is read and parsed, as far as the memory limit allows */
+        }
+    }
+    free(buf);
+    pc->hits += taken;
+    return taken;
 }
 
 /* ==== Writing ==== */

@@ -753,8 +753,9 @@ static int get_int(struct reader *r)
     return r->bad ? 0 : (int)v;
 }
 
-int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const void *data,
-                    size_t len)
+/* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
+ * not decode or do not load. Touches nothing shared: callable on several threads. */
+static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct reader r = {data, (const unsigned char *)data + len, 0};
@@ -767,19 +768,16 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     const unsigned char **packs = NULL;
     size_t *packs_len = NULL;
     size_t flen, bytes, nwarn, ndocs = 0;
-    int rc = RC_EINVALID;
+    struct parsed *done = NULL;
+    int rc;
 
-    if (!c || !id || !path || !data)
-        return RC_EINVALID;
-    if (cache_get(c, id, path))
-        return RC_OK;
     memset(&ctx, 0, sizeof(ctx));
     flen = get_uv(&r);
     bytes = get_uv(&r);
     nwarn = get_uv(&r);
     /* every count is checked against the bytes left before anything is allocated for it */
     if (r.bad || flen > limits.max_bytes || nwarn > (size_t)(r.end - r.p))
-        return RC_EINVALID;
+        return NULL;
     p = rc_xcalloc(1, sizeof(*p));
     p->arena = &p->own;
     ctx.p = p;
@@ -798,7 +796,7 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     }
     ndocs = get_uv(&r);
     if (r.bad || ndocs > limits.max_documents || ndocs > (size_t)(r.end - r.p))
-        goto done;
+        goto out;
     roots = rc_xcalloc(ndocs + 1, sizeof(*roots));
     pos = rc_xcalloc(ndocs + 1, sizeof(*pos));
     npos = rc_xcalloc(ndocs + 1, sizeof(*npos));
@@ -808,22 +806,22 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
         size_t n;
         const unsigned char *packed = get_span(&r, &n);
         if (!packed || rd_unpack(&roots[i], packed, n, &ferr) < 0)
-            goto done;
+            goto out;
         packs[i] = packed;
         packs_len[i] = n;
         npos[i] = get_uv(&r);
         if (r.bad || npos[i] == 0 || npos[i] > (size_t)(r.end - r.p) / 2)
-            goto done;
+            goto out;
         pos[i] = rc_xcalloc(npos[i], sizeof(**pos));
         for (size_t k = 0; k < npos[i]; k++) {
             pos[i][k].line = get_int(&r);
             pos[i][k].col = get_int(&r);
         }
         if (r.bad)
-            goto done;
+            goto out;
     }
     if (r.p != r.end)
-        goto done;
+        goto out;
     /* the trees go to the document set, and are freed with it */
     rd_docs_from_trees(&p->docs, p->path, roots, ndocs, (const struct rd_pos *const *)pos, npos);
     memset(roots, 0, ndocs * sizeof(*roots));
@@ -835,13 +833,10 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
     finish(&ctx, rc, &ferr);
     if (rc >= 0 && !p->error) {
         p->bytes = bytes; /* as the parse counted it: the memory limit decides the same */
-        cache_put(c, p);
+        done = p;
         p = NULL;
-        rc = RC_OK;
-    } else {
-        rc = RC_EINVALID;
     }
-done:
+out:
     for (size_t i = 0; roots && i < ndocs; i++)
         cJSON_Delete(roots[i]);
     for (size_t i = 0; pos && i < ndocs; i++)
@@ -853,7 +848,81 @@ done:
     free(packs_len);
     pstage_free(&ctx.st);
     parsed_free(p);
-    return rc;
+    return done;
+}
+
+int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const void *data,
+                    size_t len)
+{
+    struct parsed *p;
+
+    if (!c || !id || !path || !data)
+        return RC_EINVALID;
+    if (cache_get(c, id, path))
+        return RC_OK;
+    if (!(p = import_one(id, path, data, len)))
+        return RC_EINVALID;
+    cache_put(c, p);
+    return RC_OK;
+}
+
+struct import_batch {
+    struct rd_import *v;
+    struct parsed **out;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void *import_worker(void *arg)
+{
+    struct import_batch *b = arg;
+
+    for (;;) {
+        size_t i = atomic_fetch_add(&b->next, 1);
+        if (i >= b->n)
+            return NULL;
+        if (b->v[i].data)
+            b->out[i] = import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len);
+    }
+}
+
+size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads)
+{
+    struct import_batch b;
+    pthread_t tid[RD_PRIME_THREADS_MAX];
+    int started = 0;
+    size_t added = 0;
+
+    memset(&b, 0, sizeof(b));
+    b.v = v;
+    b.n = n;
+    b.out = rc_xcalloc(n + 1, sizeof(*b.out));
+    atomic_init(&b.next, 0);
+    if (threads > RD_PRIME_THREADS_MAX)
+        threads = RD_PRIME_THREADS_MAX;
+    for (int t = 1; t < threads && (size_t)t < n; t++) {
+        if (pthread_create(&tid[started], NULL, import_worker, &b) != 0)
+            break; /* fewer threads, same result */
+        started++;
+    }
+    import_worker(&b);
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    /* into the cache in the order given, whatever order the threads took them in */
+    for (size_t i = 0; i < n; i++) {
+        v[i].ok = 0;
+        if (!b.out[i])
+            continue;
+        if (cache_get(c, v[i].id, v[i].path)) {
+            parsed_free(b.out[i]);
+        } else {
+            cache_put(c, b.out[i]);
+            added++;
+        }
+        v[i].ok = 1;
+    }
+    free(b.out);
+    return added;
 }
 
 /* ==== Combining the files ==== */

@@ -159,6 +159,17 @@ struct rc_buf;
 int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out);
 int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const void *data,
                     size_t len);
+/* rd_cache_import of v[0..n) on up to `threads` threads (this one included; at most
+ * RD_PRIME_THREADS_MAX); entries without data are skipped. Each v[i].ok says whether (id, path)
+ * is cached after the call; entries are added in the order of v, so the cache is the same
+ * whatever the number of threads. Returns the entries added. */
+struct rd_import {
+    const char *id, *path;
+    const void *data;
+    size_t len;
+    int ok; /* out */
+};
+size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads);
 /* Entries held, and the bytes they hold (arena and trees, approximately). */
 size_t rd_cache_count(const struct rd_cache *c);
 size_t rd_cache_bytes(const struct rd_cache *c);

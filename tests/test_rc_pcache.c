@@ -415,6 +415,19 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
                 assert_int_equal(hits, nblobs - 1); /* all but the broken file */
             rd_cache_free(c);
             rc_pcache_free(pc);
+            /* in batches, on two threads: the same entries */
+            {
+                size_t grown = 0, taken;
+                rc_pcache_new(&pc, path);
+                rd_cache_new(&c);
+                rc_pcache_begin(pc, NULL);
+                taken = rc_pcache_take(pc, c, blobs, nblobs, 2, &grown, 0, NULL);
+                assert_int_equal(taken, hits);
+                assert_int_equal(rd_cache_count(c), hits);
+                assert_int_equal(grown, rd_cache_bytes(c));
+                rd_cache_free(c);
+                rc_pcache_free(pc);
+            }
         }
     }
     rc_git_free(g);
