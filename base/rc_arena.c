@@ -19,6 +19,7 @@ struct rc_arena_block {
     size_t size;
     size_t used;
     void *taken; /* rc_arena_take: a malloc'd buffer freed with the block (size 0) */
+    size_t taken_len;
     _Alignas(16) unsigned char data[];
 };
 
@@ -30,6 +31,7 @@ static struct rc_arena_block *new_block(size_t size)
     b->size = size;
     b->used = 0;
     b->taken = NULL;
+    b->taken_len = 0;
     return b;
 }
 
@@ -152,6 +154,7 @@ void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
 
     /* behind the head, which keeps filling (a full block of size 0 when there is none) */
     b->taken = p;
+    b->taken_len = n;
     if (a->head) {
         b->next = a->head->next;
         a->head->next = b;
@@ -160,6 +163,15 @@ void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
     }
     a->used_total += n;
     return p;
+}
+
+size_t rc_arena_held(const struct rc_arena *a)
+{
+    size_t n = 0;
+
+    for (const struct rc_arena_block *b = a->head; b; b = b->next)
+        n += sizeof(*b) + b->size + b->taken_len;
+    return n;
 }
 
 void rc_arena_release(struct rc_arena *a)

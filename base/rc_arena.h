@@ -39,6 +39,9 @@ void *rc_arena_take(struct rc_arena *a, void *p, size_t n);
 /* Move every block of src into dst: what src handed out now lives as long as dst; src is back
  * to RC_ARENA_INIT. (A thread allocates from an arena of its own, then hands it over.) */
 void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);
+/* Bytes the arena holds from malloc (its blocks, used or not, and the buffers it took);
+ * used_total counts what it handed out. */
+size_t rc_arena_held(const struct rc_arena *a);
 /* Free every block; the arena is back to RC_ARENA_INIT. */
 void rc_arena_release(struct rc_arena *a);
 

@@ -361,9 +361,10 @@ static int load_docs(struct pctx *c, struct rc_err *ferr)
                 rc = rc_err_set(ferr, RC_EINVALID, "%s: cannot hold this document", p->path);
             total += ro->packed_len;
         }
-        /* one allocation of the exact size for the file's objects: the arena's blocks hold
-         * the small rest */
-        at = rc >= 0 ? rc_arena_alloc(p->arena, total) : NULL;
+        /* one allocation of the exact size for the file's objects, which the arena takes;
+         * its blocks (grown from small ones, not reserved: what placement reads is not known
+         * before it is read) hold the small rest */
+        at = rc >= 0 ? rc_arena_take(p->arena, rc_xmalloc(total + 1), total + 1) : NULL;
         for (size_t i = 0; rc >= 0 && i < c->st.objects.n; i++) {
             struct rd_object *ro = c->st.objects.v[i].payload;
             ro->packed = at;
@@ -413,8 +414,6 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
 
     memset(&c, 0, sizeof(c));
     p->arena = into ? into : &p->own;
-    /* what a file keeps (its objects packed, what placement reads) is about its size */
-    rc_arena_reserve(&p->own, f->len + f->len / 8 + 1024);
     c.p = p;
     diag.warn = on_warn;
     diag.payload = &c;
@@ -623,6 +622,17 @@ size_t rd_cache_bytes(const struct rd_cache *c)
     return c ? c->bytes : 0;
 }
 
+size_t rd_cache_held(const struct rd_cache *c)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; c && i < c->cap; i++) {
+        for (const struct parsed *p = c->slot[i]; p; p = p->next)
+            n += rc_arena_held(&p->own);
+    }
+    return n;
+}
+
 /* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
 
 /*
@@ -770,7 +780,6 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
         return NULL;
     p = rc_xcalloc(1, sizeof(*p));
     p->arena = &p->own;
-    rc_arena_reserve(&p->own, flen + flen / 8 + 1024);
     ctx.p = p;
     ctx.replay = 1;
     pl_resnames_init(&p->res);

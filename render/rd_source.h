@@ -173,5 +173,8 @@ size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, i
 /* Entries held, and the bytes they hold (arena and trees, approximately). */
 size_t rd_cache_count(const struct rd_cache *c);
 size_t rd_cache_bytes(const struct rd_cache *c);
+/* The bytes the entries' arenas hold from malloc (rc_arena_held): rd_cache_bytes' arena part
+ * plus what their blocks leave unused. */
+size_t rd_cache_held(const struct rd_cache *c);
 
 #endif
