@@ -573,8 +573,10 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
         live += e ? e->size : 0;
     }
     data = pc->known && (size_t)pc->size > pc->header_len ? (size_t)pc->size - pc->header_len : 0;
-    /* dead bytes (entries no file of this pass used) past the live ones: compact */
-    rewrite = pc->rewrite || !pc->known || data - (live < data ? live : data) > live;
+    /* dead bytes (entries no file of this pass used) past the live ones, or a file past its
+     * bound (which was lowered): compact */
+    rewrite = pc->rewrite || !pc->known || data - (live < data ? live : data) > live ||
+              (max_bytes && (size_t)pc->size > max_bytes);
     if (pc->fd >= 0) {
         close(pc->fd);
         pc->fd = -1;

@@ -438,12 +438,117 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
     fx_close(&f);
 }
 
+static long file_size(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Passes append what they parsed; when the entries no file of a pass used outweigh the used
+ * ones, or the file is past its bound, it is rewritten with the pass's entries only, within
+ * the bound. */
+static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
+{
+    static const char *const texts[] = {
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: v}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndata: {k: v}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: e}\ndata: {k: v}\n",
+    };
+    char *dir = th_tmpdir("pcache-compact");
+    char path[4096], names[5][16];
+    struct rd_file files[5];
+    struct rc_git_blob blobs[5];
+    const char *ids[5];
+    struct rd_cache *c = NULL;
+    struct rc_pcache *pc = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    size_t np = 0, grown = 0;
+    long full, one;
+    (void)state;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, RC_PCACHE_FILE);
+    memset(blobs, 0, sizeof(blobs));
+    for (int i = 0; i < 5; i++) {
+        snprintf(names[i], sizeof(names[i]), "f%d.yaml", i);
+        files[i].path = names[i];
+        files[i].data = texts[i];
+        files[i].len = strlen(texts[i]);
+        blobs[i].path = names[i];
+        snprintf(blobs[i].id, sizeof(blobs[i].id), "%040d", i + 1);
+        ids[i] = blobs[i].id;
+    }
+    assert_int_equal(rd_cache_new(&c), RC_OK);
+    assert_int_equal(rd_cache_prime(c, files, ids, 5, 1, &np), RC_OK);
+
+    /* a first pass of four files: the file is written whole */
+    rc_pcache_new(&pc, path);
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 4, 0, &err), RC_OK);
+    assert_true(rc_pcache_rewritten(pc));
+    rc_pcache_free(pc);
+    full = file_size(path);
+
+    /* a new process with the same four: nothing to write; then one more file: appended */
+    rc_pcache_new(&pc, path);
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 4, 0, &err), RC_OK);
+    assert_int_equal(rc_pcache_written(pc), 0);
+    assert_false(rc_pcache_rewritten(pc));
+    assert_int_equal(file_size(path), full);
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 5, 0, &err), RC_OK);
+    assert_false(rc_pcache_rewritten(pc));
+    assert_true(rc_pcache_written(pc) > 0);
+    assert_int_equal(file_size(path), full + (long)rc_pcache_written(pc));
+    full = file_size(path);
+
+    /* a pass of one file: the four others are dead weight, the file is rewritten */
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs + 4, 1, 0, &err), RC_OK);
+    assert_true(rc_pcache_rewritten(pc));
+    one = file_size(path);
+    assert_true(one < full / 2);
+    rc_pcache_free(pc);
+    {
+        struct rd_cache *fresh = NULL;
+        assert_int_equal(rd_cache_new(&fresh), RC_OK);
+        rc_pcache_new(&pc, path);
+        rc_pcache_begin(pc, NULL);
+        assert_int_equal(rc_pcache_take(pc, fresh, blobs, 5, 1, &grown, 0, NULL), 1);
+        rc_pcache_free(pc);
+        rd_cache_free(fresh);
+    }
+
+    /* bounded: a file that would pass the bound holds what fits, whole entries */
+    rc_pcache_new(&pc, path);
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 5, (size_t)one + 10, &err), RC_OK);
+    assert_true(file_size(path) <= one + 10);
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 5, (size_t)full, &err), RC_OK);
+    assert_int_equal(file_size(path), full); /* room again: the rest appended */
+    /* a bound lowered below the file's size: rewritten within it */
+    rc_pcache_begin(pc, NULL);
+    assert_int_equal(rc_pcache_save(pc, c, blobs, 5, (size_t)full / 2, &err), RC_OK);
+    assert_true(rc_pcache_rewritten(pc));
+    assert_true(file_size(path) <= full / 2);
+    rc_pcache_free(pc);
+
+    rd_cache_free(c);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pcache__once_after_one_change_parses_one_file),
         cmocka_unit_test(test_rc_pcache__damaged_file_costs_work_only),
         cmocka_unit_test(test_rc_pcache__reader_takes_any_bytes),
+        cmocka_unit_test(test_rc_pcache__appends_then_compacts_within_its_bound),
     };
     struct rc_err err = RC_ERR_INIT;
     char *home = th_git_env_setup();
