@@ -102,13 +102,6 @@ void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src)
     src->used_total = 0;
 }
 
-void rc_arena_reserve(struct rc_arena *a, size_t n)
-{
-    if (a->head || n == 0 || n > BLOCK_SIZE)
-        return;
-    a->head = new_block((n + 255) & ~(size_t)255);
-}
-
 void *rc_arena_calloc(struct rc_arena *a, size_t count, size_t n)
 {
     if (n && count > SIZE_MAX / n)

@@ -24,9 +24,6 @@ struct rc_arena {
 
 void *rc_arena_alloc(struct rc_arena *a, size_t n);
 /* count * n bytes, zeroed, aborting on overflow. */
-/* Before the first allocation: make the first block n bytes (at most the usual block size),
- * for an arena whose size is known roughly in advance (one parsed file); no effect after. */
-void rc_arena_reserve(struct rc_arena *a, size_t n);
 void *rc_arena_calloc(struct rc_arena *a, size_t count, size_t n);
 char *rc_arena_strdup(struct rc_arena *a, const char *s);
 char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n);
