@@ -241,18 +241,31 @@ static void warn_ignored(const struct rc_pcache *pc, const struct rc_log *log, c
                     why);
 }
 
+static void scan_damaged(struct rc_pcache *pc, uint64_t off, const struct rc_log *log)
+{
+    char why[96];
+
+    snprintf(why, sizeof(why), "damaged at byte %llu", (unsigned long long)off);
+    warn_ignored(pc, log, why);
+    pc->rewrite = 1;
+}
+
 /* List the entries of the open file (pc->fd, of `size` bytes). Stops at the first one that
  * does not check out: the entries before it are kept and the file is rewritten. */
 static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
 {
     unsigned char head[4 + FIXED + 256];
-    char *hdr = rc_xmalloc(pc->header_len);
+    size_t hn = (uint64_t)size < pc->header_len ? (size_t)size : pc->header_len;
+    char *hdr = rc_xcalloc(1, pc->header_len);
     uint64_t off = pc->header_len;
+    int same;
 
     index_clear(pc);
-    if ((uint64_t)size < pc->header_len || read_at(pc->fd, hdr, pc->header_len, 0) < 0 ||
-        memcmp(hdr, pc->header, pc->header_len)) {
-        int ours = (uint64_t)size >= strlen(MAGIC) && !memcmp(hdr, MAGIC, strlen(MAGIC));
+    same = hn == pc->header_len && read_at(pc->fd, hdr, hn, 0) == 0 &&
+           !memcmp(hdr, pc->header, pc->header_len);
+    if (!same) {
+        int ours = hn >= strlen(MAGIC) && read_at(pc->fd, hdr, hn, 0) == 0 &&
+                   !memcmp(hdr, MAGIC, strlen(MAGIC));
         warn_ignored(pc, log,
                      ours ? "written by another build of rightplace" : "not a parse cache");
         pc->rewrite = 1;
@@ -264,42 +277,36 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
         uint64_t left = (uint64_t)size - off;
         size_t want = left < sizeof(head) ? (size_t)left : sizeof(head);
         uint32_t len, plen;
-        char *path = NULL;
-        if (want < 4 + FIXED || read_at(pc->fd, head, want, off) < 0)
-            goto bad;
+        char *path;
+        char id[41];
+        if (want < 4 + FIXED || read_at(pc->fd, head, want, off) < 0) {
+            scan_damaged(pc, off, log);
+            return;
+        }
         len = get_u32(head);
         plen = get_u32(head + 4 + 48);
         if (len < FIXED || len > RC_PCACHE_ENTRY_MAX || 4 + (uint64_t)len > left || plen == 0 ||
-            plen > PATH_MAX_BYTES || plen > len - FIXED || !is_hex40(head + 12))
-            goto bad;
+            plen > PATH_MAX_BYTES || plen > len - FIXED || !is_hex40(head + 12)) {
+            scan_damaged(pc, off, log);
+            return;
+        }
         path = rc_xmalloc(plen + 1);
         if (4 + FIXED + plen <= want)
             memcpy(path, head + 4 + FIXED, plen);
-        else if (read_at(pc->fd, path, plen, off + 4 + FIXED) < 0) {
-            free(path);
-            goto bad;
-        }
+        else if (read_at(pc->fd, path, plen, off + 4 + FIXED) < 0)
+            memset(path, 0, plen); /* refused just below */
         path[plen] = '\0';
         if (strlen(path) != plen) {
             free(path);
-            goto bad;
+            scan_damaged(pc, off, log);
+            return;
         }
-        {
-            char id[41];
-            memcpy(id, head + 12, 40);
-            id[40] = '\0';
-            index_put(pc, id, path, plen, off, 4 + (size_t)len);
-        }
+        memcpy(id, head + 12, 40);
+        id[40] = '\0';
+        index_put(pc, id, path, plen, off, 4 + (size_t)len);
         free(path);
         off += 4 + (uint64_t)len;
     }
-    return;
-bad : {
-    char why[96];
-    snprintf(why, sizeof(why), "damaged at byte %llu", (unsigned long long)off);
-    warn_ignored(pc, log, why);
-    pc->rewrite = 1;
-}
 }
 
 void rc_pcache_new(struct rc_pcache **out, const char *path)
