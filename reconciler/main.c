@@ -2329,12 +2329,12 @@ int main(int argc, char **argv)
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
-    /* reconcile prints no verdict: decisions keep what the record and the message list;
-     * --once runs one pass: nothing is kept in memory for a next one */
-    if (c.cmd->exec == cmd_reconcile) {
+    /* reconcile and replay print no verdict: decisions keep what the record and the message
+     * list; --once runs one pass: nothing is kept in memory for a next one */
+    if (c.cmd->exec == cmd_reconcile || c.cmd->exec == cmd_replay)
         c.pass.bounded_verdicts = 1;
+    if (c.cmd->exec == cmd_reconcile)
         c.pass.last_pass = !c.interval;
-    }
     /* what the last pass saw, so that a pass with nothing to do stops early */
     if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
         rc_log_error(&c.log, "%s", err.msg);

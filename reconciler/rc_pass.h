@@ -74,8 +74,8 @@ struct rc_pass_options {
     int last_pass;
     /* Decisions keep only the verdicts the record lists, with counts by kind
      * (pl_options.verdicts_chosen, ...), except the changed units the commit message shows
-     * in full (the first RD_MESSAGE_PARAGRAPHS): what reconcile writes. 0: every verdict of
-     * every decision (plan, explain, status print them). The files are the same either way. */
+     * in full (the first RD_MESSAGE_PARAGRAPHS): what reconcile and replay need. 0: every verdict
+     * of every decision (plan, explain, status print them). The files are the same either way. */
     int bounded_verdicts;
 };
 
