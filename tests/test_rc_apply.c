@@ -241,6 +241,21 @@ static void commit_record(struct fixture *f, char out[41], const struct tf *file
     free(paths);
 }
 
+/* n ConfigMaps m00, m01, ... in namespace team, managed by rightplace, as deploy files t[0..n)
+ * (their text in names and bodies) */
+static void managed_configmaps(struct tf *t, char (*names)[64], char (*bodies)[256], int n)
+{
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
+        snprintf(bodies[i], sizeof(bodies[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
+                 "  labels:\n" MANAGED "data:\n  k: v\n",
+                 i);
+        t[i].rel = names[i];
+        t[i].data = bodies[i];
+    }
+}
+
 static void commit(struct fixture *f, char out[41], const struct tf *files, size_t n)
 {
     commit_record(f, out, files, n, NULL);
@@ -962,7 +977,7 @@ static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **sta
     char d[41], *text;
     cJSON *reqs, *item;
     long max_inflight = 0, max_conn = 0;
-    int ns_done = 0, crd_established_seen = 0, bad_order = 0, i = 0;
+    int ns_done = 0, crd_established_seen = 0, bad_order = 0;
     size_t cm_patches = 0;
 
     assert_int_equal(th_kube_start(gated, &certs, &o), 0);
@@ -974,15 +989,7 @@ static void test_rc_apply__concurrent_keeps_order_and_object_failures(void **sta
     t[1].data = NS_TEAM;
     t[2].rel = "team/rayjob.train.yaml";
     t[2].data = RAYJOB;
-    for (i = 0; i < NCM; i++) {
-        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
-        snprintf(bodies[i], sizeof(bodies[i]),
-                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
-                 "  labels:\n" MANAGED "data:\n  k: v\n",
-                 i);
-        t[i + 3].rel = names[i];
-        t[i + 3].data = bodies[i];
-    }
+    managed_configmaps(t + 3, names, bodies, NCM);
     commit(f, d, t, NCM + 3);
     th_kube_faults(gated, "[{\"path\": \"configmaps/m07$\", \"method\": \"PATCH\", "
                           "\"status\": 422, \"count\": 100},"
@@ -1048,7 +1055,6 @@ static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(voi
     cJSON *reqs, *item;
     long max_inflight = 0, n = 0, last_in_ns = -1, last_rayjob = -1, crd_at = -1, ns_at = -1;
     size_t deleted_ok = 0;
-    int i;
 
     assert_int_equal(th_kube_start(srv, &certs, &o), 0);
     f->kube[0] = *srv;
@@ -1063,15 +1069,7 @@ static void test_rc_apply__concurrent_deletes_keep_order_and_object_failures(voi
     t[1].data = NS_TEAM;
     t[2].rel = "team/rayjob.train.yaml";
     t[2].data = RAYJOB;
-    for (i = 0; i < NCM; i++) {
-        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
-        snprintf(bodies[i], sizeof(bodies[i]),
-                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
-                 "  labels:\n" MANAGED "data:\n  k: v\n",
-                 i);
-        t[i + 3].rel = names[i];
-        t[i + 3].data = bodies[i];
-    }
+    managed_configmaps(t + 3, names, bodies, NCM);
     commit(f, c1, t, NCM + 3);
     assert_int_equal(apply(f, c1, 1, 0), 0);
 
@@ -1154,15 +1152,7 @@ static void deletes_halt_case(struct fixture *f, const char *faults, size_t max_
 
     t[0].rel = "_cluster/namespace.team.yaml";
     t[0].data = NS_TEAM;
-    for (int i = 0; i < NCM; i++) {
-        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
-        snprintf(bodies[i], sizeof(bodies[i]),
-                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
-                 "  labels:\n" MANAGED "data:\n  k: v\n",
-                 i);
-        t[i + 1].rel = names[i];
-        t[i + 1].data = bodies[i];
-    }
+    managed_configmaps(t + 1, names, bodies, NCM);
     commit(f, c1, t, NCM + 1);
     assert_int_equal(apply(f, c1, 1, 0), 0);
     commit(f, c2, empty, 1);
