@@ -35,7 +35,7 @@ static size_t varint_size(size_t v)
     return n;
 }
 
-static unsigned char *put_varint(unsigned char *p, size_t v)
+unsigned char *rd_varint_put(unsigned char *p, size_t v)
 {
     while (v >= 0x80) {
         *p++ = (unsigned char)(v | 0x80);
@@ -93,7 +93,7 @@ static unsigned char *put_bytes(unsigned char *p, const char *s)
 {
     size_t len = strlen(s);
 
-    p = put_varint(p, len);
+    p = rd_varint_put(p, len);
     memcpy(p, s, len);
     return p + len;
 }
@@ -124,7 +124,7 @@ static unsigned char *put_node(unsigned char *p, const cJSON *n)
         *p++ = (n->type & 0xFF) == cJSON_Object ? T_OBJ : T_ARR;
         for (const cJSON *c = n->child; c; c = c->next)
             count++;
-        p = put_varint(p, count);
+        p = rd_varint_put(p, count);
         for (const cJSON *c = n->child; c; c = c->next) {
             if ((n->type & 0xFF) == cJSON_Object)
                 p = put_bytes(p, c->string);
@@ -167,16 +167,16 @@ struct rd {
     const unsigned char *p, *end;
 };
 
-static int get_varint(struct rd *r, size_t *out)
+int rd_varint_get(const unsigned char **p, const unsigned char *end, size_t *out)
 {
     size_t v = 0;
     unsigned shift = 0;
 
     for (;;) {
         unsigned char b;
-        if (r->p >= r->end || shift > 56)
+        if (*p >= end || shift > 56)
             return -1;
-        b = *r->p++;
+        b = *(*p)++;
         v |= (size_t)(b & 0x7F) << shift;
         if (!(b & 0x80))
             break;
@@ -184,6 +184,11 @@ static int get_varint(struct rd *r, size_t *out)
     }
     *out = v;
     return 0;
+}
+
+static int get_varint(struct rd *r, size_t *out)
+{
+    return rd_varint_get(&r->p, r->end, out);
 }
 
 /* A NUL-terminated copy from cJSON's allocator (cJSON_Delete frees it); NULL when the bytes

@@ -46,4 +46,12 @@ unsigned char *rd_pack_write(unsigned char *dst, const cJSON *root);
  * *out NULL) for bytes rd_pack did not write. Aborts when memory runs out, as rc_mem does. */
 int rd_unpack(cJSON **out, const unsigned char *data, size_t len, struct rc_err *err);
 
+/* The numbers of the packed form (lengths, counts), unsigned LEB128, for other binary forms
+ * of render/ to use the same: write v at p (at most RD_VARINT_MAX bytes), returning the byte
+ * after it; read one at *p, not past end, moving *p past it (-1: it runs past end or holds
+ * more than 63 bits). */
+#define RD_VARINT_MAX 10
+unsigned char *rd_varint_put(unsigned char *p, size_t v);
+int rd_varint_get(const unsigned char **p, const unsigned char *end, size_t *out);
+
 #endif

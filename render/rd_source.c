@@ -499,6 +499,26 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
 
 /* ==== Parsing ahead, on several threads ==== */
 
+/* Run work(arg) on up to `threads` threads, this one included (at most RD_PRIME_THREADS_MAX,
+ * and no more than n, the items the workers share), and wait for them all. A thread that
+ * cannot be started only means fewer threads: the workers take items until none is left. */
+static void run_on_threads(void *(*work)(void *), void *arg, int threads, size_t n)
+{
+    pthread_t tid[RD_PRIME_THREADS_MAX];
+    int started = 0;
+
+    if (threads > RD_PRIME_THREADS_MAX)
+        threads = RD_PRIME_THREADS_MAX;
+    for (int t = 1; t < threads && (size_t)t < n; t++) {
+        if (pthread_create(&tid[started], NULL, work, arg) != 0)
+            break;
+        started++;
+    }
+    work(arg);
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+}
+
 struct prime {
     const struct rd_file *files;
     const char *const *ids;
@@ -525,8 +545,6 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
                    size_t n, int threads, size_t *nparsed)
 {
     struct prime pr;
-    pthread_t tid[RD_PRIME_THREADS_MAX];
-    int started = 0;
 
     if (!c || !ids)
         return RC_EINVALID;
@@ -540,16 +558,7 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
         if (!ids[i] || cache_get(c, ids[i], files[i].path))
             pr.out[i] = (struct parsed *)c; /* not to parse: a marker, never followed */
     }
-    if (threads > RD_PRIME_THREADS_MAX)
-        threads = RD_PRIME_THREADS_MAX;
-    for (int t = 1; t < threads && (size_t)t < n; t++) {
-        if (pthread_create(&tid[started], NULL, prime_worker, &pr) != 0)
-            break; /* fewer threads, same result */
-        started++;
-    }
-    prime_worker(&pr);
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    run_on_threads(prime_worker, &pr, threads, n);
     /* into the cache in the order given, whatever order the threads parsed in */
     for (size_t i = 0; i < n; i++) {
         struct parsed *p = pr.out[i];
@@ -645,15 +654,9 @@ size_t rd_cache_held(const struct rd_cache *c)
 
 static void put_uv(struct rc_buf *b, size_t v)
 {
-    unsigned char t[10];
-    size_t n = 0;
+    unsigned char t[RD_VARINT_MAX];
 
-    while (v >= 0x80) {
-        t[n++] = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    t[n++] = (unsigned char)v;
-    rc_buf_add(b, t, n, NULL);
+    rc_buf_add(b, t, (size_t)(rd_varint_put(t, v) - t), NULL);
 }
 
 static void put_bytes(struct rc_buf *b, const void *data, size_t n)
@@ -711,22 +714,9 @@ static size_t get_uv(struct reader *r)
 {
     size_t v = 0;
 
-    for (int shift = 0; !r->bad; shift += 7) {
-        unsigned char b;
-        if (r->p >= r->end || shift > 63) {
-            r->bad = 1;
-            break;
-        }
-        b = *r->p++;
-        if (shift == 63 && (b & 0x7e)) {
-            r->bad = 1;
-            break;
-        }
-        v |= (size_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-    return 0;
+    if (!r->bad && rd_varint_get(&r->p, r->end, &v) < 0)
+        r->bad = 1;
+    return r->bad ? 0 : v;
 }
 
 /* n bytes at the reader (not copied); NULL when fewer are left. */
@@ -889,8 +879,6 @@ static void *import_worker(void *arg)
 size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads)
 {
     struct import_batch b;
-    pthread_t tid[RD_PRIME_THREADS_MAX];
-    int started = 0;
     size_t added = 0;
 
     memset(&b, 0, sizeof(b));
@@ -898,16 +886,7 @@ size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, i
     b.n = n;
     b.out = rc_xcalloc(n + 1, sizeof(*b.out));
     atomic_init(&b.next, 0);
-    if (threads > RD_PRIME_THREADS_MAX)
-        threads = RD_PRIME_THREADS_MAX;
-    for (int t = 1; t < threads && (size_t)t < n; t++) {
-        if (pthread_create(&tid[started], NULL, import_worker, &b) != 0)
-            break; /* fewer threads, same result */
-        started++;
-    }
-    import_worker(&b);
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    run_on_threads(import_worker, &b, threads, n);
     /* into the cache in the order given, whatever order the threads took them in */
     for (size_t i = 0; i < n; i++) {
         v[i].ok = 0;
