@@ -21,6 +21,7 @@
 #include "rc_pass.h"
 #include "rc_pcache.h"
 #include "th_git.h"
+#include "th_inputs.h"
 #include "th_rp.h"
 
 #include "rc_banned.h"
@@ -29,25 +30,7 @@
 
 /* A policy with warnings (unknown fields) and an override whose path does not exist (a
  * warning with the override's line, which a cached load must restore). */
-static const char warned_policy[] =
-    "apiVersion: policy.elotl.co/v1alpha1\n"
-    "kind: SchedulePolicy\n"
-    "metadata: {name: aaa-overlap}\n"
-    "spec:\n"
-    "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: rayjob3}}\n"
-    "  resourceSelectors:\n"
-    "    labelSelectors: [{matchExpressions: []}]\n"
-    "    fieldSelectors: [x]\n"
-    "  groupBy: {labelKey: app.kubernetes.io/instance, label: typo}\n"
-    "  clusterSelectr: {}\n"
-    "  spreadConstraints:\n"
-    "    spreadMode: Duplicate\n"
-    "    topologyKey: kubernetes.io/metadata.name\n"
-    "    overrides:\n"
-    "    - topologyValue: static-cluster\n"
-    "      resources:\n"
-    "      - {kind: ConfigMap, name: extra, override: [{fieldPath: 'data.list[0]', value: "
-    "{staticValue: x}}]}\n";
+#define WARNED_POLICY "tests/data/warnings/overlap-policy.yaml"
 
 /* A workload with a duplicate key: a warning only the YAML reader sees. */
 static const char dup_key[] = "apiVersion: v1\n"
@@ -69,12 +52,15 @@ struct fx {
 
 static void fx_open(struct fx *f)
 {
+    char *policy;
+
     memset(f, 0, sizeof(*f));
     f->repo = th_example_repo();
     f->state = th_tmpdir("pcache-state");
-    free(th_git_commit_files(f->repo, "warnings and a broken file", "policies/overlap.yaml",
-                             warned_policy, "fill-and-spill/extra.yaml", dup_key, "zz/broken.yaml",
-                             broken, NULL));
+    policy = th_inputs_read(WARNED_POLICY, NULL);
+    free(th_git_commit_files(f->repo, "warnings and a broken file", "policies/overlap.yaml", policy,
+                             "fill-and-spill/extra.yaml", dup_key, "zz/broken.yaml", broken, NULL));
+    free(policy);
 }
 
 static void fx_close(struct fx *f)

@@ -14,27 +14,11 @@
 #include <string.h>
 
 #include "th_git.h"
+#include "th_inputs.h"
 #include "th_rp.h"
 
-static const char overlap[] =
-    "apiVersion: policy.elotl.co/v1alpha1\n"
-    "kind: SchedulePolicy\n"
-    "metadata: {name: aaa-overlap}\n"
-    "spec:\n"
-    "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: rayjob3}}\n"
-    "  resourceSelectors:\n"
-    "    labelSelectors: [{matchExpressions: []}]\n"
-    "    fieldSelectors: [x]\n"
-    "  groupBy: {labelKey: app.kubernetes.io/instance, label: typo}\n"
-    "  clusterSelectr: {}\n"
-    "  spreadConstraints:\n"
-    "    spreadMode: Duplicate\n"
-    "    topologyKey: kubernetes.io/metadata.name\n"
-    "    overrides:\n"
-    "    - topologyValue: static-cluster\n"
-    "      resources:\n"
-    "      - {kind: ConfigMap, name: extra, override: [{fieldPath: 'data.list[0]', value: "
-    "{staticValue: x}}]}\n";
+/* unknown fields (warnings with their lines), and a policy that overlaps the example's */
+#define OVERLAP_POLICY "tests/data/warnings/overlap-policy.yaml"
 
 static const char rayjob3[] = "apiVersion: v1\n"
                               "kind: ConfigMap\n"
@@ -47,9 +31,11 @@ static const char rayjob3[] = "apiVersion: v1\n"
 static char *warned_repo(void)
 {
     char *repo = th_example_repo();
+    char *overlap = th_inputs_read(OVERLAP_POLICY, NULL);
     char *id = th_git_commit_files(repo, "a policy with warnings", "policies/overlap.yaml", overlap,
                                    "fill-and-spill/extra.yaml", rayjob3, NULL);
     free(id);
+    free(overlap);
     return repo;
 }
 
