@@ -759,15 +759,7 @@ static void test_rc_apply__server_errors_in_a_row_stop_the_deletes(void **state)
 
     t[0].rel = "_cluster/namespace.team.yaml";
     t[0].data = NS_TEAM;
-    for (int i = 1; i < 12; i++) {
-        snprintf(names[i], sizeof(names[i]), "team/configmap.m%02d.yaml", i);
-        snprintf(bodies[i], sizeof(bodies[i]),
-                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m%02d\n  namespace: team\n"
-                 "  labels:\n" MANAGED "data:\n  k: v\n",
-                 i);
-        t[i].rel = names[i];
-        t[i].data = bodies[i];
-    }
+    managed_configmaps(t + 1, names, bodies, 11);
     commit(f, c1, t, 12);
     assert_int_equal(apply(f, c1, 1, 0), 0);
     commit(f, c2, empty, 1);
