@@ -21,6 +21,7 @@
 #include "rc_buf.h"
 #include "rc_cache.h"
 #include "rc_pcache.h"
+#include "rc_rcache.h"
 #include "rc_git.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
@@ -616,37 +617,78 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     return RC_OK;
 }
 
+/* A placements.yaml blob and its source line (rc_rcache.h), when known. */
+struct known_line {
+    char blob[41]; /* "" when none */
+    int known;     /* line is the blob's (line.have 0: it has none); 0: not known */
+    struct rc_rcache_line line;
+};
+
+static int split_record(const char *p, size_t len, size_t *head, const char **tail, size_t *tlen);
+
+/* The source line of a placements.yaml (the bytes from the newline before "source: " to the
+ * next newline), pointing into text; none when it has no such line. */
+static void record_source_line(struct rc_rcache_line *out, const char *text, size_t len)
+{
+    size_t head, tlen;
+    const char *tail;
+
+    memset(out, 0, sizeof(*out));
+    if (text && split_record(text, len, &head, &tail, &tlen)) {
+        out->have = 1;
+        out->text = text + head;
+        out->len = (size_t)(tail - (text + head));
+    }
+}
+
 /* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
  * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
- * *nread counts the units read from the file, 0 when it was not read. */
-static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, struct rc_git *g,
-                       struct rc_cache *cache, const char *deploy, struct rc_arena *a,
-                       struct rc_err *err)
+ * else the record cache file (rc_rcache.h, `--once`) may hold it. *nread counts the units
+ * read from the file, 0 when it was not read; *cached says the record came from the record
+ * cache file. kl gets the blob id ("" without a record) and, when known, its source line,
+ * for the diff and for the record cache file. */
+static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
+                       struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
+                       int last_pass, const char *deploy, const struct rc_log *log,
+                       struct rc_arena *a, struct rc_err *err)
 {
+    struct rc_rcache *rfile = rc_cache_record_file(cache);
     const struct rd_record *kept;
-    char blob[41];
     char *text = NULL;
     size_t len = 0;
     int error;
 
     *nread = 0;
+    *cached = 0;
+    memset(kl, 0, sizeof(*kl));
     memset(rec, 0, sizeof(*rec));
     if (!deploy || !deploy[0])
         return RC_OK;
-    error = rc_git_file_id(blob, g, deploy, RECORD_PATH, err);
+    error = rc_git_file_id(kl->blob, g, deploy, RECORD_PATH, err);
     if (error == RC_ENOTFOUND) {
         rc_err_clear(err);
+        kl->blob[0] = '\0';
         return RC_OK;
     }
     if (error < 0)
         return error;
-    kept = cache ? rc_cache_record(cache, blob) : NULL;
+    kept = cache ? rc_cache_record(cache, kl->blob) : NULL;
     if (kept) {
+        const char *data = rc_cache_record_text(cache, kl->blob, &len);
         *rec = *kept;
+        kl->known = data != NULL;
+        record_source_line(&kl->line, data, len);
         return RC_OK;
     }
-    error = rc_git_read_blob(&text, &len, g, blob, RD_RECORD_MAX_BYTES, a, err);
+    if (rfile && rc_rcache_load(rfile, rec, &kl->line, kl->blob, a, log)) {
+        *cached = 1;
+        kl->known = 1;
+        if (!last_pass) /* `--once`: no next pass in this process */
+            rc_cache_set_record(cache, kl->blob, rec, NULL, 0);
+        return RC_OK;
+    }
+    error = rc_git_read_blob(&text, &len, g, kl->blob, RD_RECORD_MAX_BYTES, a, err);
     if (error == RC_OK) {
         *nbytes += len;
         error = rd_record_parse(rec, text, len, a, err);
@@ -654,8 +696,10 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, str
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     *nread = rec->nunits;
+    kl->known = 1;
+    record_source_line(&kl->line, text, len);
     if (cache)
-        rc_cache_set_record(cache, blob, rec, text, len);
+        rc_cache_set_record(cache, kl->blob, rec, text, len);
     return RC_OK;
 }
 
@@ -704,14 +748,46 @@ static int same_content(const char *path, const char *a, size_t alen, const char
     return alen == blen && !memcmp(a, b, alen);
 }
 
+/* Whether placements.yaml file f equals blob old_id but for its source line, told from the
+ * blob's source line alone (kl): f with that line in place of its own is the blob exactly
+ * when their blob ids are equal (split_record cuts both at the same first "\nsource: ").
+ * *same: 1 or 0, or -1 when kl does not know old_id. */
+static int same_by_line(int *same, const struct known_line *kl, const char *old_id,
+                        const struct rd_tree_file *f, struct rc_err *err)
+{
+    size_t head, tlen;
+    const char *tail;
+    char *joined, id[41];
+    int error;
+
+    *same = -1;
+    if (!kl || !kl->known || !kl->blob[0] || strcmp(kl->blob, old_id))
+        return RC_OK;
+    *same = 0;
+    /* without a source line in either, equal means equal ids, which they are not */
+    if (!kl->line.have || !f->data || !split_record(f->data, f->len, &head, &tail, &tlen))
+        return RC_OK;
+    joined = rc_xmalloc(head + kl->line.len + tlen + 1);
+    memcpy(joined, f->data, head);
+    memcpy(joined + head, kl->line.text, kl->line.len);
+    memcpy(joined + head + kl->line.len, tail, tlen);
+    error = rc_git_digest(id, joined, head + kl->line.len + tlen, err);
+    free(joined);
+    if (error < 0)
+        return error;
+    *same = !strcmp(id, old_id);
+    return RC_OK;
+}
+
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
  * by blob id: only the base's placements.yaml is read (its source line does not count). Kept
  * files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
  * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree. */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     struct rc_cache *cache, size_t *nread, const char *base,
-                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
+                     struct rc_cache *cache, const struct known_line *kl, size_t *nread,
+                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
+                     struct rc_err *err)
 {
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
@@ -765,7 +841,14 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                 size_t len = 0;
                 /* loop mode: the bytes of the blob the last pass read or wrote, kept by its id */
                 const char *data = rc_cache_record_text(cache, old[i].id, &len);
+                int known = -1;
+                /* `--once`: the source line the record cache file kept with the record */
                 if (!data) {
+                    error = same_by_line(&known, kl, old[i].id, &tree->files[j], err);
+                    if (error < 0)
+                        return error;
+                }
+                if (known < 0 && !data) {
                     char *read = NULL;
                     error =
                         rc_git_read_blob(&read, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
@@ -775,8 +858,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                     if (nread)
                         *nread += len;
                 }
-                same =
-                    same_content(old[i].path, data, len, tree->files[j].data, tree->files[j].len);
+                same = known >= 0 ? known
+                                  : same_content(old[i].path, data, len, tree->files[j].data,
+                                                 tree->files[j].len);
             }
             if (!same) {
                 ch[cnt].path = tree->files[j].path;
@@ -1280,25 +1364,45 @@ static void remember(const struct rc_pass_options *o, const char key[41],
         rc_log_warn(o->log, "%s (the next pass will do all its work)", err.msg);
 }
 
-/* Loop mode: the record this pass wrote is the next pass's previous record; keep it by the
- * blob id of the bytes written (rc_cache.h), so that the next pass need not read it. */
-static void keep_written_record(struct rc_cache *cache, const struct compute *cp,
-                                const char *source, char (*ids)[41],
-                                const struct rd_render_options *render)
+/* The record this pass wrote is the next pass's previous record: kept by the blob id of the
+ * bytes written (rc_cache.h), so that the next pass need not read it; in memory for loop
+ * mode's next pass, and in the record cache file (rc_rcache.h) for the next process. Returns
+ * the bytes written to that file. */
+static size_t keep_written_record(const struct rc_pass_options *o, const struct compute *cp,
+                                  const char *source, char (*ids)[41])
 {
-    struct rd_render_options ro = *render;
+    struct rc_rcache *rfile = rc_cache_record_file(o->cache);
+    struct rd_render_options ro = o->render;
     struct rc_arena fresh = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
     struct rd_record rec;
+    struct rc_rcache_line line;
     const char *text;
+    size_t before = rc_rcache_written(rfile);
     int k = find_tree_file(&cp->tree, RECORD_PATH);
+    double t0, t1;
 
-    if (k < 0 || cp->tree.files[k].keep || !ids[k][0])
-        return;
+    if (k < 0 || cp->tree.files[k].keep || !ids[k][0] || (!rfile && o->last_pass))
+        return 0;
     ro.tallies = cp->tallies;
     /* made in an arena the cache takes over: no copy */
+    t0 = mono_ms();
     rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
-    text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
-    rc_cache_take_record(cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
+    t1 = mono_ms();
+    record_source_line(&line, cp->tree.files[k].data, cp->tree.files[k].len);
+    if (rfile && rc_rcache_save(rfile, ids[k], &rec, &line, &err) < 0 && o->log)
+        rc_log_warn(o->log, "%s (the next process parses the record)", err.msg);
+    if (rfile && o->log)
+        rc_log_debug(o->log,
+                     "record: made in %.0f ms; %zu bytes written to the record cache (%.0f ms)",
+                     t1 - t0, rc_rcache_written(rfile) - before, mono_ms() - t1);
+    if (o->last_pass) {
+        rc_arena_release(&fresh);
+    } else {
+        text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
+        rc_cache_take_record(o->cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
+    }
+    return rc_rcache_written(rfile) - before;
 }
 
 /* ==== The pass ==== */
@@ -1343,6 +1447,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
+    struct known_line prev_line = {"", 0, {0, NULL, 0}};
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
@@ -1421,8 +1526,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, g, o->cache,
-                        out->deploy_old, a, err);
+    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,
+                        &prev_line, g, o->cache, o->last_pass, out->deploy_old, o->log, a, err);
     if (error < 0)
         goto done;
     phase_mark(ph, PH_RECORD, &t);
@@ -1546,7 +1651,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
+    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, &out->nrecord_bytes_read,
                       out->deploy_old, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
@@ -1554,8 +1659,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
-                              out->deploy_old, &cp->tree, a, err);
+            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line,
+                              &out->nrecord_bytes_read, out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -1632,8 +1737,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
-        if (o->cache && !o->last_pass)
-            keep_written_record(o->cache, cp, out->source, ids, &o->render);
+        if (o->cache)
+            out->nrecord_cache_written = keep_written_record(o, cp, out->source, ids);
         phase_mark(ph, PH_COMMIT, &t);
     }
 
@@ -1656,6 +1761,17 @@ apply:
     }
     phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
+    /* the record parsed from the deploy head, for the next process, unless a committed one
+     * replaced it */
+    if (prev_line.blob[0] && prev_line.known && !out->record_cached && !out->committed &&
+        rc_cache_record_file(o->cache)) {
+        struct rc_rcache *rfile = rc_cache_record_file(o->cache);
+        size_t before = rc_rcache_written(rfile);
+        struct rc_err rerr = RC_ERR_INIT;
+        if (rc_rcache_save(rfile, prev_line.blob, &prev, &prev_line.line, &rerr) < 0 && o->log)
+            rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
+        out->nrecord_cache_written += rc_rcache_written(rfile) - before;
+    }
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
 done:
@@ -1758,7 +1874,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, NULL, id, &c.tree, a, err);
     if (error < 0)
         goto done;
     out->match = nchanges == 0;
