@@ -616,13 +616,23 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     return RC_OK;
 }
 
+/* The bytes of the previous record as this pass read them, by blob id: diff_tree compares the
+ * new record with them instead of reading the blob again. */
+struct prev_text {
+    char blob[41];
+    const char *text;
+    size_t len;
+};
+
 /* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
- * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
- * *nread counts the units read from the file, 0 when it was not read. */
-static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, struct rc_git *g,
-                       struct rc_cache *cache, const char *deploy, struct rc_arena *a,
-                       struct rc_err *err)
+ * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give),
+ * and a record read is kept there for the next pass unless this is the last (keep == 0: a
+ * copy nobody would read). *nread counts the units read from the file, 0 when it was not
+ * read; *pt gets the bytes read (text NULL when none were). */
+static int prev_record(struct rd_record *rec, struct prev_text *pt, size_t *nread, size_t *nbytes,
+                       struct rc_git *g, struct rc_cache *cache, int keep, const char *deploy,
+                       struct rc_arena *a, struct rc_err *err)
 {
     const struct rd_record *kept;
     char blob[41];
@@ -632,6 +642,7 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, str
 
     *nread = 0;
     memset(rec, 0, sizeof(*rec));
+    memset(pt, 0, sizeof(*pt));
     if (!deploy || !deploy[0])
         return RC_OK;
     error = rc_git_file_id(blob, g, deploy, RECORD_PATH, err);
@@ -654,7 +665,10 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, str
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     *nread = rec->nunits;
-    if (cache)
+    memcpy(pt->blob, blob, sizeof(pt->blob));
+    pt->text = text;
+    pt->len = len;
+    if (cache && keep)
         rc_cache_set_record(cache, blob, rec, text, len);
     return RC_OK;
 }
@@ -710,8 +724,9 @@ static int same_content(const char *path, const char *a, size_t alen, const char
  * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree. */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     struct rc_cache *cache, size_t *nread, const char *base,
-                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
+                     struct rc_cache *cache, const struct prev_text *pt, size_t *nread,
+                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
+                     struct rc_err *err)
 {
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
@@ -763,8 +778,15 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
             if (!same && !strcmp(old[i].path, RECORD_PATH)) {
                 size_t len = 0;
-                /* loop mode: the bytes of the blob the last pass read or wrote, kept by its id */
-                const char *data = rc_cache_record_text(cache, old[i].id, &len);
+                /* the bytes this pass read, or (loop mode) those of the blob the last pass
+                 * read or wrote, kept by its id */
+                const char *data = NULL;
+                if (pt && pt->text && !strcmp(pt->blob, old[i].id)) {
+                    data = pt->text;
+                    len = pt->len;
+                } else {
+                    data = rc_cache_record_text(cache, old[i].id, &len);
+                }
                 if (!data) {
                     char *read = NULL;
                     error =
@@ -1343,6 +1365,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
+    struct prev_text prev_text;
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
@@ -1421,8 +1444,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, g, o->cache,
-                        out->deploy_old, a, err);
+    error = prev_record(&prev, &prev_text, &out->nrecord_read, &out->nrecord_bytes_read, g,
+                        o->cache, !o->last_pass, out->deploy_old, a, err);
     if (error < 0)
         goto done;
     phase_mark(ph, PH_RECORD, &t);
@@ -1546,7 +1569,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
+    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_text, &out->nrecord_bytes_read,
                       out->deploy_old, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
@@ -1554,8 +1577,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &out->nrecord_bytes_read,
-                              out->deploy_old, &cp->tree, a, err);
+            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_text,
+                              &out->nrecord_bytes_read, out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -1758,7 +1781,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, NULL, id, &c.tree, a, err);
     if (error < 0)
         goto done;
     out->match = nchanges == 0;
