@@ -3,6 +3,8 @@
  * pass with nothing changed, a pass after a commit touching only a README, and a pass after
  * a commit changing one YAML file. Prints each pass's time, files parsed and the process's
  * peak RSS so far; asserts nothing. BENCH_PHASES=1 logs each pass's phases (debug log).
+ * BENCH_PERF_CTL=FIFO writes "enable" to FIFO before the one-change pass and "disable" after
+ * it, so that `perf record --control=fifo:FIFO -D -1` profiles that pass alone.
  *
  * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE
  *   REPO: a local repository whose branch main holds the source (bench/gen_fleet.py makes
@@ -41,6 +43,17 @@ static long peak_rss_mb(void)
     return ru.ru_maxrss / 1024;
 }
 
+static void perf_ctl(const char *cmd)
+{
+    const char *path = getenv("BENCH_PERF_CTL");
+    FILE *f;
+
+    if (path == NULL || (f = fopen(path, "w")) == NULL)
+        return;
+    fprintf(f, "%s\n", cmd);
+    fclose(f);
+}
+
 static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
 {
     struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
@@ -56,7 +69,11 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
     o.apply = 0;
     o.cache = cache;
     o.log = &log;
+    if (strcmp(label, "one-change") == 0)
+        perf_ctl("enable");
     rc = rc_pass_run(&res, g, &o, &a, &err);
+    if (strcmp(label, "one-change") == 0)
+        perf_ctl("disable");
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", label, err.msg);
         rc_arena_release(&a);

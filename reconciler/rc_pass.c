@@ -617,10 +617,14 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     return RC_OK;
 }
 
-/* A placements.yaml blob and its source line (rc_rcache.h), when known. */
+/* The deploy head's placements.yaml as this pass knows it: its blob id, the bytes when this
+ * pass read them (diff_tree compares the new record with them instead of reading the blob
+ * again), and its source line (rc_rcache.h) when known. */
 struct known_line {
-    char blob[41]; /* "" when none */
-    int known;     /* line is the blob's (line.have 0: it has none); 0: not known */
+    char blob[41];    /* "" when none */
+    const char *text; /* NULL: not read */
+    size_t len;
+    int known; /* line is the blob's (line.have 0: it has none); 0: not known */
     struct rc_rcache_line line;
 };
 
@@ -644,10 +648,11 @@ static void record_source_line(struct rc_rcache_line *out, const char *text, siz
 /* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
  * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
- * else the record cache file (rc_rcache.h, `--once`) may hold it. *nread counts the units
- * read from the file, 0 when it was not read; *cached says the record came from the record
- * cache file. kl gets the blob id ("" without a record) and, when known, its source line,
- * for the diff and for the record cache file. */
+ * else the record cache file (rc_rcache.h, `--once`) may hold it. A record read is kept in
+ * memory for the next pass unless this is the last (a copy nobody would read). *nread counts
+ * the units read from the file, 0 when it was not read; *cached says the record came from
+ * the record cache file. kl gets the blob id ("" without a record), the bytes read, and,
+ * when known, its source line, for the diff and for the record cache file. */
 static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
                        struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
                        int last_pass, const char *deploy, const struct rc_log *log,
@@ -696,9 +701,11 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     *nread = rec->nunits;
+    kl->text = text;
+    kl->len = len;
     kl->known = 1;
     record_source_line(&kl->line, text, len);
-    if (cache)
+    if (cache && !last_pass)
         rc_cache_set_record(cache, kl->blob, rec, text, len);
     return RC_OK;
 }
@@ -839,9 +846,16 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
             if (!same && !strcmp(old[i].path, RECORD_PATH)) {
                 size_t len = 0;
-                /* loop mode: the bytes of the blob the last pass read or wrote, kept by its id */
-                const char *data = rc_cache_record_text(cache, old[i].id, &len);
+                /* the bytes this pass read, or (loop mode) those of the blob the last pass
+                 * read or wrote, kept by its id */
+                const char *data = NULL;
                 int known = -1;
+                if (kl && kl->text && !strcmp(kl->blob, old[i].id)) {
+                    data = kl->text;
+                    len = kl->len;
+                } else {
+                    data = rc_cache_record_text(cache, old[i].id, &len);
+                }
                 /* `--once`: the source line the record cache file kept with the record */
                 if (!data) {
                     error = same_by_line(&known, kl, old[i].id, &tree->files[j], err);
@@ -1447,7 +1461,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
-    struct known_line prev_line = {"", 0, {0, NULL, 0}};
+    struct known_line prev_line = {"", NULL, 0, 0, {0, NULL, 0}};
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;

@@ -201,7 +201,7 @@ static void test_rc_incremental__last_pass_keeps_nothing(void **state)
     struct rc_pass_result res;
     struct rc_cache *once = NULL, *loop = NULL;
     struct rc_err err = RC_ERR_INIT;
-    char *repo = make_repo(), *first, *last;
+    char *repo = make_repo(), *first, *last, *prev_blob, *prev_size;
     char tree[41], again[41];
 
     (void)state;
@@ -222,6 +222,13 @@ static void test_rc_incremental__last_pass_keeps_nothing(void **state)
     run_pass_as(&res, tree, repo, once, 1, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, NJOBS); /* nothing was kept: read back */
+    /* the record it read is not copied into the cache either, and it was read once: the new
+     * record is compared with the bytes read, not with a second read of the blob */
+    prev_blob = th_git_ok(repo, "rev-parse", "refs/heads/deploy~1:placements.yaml", NULL);
+    prev_blob[strcspn(prev_blob, "\n")] = '\0';
+    assert_null(rc_cache_record(once, prev_blob));
+    prev_size = th_git_ok(repo, "cat-file", "-s", prev_blob, NULL);
+    assert_int_equal(res.nrecord_bytes_read, strtoul(prev_size, NULL, 10));
 
     /* loop passes from the same start commit the same trees */
     free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
@@ -238,6 +245,8 @@ static void test_rc_incremental__last_pass_keeps_nothing(void **state)
     rc_cache_free(loop);
     free(first);
     free(last);
+    free(prev_blob);
+    free(prev_size);
     rc_git_global_shutdown();
     rc_arena_release(&a);
     th_rm_rf(repo);
