@@ -34,6 +34,7 @@
 
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_hash.h"
 #include "rc_mem.h"
 #include "rd_output_internal.h"
 #include "rd_pack.h"
@@ -867,71 +868,120 @@ done:
 /* ==== The binary form (rd_record_pack) ====
  *
  * Format (numbers are rd_varint, unsigned LEB128):
- *   str        len + 1, then len bytes (no NUL inside); 0 for NULL
+ *   str        0 for NULL; 2 x len + 1, then len bytes (no NUL inside): a new string, the
+ *              next entry of the string table; 2 x k + 2: entry k of that table (a record
+ *              repeats policies, digests, clusters, reasons and details unit after unit)
  *   record     str source, str render_digest, nunits, unit...
  *   unit       str unit, str policy, str policy_digest, nobjects, str..., state,
  *              nclusters, str..., str reason, str cause, nverdicts, verdict...,
  *              omitted, count[0..3]
  *   verdict    str cluster, kind, str detail, nodes_added
+ * A string read back from the table is shared: the record's strings are read-only.
  */
 
-static void put_num(struct rc_buf *b, size_t v)
+struct packer {
+    struct rc_buf *out;
+    const char **slot; /* open addressing: the strings written, by content */
+    size_t *index;     /* their table entries */
+    size_t cap, n;
+};
+
+static void put_num(struct packer *pk, size_t v)
 {
     unsigned char tmp[RD_VARINT_MAX];
 
-    rc_buf_add(b, tmp, (size_t)(rd_varint_put(tmp, v) - tmp), NULL);
+    rc_buf_add(pk->out, tmp, (size_t)(rd_varint_put(tmp, v) - tmp), NULL);
 }
 
-static void put_str(struct rc_buf *b, const char *s)
+static void put_str(struct packer *pk, const char *s)
 {
-    size_t n = s ? strlen(s) : 0;
+    size_t n, h;
 
-    put_num(b, s ? n + 1 : 0);
-    rc_buf_add(b, s, n, NULL);
+    if (!s) {
+        put_num(pk, 0);
+        return;
+    }
+    n = strlen(s);
+    if (2 * (pk->n + 1) > pk->cap) {
+        size_t ncap = pk->cap ? 2 * pk->cap : 1024;
+        const char **ns = rc_xcalloc(ncap, sizeof(*ns));
+        size_t *ni = rc_xcalloc(ncap, sizeof(*ni));
+        for (size_t i = 0; i < pk->cap; i++) {
+            if (!pk->slot[i])
+                continue;
+            h = (size_t)rc_fnv1a(RC_FNV_INIT, pk->slot[i], strlen(pk->slot[i])) & (ncap - 1);
+            while (ns[h])
+                h = (h + 1) & (ncap - 1);
+            ns[h] = pk->slot[i];
+            ni[h] = pk->index[i];
+        }
+        free(pk->slot);
+        free(pk->index);
+        pk->slot = ns;
+        pk->index = ni;
+        pk->cap = ncap;
+    }
+    h = (size_t)rc_fnv1a(RC_FNV_INIT, s, n) & (pk->cap - 1);
+    for (; pk->slot[h]; h = (h + 1) & (pk->cap - 1)) {
+        if (!strcmp(pk->slot[h], s)) {
+            put_num(pk, 2 * pk->index[h] + 2);
+            return;
+        }
+    }
+    pk->slot[h] = s;
+    pk->index[h] = pk->n++;
+    put_num(pk, 2 * n + 1);
+    rc_buf_add(pk->out, s, n, NULL);
 }
 
 void rd_record_pack(struct rc_buf *out, const struct rd_record *r)
 {
-    put_str(out, r->source ? r->source : "");
-    put_str(out, r->render_digest);
-    put_num(out, r->nunits);
+    struct packer pk = {out, NULL, NULL, 0, 0};
+
+    put_str(&pk, r->source ? r->source : "");
+    put_str(&pk, r->render_digest);
+    put_num(&pk, r->nunits);
     for (size_t i = 0; i < r->nunits; i++) {
         const struct pl_prev_unit *u = &r->units[i];
         struct rd_verdict_tally t;
-        put_str(out, u->unit);
-        put_str(out, u->policy);
-        put_str(out, u->policy_digest);
-        put_num(out, u->nobjects);
+        put_str(&pk, u->unit);
+        put_str(&pk, u->policy);
+        put_str(&pk, u->policy_digest);
+        put_num(&pk, u->nobjects);
         for (size_t k = 0; k < u->nobjects; k++)
-            put_str(out, u->objects[k]);
-        put_num(out, (size_t)u->state);
-        put_num(out, u->nclusters);
+            put_str(&pk, u->objects[k]);
+        put_num(&pk, (size_t)u->state);
+        put_num(&pk, u->nclusters);
         for (size_t k = 0; k < u->nclusters; k++)
-            put_str(out, u->clusters[k]);
-        put_str(out, u->reason);
-        put_str(out, u->cause);
-        put_num(out, u->nverdicts);
+            put_str(&pk, u->clusters[k]);
+        put_str(&pk, u->reason);
+        put_str(&pk, u->cause);
+        put_num(&pk, u->nverdicts);
         for (size_t k = 0; k < u->nverdicts; k++) {
             const struct pl_verdict *v = &u->verdicts[k];
-            put_str(out, v->cluster);
-            put_num(out, (size_t)v->kind);
-            put_str(out, v->detail);
-            put_num(out, v->nodes_added > 0 ? (size_t)v->nodes_added : 0);
+            put_str(&pk, v->cluster);
+            put_num(&pk, (size_t)v->kind);
+            put_str(&pk, v->detail);
+            put_num(&pk, v->nodes_added > 0 ? (size_t)v->nodes_added : 0);
         }
         if (r->tallies)
             t = r->tallies[i];
         else
             memset(&t, 0, sizeof(t));
-        put_num(out, t.omitted);
+        put_num(&pk, t.omitted);
         for (int k = 0; k < 4; k++)
-            put_num(out, t.count[k]);
+            put_num(&pk, t.count[k]);
     }
+    free(pk.slot);
+    free(pk.index);
 }
 
 struct unpacker {
     const unsigned char *p, *end;
     struct rc_arena *a;
     int bad;
+    const char **tab; /* the string table */
+    size_t ntab, captab;
 };
 
 static size_t get_num(struct unpacker *u)
@@ -955,22 +1005,33 @@ static size_t get_count(struct unpacker *u)
 
 static const char *get_str(struct unpacker *u, int required)
 {
-    size_t n = get_num(u);
-    const char *s;
+    size_t v = get_num(u), n;
+    char *s;
 
-    if (u->bad || (n == 0 && required)) {
+    if (u->bad || (v == 0 && required)) {
         u->bad = 1;
         return NULL;
     }
-    if (n == 0)
+    if (v == 0)
         return NULL;
-    n--;
+    if (v % 2 == 0) {
+        if (v / 2 - 1 >= u->ntab) {
+            u->bad = 1;
+            return NULL;
+        }
+        return u->tab[v / 2 - 1];
+    }
+    n = v / 2;
     if (n > (size_t)(u->end - u->p) || memchr(u->p, '\0', n)) {
         u->bad = 1;
         return NULL;
     }
-    s = rc_arena_strndup(u->a, (const char *)u->p, n);
+    s = rc_arena_alloc(u->a, n + 1);
+    memcpy(s, u->p, n);
+    s[n] = '\0';
     u->p += n;
+    u->tab = rc_xgrow(u->tab, &u->captab, u->ntab + 1, sizeof(*u->tab));
+    u->tab[u->ntab++] = s;
     return s;
 }
 
@@ -1033,7 +1094,7 @@ static void get_unit(struct unpacker *in, struct pl_prev_unit *u, struct rd_verd
 int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
                      struct rc_arena *a, struct rc_err *err)
 {
-    struct unpacker in = {data, data + len, a, 0};
+    struct unpacker in = {data, data + len, a, 0, NULL, 0, 0};
     struct rd_record r;
     int error;
 
@@ -1045,6 +1106,7 @@ int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t le
     r.tallies = rc_arena_calloc(a, r.nunits + 1, sizeof(*r.tallies));
     for (size_t i = 0; i < r.nunits && !in.bad; i++)
         get_unit(&in, &r.units[i], &r.tallies[i]);
+    free(in.tab);
     if (in.bad || in.p != in.end)
         return rc_err_set(err, RC_EINVALID, "packed record: not what rd_record_pack writes");
     error = check_unique(&r, a, err);
