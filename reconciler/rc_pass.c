@@ -786,16 +786,66 @@ static int same_by_line(int *same, const struct known_line *kl, const char *old_
     return RC_OK;
 }
 
+/* Whether the new placements.yaml f is the old blob o but for its source line
+ * (same_content, counted in *ncompared): compared with the bytes this pass read, or (loop mode)
+ * those of the blob the last pass read or wrote, kept by its id; else, `--once`, told from the
+ * source line the record cache file kept (same_by_line); else the blob is read (counted in *nread).
+ */
+static int record_same(int *same, struct rc_git *g, struct rc_cache *cache,
+                       const struct known_line *kl, size_t *nread, size_t *ncompared,
+                       const struct rc_git_blob *o, const struct rd_tree_file *f,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    const char *data = NULL;
+    size_t len = 0;
+    int known = -1, error;
+
+    if (ncompared)
+        (*ncompared)++;
+    if (kl && kl->text && !strcmp(kl->blob, o->id)) {
+        data = kl->text;
+        len = kl->len;
+    } else {
+        data = rc_cache_record_text(cache, o->id, &len);
+    }
+    if (!data) {
+        error = same_by_line(&known, kl, o->id, f, err);
+        if (error < 0)
+            return error;
+        if (known >= 0) {
+            *same = known;
+            return RC_OK;
+        }
+    }
+    if (!data) {
+        char *read = NULL;
+        error = rc_git_read_blob(&read, &len, g, o->id, RD_RECORD_MAX_BYTES, a, err);
+        if (error < 0)
+            return error;
+        data = read;
+        if (nread)
+            *nread += len;
+    }
+    *same = same_content(o->path, data, len, f->data, f->len);
+    return RC_OK;
+}
+
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
- * by blob id: only the base's placements.yaml is read (its source line does not count). Kept
- * files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
+ * by blob id: only the base's placements.yaml is compared (its source line does not count,
+ * record_same). lazy_record: when another path changes (capacity.yaml aside) the pass
+ * commits anyway, writing the new placements.yaml whole, so a placements.yaml of another blob
+ * counts as modified without a comparison (`plan` passes 0: it lists exactly what differs).
+ * Kept files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
  * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree. */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     struct rc_cache *cache, const struct known_line *kl, size_t *nread,
-                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
-                     struct rc_err *err)
+                     struct rc_cache *cache, const struct known_line *kl, int lazy_record,
+                     size_t *nread, size_t *ncompared, const char *base, const struct rd_tree *tree,
+                     struct rc_arena *a, struct rc_err *err)
 {
+    const struct rc_git_blob *rec_old = NULL;
+    const struct rd_tree_file *rec_new = NULL;
+    size_t rec_at = 0;
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
     struct rc_path_change *ch = NULL;
@@ -845,36 +895,17 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         } else {
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
             if (!same && !strcmp(old[i].path, RECORD_PATH)) {
-                size_t len = 0;
-                /* the bytes this pass read, or (loop mode) those of the blob the last pass
-                 * read or wrote, kept by its id */
-                const char *data = NULL;
-                int known = -1;
-                if (kl && kl->text && !strcmp(kl->blob, old[i].id)) {
-                    data = kl->text;
-                    len = kl->len;
+                if (lazy_record) {
+                    /* decided below, when it matters */
+                    rec_old = &old[i];
+                    rec_new = &tree->files[j];
+                    rec_at = cnt;
                 } else {
-                    data = rc_cache_record_text(cache, old[i].id, &len);
-                }
-                /* `--once`: the source line the record cache file kept with the record */
-                if (!data) {
-                    error = same_by_line(&known, kl, old[i].id, &tree->files[j], err);
+                    error = record_same(&same, g, cache, kl, nread, ncompared, &old[i],
+                                        &tree->files[j], a, err);
                     if (error < 0)
                         return error;
                 }
-                if (known < 0 && !data) {
-                    char *read = NULL;
-                    error =
-                        rc_git_read_blob(&read, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
-                    if (error < 0)
-                        return error;
-                    data = read;
-                    if (nread)
-                        *nread += len;
-                }
-                same = known >= 0 ? known
-                                  : same_content(old[i].path, data, len, tree->files[j].data,
-                                                 tree->files[j].len);
             }
             if (!same) {
                 ch[cnt].path = tree->files[j].path;
@@ -882,6 +913,20 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             }
             i++;
             j++;
+        }
+    }
+    if (rec_old) {
+        int other = 0, same = 0;
+        for (size_t k = 0; k < cnt && !other; k++)
+            other = strcmp(ch[k].path, CAPACITY_PATH) && strcmp(ch[k].path, RECORD_PATH);
+        if (!other) {
+            error = record_same(&same, g, cache, kl, nread, ncompared, rec_old, rec_new, a, err);
+            if (error < 0)
+                return error;
+        }
+        if (same) {
+            memmove(&ch[rec_at], &ch[rec_at + 1], (cnt - rec_at - 1) * sizeof(*ch));
+            cnt--;
         }
     }
     qsort(ch, cnt, sizeof(*ch), cmp_change);
@@ -1665,16 +1710,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, &out->nrecord_bytes_read,
-                      out->deploy_old, &cp->tree, a, err);
+    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, !o->dry_run,
+                      &out->nrecord_bytes_read, &out->nrecord_compared, out->deploy_old, &cp->tree,
+                      a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
         rc_err_clear(err);
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line,
-                              &out->nrecord_bytes_read, out->deploy_old, &cp->tree, a, err);
+            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, !o->dry_run,
+                              &out->nrecord_bytes_read, &out->nrecord_compared, out->deploy_old,
+                              &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -1888,7 +1935,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, NULL, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, 0, NULL, NULL, id, &c.tree, a, err);
     if (error < 0)
         goto done;
     out->match = nchanges == 0;

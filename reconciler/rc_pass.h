@@ -134,6 +134,9 @@ struct rc_pass_result {
      * parsed when the file did not hold it) */
     int record_cached;
     size_t nrecord_cache_written;
+    /* placements.yaml compared with the deploy head's but for the source line: 0 when their
+     * blob ids are equal or the pass commits for other paths anyway (not `plan`) */
+    size_t nrecord_compared;
     int apply_incomplete; /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by

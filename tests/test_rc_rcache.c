@@ -193,6 +193,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 0);
     assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.nrecord_compared, 1);
     assert_int_equal(res.nrecord_cache_written, 0);
     assert_int_equal(stat(f.path, &st2), 0);
     assert_int_equal(st1.st_ino, st2.st_ino);
@@ -200,7 +201,30 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     assert_int_equal(plain.committed, 0);
     assert_true(plain.nrecord_bytes_read > 0);
     assert_string_equal(tree, want);
-    assert_string_equal(deploy_head(f.repo), base);
+    {
+        char *head = deploy_head(f.repo);
+        assert_string_equal(head, base);
+        free(head);
+    }
+    free(base);
+
+    /* a change to a placed object and not to the record but its source line: the pass
+     * commits for the object, and writes placements.yaml whole without comparing it */
+    base = deploy_head(f.repo);
+    free(th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n"
+                             "  labels:\n    app: rayclustersetup\n    tier: gold\n",
+                             NULL));
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.nrecord_compared, 0);
+    assert_file_holds_head_record(&f);
+    set_deploy(&f, base);
+    run_once(&plain, want, &f, NO_STATE, NULL);
+    assert_int_equal(plain.committed, 1);
+    assert_string_equal(tree, want);
     free(base);
 
     /* --no-parse-cache: neither read nor written */
