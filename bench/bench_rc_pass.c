@@ -91,7 +91,7 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
 static int commit_file(struct rc_git *g, const char *path, const char *data, size_t len)
 {
     struct rc_err err = RC_ERR_INIT;
-    struct rc_git_file f = {path, data, len, 0, ""};
+    struct rc_git_file f = {path, data, len, 0, "", 0};
     char head[41], tree[41], commit[41];
 
     if (rc_git_resolve(head, g, "main", &err) < 0 ||

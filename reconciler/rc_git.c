@@ -1884,6 +1884,11 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         }
         if (files[i].id[0] && parse_oid(&id, files[i].id, "blob", err) == RC_OK) {
             /* hashed by the caller */
+        } else if (files[i].differs) {
+            /* not the base's blob: hashed as it is written */
+            changed[i] = 2;
+            nchanged++;
+            continue;
         } else if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
@@ -1905,7 +1910,9 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         memset(&ie, 0, sizeof(ie));
         if (sink.mempack) {
             ie.id = ids[i];
-            ge = sink_write_blob(&sink, &ie.id, data, files[i].len);
+            ge = changed[i] == 2 ? git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB) : 0;
+            if (ge >= 0)
+                ge = sink_write_blob(&sink, &ie.id, data, files[i].len);
         } else {
             ge = git_blob_create_from_buffer(&ie.id, sink.repo, data, files[i].len);
         }

@@ -719,10 +719,11 @@ static int same_content(const char *path, const char *a, size_t alen, const char
 }
 
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
- * by blob id: only the base's placements.yaml is read (its source line does not count). Kept
- * files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
- * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
- * rc_git_build_tree. */
+ * by blob id, and placements.yaml by its bytes: only the base's is read (its source line does
+ * not count). Kept files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has
+ * no such file. ids (NULL, or tree->nfiles entries) gets the blob id of every file that is
+ * not kept, for rc_git_build_tree, but "" for a placements.yaml whose bytes differ from the
+ * base's (rc_git_file.differs: hashed once, when written). */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
                      struct rc_cache *cache, const struct prev_text *pt, size_t *nread,
                      const char *base, const struct rd_tree *tree, struct rc_arena *a,
@@ -741,7 +742,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             return error;
     }
     for (size_t k = 0; k < tree->nfiles; k++) {
-        if (tree->files[k].keep)
+        /* the record is compared by its bytes below: hashing 10 MB costs more (SHA-1 with
+         * collision detection), and a record that differs is hashed once, as it is written */
+        if (tree->files[k].keep || (base && base[0] && !strcmp(tree->files[k].path, RECORD_PATH)))
             continue;
         error = rc_git_digest(id[k], tree->files[k].data ? tree->files[k].data : "",
                               tree->files[k].len, err);
@@ -776,7 +779,7 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             j++;
         } else {
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
-            if (!same && !strcmp(old[i].path, RECORD_PATH)) {
+            if (!tree->files[j].keep && !strcmp(old[i].path, RECORD_PATH)) {
                 size_t len = 0;
                 /* the bytes this pass read, or (loop mode) those of the blob the last pass
                  * read or wrote, kept by its id */
@@ -797,8 +800,14 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                     if (nread)
                         *nread += len;
                 }
-                same =
-                    same_content(old[i].path, data, len, tree->files[j].data, tree->files[j].len);
+                if (len == tree->files[j].len && !memcmp(data, tree->files[j].data, len)) {
+                    memcpy(id[j], old[i].id, sizeof(id[j])); /* the same bytes: that blob */
+                    same = 1;
+                } else {
+                    /* id[j] stays "": the bytes differ from the base's blob */
+                    same = same_content(old[i].path, data, len, tree->files[j].data,
+                                        tree->files[j].len);
+                }
             }
             if (!same) {
                 ch[cnt].path = tree->files[j].path;
@@ -1619,6 +1628,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             files[i].len = cp->tree.files[i].len;
             files[i].keep = cp->tree.files[i].keep;
             memcpy(files[i].id, ids[i], sizeof(files[i].id));
+            files[i].differs = !files[i].keep && !ids[i][0];
         }
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
