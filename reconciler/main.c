@@ -156,8 +156,8 @@ static const struct opt_def opt_defs[] = {
      "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
      "files past it are refused, each with an error"},
     {OPT_NO_PARSE_CACHE, "no-parse-cache", 0, NULL,
-     "parse every source file read; do not read or write the state\n"
-     "directory's parse-cache"},
+     "parse every source file read and the deploy head's record; do not\n"
+     "read or write the state directory's parse-cache and record-cache"},
     {OPT_REPLACE_UNREACHABLE, "replace-unreachable-after", 0, "DURATION",
      "move units off a live cluster unreachable for longer than DURATION\n"
      "(policies' rightplace.dev/replace-unreachable-after overrides; default off)"},

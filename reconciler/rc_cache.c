@@ -30,6 +30,7 @@
 #include "rc_buf.h"
 #include "rc_mem.h"
 #include "rc_pcache.h"
+#include "rc_rcache.h"
 #include "rd_output.h"
 
 #include "rc_banned.h"
@@ -54,6 +55,7 @@ struct rc_cache {
     struct kept_record rec, older; /* the record, and the one before (results may point in) */
     struct rd_record_memo *writer;
     struct rc_pcache *pfile; /* NULL: none */
+    struct rc_rcache *rfile; /* NULL: none */
 };
 
 static void memo_release(struct rc_memo *m)
@@ -360,6 +362,9 @@ int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *er
         read_memo_file(c);
         rc_buf_printf(&path, NULL, "%s/%s", state_dir, RC_PCACHE_FILE);
         rc_pcache_new(&c->pfile, path.ptr);
+        rc_buf_reset(&path);
+        rc_buf_printf(&path, NULL, "%s/%s", state_dir, RC_RCACHE_FILE);
+        rc_rcache_new(&c->rfile, path.ptr);
         rc_buf_release(&path);
     }
     *out = c;
@@ -376,6 +381,7 @@ void rc_cache_free(struct rc_cache *c)
     rc_arena_release(&c->older.arena);
     rd_record_memo_free(c->writer);
     rc_pcache_free(c->pfile);
+    rc_rcache_free(c->rfile);
     free(c->state_dir);
     free(c);
 }
@@ -391,6 +397,13 @@ void rc_cache_no_parse_file(struct rc_cache *c)
         return;
     rc_pcache_free(c->pfile);
     c->pfile = NULL;
+    rc_rcache_free(c->rfile);
+    c->rfile = NULL;
+}
+
+struct rc_rcache *rc_cache_record_file(struct rc_cache *c)
+{
+    return c ? c->rfile : NULL;
 }
 
 struct rd_cache *rc_cache_parsed(struct rc_cache *c)

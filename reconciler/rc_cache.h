@@ -93,10 +93,13 @@ const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, siz
  * process; borrowed. */
 struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c);
 
-/* The parse cache file (rc_pcache.h), <state_dir>/parse-cache: NULL without a state
- * directory or after rc_cache_no_parse_file (reconcile --no-parse-cache); borrowed. */
+/* The parse cache file (rc_pcache.h), <state_dir>/parse-cache, and the record cache file
+ * (rc_rcache.h), <state_dir>/record-cache: NULL without a state directory or after
+ * rc_cache_no_parse_file (reconcile --no-parse-cache turns both off); borrowed. */
 struct rc_pcache;
+struct rc_rcache;
 struct rc_pcache *rc_cache_parse_file(struct rc_cache *c);
+struct rc_rcache *rc_cache_record_file(struct rc_cache *c);
 void rc_cache_no_parse_file(struct rc_cache *c);
 
 /* Forget the memo (memory and file). */

@@ -21,6 +21,7 @@
 #include "rc_buf.h"
 #include "rc_cache.h"
 #include "rc_pcache.h"
+#include "rc_rcache.h"
 #include "rc_git.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
@@ -616,48 +617,83 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     return RC_OK;
 }
 
-/* The bytes of the previous record as this pass read them, by blob id: diff_tree compares the
- * new record with them instead of reading the blob again. */
-struct prev_text {
-    char blob[41];
-    const char *text;
+/* The deploy head's placements.yaml as this pass knows it: its blob id, the bytes when this
+ * pass read them (diff_tree compares the new record with them instead of reading the blob
+ * again), and its source line (rc_rcache.h) when known. */
+struct known_line {
+    char blob[41];    /* "" when none */
+    const char *text; /* NULL: not read */
     size_t len;
+    int known; /* line is the blob's (line.have 0: it has none); 0: not known */
+    struct rc_rcache_line line;
 };
+
+static int split_record(const char *p, size_t len, size_t *head, const char **tail, size_t *tlen);
+
+/* The source line of a placements.yaml (the bytes from the newline before "source: " to the
+ * next newline), pointing into text; none when it has no such line. */
+static void record_source_line(struct rc_rcache_line *out, const char *text, size_t len)
+{
+    size_t head, tlen;
+    const char *tail;
+
+    memset(out, 0, sizeof(*out));
+    if (text && split_record(text, len, &head, &tail, &tlen)) {
+        out->have = 1;
+        out->text = text + head;
+        out->len = (size_t)(tail - (text + head));
+    }
+}
 
 /* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
- * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give),
- * and a record read is kept there for the next pass unless this is the last (keep == 0: a
- * copy nobody would read). *nread counts the units read from the file, 0 when it was not
- * read; *pt gets the bytes read (text NULL when none were). */
-static int prev_record(struct rd_record *rec, struct prev_text *pt, size_t *nread, size_t *nbytes,
-                       struct rc_git *g, struct rc_cache *cache, int keep, const char *deploy,
+ * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
+ * else the record cache file (rc_rcache.h, `--once`) may hold it. A record read is kept in
+ * memory for the next pass unless this is the last (a copy nobody would read). *nread counts
+ * the units read from the file, 0 when it was not read; *cached says the record came from
+ * the record cache file. kl gets the blob id ("" without a record), the bytes read, and,
+ * when known, its source line, for the diff and for the record cache file. */
+static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
+                       struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
+                       int last_pass, const char *deploy, const struct rc_log *log,
                        struct rc_arena *a, struct rc_err *err)
 {
+    struct rc_rcache *rfile = rc_cache_record_file(cache);
     const struct rd_record *kept;
-    char blob[41];
     char *text = NULL;
     size_t len = 0;
     int error;
 
     *nread = 0;
+    *cached = 0;
+    memset(kl, 0, sizeof(*kl));
     memset(rec, 0, sizeof(*rec));
-    memset(pt, 0, sizeof(*pt));
     if (!deploy || !deploy[0])
         return RC_OK;
-    error = rc_git_file_id(blob, g, deploy, RECORD_PATH, err);
+    error = rc_git_file_id(kl->blob, g, deploy, RECORD_PATH, err);
     if (error == RC_ENOTFOUND) {
         rc_err_clear(err);
+        kl->blob[0] = '\0';
         return RC_OK;
     }
     if (error < 0)
         return error;
-    kept = cache ? rc_cache_record(cache, blob) : NULL;
+    kept = cache ? rc_cache_record(cache, kl->blob) : NULL;
     if (kept) {
+        const char *data = rc_cache_record_text(cache, kl->blob, &len);
         *rec = *kept;
+        kl->known = data != NULL;
+        record_source_line(&kl->line, data, len);
         return RC_OK;
     }
-    error = rc_git_read_blob(&text, &len, g, blob, RD_RECORD_MAX_BYTES, a, err);
+    if (rfile && rc_rcache_load(rfile, rec, &kl->line, kl->blob, a, log)) {
+        *cached = 1;
+        kl->known = 1;
+        if (!last_pass) /* `--once`: no next pass in this process */
+            rc_cache_set_record(cache, kl->blob, rec, NULL, 0);
+        return RC_OK;
+    }
+    error = rc_git_read_blob(&text, &len, g, kl->blob, RD_RECORD_MAX_BYTES, a, err);
     if (error == RC_OK) {
         *nbytes += len;
         error = rd_record_parse(rec, text, len, a, err);
@@ -665,11 +701,12 @@ static int prev_record(struct rd_record *rec, struct prev_text *pt, size_t *nrea
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     *nread = rec->nunits;
-    memcpy(pt->blob, blob, sizeof(pt->blob));
-    pt->text = text;
-    pt->len = len;
-    if (cache && keep)
-        rc_cache_set_record(cache, blob, rec, text, len);
+    kl->text = text;
+    kl->len = len;
+    kl->known = 1;
+    record_source_line(&kl->line, text, len);
+    if (cache && !last_pass)
+        rc_cache_set_record(cache, kl->blob, rec, text, len);
     return RC_OK;
 }
 
@@ -718,6 +755,37 @@ static int same_content(const char *path, const char *a, size_t alen, const char
     return alen == blen && !memcmp(a, b, alen);
 }
 
+/* Whether placements.yaml file f equals blob old_id but for its source line, told from the
+ * blob's source line alone (kl): f with that line in place of its own is the blob exactly
+ * when their blob ids are equal (split_record cuts both at the same first "\nsource: ").
+ * *same: 1 or 0, or -1 when that is not known here (kl does not know old_id, or a record
+ * has no source line). */
+static int same_by_line(int *same, const struct known_line *kl, const char *old_id,
+                        const struct rd_tree_file *f, struct rc_err *err)
+{
+    size_t head, tlen;
+    const char *tail;
+    char *joined, id[41];
+    int error;
+
+    *same = -1;
+    if (!kl || !kl->known || !kl->blob[0] || strcmp(kl->blob, old_id))
+        return RC_OK;
+    /* without a source line in either: not known here (the caller compares the bytes) */
+    if (!kl->line.have || !f->data || !split_record(f->data, f->len, &head, &tail, &tlen))
+        return RC_OK;
+    joined = rc_xmalloc(head + kl->line.len + tlen + 1);
+    memcpy(joined, f->data, head);
+    memcpy(joined + head, kl->line.text, kl->line.len);
+    memcpy(joined + head + kl->line.len, tail, tlen);
+    error = rc_git_digest(id, joined, head + kl->line.len + tlen, err);
+    free(joined);
+    if (error < 0)
+        return error;
+    *same = !strcmp(id, old_id);
+    return RC_OK;
+}
+
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
  * by blob id, and placements.yaml by its bytes: only the base's is read (its source line does
  * not count). Kept files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has
@@ -725,7 +793,7 @@ static int same_content(const char *path, const char *a, size_t alen, const char
  * not kept, for rc_git_build_tree, but "" for a placements.yaml whose bytes differ from the
  * base's (rc_git_file.differs: hashed once, when written). */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     struct rc_cache *cache, const struct prev_text *pt, size_t *nread,
+                     struct rc_cache *cache, const struct known_line *kl, size_t *nread,
                      const char *base, const struct rd_tree *tree, struct rc_arena *a,
                      struct rc_err *err)
 {
@@ -784,13 +852,20 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                 /* the bytes this pass read, or (loop mode) those of the blob the last pass
                  * read or wrote, kept by its id */
                 const char *data = NULL;
-                if (pt && pt->text && !strcmp(pt->blob, old[i].id)) {
-                    data = pt->text;
-                    len = pt->len;
+                int known = -1;
+                if (kl && kl->text && !strcmp(kl->blob, old[i].id)) {
+                    data = kl->text;
+                    len = kl->len;
                 } else {
                     data = rc_cache_record_text(cache, old[i].id, &len);
                 }
+                /* `--once`: the source line the record cache file kept with the record */
                 if (!data) {
+                    error = same_by_line(&known, kl, old[i].id, &tree->files[j], err);
+                    if (error < 0)
+                        return error;
+                }
+                if (known < 0 && !data) {
                     char *read = NULL;
                     error =
                         rc_git_read_blob(&read, &len, g, old[i].id, RD_RECORD_MAX_BYTES, a, err);
@@ -800,14 +875,22 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                     if (nread)
                         *nread += len;
                 }
-                if (len == tree->files[j].len && !memcmp(data, tree->files[j].data, len)) {
+                if (known >= 0) {
+                    /* equal but for the source line; the very blob when the lines are equal */
+                    struct rc_rcache_line nl;
+                    record_source_line(&nl, tree->files[j].data, tree->files[j].len);
+                    same = known;
+                    if (known && nl.have == kl->line.have && nl.len == kl->line.len &&
+                        (!nl.have || !memcmp(nl.text, kl->line.text, nl.len)))
+                        memcpy(id[j], old[i].id, sizeof(id[j]));
+                } else if (len == tree->files[j].len && !memcmp(data, tree->files[j].data, len)) {
                     memcpy(id[j], old[i].id, sizeof(id[j])); /* the same bytes: that blob */
                     same = 1;
                 } else {
-                    /* id[j] stays "": the bytes differ from the base's blob */
                     same = same_content(old[i].path, data, len, tree->files[j].data,
                                         tree->files[j].len);
                 }
+                /* id[j] "": the bytes are not the base's blob (rc_git_file.differs) */
             }
             if (!same) {
                 ch[cnt].path = tree->files[j].path;
@@ -1311,25 +1394,45 @@ static void remember(const struct rc_pass_options *o, const char key[41],
         rc_log_warn(o->log, "%s (the next pass will do all its work)", err.msg);
 }
 
-/* Loop mode: the record this pass wrote is the next pass's previous record; keep it by the
- * blob id of the bytes written (rc_cache.h), so that the next pass need not read it. */
-static void keep_written_record(struct rc_cache *cache, const struct compute *cp,
-                                const char *source, char (*ids)[41],
-                                const struct rd_render_options *render)
+/* The record this pass wrote is the next pass's previous record: kept by the blob id of the
+ * bytes written (rc_cache.h), so that the next pass need not read it; in memory for loop
+ * mode's next pass, and in the record cache file (rc_rcache.h) for the next process. Returns
+ * the bytes written to that file. */
+static size_t keep_written_record(const struct rc_pass_options *o, const struct compute *cp,
+                                  const char *source, char (*ids)[41])
 {
-    struct rd_render_options ro = *render;
+    struct rc_rcache *rfile = rc_cache_record_file(o->cache);
+    struct rd_render_options ro = o->render;
     struct rc_arena fresh = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
     struct rd_record rec;
+    struct rc_rcache_line line;
     const char *text;
+    size_t before = rc_rcache_written(rfile);
     int k = find_tree_file(&cp->tree, RECORD_PATH);
+    double t0, t1;
 
-    if (k < 0 || cp->tree.files[k].keep || !ids[k][0])
-        return;
+    if (k < 0 || cp->tree.files[k].keep || !ids[k][0] || (!rfile && o->last_pass))
+        return 0;
     ro.tallies = cp->tallies;
     /* made in an arena the cache takes over: no copy */
+    t0 = mono_ms();
     rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
-    text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
-    rc_cache_take_record(cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
+    t1 = mono_ms();
+    record_source_line(&line, cp->tree.files[k].data, cp->tree.files[k].len);
+    if (rfile && rc_rcache_save(rfile, ids[k], &rec, &line, &err) < 0 && o->log)
+        rc_log_warn(o->log, "%s (the next process parses the record)", err.msg);
+    if (rfile && o->log)
+        rc_log_debug(o->log,
+                     "record: made in %.0f ms; %zu bytes written to the record cache (%.0f ms)",
+                     t1 - t0, rc_rcache_written(rfile) - before, mono_ms() - t1);
+    if (o->last_pass) {
+        rc_arena_release(&fresh);
+    } else {
+        text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
+        rc_cache_take_record(o->cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
+    }
+    return rc_rcache_written(rfile) - before;
 }
 
 /* ==== The pass ==== */
@@ -1374,7 +1477,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     double tp = mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
-    struct prev_text prev_text;
+    struct known_line prev_line = {"", NULL, 0, 0, {0, NULL, 0}};
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
@@ -1453,8 +1556,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = prev_record(&prev, &prev_text, &out->nrecord_read, &out->nrecord_bytes_read, g,
-                        o->cache, !o->last_pass, out->deploy_old, a, err);
+    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,
+                        &prev_line, g, o->cache, o->last_pass, out->deploy_old, o->log, a, err);
     if (error < 0)
         goto done;
     phase_mark(ph, PH_RECORD, &t);
@@ -1578,7 +1681,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_text, &out->nrecord_bytes_read,
+    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, &out->nrecord_bytes_read,
                       out->deploy_old, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
@@ -1586,7 +1689,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_text,
+            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line,
                               &out->nrecord_bytes_read, out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
@@ -1665,8 +1768,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
-        if (o->cache && !o->last_pass)
-            keep_written_record(o->cache, cp, out->source, ids, &o->render);
+        if (o->cache)
+            out->nrecord_cache_written = keep_written_record(o, cp, out->source, ids);
         phase_mark(ph, PH_COMMIT, &t);
     }
 
@@ -1689,6 +1792,17 @@ apply:
     }
     phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
+    /* the record parsed from the deploy head, for the next process, unless a committed one
+     * replaced it */
+    if (prev_line.blob[0] && prev_line.known && !out->record_cached && !out->committed &&
+        rc_cache_record_file(o->cache)) {
+        struct rc_rcache *rfile = rc_cache_record_file(o->cache);
+        size_t before = rc_rcache_written(rfile);
+        struct rc_err rerr = RC_ERR_INIT;
+        if (rc_rcache_save(rfile, prev_line.blob, &prev, &prev_line.line, &rerr) < 0 && o->log)
+            rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
+        out->nrecord_cache_written += rc_rcache_written(rfile) - before;
+    }
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
 done:

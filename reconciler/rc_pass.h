@@ -129,7 +129,12 @@ struct rc_pass_result {
     size_t nrecord_written;    /* with a cache and not last_pass: record entries written (the
                                   rest copied, rd_record_memo) */
     size_t nrecord_bytes_read; /* bytes of placements.yaml blobs read (record, comparison) */
-    int apply_incomplete;      /* some live cluster was not fully applied */
+    /* the deploy head's record came from the record cache file (rc_rcache.h): neither read
+     * nor parsed; bytes this pass wrote to that file (the record it committed, or the one it
+     * parsed when the file did not hold it) */
+    int record_cached;
+    size_t nrecord_cache_written;
+    int apply_incomplete; /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by
      * commits rightplace did not write. A pass that commits restores them. */

@@ -167,6 +167,21 @@ int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
 /* A deep copy of in, allocated in a. */
 void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a);
 
+/*
+ * The record in a compact binary form, for the record cache file in the state directory
+ * (reconciler/rc_rcache.h), which saves the next process parsing placements.yaml:
+ * rd_record_unpack(rd_record_pack(r)) is r field for field (lists never NULL), a tenth of the
+ * time of rd_record_parse. RD_RECORD_PACK_VERSION names the form (see rd_record.c).
+ * rd_record_unpack takes untrusted bytes: every length is checked against the input, and a
+ * record rd_record_parse would refuse or never give (a unit or verdict cluster missing, an
+ * unknown state or verdict kind, a placed unit without clusters, a unit listed twice, counts
+ * out of the parser's ranges, trailing bytes) is RC_EINVALID, never a crash.
+ */
+#define RD_RECORD_PACK_VERSION "record-pack 1"
+void rd_record_pack(struct rc_buf *out, const struct rd_record *r);
+int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
+                     struct rc_arena *a, struct rc_err *err);
+
 /* The writer's memo (rd_render_options.record_memo) and what the last record written with
  * it did: entries (units) and warnings copied from the memo, or written. */
 struct rd_record_memo;

@@ -36,6 +36,7 @@
 #include "rc_arena.h"
 #include "rc_mem.h"
 #include "rd_output_internal.h"
+#include "rd_pack.h"
 #include "rd_source.h"
 #include "rd_yaml.h"
 
@@ -861,4 +862,194 @@ done:
     free(in.tallies);
     rd_docs_free(docs);
     return error;
+}
+
+/* ==== The binary form (rd_record_pack) ====
+ *
+ * Format (numbers are rd_varint, unsigned LEB128):
+ *   str        len + 1, then len bytes (no NUL inside); 0 for NULL
+ *   record     str source, str render_digest, nunits, unit...
+ *   unit       str unit, str policy, str policy_digest, nobjects, str..., state,
+ *              nclusters, str..., str reason, str cause, nverdicts, verdict...,
+ *              omitted, count[0..3]
+ *   verdict    str cluster, kind, str detail, nodes_added
+ */
+
+static void put_num(struct rc_buf *b, size_t v)
+{
+    unsigned char tmp[RD_VARINT_MAX];
+
+    rc_buf_add(b, tmp, (size_t)(rd_varint_put(tmp, v) - tmp), NULL);
+}
+
+static void put_str(struct rc_buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    put_num(b, s ? n + 1 : 0);
+    rc_buf_add(b, s, n, NULL);
+}
+
+void rd_record_pack(struct rc_buf *out, const struct rd_record *r)
+{
+    put_str(out, r->source ? r->source : "");
+    put_str(out, r->render_digest);
+    put_num(out, r->nunits);
+    for (size_t i = 0; i < r->nunits; i++) {
+        const struct pl_prev_unit *u = &r->units[i];
+        struct rd_verdict_tally t;
+        put_str(out, u->unit);
+        put_str(out, u->policy);
+        put_str(out, u->policy_digest);
+        put_num(out, u->nobjects);
+        for (size_t k = 0; k < u->nobjects; k++)
+            put_str(out, u->objects[k]);
+        put_num(out, (size_t)u->state);
+        put_num(out, u->nclusters);
+        for (size_t k = 0; k < u->nclusters; k++)
+            put_str(out, u->clusters[k]);
+        put_str(out, u->reason);
+        put_str(out, u->cause);
+        put_num(out, u->nverdicts);
+        for (size_t k = 0; k < u->nverdicts; k++) {
+            const struct pl_verdict *v = &u->verdicts[k];
+            put_str(out, v->cluster);
+            put_num(out, (size_t)v->kind);
+            put_str(out, v->detail);
+            put_num(out, v->nodes_added > 0 ? (size_t)v->nodes_added : 0);
+        }
+        if (r->tallies)
+            t = r->tallies[i];
+        else
+            memset(&t, 0, sizeof(t));
+        put_num(out, t.omitted);
+        for (int k = 0; k < 4; k++)
+            put_num(out, t.count[k]);
+    }
+}
+
+struct unpacker {
+    const unsigned char *p, *end;
+    struct rc_arena *a;
+    int bad;
+};
+
+static size_t get_num(struct unpacker *u)
+{
+    size_t v = 0;
+
+    if (!u->bad && rd_varint_get(&u->p, u->end, &v) < 0)
+        u->bad = 1;
+    return u->bad ? 0 : v;
+}
+
+/* A count of items that take at least one byte each: never more than the bytes left. */
+static size_t get_count(struct unpacker *u)
+{
+    size_t n = get_num(u);
+
+    if (n > (size_t)(u->end - u->p))
+        u->bad = 1;
+    return u->bad ? 0 : n;
+}
+
+static const char *get_str(struct unpacker *u, int required)
+{
+    size_t n = get_num(u);
+    const char *s;
+
+    if (u->bad || (n == 0 && required)) {
+        u->bad = 1;
+        return NULL;
+    }
+    if (n == 0)
+        return NULL;
+    n--;
+    if (n > (size_t)(u->end - u->p) || memchr(u->p, '\0', n)) {
+        u->bad = 1;
+        return NULL;
+    }
+    s = rc_arena_strndup(u->a, (const char *)u->p, n);
+    u->p += n;
+    return s;
+}
+
+static const char **get_strs(struct unpacker *u, size_t *n)
+{
+    const char **v;
+
+    *n = get_count(u);
+    v = rc_arena_calloc(u->a, *n + 1, sizeof(*v));
+    for (size_t i = 0; i < *n && !u->bad; i++)
+        v[i] = get_str(u, 1);
+    return v;
+}
+
+/* One unit, with what rd_record_parse would refuse or never give refused. */
+static void get_unit(struct unpacker *in, struct pl_prev_unit *u, struct rd_verdict_tally *t)
+{
+    size_t state, n;
+
+    u->unit = get_str(in, 1);
+    u->policy = get_str(in, 0);
+    u->policy_digest = get_str(in, 0);
+    u->objects = get_strs(in, &u->nobjects);
+    state = get_num(in);
+    if (state > PL_STATE_UNPLACED)
+        in->bad = 1;
+    u->state = (enum pl_state)state;
+    u->clusters = get_strs(in, &u->nclusters);
+    if (u->state == PL_STATE_PLACED && u->nclusters == 0)
+        in->bad = 1;
+    u->reason = get_str(in, 0);
+    u->cause = get_str(in, 0);
+    n = get_count(in);
+    u->verdicts = rc_arena_calloc(in->a, n + 1, sizeof(*u->verdicts));
+    for (size_t k = 0; k < n && !in->bad; k++) {
+        struct pl_verdict *v = &u->verdicts[k];
+        size_t kind, added;
+        v->cluster = get_str(in, 1);
+        kind = get_num(in);
+        if (kind > PL_VERDICT_UNREACHABLE)
+            in->bad = 1;
+        v->kind = (enum pl_verdict_kind)kind;
+        v->detail = get_str(in, 0);
+        added = get_num(in);
+        if ((double)added >= 1e15)
+            in->bad = 1;
+        v->nodes_added = (int64_t)added;
+    }
+    u->nverdicts = n;
+    t->omitted = get_num(in);
+    for (int k = 0; k < 4; k++) {
+        t->count[k] = get_num(in);
+        if ((double)t->count[k] >= 1e12 || (t->omitted == 0 && t->count[k]))
+            in->bad = 1;
+    }
+    if ((double)t->omitted > 1e12)
+        in->bad = 1;
+}
+
+int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
+                     struct rc_arena *a, struct rc_err *err)
+{
+    struct unpacker in = {data, data + len, a, 0};
+    struct rd_record r;
+    int error;
+
+    memset(&r, 0, sizeof(r));
+    r.source = get_str(&in, 1);
+    r.render_digest = get_str(&in, 0);
+    r.nunits = get_count(&in);
+    r.units = rc_arena_calloc(a, r.nunits + 1, sizeof(*r.units));
+    r.tallies = rc_arena_calloc(a, r.nunits + 1, sizeof(*r.tallies));
+    for (size_t i = 0; i < r.nunits && !in.bad; i++)
+        get_unit(&in, &r.units[i], &r.tallies[i]);
+    if (in.bad || in.p != in.end)
+        return rc_err_set(err, RC_EINVALID, "packed record: not what rd_record_pack writes");
+    error = check_unique(&r, a, err);
+    if (error < 0)
+        return error;
+    *out = r;
+    return 0;
 }

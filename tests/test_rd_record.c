@@ -19,6 +19,7 @@
 #include "rc_buf.h"
 #include "rd_output.h"
 #include "rd_yaml.h"
+#include "th_record.h"
 
 #define BENCH_UNITS 20000
 #define BENCH_CLUSTERS 100
@@ -222,44 +223,6 @@ static void test_rd_record__bounded_for_pending_and_duplicate(void **state)
 
 /* ==== The record a result makes, without the round trip (loop mode) ==== */
 
-static void assert_str_same(const char *x, const char *y)
-{
-    if (!x || !y)
-        assert_ptr_equal(x, y);
-    else
-        assert_string_equal(x, y);
-}
-
-static void assert_records_equal(const struct rd_record *x, const struct rd_record *y)
-{
-    assert_str_same(x->source, y->source);
-    assert_str_same(x->render_digest, y->render_digest);
-    assert_int_equal(x->nunits, y->nunits);
-    for (size_t i = 0; i < x->nunits; i++) {
-        const struct pl_prev_unit *u = &x->units[i], *v = &y->units[i];
-        assert_str_same(u->unit, v->unit);
-        assert_str_same(u->policy, v->policy);
-        assert_str_same(u->policy_digest, v->policy_digest);
-        assert_int_equal(u->nobjects, v->nobjects);
-        for (size_t k = 0; k < u->nobjects; k++)
-            assert_str_same(u->objects[k], v->objects[k]);
-        assert_int_equal(u->state, v->state);
-        assert_int_equal(u->nclusters, v->nclusters);
-        for (size_t k = 0; k < u->nclusters; k++)
-            assert_str_same(u->clusters[k], v->clusters[k]);
-        assert_str_same(u->reason, v->reason);
-        assert_str_same(u->cause, v->cause);
-        assert_int_equal(u->nverdicts, v->nverdicts);
-        for (size_t k = 0; k < u->nverdicts; k++) {
-            assert_str_same(u->verdicts[k].cluster, v->verdicts[k].cluster);
-            assert_int_equal(u->verdicts[k].kind, v->verdicts[k].kind);
-            assert_str_same(u->verdicts[k].detail, v->verdicts[k].detail);
-            assert_int_equal(u->verdicts[k].nodes_added, v->verdicts[k].nodes_added);
-        }
-        assert_memory_equal(&x->tallies[i], &y->tallies[i], sizeof(x->tallies[i]));
-    }
-}
-
 /* Every kind of entry: placed, pending, unplaced without a policy, Divide shares, kept
  * tallies, verdicts without detail, strings YAML has to quote or write as blocks, a removed
  * unit; and warnings. */
@@ -347,13 +310,13 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
     assert_int_equal(
         rd_record_of_result(&made, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &a), 0);
     assert_int_equal(made.nunits, res.ndecisions - 1);
-    assert_records_equal(&made, &read);
+    th_assert_records_equal(&made, &read);
     /* a copy is the same record */
     {
         struct rc_arena other = RC_ARENA_INIT;
         struct rd_record copy;
         rd_record_copy(&copy, &made, &other);
-        assert_records_equal(&copy, &read);
+        th_assert_records_equal(&copy, &read);
         rc_arena_release(&other);
     }
     rc_buf_release(&b);
@@ -409,7 +372,7 @@ static void test_rd_record__bounded_result_same_record(void **state)
     assert_int_equal(two.len, one.len);
     assert_memory_equal(two.ptr, one.ptr, one.len);
     assert_int_equal(rd_record_of_result(&made_bounded, &res, src, &opts, &a), 0);
-    assert_records_equal(&made_bounded, &made_whole);
+    th_assert_records_equal(&made_bounded, &made_whole);
     rc_buf_release(&one);
     rc_buf_release(&two);
     rc_arena_release(&a);
@@ -618,6 +581,150 @@ static void test_rd_record__items_budget_is_per_item(void **state)
     rc_buf_release(&b);
 }
 
+/* The binary form of the record cache file gives back, field by field, what rd_record_parse
+ * reads from the YAML: for every kind of entry (make_varied) and at the bench's largest scale
+ * (20,000 units with bounded verdicts and tallies); packing what was unpacked gives the same
+ * bytes. */
+static void test_rd_record__unpack_is_what_parse_reads(void **state)
+{
+    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_result res;
+    struct rd_render_options varied = RD_RENDER_OPTIONS_INIT;
+
+    (void)state;
+    for (int big = 0; big < 2; big++) {
+        struct rc_buf yaml = RC_BUF_INIT, bin = RC_BUF_INIT, again = RC_BUF_INIT;
+        struct rd_record read, back;
+        const struct rd_render_options *opts = NULL;
+        if (big) {
+            make_result(&res, BENCH_UNITS, BENCH_CLUSTERS, &a);
+        } else {
+            make_varied(&res, &varied, &a);
+            opts = &varied;
+        }
+        assert_int_equal(rd_record_emit(&yaml, &res, src, opts, &err), 0);
+        if (rd_record_parse(&read, yaml.ptr, yaml.len, &a, &err) < 0)
+            fail_msg("%s", err.msg);
+        rd_record_pack(&bin, &read);
+        assert_true(bin.len < yaml.len);
+        if (rd_record_unpack(&back, (const unsigned char *)bin.ptr, bin.len, &a, &err) < 0)
+            fail_msg("%s", err.msg);
+        assert_int_equal(back.nunits, big ? BENCH_UNITS : res.ndecisions - 1);
+        th_assert_records_equal(&back, &read);
+        rd_record_pack(&again, &back);
+        assert_int_equal(again.len, bin.len);
+        assert_memory_equal(again.ptr, bin.ptr, bin.len);
+        rc_buf_release(&yaml);
+        rc_buf_release(&bin);
+        rc_buf_release(&again);
+    }
+    rc_arena_release(&a);
+}
+
+/* rd_record_unpack on every prefix of a packed record and every single-byte change of it:
+ * never a crash (the ASan build runs this), and what it accepts is a record rd_record_parse
+ * could give. Records the parser refuses are refused: a unit listed twice, a placed unit
+ * without clusters, an unknown state or verdict kind. */
+static void assert_parser_could_give(const struct rd_record *r)
+{
+    for (size_t i = 0; i < r->nunits; i++) {
+        const struct pl_prev_unit *u = &r->units[i];
+        assert_non_null(u->unit);
+        assert_true(u->state <= PL_STATE_UNPLACED);
+        assert_true(u->state != PL_STATE_PLACED || u->nclusters > 0);
+        for (size_t k = 0; k < u->nverdicts; k++) {
+            assert_non_null(u->verdicts[k].cluster);
+            assert_true(u->verdicts[k].kind <= PL_VERDICT_UNREACHABLE);
+        }
+    }
+}
+
+static void test_rd_record__unpack_takes_any_bytes(void **state)
+{
+    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf yaml = RC_BUF_INIT, bin = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record read, back;
+    unsigned char *damaged;
+    size_t accepted = 0;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    assert_int_equal(rd_record_emit(&yaml, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_parse(&read, yaml.ptr, yaml.len, &a, &err), 0);
+    rd_record_pack(&bin, &read);
+    damaged = malloc(bin.len);
+    for (size_t cut = 0; cut <= bin.len; cut++) {
+        for (int flip = 0; flip < 3; flip++) {
+            struct rc_arena tmp = RC_ARENA_INIT;
+            size_t n = flip ? bin.len : cut;
+            int rc;
+            if (flip && cut == bin.len)
+                break;
+            memcpy(damaged, bin.ptr, bin.len);
+            if (flip)
+                damaged[cut] ^= flip == 1 ? 0x01 : 0x80;
+            /* an exact-size copy: any read past the end is an ASan error */
+            {
+                unsigned char *exact = malloc(n ? n : 1);
+                memcpy(exact, damaged, n);
+                rc = rd_record_unpack(&back, exact, n, &tmp, &err);
+                free(exact);
+            }
+            if (rc == 0) {
+                assert_parser_could_give(&back);
+                accepted++;
+            } else {
+                assert_int_equal(rc, RC_EINVALID);
+            }
+            rc_arena_release(&tmp);
+        }
+    }
+    assert_true(accepted > 0); /* the whole input at least */
+
+    /* what the parser refuses */
+    for (int kind = 0; kind < 4; kind++) {
+        struct rd_record bad = read;
+        struct rc_buf b = RC_BUF_INIT;
+        struct pl_prev_unit *u = rc_arena_calloc(&a, read.nunits + 1, sizeof(*u));
+        struct pl_verdict *v;
+        memcpy(u, read.units, read.nunits * sizeof(*u));
+        bad.units = u;
+        switch (kind) {
+        case 0:
+            u[1].unit = u[0].unit;
+            break;
+        case 1:
+            u[2].state = PL_STATE_PLACED;
+            u[2].nclusters = 0;
+            break;
+        case 2:
+            u[2].state = (enum pl_state)7;
+            break;
+        default:
+            assert_true(u[2].nverdicts > 0);
+            v = rc_arena_calloc(&a, u[2].nverdicts, sizeof(*v));
+            memcpy(v, u[2].verdicts, u[2].nverdicts * sizeof(*v));
+            v[0].kind = (enum pl_verdict_kind)9;
+            u[2].verdicts = v;
+            break;
+        }
+        rd_record_pack(&b, &bad);
+        assert_int_equal(rd_record_unpack(&back, (const unsigned char *)b.ptr, b.len, &a, &err),
+                         RC_EINVALID);
+        rc_buf_release(&b);
+    }
+    free(damaged);
+    rc_buf_release(&yaml);
+    rc_buf_release(&bin);
+    rc_arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -626,6 +733,8 @@ int main(void)
         cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
         cmocka_unit_test(test_rd_record__of_result_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__bounded_result_same_record),
+        cmocka_unit_test(test_rd_record__unpack_is_what_parse_reads),
+        cmocka_unit_test(test_rd_record__unpack_takes_any_bytes),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),

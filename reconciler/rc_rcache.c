@@ -1,0 +1,294 @@
+/*
+ * rc_rcache.c - the record cache file (see rc_rcache.h).
+ *
+ * Format:
+ *   "rightplace-record-cache 1\n"
+ *   "rightplace <version> load <digest of the Load step's sources> <RD_RECORD_PACK_VERSION>\n"
+ *   one entry:
+ *     u64 L            bytes of the entry after this field (little-endian, as below)
+ *     u64 checksum     FNV-1a 64 of the L - 8 bytes after it
+ *     40 bytes         the placements.yaml blob id, lower-case hex
+ *     u32 S            bytes of the blob's source line + 1 (0: it has none)
+ *     S - 1 bytes      the source line
+ *     the rest         what rd_record_pack wrote
+ * The header must match this build's byte for byte, and the entry must end the file.
+ */
+#include "rc_rcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rc_buf.h"
+#include "rc_hash.h"
+#include "rc_load_digest.h"
+#include "rc_mem.h"
+#include "rc_version.h"
+
+#include "rc_banned.h"
+
+#define MAGIC "rightplace-record-cache 1\n"
+#define FIXED 60 /* length, checksum, blob id, source line length */
+#define LINE_MAX_BYTES 4096
+
+/* A state of the file: device, inode, size and modification time. */
+struct fstate {
+    int set;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+};
+
+struct rc_rcache {
+    char *path;
+    char *header;
+    size_t header_len;
+    char held[41];        /* the blob whose record the file holds, as last read or written */
+    struct fstate known;  /* the file then */
+    struct fstate warned; /* the file last warned about (warned once) */
+    size_t hits, written;
+};
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void state_of(struct fstate *s, const struct stat *st)
+{
+    s->set = 1;
+    s->dev = st->st_dev;
+    s->ino = st->st_ino;
+    s->size = st->st_size;
+    s->mtime = st->st_mtim;
+}
+
+static int same_state(const struct fstate *s, const struct stat *st)
+{
+    return s->set && s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
+           s->mtime.tv_sec == st->st_mtim.tv_sec && s->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+void rc_rcache_new(struct rc_rcache **out, const char *path)
+{
+    struct rc_rcache *rc = rc_xcalloc(1, sizeof(*rc));
+    struct rc_buf h = RC_BUF_INIT;
+
+    rc->path = rc_xstrdup(path);
+    rc_buf_printf(&h, NULL, "%srightplace %s load %s %s\n", MAGIC, rc_version(), RC_LOAD_DIGEST,
+                  RD_RECORD_PACK_VERSION);
+    rc->header = rc_buf_detach(&h, &rc->header_len);
+    *out = rc;
+}
+
+void rc_rcache_free(struct rc_rcache *rc)
+{
+    if (!rc)
+        return;
+    free(rc->header);
+    free(rc->path);
+    free(rc);
+}
+
+static int read_at(int fd, void *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* A warning for the file in state st, unless this state was warned about already. */
+static void warn_ignored(struct rc_rcache *rc, const struct stat *st, const struct rc_log *log,
+                         const char *why)
+{
+    if (st && same_state(&rc->warned, st))
+        return;
+    if (st)
+        state_of(&rc->warned, st);
+    if (log)
+        rc_log_warn(log, "record cache '%s': %s; ignored (the record is parsed)", rc->path, why);
+}
+
+int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache_line *line,
+                   const char *blob, struct rc_arena *a, const struct rc_log *log)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct stat st;
+    unsigned char *buf = NULL, *p;
+    size_t size, len, slen;
+    int fd, hit = 0;
+
+    if (!rc || !blob)
+        return 0;
+    rc->held[0] = '\0';
+    fd = open(rc->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) {
+            char why[128];
+            snprintf(why, sizeof(why), "cannot open: %s", strerror(errno));
+            warn_ignored(rc, NULL, log, why);
+        }
+        return 0;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        warn_ignored(rc, NULL, log, "not a regular file of this user");
+        goto done;
+    }
+    size = (size_t)st.st_size;
+    if (size > RC_RCACHE_MAX_BYTES) {
+        warn_ignored(rc, &st, log, "larger than its limit");
+        goto done;
+    }
+    /* the header and the fixed fields first: another blob's record is not read */
+    buf = rc_xmalloc(size + 1);
+    p = buf + rc->header_len;
+    if (size < rc->header_len + FIXED || read_at(fd, buf, rc->header_len + FIXED, 0) < 0) {
+        warn_ignored(rc, &st, log, "truncated");
+        goto done;
+    }
+    if (memcmp(buf, rc->header, rc->header_len)) {
+        int ours = !memcmp(buf, MAGIC, strlen(MAGIC));
+        warn_ignored(rc, &st, log,
+                     ours ? "written by another build of rightplace" : "not a record cache");
+        goto done;
+    }
+    len = size - rc->header_len;
+    slen = get_u32(p + 56);
+    if (get_u64(p) != len - 8 || slen > LINE_MAX_BYTES + 1 || FIXED + slen > len + 1) {
+        warn_ignored(rc, &st, log, "truncated or damaged");
+        goto done;
+    }
+    if (memcmp(p + 16, blob, 40)) {
+        /* the deploy branch moved by other means since this file was written */
+        warn_ignored(rc, &st, log, "it holds the record of another placements.yaml");
+        goto done;
+    }
+    if (read_at(fd, p + FIXED, len - FIXED, (off_t)(rc->header_len + FIXED)) < 0 ||
+        get_u64(p + 8) != rc_fnv1a(RC_FNV_INIT, p + 16, len - 16)) {
+        warn_ignored(rc, &st, log, "damaged (checksum)");
+        goto done;
+    }
+    slen = slen ? slen - 1 : 0;
+    if (rd_record_unpack(out, p + FIXED + slen, len - FIXED - slen, a, &err) < 0) {
+        warn_ignored(rc, &st, log, "the record does not load");
+        goto done;
+    }
+    if (line) {
+        line->have = get_u32(p + 56) != 0;
+        line->len = slen;
+        line->text = line->have ? rc_arena_strndup(a, (const char *)p + FIXED, slen) : NULL;
+    }
+    memcpy(rc->held, blob, 40);
+    rc->held[40] = '\0';
+    state_of(&rc->known, &st);
+    rc->hits++;
+    hit = 1;
+done:
+    free(buf);
+    close(fd);
+    return hit;
+}
+
+int rc_rcache_holds(const struct rc_rcache *rc, const char *blob)
+{
+    struct stat st;
+
+    return rc && blob && rc->held[0] && !strcmp(rc->held, blob) && lstat(rc->path, &st) == 0 &&
+           same_state(&rc->known, &st);
+}
+
+int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
+                   const struct rc_rcache_line *line, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    unsigned char fixed[FIXED];
+    struct stat st;
+    size_t len, slen = line && line->have ? line->len : 0;
+    int error;
+
+    if (!rc || rc_rcache_holds(rc, blob))
+        return RC_OK;
+    rc->held[0] = '\0';
+    memset(fixed, 0, sizeof(fixed));
+    if (line && line->have && slen <= LINE_MAX_BYTES)
+        put_u32(fixed + 56, (uint32_t)slen + 1);
+    else
+        slen = 0;
+    rc_buf_add(&b, rc->header, rc->header_len, NULL);
+    rc_buf_add(&b, fixed, sizeof(fixed), NULL);
+    rc_buf_add(&b, slen ? line->text : "", slen, NULL);
+    rd_record_pack(&b, r);
+    if (b.len > RC_RCACHE_MAX_BYTES) {
+        rc_buf_release(&b);
+        unlink(rc->path); /* not kept: parsed every time */
+        return RC_OK;
+    }
+    len = b.len - rc->header_len;
+    put_u64(fixed, len - 8);
+    memcpy(fixed + 16, blob, 40);
+    memcpy(b.ptr + rc->header_len, fixed, sizeof(fixed));
+    put_u64((unsigned char *)b.ptr + rc->header_len + 8,
+            rc_fnv1a(RC_FNV_INIT, b.ptr + rc->header_len + 16, len - 16));
+    error = rc_file_write_atomic(rc->path, b.ptr, b.len, err);
+    if (error < 0) {
+        unlink(rc->path); /* whatever is there is another record's: no use */
+    } else {
+        rc->written += b.len;
+        if (lstat(rc->path, &st) == 0) {
+            memcpy(rc->held, blob, 40);
+            rc->held[40] = '\0';
+            state_of(&rc->known, &st);
+        }
+    }
+    rc_buf_release(&b);
+    return error;
+}
+
+size_t rc_rcache_hits(const struct rc_rcache *rc)
+{
+    return rc ? rc->hits : 0;
+}
+
+size_t rc_rcache_written(const struct rc_rcache *rc)
+{
+    return rc ? rc->written : 0;
+}

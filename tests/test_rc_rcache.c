@@ -1,0 +1,354 @@
+/*
+ * test_rc_rcache.c - the record cache file in the state directory: a `--once` pass whose
+ * deploy head still has the placements.yaml the last run committed (or parsed) takes the
+ * record from the file, reads and parses no record, and commits exactly the tree a run
+ * without the file commits; what the file holds is, field by field, what rd_record_parse
+ * gives for the blob; a damaged, truncated, foreign or stale file costs a parse and a warning,
+ * and is rewritten.
+ *
+ * Each `--once` run is a fresh rc_cache on the same state directory (a new process); passes
+ * run with force, so that the memo never skips the work being counted.
+ */
+#include "th.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rc_cache.h"
+#include "rc_git.h"
+#include "rc_pass.h"
+#include "rc_rcache.h"
+#include "th_git.h"
+#include "th_record.h"
+#include "th_rp.h"
+
+#include "rc_banned.h"
+
+/* A workload of its own: a new unit, so that the record changes beyond its source line. */
+static const char new_unit[] = "apiVersion: v1\n"
+                               "kind: ConfigMap\n"
+                               "metadata:\n"
+                               "  name: solo\n"
+                               "  namespace: rayjob3\n"
+                               "  labels: {app.kubernetes.io/instance: solo}\n"
+                               "data: {k: v}\n";
+
+struct fx {
+    char *repo;
+    char *state;
+    char *path; /* the record cache file */
+    struct rc_arena a;
+};
+
+static void fx_open(struct fx *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->repo = th_example_repo();
+    f->state = th_tmpdir("rcache-state");
+    f->path = malloc(strlen(f->state) + 32);
+    snprintf(f->path, strlen(f->state) + 32, "%s/%s", f->state, RC_RCACHE_FILE);
+}
+
+static void fx_close(struct fx *f)
+{
+    rc_arena_release(&f->a);
+    th_rm_rf(f->repo);
+    th_rm_rf(f->state);
+    free(f->repo);
+    free(f->state);
+    free(f->path);
+}
+
+enum mode { WITH_STATE, NO_STATE, NO_PARSE_CACHE };
+
+/* One `rightplace reconcile --once --no-apply --force` run; log (may be NULL) gets its log.
+ * tree: the deploy tree after it. */
+static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, enum mode m,
+                     FILE *log)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_log lg = RC_LOG_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_cache *cache = NULL;
+    struct rc_git *g = NULL;
+
+    lg.out = log;
+    lg.level = RC_LOG_DEBUG;
+    o.apply = 0;
+    o.force = 1;
+    o.last_pass = 1;
+    o.bounded_verdicts = 1;
+    o.log = log ? &lg : NULL;
+    assert_int_equal(rc_cache_new(&cache, m == NO_STATE ? NULL : f->state, &err), RC_OK);
+    if (m == NO_PARSE_CACHE)
+        rc_cache_no_parse_file(cache);
+    o.cache = cache;
+    assert_int_equal(rc_git_open(&g, f->repo, NULL, &err), RC_OK);
+    if (rc_pass_run(res, g, &o, &f->a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    if (rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err) != RC_OK)
+        fail_msg("deploy tree: %s", err.msg);
+    res->result = NULL;
+    res->input = NULL;
+    res->warnings = NULL;
+    res->file_errors = NULL;
+    rc_git_free(g);
+    rc_cache_free(cache);
+}
+
+static char *deploy_head(const char *repo)
+{
+    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
+
+    out[strcspn(out, "\n")] = '\0';
+    return out;
+}
+
+static void set_deploy(const struct fx *f, const char *commit)
+{
+    free(th_git_ok(f->repo, "update-ref", "refs/heads/deploy", commit, NULL));
+}
+
+/* What the file holds for the deploy head's placements.yaml is what rd_record_parse reads
+ * from that blob, field by field. */
+static void assert_file_holds_head_record(struct fx *f)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_git *g = NULL;
+    struct rc_rcache *rc = NULL;
+    struct rc_rcache_line line;
+    struct rd_record parsed, loaded;
+    char blob[41], *text = NULL;
+    size_t len = 0;
+
+    assert_int_equal(rc_git_open(&g, f->repo, NULL, &err), RC_OK);
+    assert_int_equal(rc_git_file_id(blob, g, "refs/heads/deploy", "placements.yaml", &err), RC_OK);
+    assert_int_equal(
+        rc_git_read_file(&text, &len, g, "refs/heads/deploy", "placements.yaml", &a, &err), RC_OK);
+    if (rd_record_parse(&parsed, text, len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_true(parsed.nunits > 0);
+    rc_rcache_new(&rc, f->path);
+    assert_int_equal(rc_rcache_load(rc, &loaded, &line, blob, &a, NULL), 1);
+    th_assert_records_equal(&loaded, &parsed);
+    /* and the blob's source line */
+    assert_true(line.have);
+    assert_int_equal(strlen(line.text), line.len);
+    assert_non_null(strstr(text, line.text));
+    assert_int_equal(strncmp(line.text, "\nsource: ", 9), 0);
+    rc_rcache_free(rc);
+    rc_git_free(g);
+    rc_arena_release(&a);
+}
+
+/* The run after a commit takes the record that commit wrote from the file: no record read
+ * nor parsed, not even to compare the new one with it, and the tree of a run without the
+ * file. A commit that changes no decision (a README) makes no deploy commit, told without
+ * reading the record either, and leaves the file as it is. */
+static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res, plain;
+    char tree[41], want[41];
+    char *base;
+    struct stat st1, st2;
+    (void)state;
+
+    fx_open(&f);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.record_cached, 0);
+    assert_true(res.nrecord_cache_written > 0);
+    assert_file_holds_head_record(&f);
+
+    /* a new unit: the record changes */
+    free(th_git_commit_files(f.repo, "a new unit", "zz/solo.yaml", new_unit, NULL));
+    base = deploy_head(f.repo);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.nrecord_read, 0);
+    assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.committed, 1);
+    assert_true(res.nrecord_cache_written > 0);
+    assert_file_holds_head_record(&f);
+    set_deploy(&f, base);
+    run_once(&plain, want, &f, NO_STATE, NULL);
+    assert_int_equal(plain.record_cached, 0);
+    assert_true(plain.nrecord_read > 0);
+    assert_int_equal(plain.committed, 1);
+    assert_string_equal(tree, want);
+    free(base);
+
+    /* the file holds the record of the head the plain run left (the same bytes as the cached
+     * run's): a README commit changes no decision, and nothing is committed or written */
+    base = deploy_head(f.repo);
+    run_once(&res, tree, &f, WITH_STATE, NULL); /* the file: the plain run's head */
+    free(th_git_commit_files(f.repo, "docs", "README.md", "notes\n", NULL));
+    assert_int_equal(stat(f.path, &st1), 0);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.committed, 0);
+    assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.nrecord_cache_written, 0);
+    assert_int_equal(stat(f.path, &st2), 0);
+    assert_int_equal(st1.st_ino, st2.st_ino);
+    run_once(&plain, want, &f, NO_STATE, NULL);
+    assert_int_equal(plain.committed, 0);
+    assert_true(plain.nrecord_bytes_read > 0);
+    assert_string_equal(tree, want);
+    assert_string_equal(deploy_head(f.repo), base);
+    free(base);
+
+    /* --no-parse-cache: neither read nor written */
+    unlink(f.path);
+    run_once(&res, tree, &f, NO_PARSE_CACHE, NULL);
+    assert_int_equal(res.record_cached, 0);
+    assert_true(res.nrecord_read > 0);
+    assert_int_equal(res.nrecord_cache_written, 0);
+    assert_int_equal(access(f.path, F_OK), -1);
+    fx_close(&f);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    char *s;
+    long n;
+
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    rewind(fp);
+    s = malloc((size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return s;
+}
+
+static void write_all(const char *path, const char *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+}
+
+static char *slurp(FILE *f)
+{
+    long n;
+    char *s;
+
+    fflush(f);
+    n = ftell(f);
+    s = calloc(1, (size_t)n + 1);
+    rewind(f);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    return s;
+}
+
+/* A damaged, truncated, foreign or stale file: a warning, the record parsed, the right tree,
+ * and the file rewritten (the run after it takes the record from the file, silently). */
+static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
+{
+    static const char *const kinds[] = {"another build", "truncated", "a flipped byte",
+                                        "another blob",  "garbage",   "empty"};
+    struct fx f;
+    struct rc_pass_result res, plain;
+    char tree[41], want[41];
+    char *good, *base;
+    size_t len, hdr;
+    (void)state;
+
+    fx_open(&f);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    base = deploy_head(f.repo);
+    run_once(&plain, want, &f, NO_STATE, NULL);
+    assert_int_equal(plain.committed, 0);
+    good = read_all(f.path, &len);
+    hdr = (size_t)(strchr(strchr(good, '\n') + 1, '\n') + 1 - good);
+    assert_true(len > hdr + 60 + 100);
+    for (size_t kind = 0; kind < sizeof(kinds) / sizeof(kinds[0]); kind++) {
+        char *bad = malloc(len);
+        size_t blen = len;
+        FILE *log = tmpfile();
+        char *text;
+        memcpy(bad, good, len);
+        switch (kind) {
+        case 0: /* another build's: a byte of the build line */
+            bad[strlen("rightplace-record-cache 1\nrightplace ")] ^= 1;
+            break;
+        case 1:
+            blen = hdr + (len - hdr) / 2;
+            break;
+        case 2: /* in the packed record */
+            bad[len - 10] ^= 0x20;
+            break;
+        case 3: /* the record of another placements.yaml */
+            bad[hdr + 16] = bad[hdr + 16] == 'a' ? 'b' : 'a';
+            break;
+        case 4:
+            memset(bad, 'x', len);
+            break;
+        default:
+            blen = 0;
+            break;
+        }
+        write_all(f.path, bad, blen);
+        set_deploy(&f, base);
+        run_once(&res, tree, &f, WITH_STATE, log);
+        text = slurp(log);
+        if (!strstr(text, "record cache '") || !strstr(text, "ignored (the record is parsed)"))
+            fail_msg("%s: no warning in:\n%s", kinds[kind], text);
+        assert_int_equal(res.record_cached, 0);
+        assert_true(res.nrecord_read > 0);
+        assert_string_equal(tree, want);
+        assert_int_equal(res.committed, 0);
+        assert_true(res.nrecord_cache_written > 0); /* rewritten */
+        free(text);
+        fclose(log);
+
+        log = tmpfile();
+        run_once(&res, tree, &f, WITH_STATE, log);
+        text = slurp(log);
+        assert_null(strstr(text, "record cache '"));
+        assert_int_equal(res.record_cached, 1);
+        assert_int_equal(res.nrecord_read, 0);
+        assert_string_equal(tree, want);
+        free(text);
+        fclose(log);
+        free(bad);
+    }
+    /* not a regular file: ignored the same way */
+    unlink(f.path);
+    assert_int_equal(mkdir(f.path, 0700), 0);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 0);
+    assert_string_equal(tree, want);
+    free(good);
+    free(base);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rc_rcache__once_takes_the_record_it_committed),
+        cmocka_unit_test(test_rc_rcache__damaged_file_costs_a_parse),
+    };
+    struct rc_err err = RC_ERR_INIT;
+    char *home = th_git_env_setup();
+    int rc;
+
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc_git_global_shutdown();
+    th_rm_rf(home);
+    free(home);
+    return rc;
+}
