@@ -1748,6 +1748,13 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        {
+            /* a record the diff did not hash (rc_git_file.differs) has its id in the tree */
+            int k = find_tree_file(&cp->tree, RECORD_PATH);
+            if (k >= 0 && !cp->tree.files[k].keep && !ids[k][0] &&
+                (error = rc_git_file_id(ids[k], g, commit, RECORD_PATH, err)) < 0)
+                goto done;
+        }
         if (propose_ref[0]) {
             /* the review gate: the deploy branch stays; the proposal is replaced */
             if (strcmp(out->proposal, commit)) {
