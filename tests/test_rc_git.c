@@ -449,8 +449,10 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
     int ver[SLOTS], inbase[SLOTS]; /* 0: absent, else the content's version */
     char base[41] = "", tree[41], full[41], commit[41];
     unsigned seed = 12345;
+    struct rc_git *alone;
 
     f->g = open_ok(f->work, NULL);
+    alone = open_ok(f->work, NULL); /* the builds from the files alone: f->g's index stays */
     memset(ver, 0, sizeof(ver));
     memset(inbase, 0, sizeof(inbase));
     for (int r = 0; r < ROUNDS; r++) {
@@ -503,7 +505,7 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         /* outside the deploy paths: kept from the base by the one, given to the other */
         plain[n] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, "", 0};
 
-        assert_int_equal(rc_git_build_tree(full, f->g, NULL, plain, n + 1, &err), RC_OK);
+        assert_int_equal(rc_git_build_tree(full, alone, NULL, plain, n + 1, &err), RC_OK);
         if (base[0]) {
             assert_int_equal(rc_git_build_tree(tree, f->g, base, files, n, &err), RC_OK);
             if (strcmp(tree, full))
@@ -518,6 +520,25 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         memcpy(inbase, ver, sizeof(inbase));
     }
     free(th_git_ok(f->work, "fsck", "--no-dangling", base, NULL));
+    /* each build over the tree the one before wrote took that build's index: only the first
+     * (over a tree another handle wrote) read its base tree */
+    assert_int_equal(rc_git_trees_read(f->g), 1);
+    assert_int_equal(rc_git_trees_read(alone), 0);
+    {
+        /* a build that fails drops the index it took: the next one reads its base again */
+        const struct rc_git_file gone[] = {{"clusters/c0/none.yaml", NULL, 0, 1, "", 0}};
+        const struct rc_git_file one[] = {{"clusters/c0/ns0/job-0.yaml", "job: 0\n", 7, 0, "", 0}};
+        const struct rc_git_file one_alone[] = {
+            {"README.md", "deploy branch\n", 14, 0, "", 0},
+            {"clusters/c0/ns0/job-0.yaml", "job: 0\n", 7, 0, "", 0}};
+
+        assert_int_equal(rc_git_build_tree(tree, f->g, commit, gone, 1, &err), RC_ENOTFOUND);
+        assert_int_equal(rc_git_build_tree(tree, f->g, commit, one, 1, &err), RC_OK);
+        assert_int_equal(rc_git_trees_read(f->g), 2);
+        assert_int_equal(rc_git_build_tree(full, alone, NULL, one_alone, 2, &err), RC_OK);
+        assert_string_equal(tree, full);
+    }
+    rc_git_free(alone);
 }
 
 /* A large commit (a first pass on a big fleet) writes its new objects as one pack, not a loose
