@@ -60,6 +60,11 @@ struct rc_git {
     struct rc_log *log;
     char *name;
     char *email;
+    /* the index of the last tree rc_git_build_tree wrote, for a next build over that tree (a
+     * loop pass builds over the commit the pass before made): not read from the tree again */
+    git_index *built;
+    git_oid built_tree;
+    size_t trees_read;
 };
 
 /* ==== Errors and redaction ==== */
@@ -977,6 +982,7 @@ void rc_git_free(struct rc_git *g)
 {
     if (!g)
         return;
+    git_index_free(g->built);
     git_repository_free(g->repo);
     free(g->url);
     wipe_free(g->url_user);
@@ -989,6 +995,11 @@ void rc_git_free(struct rc_git *g)
     free(g->name);
     free(g->email);
     free(g);
+}
+
+size_t rc_git_trees_read(const struct rc_git *g)
+{
+    return g->trees_read;
 }
 
 int rc_git_is_remote(const struct rc_git *g)
@@ -1860,9 +1871,16 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     if (base_commit) {
         if ((error = lookup_tree(&base, g, base_commit, err)) < 0)
             goto done;
-        if ((ge = git_index_read_tree(idx, base)) < 0) {
+        if (g->built && git_oid_equal(&g->built_tree, git_tree_id(base))) {
+            /* the index this handle built that tree from: taken (a failed build frees it) */
+            git_index_free(idx);
+            idx = g->built;
+            g->built = NULL;
+        } else if ((ge = git_index_read_tree(idx, base)) < 0) {
             error = fail(err, RC_ERROR, "cannot read the tree of '%s'", base_commit);
             goto done;
+        } else {
+            g->trees_read++;
         }
     }
     /* Which files differ from the base: a file whose content the base already has at that
@@ -1884,6 +1902,11 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         }
         if (files[i].id[0] && parse_oid(&id, files[i].id, "blob", err) == RC_OK) {
             /* hashed by the caller */
+        } else if (files[i].differs) {
+            /* not the base's blob: hashed as it is written */
+            changed[i] = 2;
+            nchanged++;
+            continue;
         } else if ((ge = git_odb_hash(&id, data, files[i].len, GIT_OBJECT_BLOB)) < 0) {
             error = fail(err, RC_ERROR, "cannot hash '%s'", files[i].path);
             goto done;
@@ -1905,7 +1928,9 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         memset(&ie, 0, sizeof(ie));
         if (sink.mempack) {
             ie.id = ids[i];
-            ge = sink_write_blob(&sink, &ie.id, data, files[i].len);
+            ge = changed[i] == 2 ? git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB) : 0;
+            if (ge >= 0)
+                ge = sink_write_blob(&sink, &ie.id, data, files[i].len);
         } else {
             ge = git_blob_create_from_buffer(&ie.id, sink.repo, data, files[i].len);
         }
@@ -1943,6 +1968,10 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
         goto done;
     oid_hex(out_tree, &tree_id);
+    git_index_free(g->built);
+    g->built = idx; /* its tree cache is that of tree_id, as writing the tree left it */
+    g->built_tree = tree_id;
+    idx = NULL;
 done:
     sink_close(&sink);
     free(ids);

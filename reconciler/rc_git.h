@@ -192,9 +192,15 @@ struct rc_git_file {
     int keep;    /* 1: the base tree's blob at this path stays (data unused); RC_ENOTFOUND when
                   * the base has no file there */
     char id[41]; /* the blob id of data when the caller has it ("": computed here) */
+    int differs; /* 1 (with id ""): data is known not to be the base tree's blob at this path,
+                  * so it is written without being hashed first to compare */
 };
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err);
+/* Base trees rc_git_build_tree read into an index so far: a build over the tree the handle's
+ * last build wrote reuses that build's index instead (a loop pass over the commit the pass
+ * before it made). */
+size_t rc_git_trees_read(const struct rc_git *g);
 
 /* The tree id of a commit (40 hex). */
 int rc_git_commit_tree_id(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);

@@ -758,7 +758,8 @@ static int same_content(const char *path, const char *a, size_t alen, const char
 /* Whether placements.yaml file f equals blob old_id but for its source line, told from the
  * blob's source line alone (kl): f with that line in place of its own is the blob exactly
  * when their blob ids are equal (split_record cuts both at the same first "\nsource: ").
- * *same: 1 or 0, or -1 when kl does not know old_id. */
+ * *same: 1 or 0, or -1 when that is not known here (kl does not know old_id, or a record
+ * has no source line). */
 static int same_by_line(int *same, const struct known_line *kl, const char *old_id,
                         const struct rd_tree_file *f, struct rc_err *err)
 {
@@ -770,8 +771,7 @@ static int same_by_line(int *same, const struct known_line *kl, const char *old_
     *same = -1;
     if (!kl || !kl->known || !kl->blob[0] || strcmp(kl->blob, old_id))
         return RC_OK;
-    *same = 0;
-    /* without a source line in either, equal means equal ids, which they are not */
+    /* without a source line in either: not known here (the caller compares the bytes) */
     if (!kl->line.have || !f->data || !split_record(f->data, f->len, &head, &tail, &tlen))
         return RC_OK;
     joined = rc_xmalloc(head + kl->line.len + tlen + 1);
@@ -787,11 +787,11 @@ static int same_by_line(int *same, const struct known_line *kl, const char *old_
 }
 
 /* Whether the new placements.yaml f is the old blob o but for its source line
- * (same_content, counted in *ncompared): compared with the bytes this pass read, or (loop mode)
- * those of the blob the last pass read or wrote, kept by its id; else, `--once`, told from the
- * source line the record cache file kept (same_by_line); else the blob is read (counted in *nread).
- */
-static int record_same(int *same, struct rc_git *g, struct rc_cache *cache,
+ * (same_content; counted in *ncompared), and id gets o's id when f is that very blob: compared
+ * with the bytes this pass read, or (loop mode) those of the blob the last pass read or wrote,
+ * kept by its id; else, `--once`, told from the source line the record cache file kept
+ * (same_by_line); else the blob is read (counted in *nread). */
+static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache *cache,
                        const struct known_line *kl, size_t *nread, size_t *ncompared,
                        const struct rc_git_blob *o, const struct rd_tree_file *f,
                        struct rc_arena *a, struct rc_err *err)
@@ -812,12 +812,8 @@ static int record_same(int *same, struct rc_git *g, struct rc_cache *cache,
         error = same_by_line(&known, kl, o->id, f, err);
         if (error < 0)
             return error;
-        if (known >= 0) {
-            *same = known;
-            return RC_OK;
-        }
     }
-    if (!data) {
+    if (known < 0 && !data) {
         char *read = NULL;
         error = rc_git_read_blob(&read, &len, g, o->id, RD_RECORD_MAX_BYTES, a, err);
         if (error < 0)
@@ -826,26 +822,39 @@ static int record_same(int *same, struct rc_git *g, struct rc_cache *cache,
         if (nread)
             *nread += len;
     }
-    *same = same_content(o->path, data, len, f->data, f->len);
+    if (known >= 0) {
+        /* equal but for the source line; the very blob when the lines are equal */
+        struct rc_rcache_line nl;
+        record_source_line(&nl, f->data, f->len);
+        *same = known;
+        if (known && nl.have == kl->line.have && nl.len == kl->line.len &&
+            (!nl.have || !memcmp(nl.text, kl->line.text, nl.len)))
+            memcpy(id, o->id, 41);
+    } else if (len == f->len && !memcmp(data, f->data, len)) {
+        memcpy(id, o->id, 41); /* the same bytes: that blob */
+        *same = 1;
+    } else {
+        *same = same_content(o->path, data, len, f->data, f->len);
+    }
     return RC_OK;
 }
 
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
- * by blob id: only the base's placements.yaml is compared (its source line does not count,
- * record_same). lazy_record: when another path changes (capacity.yaml aside) the pass
- * commits anyway, writing the new placements.yaml whole, so a placements.yaml of another blob
- * counts as modified without a comparison (`plan` passes 0: it lists exactly what differs).
- * Kept files (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file.
- * ids (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
- * rc_git_build_tree. */
+ * by blob id, and placements.yaml by its bytes (record_same; its source line does not count).
+ * lazy_record: when another path changes (capacity.yaml aside) the pass commits anyway,
+ * writing the new placements.yaml whole, so a placements.yaml of another blob counts as
+ * modified without a comparison (`plan` passes 0: it lists exactly what differs). Kept files
+ * (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file. ids
+ * (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
+ * rc_git_build_tree, but "" for a placements.yaml not known to be the base's blob
+ * (rc_git_file.differs: hashed once, when written). */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
                      struct rc_cache *cache, const struct known_line *kl, int lazy_record,
                      size_t *nread, size_t *ncompared, const char *base, const struct rd_tree *tree,
                      struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_git_blob *rec_old = NULL;
-    const struct rd_tree_file *rec_new = NULL;
-    size_t rec_at = 0;
+    size_t rec_j = 0, rec_at = 0;
     struct rc_git_blob *old = NULL;
     size_t nold = 0, cap = 0, cnt = 0;
     struct rc_path_change *ch = NULL;
@@ -859,7 +868,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             return error;
     }
     for (size_t k = 0; k < tree->nfiles; k++) {
-        if (tree->files[k].keep)
+        /* the record is compared by its bytes below: hashing 10 MB costs more (SHA-1 with
+         * collision detection), and a record that differs is hashed once, as it is written */
+        if (tree->files[k].keep || (base && base[0] && !strcmp(tree->files[k].path, RECORD_PATH)))
             continue;
         error = rc_git_digest(id[k], tree->files[k].data ? tree->files[k].data : "",
                               tree->files[k].len, err);
@@ -894,14 +905,15 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             j++;
         } else {
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
-            if (!same && !strcmp(old[i].path, RECORD_PATH)) {
+            if (!tree->files[j].keep && !strcmp(old[i].path, RECORD_PATH)) {
                 if (lazy_record) {
                     /* decided below, when it matters */
                     rec_old = &old[i];
-                    rec_new = &tree->files[j];
+                    rec_j = j;
                     rec_at = cnt;
+                    same = 0;
                 } else {
-                    error = record_same(&same, g, cache, kl, nread, ncompared, &old[i],
+                    error = record_same(&same, id[j], g, cache, kl, nread, ncompared, &old[i],
                                         &tree->files[j], a, err);
                     if (error < 0)
                         return error;
@@ -920,7 +932,8 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         for (size_t k = 0; k < cnt && !other; k++)
             other = strcmp(ch[k].path, CAPACITY_PATH) && strcmp(ch[k].path, RECORD_PATH);
         if (!other) {
-            error = record_same(&same, g, cache, kl, nread, ncompared, rec_old, rec_new, a, err);
+            error = record_same(&same, id[rec_j], g, cache, kl, nread, ncompared, rec_old,
+                                &tree->files[rec_j], a, err);
             if (error < 0)
                 return error;
         }
@@ -1762,6 +1775,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             files[i].len = cp->tree.files[i].len;
             files[i].keep = cp->tree.files[i].keep;
             memcpy(files[i].id, ids[i], sizeof(files[i].id));
+            files[i].differs = !files[i].keep && !ids[i][0];
         }
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
@@ -1778,6 +1792,13 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_buf_release(&msg);
         if (error < 0)
             goto done;
+        {
+            /* a record the diff did not hash (rc_git_file.differs) has its id in the tree */
+            int k = find_tree_file(&cp->tree, RECORD_PATH);
+            if (k >= 0 && !cp->tree.files[k].keep && !ids[k][0] &&
+                (error = rc_git_file_id(ids[k], g, commit, RECORD_PATH, err)) < 0)
+                goto done;
+        }
         if (propose_ref[0]) {
             /* the review gate: the deploy branch stays; the proposal is replaced */
             if (strcmp(out->proposal, commit)) {

@@ -351,10 +351,10 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     struct rc_err err = RC_ERR_INIT;
     char tree[41], tree2[41], base_tree[41], *base, *ls, *blob;
     const struct rc_git_file files[] = {
-        {"clusters/a/x.yaml", "x: 2\n", 5, 0, ""},
-        {"clusters/c/ns/new.yaml", "new: 1\n", 7, 0, ""},
-        {"placements.yaml", "units: [a]\n", 11, 0, ""},
-        {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, ""},
+        {"clusters/a/x.yaml", "x: 2\n", 5, 0, "", 0},
+        {"clusters/c/ns/new.yaml", "new: 1\n", 7, 0, "", 0},
+        {"placements.yaml", "units: [a]\n", 11, 0, "", 0},
+        {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, "", 0},
     };
     /* the same files in another order */
     const struct rc_git_file shuffled[] = {files[3], files[2], files[1], files[0]};
@@ -403,11 +403,11 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     /* rebuilding the base's own deploy files from the base → the base tree (no change) */
     {
         const struct rc_git_file same[] = {
-            {"clusters/a/x.yaml", "x: 1\n", 5, 0, ""},
-            {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, ""},
-            {"clusters/b/y.yaml", "y: 1\n", 5, 0, ""},
-            {"placements.yaml", "units: []\n", 10, 0, ""},
-            {".rightplace/capacity.yaml", "c: 1\n", 5, 0, ""},
+            {"clusters/a/x.yaml", "x: 1\n", 5, 0, "", 0},
+            {"clusters/a/kustomization.yaml", "resources: [x.yaml]\n", 20, 0, "", 0},
+            {"clusters/b/y.yaml", "y: 1\n", 5, 0, "", 0},
+            {"placements.yaml", "units: []\n", 10, 0, "", 0},
+            {".rightplace/capacity.yaml", "c: 1\n", 5, 0, "", 0},
         };
 
         assert_int_equal(rc_git_build_tree(tree2, f->g, base, same, 5, &err), RC_OK);
@@ -424,7 +424,7 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
     assert_string_equal(tree2, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
     /* a file outside the deploy paths replaces the base's */
     {
-        const struct rc_git_file readme[] = {{"README.md", "new readme\n", 11, 0, ""}};
+        const struct rc_git_file readme[] = {{"README.md", "new readme\n", 11, 0, "", 0}};
         char spec[64];
 
         assert_int_equal(rc_git_build_tree(tree2, f->g, base, readme, 1, &err), RC_OK);
@@ -449,8 +449,10 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
     int ver[SLOTS], inbase[SLOTS]; /* 0: absent, else the content's version */
     char base[41] = "", tree[41], full[41], commit[41];
     unsigned seed = 12345;
+    struct rc_git *alone;
 
     f->g = open_ok(f->work, NULL);
+    alone = open_ok(f->work, NULL); /* the builds from the files alone: f->g's index stays */
     memset(ver, 0, sizeof(ver));
     memset(inbase, 0, sizeof(inbase));
     for (int r = 0; r < ROUNDS; r++) {
@@ -481,6 +483,9 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
             plain[n] = *x;
             /* unchanged since the base: kept, as a pass does */
             x->keep = base[0] && r % 2 && k % 5 == 0 && ver[k] == inbase[k];
+            /* known to differ from the base: written without a hash to compare (both ways of
+             * writing: one object at a time, and the in-memory store of a big change) */
+            x->differs = r % 3 == 0 && ver[k] != inbase[k];
             n++;
         }
         /* a file that turns into a directory and back: the index path's case */
@@ -495,11 +500,12 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         files[n].data = rc_arena_printf(&f->a, "round: %d\n", r);
         files[n].len = strlen(files[n].data);
         plain[n] = files[n];
+        files[n].differs = r % 2; /* as a pass writes a record that changed */
         n++;
         /* outside the deploy paths: kept from the base by the one, given to the other */
-        plain[n] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, ""};
+        plain[n] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, "", 0};
 
-        assert_int_equal(rc_git_build_tree(full, f->g, NULL, plain, n + 1, &err), RC_OK);
+        assert_int_equal(rc_git_build_tree(full, alone, NULL, plain, n + 1, &err), RC_OK);
         if (base[0]) {
             assert_int_equal(rc_git_build_tree(tree, f->g, base, files, n, &err), RC_OK);
             if (strcmp(tree, full))
@@ -514,6 +520,25 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         memcpy(inbase, ver, sizeof(inbase));
     }
     free(th_git_ok(f->work, "fsck", "--no-dangling", base, NULL));
+    /* each build over the tree the one before wrote took that build's index: only the first
+     * (over a tree another handle wrote) read its base tree */
+    assert_int_equal(rc_git_trees_read(f->g), 1);
+    assert_int_equal(rc_git_trees_read(alone), 0);
+    {
+        /* a build that fails drops the index it took: the next one reads its base again */
+        const struct rc_git_file gone[] = {{"clusters/c0/none.yaml", NULL, 0, 1, "", 0}};
+        const struct rc_git_file one[] = {{"clusters/c0/ns0/job-0.yaml", "job: 0\n", 7, 0, "", 0}};
+        const struct rc_git_file one_alone[] = {
+            {"README.md", "deploy branch\n", 14, 0, "", 0},
+            {"clusters/c0/ns0/job-0.yaml", "job: 0\n", 7, 0, "", 0}};
+
+        assert_int_equal(rc_git_build_tree(tree, f->g, commit, gone, 1, &err), RC_ENOTFOUND);
+        assert_int_equal(rc_git_build_tree(tree, f->g, commit, one, 1, &err), RC_OK);
+        assert_int_equal(rc_git_trees_read(f->g), 2);
+        assert_int_equal(rc_git_build_tree(full, alone, NULL, one_alone, 2, &err), RC_OK);
+        assert_string_equal(tree, full);
+    }
+    rc_git_free(alone);
 }
 
 /* A large commit (a first pass on a big fleet) writes its new objects as one pack, not a loose
@@ -533,6 +558,7 @@ static void test_rc_git__build_tree_packs_many_new_objects(void **state)
         files[i].path = rc_arena_printf(&f->a, "clusters/c%zu/ns/job-%zu.yaml", i % 7, i);
         files[i].data = rc_arena_printf(&f->a, "kind: RayJob\nmetadata: {name: job-%zu}\n", i);
         files[i].len = strlen(files[i].data);
+        files[i].differs = i % 2; /* new: half of them hashed only as they are stored */
     }
     assert_int_equal(rc_git_build_tree(tree, f->g, base, files, N, &err), RC_OK);
     assert_int_equal(rc_git_commit(commit, f->g, tree, base, "many\n", 1700000000, &err), RC_OK);
@@ -543,6 +569,10 @@ static void test_rc_git__build_tree_packs_many_new_objects(void **state)
     blob = th_git_ok(f->work, "show",
                      rc_arena_printf(&f->a, "%s:clusters/c3/ns/job-500.yaml", commit), NULL);
     assert_string_equal(blob, "kind: RayJob\nmetadata: {name: job-500}");
+    free(blob);
+    blob = th_git_ok(f->work, "show",
+                     rc_arena_printf(&f->a, "%s:clusters/c4/ns/job-501.yaml", commit), NULL);
+    assert_string_equal(blob, "kind: RayJob\nmetadata: {name: job-501}");
     /* the 600 blobs and their trees are in a pack; only the base commit's objects and the new
      * commit are loose */
     count = th_git_ok(f->work, "count-objects", "-v", NULL);
@@ -555,6 +585,8 @@ static void test_rc_git__build_tree_packs_many_new_objects(void **state)
     free(blob);
 
     /* one more file: loose, as usual */
+    for (size_t i = 0; i < N; i++)
+        files[i].differs = 0; /* they are the base's blobs now */
     files[0].data = "changed: true\n";
     files[0].len = strlen(files[0].data);
     assert_int_equal(rc_git_build_tree(tree, f->g, commit, files, N, &err), RC_OK);
@@ -629,7 +661,7 @@ static void test_rc_git__build_tree_refuses_bad_paths(void **state)
     free(th_git_commit_files(f->work, "base", "a.yaml", "a\n", NULL));
     f->g = open_ok(f->work, NULL);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct rc_git_file file = {bad[i], "x", 1, 0, ""};
+        struct rc_git_file file = {bad[i], "x", 1, 0, "", 0};
 
         err.code = 0;
         if (rc_git_build_tree(tree, f->g, "main", &file, 1, &err) != RC_EINVALID)
@@ -637,9 +669,10 @@ static void test_rc_git__build_tree_refuses_bad_paths(void **state)
         assert_int_equal(err.code, RC_EINVALID);
     }
     {
-        const struct rc_git_file dup[] = {{"a/b.yaml", "1", 1, 0, ""}, {"a/b.yaml", "2", 1, 0, ""}};
+        const struct rc_git_file dup[] = {{"a/b.yaml", "1", 1, 0, "", 0},
+                                          {"a/b.yaml", "2", 1, 0, "", 0}};
         const struct rc_git_file df[] = {
-            {"a/b", "1", 1, 0, ""}, {"a/b-c", "2", 1, 0, ""}, {"a/b/c", "3", 1, 0, ""}};
+            {"a/b", "1", 1, 0, "", 0}, {"a/b-c", "2", 1, 0, "", 0}, {"a/b/c", "3", 1, 0, "", 0}};
 
         assert_int_equal(rc_git_build_tree(tree, f->g, "main", dup, 2, &err), RC_EINVALID);
         assert_non_null(strstr(err.msg, "twice"));
@@ -653,7 +686,7 @@ static void test_rc_git__commit_is_valid_and_deterministic(void **state)
     struct fx *f = *state;
     struct rc_err err = RC_ERR_INIT;
     char tree[41], c1[41], c2[41], again[41], *base, *out;
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, "", 0}};
     const char *msg = "place rayjob3/rayjob-train on dynamic-cluster\n"
                       "\n"
                       "Because it fits after a scale-up.\n"
@@ -785,7 +818,7 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     struct rc_err err = RC_ERR_INIT;
     char *remote = make_remote(f), *url = file_url(remote), *c2, *out, *other;
     char id[41], tree[41], deploy[41], deploy2[41], mirror[4096];
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, "", 0}};
     struct rc_git_blob *b;
     size_t n;
 
@@ -988,7 +1021,7 @@ static int race(const char *url, const char *state_dir, const char *who, int rou
 
         for (int attempt = 0; attempt < 200 && !done; attempt++) {
             char old[41], tree[41], c[41], path[64], msg[64];
-            struct rc_git_file file = {path, who, strlen(who), 0, ""};
+            struct rc_git_file file = {path, who, strlen(who), 0, "", 0};
             int r;
 
             snprintf(path, sizeof(path), "log/%s-%02d.txt", who, i);
@@ -1086,7 +1119,7 @@ static void test_rc_git__push_declined_by_hook(void **state)
     struct rc_err err = RC_ERR_INIT;
     char *served = th_tmpdir("served"), url[256], remote[2048], hook[4096], *out;
     char tree[41], c[41], id[41];
-    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, ""}};
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, "", 0}};
     int port = 0;
     pid_t daemon;
 
