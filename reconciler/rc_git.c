@@ -1346,8 +1346,24 @@ static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     error = check_path(p, 1, err);
     if (error == RC_OK)
         error = lookup_tree(&tree, g, commit, err);
-    if (error == RC_OK)
+    if (error == RC_OK && list_only && !*p && g->built &&
+        git_oid_equal(&g->built_tree, git_tree_id(tree))) {
+        /* the tree this handle built last: its index lists it, without reading a tree */
+        for (size_t i = 0; i < git_index_entrycount(g->built); i++) {
+            const git_index_entry *ie = git_index_get_byindex(g->built, i);
+            struct rc_git_blob *b;
+            if (!ie || git_index_entry_stage(ie) != 0 ||
+                (ie->mode != GIT_FILEMODE_BLOB && ie->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
+                continue; /* as the walk: symlinks and submodules skipped */
+            w.v = rc_xgrow(w.v, &w.cap, w.n + 1, sizeof(*w.v));
+            b = &w.v[w.n++];
+            memset(b, 0, sizeof(*b));
+            b->path = rc_arena_strdup(a, ie->path);
+            oid_hex(b->id, &ie->id);
+        }
+    } else if (error == RC_OK) {
         error = walk_path(&w, tree, p, 1, commit);
+    }
     if (error == RC_OK)
         walk_finish(out, n, &w);
     free(w.v);

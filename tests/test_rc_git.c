@@ -441,6 +441,23 @@ static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
  * whatever path the build takes, the tree is the one the files alone give (a build without a
  * base, which reads no tree): random rounds of changes, removals that empty directories,
  * additions in new directories, kept files, a file becoming a directory and back. */
+/* The listing of commit through f->g (which may answer from the index of the tree it built
+ * last) is the listing through other, which walks the tree. */
+static void same_listing(struct fx *f, struct rc_git *other, const char *commit)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+
+    assert_int_equal(rc_git_list_tree(&x, &nx, f->g, commit, "", &f->a, &err), RC_OK);
+    assert_int_equal(rc_git_list_tree(&y, &ny, other, commit, "", &f->a, &err), RC_OK);
+    assert_int_equal(nx, ny);
+    for (size_t i = 0; i < nx; i++) {
+        assert_string_equal(x[i].path, y[i].path);
+        assert_string_equal(x[i].id, y[i].id);
+    }
+}
+
 static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
 {
     struct fx *f = *state;
@@ -516,6 +533,7 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         assert_int_equal(rc_git_commit(commit, f->g, tree, base[0] ? base : NULL, "round\n",
                                        1700000000 + r, &err),
                          RC_OK);
+        same_listing(f, alone, commit);
         memcpy(base, commit, sizeof(base));
         memcpy(inbase, ver, sizeof(inbase));
     }
@@ -537,6 +555,23 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         assert_int_equal(rc_git_trees_read(f->g), 2);
         assert_int_equal(rc_git_build_tree(full, alone, NULL, one_alone, 2, &err), RC_OK);
         assert_string_equal(tree, full);
+    }
+    {
+        /* a base with a symlink and an executable: the index holds them, a listing does not
+         * (symlinks are skipped) or does (executables), as the walk */
+        const struct rc_git_file one[] = {{"clusters/c0/ns0/job-0.yaml", "job: 1\n", 7, 0, "", 0}};
+        char *head, *path = rc_arena_printf(&f->a, "%s/link.yaml", f->work);
+
+        assert_int_equal(symlink("README.md", path), 0);
+        th_write_file(f->work, "run.sh", "#!/bin/sh\n", (size_t)-1);
+        assert_int_equal(chmod(rc_arena_printf(&f->a, "%s/run.sh", f->work), 0755), 0);
+        head = th_git_commit_files(f->work, "links", NULL);
+        head[strcspn(head, "\n")] = '\0';
+        assert_int_equal(rc_git_build_tree(tree, f->g, head, one, 1, &err), RC_OK);
+        assert_int_equal(rc_git_commit(commit, f->g, tree, head, "over links\n", 1700000100, &err),
+                         RC_OK);
+        same_listing(f, alone, commit);
+        free(head);
     }
     rc_git_free(alone);
 }
