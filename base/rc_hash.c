@@ -1,5 +1,6 @@
 /*
- * rc_hash.c - FNV-1a 64-bit.
+ * rc_hash.c - FNV-1a 64-bit, and XXH64 (Yann Collet's algorithm, as its specification
+ * describes it; seed 0).
  */
 #include "rc_hash.h"
 
@@ -13,6 +14,84 @@ uint64_t rc_fnv1a(uint64_t h, const void *data, size_t n)
         h ^= p[i];
         h *= UINT64_C(0x100000001b3);
     }
+    return h;
+}
+
+#define XP1 UINT64_C(0x9E3779B185EBCA87)
+#define XP2 UINT64_C(0xC2B2AE3D27D4EB4F)
+#define XP3 UINT64_C(0x165667B19E3779F9)
+#define XP4 UINT64_C(0x85EBCA77C2B2AE63)
+#define XP5 UINT64_C(0x27D4EB2F165667C5)
+
+static uint64_t rotl(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+static uint64_t xround(uint64_t acc, uint64_t in)
+{
+    return rotl(acc + in * XP2, 31) * XP1;
+}
+
+static uint64_t xmerge(uint64_t h, uint64_t v)
+{
+    return (h ^ xround(0, v)) * XP1 + XP4;
+}
+
+uint64_t rc_xxh64(const void *data, size_t n)
+{
+    const unsigned char *p = data, *end = p + n;
+    uint64_t h;
+
+    if (n >= 32) {
+        uint64_t v1 = XP1 + XP2, v2 = XP2, v3 = 0, v4 = 0 - XP1;
+        for (; end - p >= 32; p += 32) {
+            v1 = xround(v1, le64(p));
+            v2 = xround(v2, le64(p + 8));
+            v3 = xround(v3, le64(p + 16));
+            v4 = xround(v4, le64(p + 24));
+        }
+        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+        h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
+    } else {
+        h = XP5;
+    }
+    h += (uint64_t)n;
+    for (; end - p >= 8; p += 8)
+        h = rotl(h ^ xround(0, le64(p)), 27) * XP1 + XP4;
+    if (end - p >= 4) {
+        h = rotl(h ^ (uint64_t)le32(p) * XP1, 23) * XP2 + XP3;
+        p += 4;
+    }
+    for (; p < end; p++)
+        h = rotl(h ^ *p * XP5, 11) * XP1;
+    h ^= h >> 33;
+    h *= XP2;
+    h ^= h >> 29;
+    h *= XP3;
+    h ^= h >> 32;
     return h;
 }
 

@@ -6,7 +6,7 @@
  *   "rightplace <version> load <digest of the Load step's sources> <rd_cache_export_version>\n"
  *   entries, each:
  *     u32 L            bytes of the entry after this field (little-endian, as all below)
- *     u64 checksum     FNV-1a 64 of the L - 8 bytes after it
+ *     u64 checksum     XXH64 of the L - 8 bytes after it
  *     40 bytes         the blob id, lower-case hex
  *     u32 P            bytes of the path
  *     P bytes          the path
@@ -382,9 +382,8 @@ static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, co
     size_t plen = strlen(path);
 
     if (read_at(pc->fd, dst, e->size, e->off) < 0 || get_u32(dst) + (size_t)4 != e->size ||
-        get_u64(dst + 4) != rc_fnv1a(RC_FNV_INIT, dst + 12, e->size - 12) ||
-        memcmp(dst + 12, id, 40) || get_u32(dst + 52) != plen || 56 + plen > e->size ||
-        memcmp(dst + 56, path, plen)) {
+        get_u64(dst + 4) != rc_xxh64(dst + 12, e->size - 12) || memcmp(dst + 12, id, 40) ||
+        get_u32(dst + 52) != plen || 56 + plen > e->size || memcmp(dst + 56, path, plen)) {
         char why[PATH_MAX_BYTES + 64];
         snprintf(why, sizeof(why), "the entry of '%s' is damaged", path);
         warn_ignored(pc, log, why);
@@ -541,7 +540,7 @@ static int emit(struct rc_pcache *pc, struct writer *w, const struct rd_cache *c
     memcpy(fixed + 12, b->id, 40);
     put_u32(fixed + 52, (uint32_t)plen);
     memcpy(w->scratch.ptr, fixed, sizeof(fixed));
-    put_u64(fixed + 4, rc_fnv1a(RC_FNV_INIT, w->scratch.ptr + 12, len - 12));
+    put_u64(fixed + 4, rc_xxh64(w->scratch.ptr + 12, len - 12));
     memcpy(w->scratch.ptr + 4, fixed + 4, 8);
     at = w->off + w->out.len;
     rc_buf_add(&w->out, w->scratch.ptr, len, NULL);

@@ -13,7 +13,7 @@
  * The file is untrusted input. It is used only when it is a regular file of this user whose
  * header names this exact build of the Load step (the program's version, a digest of the
  * sources of base/, placement/ and render/, the libyaml and cJSON versions); every entry
- * carries its length and a checksum (FNV-1a 64) and is read with bounds checks. A header that
+ * carries its length and a checksum (XXH64) and is read with bounds checks. A header that
  * does not match, or an entry that does not check out, is logged as a warning and ignored
  * (its files are parsed), and the file is rewritten at the end of the load.
  *

@@ -6,7 +6,7 @@
  *   "rightplace <version> load <digest of the Load step's sources> <RD_RECORD_PACK_VERSION>\n"
  *   one entry:
  *     u64 L            bytes of the entry after this field (little-endian, as below)
- *     u64 checksum     FNV-1a 64 of the L - 8 bytes after it
+ *     u64 checksum     XXH64 of the L - 8 bytes after it
  *     40 bytes         the placements.yaml blob id, lower-case hex
  *     u32 S            bytes of the blob's source line + 1 (0: it has none)
  *     S - 1 bytes      the source line
@@ -203,7 +203,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     if (read_at(fd, p + FIXED, len - FIXED, (off_t)(rc->header_len + FIXED)) < 0 ||
-        get_u64(p + 8) != rc_fnv1a(RC_FNV_INIT, p + 16, len - 16)) {
+        get_u64(p + 8) != rc_xxh64(p + 16, len - 16)) {
         warn_ignored(rc, &st, log, "damaged (checksum)");
         goto done;
     }
@@ -267,7 +267,7 @@ int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_recor
     memcpy(fixed + 16, blob, 40);
     memcpy(b.ptr + rc->header_len, fixed, sizeof(fixed));
     put_u64((unsigned char *)b.ptr + rc->header_len + 8,
-            rc_fnv1a(RC_FNV_INIT, b.ptr + rc->header_len + 16, len - 16));
+            rc_xxh64(b.ptr + rc->header_len + 16, len - 16));
     error = rc_file_write_atomic(rc->path, b.ptr, b.len, err);
     if (error < 0) {
         unlink(rc->path); /* whatever is there is another record's: no use */

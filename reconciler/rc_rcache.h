@@ -14,7 +14,7 @@
  * The file is untrusted input. It is used only when it is a regular file of this user of at
  * most RC_RCACHE_MAX_BYTES whose header names this exact build (the program's version, the
  * digest of the sources of base/, placement/ and render/, RD_RECORD_PACK_VERSION); its one
- * entry carries its length and a checksum (FNV-1a 64) and is decoded by rd_record_unpack,
+ * entry carries its length and a checksum (XXH64) and is decoded by rd_record_unpack,
  * which checks every length and what rd_record_parse checks of a record. Anything else is a
  * warning (once for one state of the file), the record is parsed, and the file is rewritten
  * (a temporary file, fsync, rename). Callers hold the state directory's lock.

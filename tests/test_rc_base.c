@@ -85,6 +85,33 @@ static void test_rc_base__arena_take(void **state)
     rc_arena_release(&a);
 }
 
+/* XXH64 gives what `xxhsum -H64` gives (the values below are its output), at every length
+ * class: empty, under 4, under 8, under 32 with a tail, and over 32 with each tail. */
+static void test_rc_base__xxh64_matches_xxhsum(void **state)
+{
+    static const struct {
+        const char *text;
+        const char *hex;
+    } v[] = {
+        {"", "ef46db3751d8e999"},
+        {"a", "d24ec4f1a98c6e5b"},
+        {"abc", "44bc2cf5ad770999"},
+        {"abcdefg", "1860940e2902822d"},
+        {"012345678901234567890123456789012345678901234", "937a56187cdd5d2e"},
+        {"0123456789012345678901234567890", "8b80da128591b789"},
+        {"rightplacerightplacerightplacerightplacerightplacerightplacerightplacerightplace"
+         "rightplacerightplacerightplacerightplacerightplace",
+         "150d5a727b9b486a"},
+    };
+    char hex[17];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        rc_hash_hex(rc_xxh64(v[i].text, strlen(v[i].text)), hex);
+        assert_string_equal(hex, v[i].hex);
+    }
+}
+
 static void test_rc_base__fnv_is_stable(void **state)
 {
     char hex[17];
@@ -217,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
         cmocka_unit_test(test_rc_base__arena_take),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
+        cmocka_unit_test(test_rc_base__xxh64_matches_xxhsum),
         cmocka_unit_test(test_rc_base__escape_controls),
         cmocka_unit_test(test_rc_base__log_escapes_controls),
         cmocka_unit_test(test_rc_base__read_file_regular_only),
