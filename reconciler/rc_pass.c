@@ -1458,9 +1458,13 @@ static size_t keep_written_record(const struct rc_pass_options *o, const struct 
     if (k < 0 || cp->tree.files[k].keep || !ids[k][0] || (!rfile && o->last_pass))
         return 0;
     ro.tallies = cp->tallies;
-    /* made in an arena the cache takes over: no copy */
+    /* made in an arena the cache takes over: no copy; for the file alone (the last pass),
+     * pointing into the result: no string copied */
     t0 = mono_ms();
-    rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
+    if (o->last_pass)
+        rd_record_view_of_result(&rec, &cp->res, source, &ro, &fresh);
+    else
+        rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
     t1 = mono_ms();
     record_source_line(&line, cp->tree.files[k].data, cp->tree.files[k].len);
     if (rfile && rc_rcache_save(rfile, ids[k], &rec, &line, &err) < 0 && o->log)

@@ -164,6 +164,12 @@ int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
                         const char *source_commit, const struct rd_render_options *opts,
                         struct rc_arena *a);
 
+/* The same record, pointing into res for its units' strings (the rest in a): valid while res
+ * is. Saves the copies for a record that is only packed (rd_record_pack). */
+void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,
+                              const char *source_commit, const struct rd_render_options *opts,
+                              struct rc_arena *a);
+
 /* A deep copy of in, allocated in a. */
 void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a);
 

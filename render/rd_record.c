@@ -30,6 +30,7 @@
 #include "rd_output.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -662,32 +663,39 @@ static void tally_as_read(struct rd_verdict_tally *out, struct rd_verdict_tally 
     out->omitted = t.omitted;
 }
 
-/* The entry parse_unit reads back from what unit_json writes for d. */
+/* s copied into a, or (copy 0) s itself. */
+static const char *keep_str(const char *s, int copy, struct rc_arena *a)
+{
+    return copy ? dup_or_null(s, a) : s;
+}
+
+/* The entry parse_unit reads back from what unit_json writes for d; its strings copied into
+ * a, or (copy 0) d's own. */
 static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
-                         const struct pl_decision *d, const struct rd_verdict_tally *kept,
+                         const struct pl_decision *d, const struct rd_verdict_tally *kept, int copy,
                          struct rc_arena *a)
 {
     unsigned char small[64], *keep = small;
     size_t k = 0;
 
     memset(u, 0, sizeof(*u));
-    u->unit = rc_arena_strdup(a, d->unit);
-    u->policy = dup_or_null(d->policy, a);
-    u->policy_digest = dup_or_null(d->policy_digest, a);
+    u->unit = keep_str(d->unit, copy, a);
+    u->policy = keep_str(d->policy, copy, a);
+    u->policy_digest = keep_str(d->policy_digest, copy, a);
     u->objects = rc_arena_calloc(a, d->nobjects + 1, sizeof(*u->objects));
     for (size_t i = 0; i < d->nobjects; i++) {
         const char *key = d->object_keys  ? d->object_keys[i]
                           : d->objects[i] ? d->objects[i]->key
                                           : NULL;
         if (key)
-            u->objects[u->nobjects++] = rc_arena_strdup(a, key);
+            u->objects[u->nobjects++] = keep_str(key, copy, a);
     }
     u->state = d->state;
     u->clusters = rc_arena_calloc(a, d->ntargets + 1, sizeof(*u->clusters));
     for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++)
-        u->clusters[u->nclusters++] = rc_arena_strdup(a, d->targets[i].cluster);
-    u->reason = dup_or_null(d->reason, a);
-    u->cause = dup_or_null(d->cause, a);
+        u->clusters[u->nclusters++] = keep_str(d->targets[i].cluster, copy, a);
+    u->reason = keep_str(d->reason, copy, a);
+    u->cause = keep_str(d->cause, copy, a);
     if (d->nverdicts > sizeof(small))
         keep = rc_xcalloc(d->nverdicts, 1);
     select_verdicts(keep, tally, d);
@@ -701,9 +709,9 @@ static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
             continue;
         if ((unsigned)v->kind >= 4)
             continue; /* pl_verdict_parse would not know its name */
-        w->cluster = rc_arena_strdup(a, v->cluster);
+        w->cluster = keep_str(v->cluster, copy, a);
         w->kind = v->kind;
-        w->detail = rc_arena_strdup(a, v->detail ? v->detail : "");
+        w->detail = keep_str(v->detail ? v->detail : "", copy, a);
         /* written as a number (a double), read back when within [0, 1e15) */
         if (v->nodes_added > 0 && (double)v->nodes_added < 1e15)
             w->nodes_added = (int64_t)(double)v->nodes_added;
@@ -715,9 +723,9 @@ static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
     tally_as_read(tally, *tally);
 }
 
-int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
-                        const char *source_commit, const struct rd_render_options *opts,
-                        struct rc_arena *a)
+static void record_of_result(struct rd_record *out, const struct pl_result *res,
+                             const char *source_commit, const struct rd_render_options *opts,
+                             int copy, struct rc_arena *a)
 {
     struct rc_arena tmp = RC_ARENA_INIT;
     const struct pl_decision **dec;
@@ -734,11 +742,25 @@ int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
     for (size_t i = 0; i < ndec; i++) {
         size_t at = (size_t)(dec[i] - res->decisions);
         unit_as_read(&out->units[i], &out->tallies[i], dec[i],
-                     opts && opts->tallies ? opts->tallies[at] : NULL, a);
+                     opts && opts->tallies ? opts->tallies[at] : NULL, copy, a);
     }
     out->nunits = ndec;
     rc_arena_release(&tmp);
+}
+
+int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
+                        const char *source_commit, const struct rd_render_options *opts,
+                        struct rc_arena *a)
+{
+    record_of_result(out, res, source_commit, opts, 1, a);
     return 0;
+}
+
+void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,
+                              const char *source_commit, const struct rd_render_options *opts,
+                              struct rc_arena *a)
+{
+    record_of_result(out, res, source_commit, opts, 0, a);
 }
 
 static const char **dup_strs(const char *const *v, size_t n, struct rc_arena *a)
@@ -1019,26 +1041,60 @@ done:
  * A string read back from the table is shared: the record's strings are read-only.
  */
 
+#define RECENT 1024
+
 struct packer {
     struct rc_buf *out;
     const char **slot; /* open addressing: the strings written, by content */
     size_t *index;     /* their table entries */
     size_t cap, n;
+    /* by address, the strings written last: a record made from a result shares its
+     * policies', clusters' and digests' strings, found here without hashing them */
+    struct {
+        const char *s;
+        size_t index;
+    } recent[RECENT];
+    unsigned char chunk[1 << 16]; /* bytes not yet added to out */
+    size_t used;
 };
+
+static void put_flush(struct packer *pk)
+{
+    rc_buf_add(pk->out, pk->chunk, pk->used, NULL);
+    pk->used = 0;
+}
+
+static void put_bytes(struct packer *pk, const void *p, size_t n)
+{
+    if (pk->used + n > sizeof(pk->chunk)) {
+        put_flush(pk);
+        if (n > sizeof(pk->chunk)) {
+            rc_buf_add(pk->out, p, n, NULL);
+            return;
+        }
+    }
+    memcpy(pk->chunk + pk->used, p, n);
+    pk->used += n;
+}
 
 static void put_num(struct packer *pk, size_t v)
 {
-    unsigned char tmp[RD_VARINT_MAX];
-
-    rc_buf_add(pk->out, tmp, (size_t)(rd_varint_put(tmp, v) - tmp), NULL);
+    if (pk->used + RD_VARINT_MAX > sizeof(pk->chunk))
+        put_flush(pk);
+    pk->used = (size_t)(rd_varint_put(pk->chunk + pk->used, v) - pk->chunk);
 }
 
 static void put_str(struct packer *pk, const char *s)
 {
-    size_t n, h;
+    size_t n, h, r;
 
     if (!s) {
         put_num(pk, 0);
+        return;
+    }
+    r = ((uintptr_t)s >> 3) % RECENT;
+    if (pk->recent[r].s == s) {
+        put_num(pk, 2 * pk->recent[r].index + 2);
         return;
     }
     n = strlen(s);
@@ -1064,56 +1120,64 @@ static void put_str(struct packer *pk, const char *s)
     h = (size_t)rc_fnv1a(RC_FNV_INIT, s, n) & (pk->cap - 1);
     for (; pk->slot[h]; h = (h + 1) & (pk->cap - 1)) {
         if (!strcmp(pk->slot[h], s)) {
+            pk->recent[r].s = s;
+            pk->recent[r].index = pk->index[h];
             put_num(pk, 2 * pk->index[h] + 2);
             return;
         }
     }
     pk->slot[h] = s;
     pk->index[h] = pk->n++;
+    pk->recent[r].s = s;
+    pk->recent[r].index = pk->index[h];
     put_num(pk, 2 * n + 1);
-    rc_buf_add(pk->out, s, n, NULL);
+    put_bytes(pk, s, n);
 }
 
 void rd_record_pack(struct rc_buf *out, const struct rd_record *r)
 {
-    struct packer pk = {out, NULL, NULL, 0, 0};
+    struct packer *pk = rc_xcalloc(1, sizeof(*pk));
 
-    put_str(&pk, r->source ? r->source : "");
-    put_str(&pk, r->render_digest);
-    put_num(&pk, r->nunits);
+    pk->out = out;
+
+    put_str(pk, r->source ? r->source : "");
+    put_str(pk, r->render_digest);
+    put_num(pk, r->nunits);
     for (size_t i = 0; i < r->nunits; i++) {
         const struct pl_prev_unit *u = &r->units[i];
         struct rd_verdict_tally t;
-        put_str(&pk, u->unit);
-        put_str(&pk, u->policy);
-        put_str(&pk, u->policy_digest);
-        put_num(&pk, u->nobjects);
+        put_str(pk, u->unit);
+        put_str(pk, u->policy);
+        put_str(pk, u->policy_digest);
+        put_num(pk, u->nobjects);
         for (size_t k = 0; k < u->nobjects; k++)
-            put_str(&pk, u->objects[k]);
-        put_num(&pk, (size_t)u->state);
-        put_num(&pk, u->nclusters);
+            put_str(pk, u->objects[k]);
+        put_num(pk, (size_t)u->state);
+        put_num(pk, u->nclusters);
         for (size_t k = 0; k < u->nclusters; k++)
-            put_str(&pk, u->clusters[k]);
-        put_str(&pk, u->reason);
-        put_str(&pk, u->cause);
-        put_num(&pk, u->nverdicts);
+            put_str(pk, u->clusters[k]);
+        put_str(pk, u->reason);
+        put_str(pk, u->cause);
+        put_num(pk, u->nverdicts);
         for (size_t k = 0; k < u->nverdicts; k++) {
             const struct pl_verdict *v = &u->verdicts[k];
-            put_str(&pk, v->cluster);
-            put_num(&pk, (size_t)v->kind);
-            put_str(&pk, v->detail);
-            put_num(&pk, v->nodes_added > 0 ? (size_t)v->nodes_added : 0);
+            put_str(pk, v->cluster);
+            put_num(pk, (size_t)v->kind);
+            put_str(pk, v->detail);
+            put_num(pk, v->nodes_added > 0 ? (size_t)v->nodes_added : 0);
         }
         if (r->tallies)
             t = r->tallies[i];
         else
             memset(&t, 0, sizeof(t));
-        put_num(&pk, t.omitted);
+        put_num(pk, t.omitted);
         for (int k = 0; k < 4; k++)
-            put_num(&pk, t.count[k]);
+            put_num(pk, t.count[k]);
     }
-    free(pk.slot);
-    free(pk.index);
+    put_flush(pk);
+    free(pk->slot);
+    free(pk->index);
+    free(pk);
 }
 
 struct unpacker {

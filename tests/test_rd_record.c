@@ -311,6 +311,22 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
         rd_record_of_result(&made, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &a), 0);
     assert_int_equal(made.nunits, res.ndecisions - 1);
     th_assert_records_equal(&made, &read);
+    /* the view is the same record, and packs to the same bytes */
+    {
+        struct rc_arena other = RC_ARENA_INIT;
+        struct rc_buf pm = RC_BUF_INIT, pv = RC_BUF_INIT;
+        struct rd_record view;
+        rd_record_view_of_result(&view, &res, "0123456789abcdef0123456789abcdef01234567", &opts,
+                                 &other);
+        th_assert_records_equal(&view, &read);
+        rd_record_pack(&pm, &made);
+        rd_record_pack(&pv, &view);
+        assert_int_equal(pm.len, pv.len);
+        assert_memory_equal(pm.ptr, pv.ptr, pm.len);
+        rc_buf_release(&pm);
+        rc_buf_release(&pv);
+        rc_arena_release(&other);
+    }
     /* a copy is the same record */
     {
         struct rc_arena other = RC_ARENA_INIT;
