@@ -229,13 +229,15 @@ static const struct cmd_def cmd_table[] = {
      "SIGHUP or SIGUSR1 starts the next pass now. While the file 'suspend' exists in the\n"
      "state directory ('rightplace suspend'), passes place and commit but do not apply.",
      cmd_reconcile},
-    {"plan", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE) | OPT_BIT(OPT_REPLACE_UNREACHABLE), 1,
-     "show what a pass would decide; write nothing",
+    {"plan", NULL, 0, 0,
+     OPTS_READ | OPT_BIT(OPT_SOURCE) | OPT_BIT(OPT_REPLACE_UNREACHABLE) |
+         OPT_BIT(OPT_NO_PARSE_CACHE),
+     1, "show what a pass would decide; write nothing",
      "Show the decisions and files a pass would change; write nothing.\n"
      "exit status: 0 no change, 1 changes pending (or a cluster unreachable),\n"
      "2 configuration, 3 some files did not load, 4 system, 5 locked.",
      cmd_plan},
-    {"explain", "WORKLOAD", 1, 1, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+    {"explain", "WORKLOAD", 1, 1, OPTS_READ | OPT_BIT(OPT_SOURCE) | OPT_BIT(OPT_NO_PARSE_CACHE), 1,
      "where a workload is placed, or why it is pending",
      "Say where a workload is placed, or why it is pending, with every candidate\n"
      "cluster's verdict. WORKLOAD: ns/Kind/name, ns/name, name or a unit id.",
@@ -245,10 +247,11 @@ static const struct cmd_def cmd_table[] = {
      "Recompute a deploy commit's decisions from what it recorded and compare the\n"
      "result with the commit. exit status 1: mismatch.",
      cmd_replay},
-    {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE), 1,
+    {"status", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_SOURCE) | OPT_BIT(OPT_NO_PARSE_CACHE), 1,
      "placements and capacity per cluster",
      "Show each cluster's capacity and units, and what is not placed.", cmd_status},
-    {"diff", NULL, 0, 0, OPTS_READ, 1, "the deploy branch against the live clusters",
+    {"diff", NULL, 0, 0, OPTS_READ | OPT_BIT(OPT_NO_PARSE_CACHE), 1,
+     "the deploy branch against the live clusters",
      "Server-side dry-run (dryRun=All) of every object of the deploy branch against each\n"
      "live cluster, showing what differs from the live objects as unified diffs, in the\n"
      "style of kubectl diff. Exit 0: no drift; 1: drift; 4: some cluster or object could\n"
@@ -2186,6 +2189,7 @@ int main(int argc, char **argv)
     char state_dir[PATH_MAX];
     char outage_file[PATH_MAX + 16];
     int status;
+    int dry; /* a command that runs a pass without committing */
     int error;
 
     memset(&c, 0, sizeof(c));
@@ -2329,14 +2333,21 @@ int main(int argc, char **argv)
         status = error == RC_ENOTFOUND ? RC_EXIT_USAGE : RC_EXIT_SYSTEM;
         goto done;
     }
+    dry = c.cmd->exec == cmd_plan || c.cmd->exec == cmd_explain || c.cmd->exec == cmd_status ||
+          c.cmd->exec == cmd_diff;
     /* reconcile and replay print no verdict: decisions keep what the record and the message
      * list; --once runs one pass: nothing is kept in memory for a next one */
     if (c.cmd->exec == cmd_reconcile || c.cmd->exec == cmd_replay)
         c.pass.bounded_verdicts = 1;
     if (c.cmd->exec == cmd_reconcile)
         c.pass.last_pass = !c.interval;
-    /* what the last pass saw, so that a pass with nothing to do stops early */
-    if (c.cmd->exec == cmd_reconcile && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
+    if (dry)
+        c.pass.last_pass = 1; /* one pass, then the process ends */
+    /* what the last pass saw, so that a pass with nothing to do stops early; the commands
+     * that run a pass without committing (plan, explain, status, diff) take parsed files and
+     * the record from the state directory's caches too, and add what they parse (under the
+     * lock, as a pass does); they never read or write what the last pass saw */
+    if ((c.cmd->exec == cmd_reconcile || dry) && rc_cache_new(&c.pass.cache, state_dir, &err) < 0) {
         rc_log_error(&c.log, "%s", err.msg);
         status = RC_EXIT_SYSTEM;
         goto done;

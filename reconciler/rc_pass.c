@@ -475,7 +475,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         /* what this pass parsed, for the next process; only work is saved or lost */
         struct rc_err perr = RC_ERR_INIT;
         double t0 = mono_ms();
-        if (rc_pcache_save(pfile, cache, blobs, nblobs, budget, &perr) < 0 && o->log)
+        if (!o->dry_run && /* plan, explain, status, diff: the caches are read, not written */
+            rc_pcache_save(pfile, cache, blobs, nblobs, budget, &perr) < 0 && o->log)
             rc_log_warn(o->log, "parse cache: %s", perr.msg);
         out->ms_to_file += mono_ms() - t0;
         if (o->log)
@@ -1850,7 +1851,7 @@ apply:
     /* the record parsed from the deploy head, for the next process, unless a committed one
      * replaced it */
     if (prev_line.blob[0] && prev_line.known && !out->record_cached && !out->committed &&
-        rc_cache_record_file(o->cache)) {
+        !o->dry_run && rc_cache_record_file(o->cache)) {
         struct rc_rcache *rfile = rc_cache_record_file(o->cache);
         size_t before = rc_rcache_written(rfile);
         struct rc_err rerr = RC_ERR_INIT;

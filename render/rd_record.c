@@ -29,9 +29,11 @@
  */
 #include "rd_output.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pl_engine.h"
 #include "rc_arena.h"
@@ -310,16 +312,128 @@ static int cmp_memo_unit(const void *key, const void *x)
     return strcmp(key, ((const struct memo_unit *)x)->unit);
 }
 
-/* The units: entries the memo has with the same key are copied, the others written; the memo
- * then holds exactly this record's entries. */
+/* Entries written on more than one thread: enough entries for a second thread to pay. */
+#define UNITS_PER_THREAD 1024
+#define WRITE_THREADS_MAX 4
+
+/* One entry to write: its text lands in its worker's buffer at [off, off + len). */
+struct unit_job {
+    const struct pl_decision *d;
+    const struct rd_verdict_tally *kept;
+    size_t index; /* in the record's order */
+    size_t off, len;
+};
+
+/* A thread writing jobs [from, to) into text, in order; stops at its first failure. */
+struct unit_worker {
+    struct unit_job *jobs;
+    size_t from, to;
+    struct rc_buf text;
+    size_t failed_at; /* to: none */
+    int error;        /* of that job */
+    struct rc_err err;
+};
+
+static void *unit_worker_run(void *arg)
+{
+    struct unit_worker *w = arg;
+    struct rc_buf one = RC_BUF_INIT;
+    unsigned char small[64], *keep = small;
+    size_t cap = sizeof(small);
+
+    w->failed_at = w->to;
+    for (size_t i = w->from; i < w->to; i++) {
+        struct unit_job *j = &w->jobs[i];
+        struct entry e;
+
+        if (j->d->nverdicts > cap) {
+            if (keep != small)
+                free(keep);
+            cap = j->d->nverdicts;
+            keep = rc_xcalloc(cap, 1);
+        }
+        entry_init(&e, j->d, j->kept, keep);
+        rc_buf_reset(&one);
+        if ((w->error = item_text(&one, "units", entry_json(&e), &w->err)) < 0) {
+            w->failed_at = i;
+            break;
+        }
+        j->off = w->text.len;
+        j->len = one.len;
+        rc_buf_add(&w->text, one.ptr, one.len, NULL);
+    }
+    if (keep != small)
+        free(keep);
+    rc_buf_release(&one);
+    return NULL;
+}
+
+static size_t write_threads(const struct rd_render_options *opts, size_t n)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t = opts && opts->threads > 0 ? (size_t)opts->threads : ncpu > 0 ? (size_t)ncpu : 1;
+
+    if (t > WRITE_THREADS_MAX)
+        t = WRITE_THREADS_MAX;
+    if (t > n / UNITS_PER_THREAD)
+        t = n / UNITS_PER_THREAD;
+    return t ? t : 1;
+}
+
+/* Write jobs[0..n) on threads, each thread a contiguous share. Returns the number of workers
+ * (their texts hold the entries); on failure err is the first failed job's error. */
+static int write_jobs(struct unit_worker **out, size_t *nw, struct unit_job *jobs, size_t n,
+                      const struct rd_render_options *opts, struct rc_err *err)
+{
+    size_t t = write_threads(opts, n), started = 1, failed = n, who = 0;
+    struct unit_worker *w = rc_xcalloc(t, sizeof(*w));
+    pthread_t tid[WRITE_THREADS_MAX];
+
+    for (size_t k = 0; k < t; k++) {
+        w[k].jobs = jobs;
+        w[k].from = n * k / t;
+        w[k].to = n * (k + 1) / t;
+        rc_buf_init(&w[k].text, 0);
+    }
+    /* worker 0 is this thread; a thread that cannot be started leaves its share to it */
+    for (size_t k = 1; k < t; k++) {
+        if (pthread_create(&tid[k], NULL, unit_worker_run, &w[k]) != 0)
+            break;
+        started++;
+    }
+    unit_worker_run(&w[0]);
+    for (size_t k = started; k < t; k++)
+        unit_worker_run(&w[k]); /* its thread did not start: written here */
+    for (size_t k = 1; k < started; k++)
+        pthread_join(tid[k], NULL);
+    for (size_t k = 0; k < t; k++) {
+        if (w[k].failed_at < w[k].to && w[k].failed_at < failed) {
+            failed = w[k].failed_at;
+            who = k;
+        }
+    }
+    *out = w;
+    *nw = t;
+    if (failed < n) {
+        *err = w[who].err;
+        return w[who].error;
+    }
+    return RC_OK;
+}
+
+/* The units: entries the memo has with the same key are copied, the others written (on
+ * several threads when there are many); the memo then holds exactly this record's entries.
+ * The bytes do not depend on the threads. */
 static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_t ndec,
                        const struct pl_result *res, const struct rd_render_options *opts,
                        struct rd_record_memo *m, struct rc_err *err)
 {
     struct memo_unit *next = NULL;
-    struct rc_buf key = RC_BUF_INIT, one = RC_BUF_INIT;
+    struct rc_buf key = RC_BUF_INIT;
+    struct unit_job *jobs = NULL;
+    struct unit_worker *w = NULL;
     unsigned char small[64], *keep = small;
-    size_t cap = sizeof(small);
+    size_t cap = sizeof(small), njobs = 0, nw = 0, wk = 0;
     int error = 0;
 
     if (!ndec) {
@@ -332,55 +446,81 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     }
     if (m)
         next = rc_xcalloc(ndec + 1, sizeof(*next));
-    rc_buf_add(out, "units:\n", 7, NULL);
-    for (size_t i = 0; i < ndec && !error; i++) {
+    jobs = rc_xcalloc(ndec + 1, sizeof(*jobs));
+    /* which entries the memo has (moved to next), and which are to be written */
+    for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
         size_t at = (size_t)(d - res->decisions);
+        const struct rd_verdict_tally *kept = opts && opts->tallies ? opts->tallies[at] : NULL;
         struct memo_unit *had = NULL;
         struct entry e;
 
-        if (d->nverdicts > cap) {
-            if (keep != small)
-                free(keep);
-            cap = d->nverdicts;
-            keep = rc_xcalloc(cap, 1);
-        }
-        entry_init(&e, d, opts && opts->tallies ? opts->tallies[at] : NULL, keep);
         if (m) {
+            if (d->nverdicts > cap) {
+                if (keep != small)
+                    free(keep);
+                cap = d->nverdicts;
+                keep = rc_xcalloc(cap, 1);
+            }
+            entry_init(&e, d, kept, keep);
             entry_key(&key, &e);
             had = m->nunits
                       ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
                       : NULL;
+            next[i].unit = rc_xstrdup(d->unit);
             if (had && had->chunk && had->keylen == key.len &&
                 !memcmp(had->key, key.ptr, key.len)) {
-                rc_buf_add(out, had->chunk, had->len, NULL);
-                next[i] = *had; /* moved; the unit stays for the search */
-                next[i].unit = rc_xstrdup(d->unit);
+                next[i].key = had->key; /* moved; the unit stays for the search */
+                next[i].keylen = had->keylen;
+                next[i].chunk = had->chunk;
+                next[i].len = had->len;
                 had->key = had->chunk = NULL;
                 m->last.units_kept++;
                 continue;
             }
-        }
-        rc_buf_reset(&one);
-        error = item_text(&one, "units", entry_json(&e), err);
-        if (error)
-            break;
-        rc_buf_add(out, one.ptr, one.len, NULL);
-        if (m) {
-            m->last.units_written++;
-            next[i].unit = rc_xstrdup(d->unit);
             next[i].keylen = key.len;
             next[i].key = rc_xmalloc(key.len + 1);
             memcpy(next[i].key, key.ptr, key.len);
-            next[i].len = one.len;
-            next[i].chunk = rc_xmalloc(one.len + 1);
-            memcpy(next[i].chunk, one.ptr, one.len);
         }
+        jobs[njobs].d = d;
+        jobs[njobs].kept = kept;
+        jobs[njobs++].index = i;
     }
     if (keep != small)
         free(keep);
     rc_buf_release(&key);
-    rc_buf_release(&one);
+    if (njobs)
+        error = write_jobs(&w, &nw, jobs, njobs, opts, err);
+    if (!error) {
+        /* in the record's order: copied entries and written ones */
+        size_t j = 0;
+        rc_buf_add(out, "units:\n", 7, NULL);
+        for (size_t i = 0; i < ndec; i++) {
+            const char *text;
+            size_t len;
+            if (j < njobs && jobs[j].index == i) {
+                while (wk + 1 < nw && j >= w[wk].to)
+                    wk++;
+                text = w[wk].text.ptr + jobs[j].off;
+                len = jobs[j].len;
+                if (m) {
+                    m->last.units_written++;
+                    next[i].len = len;
+                    next[i].chunk = rc_xmalloc(len + 1);
+                    memcpy(next[i].chunk, text, len);
+                }
+                j++;
+            } else {
+                text = next[i].chunk;
+                len = next[i].len;
+            }
+            rc_buf_add(out, text, len, NULL);
+        }
+    }
+    for (size_t k = 0; k < nw; k++)
+        rc_buf_release(&w[k].text);
+    free(w);
+    free(jobs);
     if (!m)
         return error;
     if (error) {

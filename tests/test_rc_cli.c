@@ -225,6 +225,88 @@ static void test_rc_cli__plan_bad_input_is_3(void **state)
     free(repo);
 }
 
+static char *cksum_of(const char *path)
+{
+    const char *argv[] = {"cksum", path, NULL};
+    char *out = NULL;
+
+    assert_int_equal(th_run(NULL, &out, NULL, argv), 0);
+    return out;
+}
+
+/* plan, explain and status take parsed files from the state directory's parse cache, which
+ * reconcile wrote, and write nothing there: the cache, and what the last pass saw, stay as
+ * reconcile left them (the next reconcile still does its work). */
+static void test_rc_cli__plan_reads_the_parse_cache(void **state)
+{
+    char *repo = th_example_repo();
+    char *statedir = th_tmpdir("cliplan");
+    char *out = NULL, *err = NULL, *cached = NULL, *before, *after, *state_before, *state_after;
+    char pcache[4096], pstate[4096];
+    (void)state;
+
+    snprintf(pcache, sizeof(pcache), "%s/parse-cache", statedir);
+    snprintf(pstate, sizeof(pstate), "%s/pass-state", statedir);
+    if (th_rp(NULL, &err, "reconcile", "--once", "--no-apply", "--repo", repo, "--state-dir",
+              statedir, NULL) != 0)
+        fail_msg("reconcile: %s", err);
+    free(err);
+    free(th_git_commit_files(
+        repo, "one more", "fill-and-spill/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: default}\n", NULL));
+    before = cksum_of(pcache);
+    state_before = cksum_of(pstate);
+
+    assert_int_equal(th_rp(&cached, &err, "plan", "--repo", repo, "--state-dir", statedir,
+                           "--log-level", "debug", NULL),
+                     1);
+    th_assert_contains(err, "load: 1 files parsed");
+    free(err);
+    assert_int_equal(th_rp(&out, &err, "status", "--repo", repo, "--state-dir", statedir,
+                           "--log-level", "debug", NULL),
+                     0);
+    th_assert_contains(err, "load: 1 files parsed");
+    free(out);
+    free(err);
+    after = cksum_of(pcache);
+    state_after = cksum_of(pstate);
+    assert_string_equal(after, before);
+    assert_string_equal(state_after, state_before);
+
+    /* the same plan without the cache */
+    assert_int_equal(th_rp(&out, &err, "plan", "--repo", repo, "--state-dir", statedir,
+                           "--no-parse-cache", "--log-level", "debug", NULL),
+                     1);
+    assert_null(strstr(err, "load: 1 files parsed"));
+    assert_string_equal(out, cached);
+    free(out);
+    free(err);
+
+    /* the next reconcile commits the change: plan left what it saw to it */
+    assert_int_equal(th_rp(&out, &err, "reconcile", "--once", "--no-apply", "--repo", repo,
+                           "--state-dir", statedir, "--log-level", "debug", NULL),
+                     0);
+    th_assert_contains(err, "load: 1 files parsed");
+    free(out);
+    free(err);
+    free(th_git_ok(repo, "cat-file", "-e", "deploy:clusters", NULL));
+    {
+        char *log = th_git_ok(repo, "log", "--format=%s", "deploy", NULL);
+        assert_int_equal(th_count(log, "\n"), 1); /* two placement commits */
+        free(log);
+    }
+
+    free(cached);
+    free(before);
+    free(after);
+    free(state_before);
+    free(state_after);
+    th_rm_rf(statedir);
+    free(statedir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* status while a pass holds the lock says that it waits, and gives up after its timeout */
 static void test_rc_cli__status_waits_for_the_lock_and_says_so(void **state)
 {
@@ -553,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__interval_takes_units),
         cmocka_unit_test(test_rc_cli__short_output_flag),
         cmocka_unit_test(test_rc_cli__plan_bad_input_is_3),
+        cmocka_unit_test(test_rc_cli__plan_reads_the_parse_cache),
         cmocka_unit_test(test_rc_cli__status_waits_for_the_lock_and_says_so),
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
         cmocka_unit_test(test_rc_cli__deploy_branch_equal_to_source_refused),

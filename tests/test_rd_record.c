@@ -394,6 +394,70 @@ static void test_rd_record__bounded_result_same_record(void **state)
     rc_arena_release(&a);
 }
 
+/* Entries are written on several threads when there are many: the bytes, the memo's work
+ * and a failure are those of one thread. */
+static void test_rd_record__threads_write_the_same_bytes(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT, err1 = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_memo *memo = NULL;
+    struct rd_record_stats st;
+    const char *src = "0123456789abcdef0123456789abcdef01234567";
+    enum { N = 5000 };
+
+    (void)state;
+    make_result(&res, N, 10, &a);
+    opts.threads = 1;
+    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    for (int t = 2; t <= 4; t++) {
+        opts.threads = t;
+        rc_buf_reset(&two);
+        assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+        assert_int_equal(two.len, one.len);
+        assert_memory_equal(two.ptr, one.ptr, one.len);
+    }
+
+    /* a memo, written on 4 threads; then three changed entries far apart: those alone */
+    rd_record_memo_new(&memo);
+    opts.record_memo = memo;
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+    res.decisions[3].reason = "moved";
+    res.decisions[2600].reason = "moved too";
+    res.decisions[N - 1].targets[0].cluster = "cluster-009";
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.units_written, 3);
+    assert_int_equal(st.units_kept, N - 3);
+    opts.record_memo = NULL;
+    opts.threads = 1;
+    rc_buf_reset(&one);
+    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+
+    /* an entry that cannot be written, in the last share: the error of one thread, and
+     * nothing written */
+    res.decisions[N - 2].reason = "not \xff UTF-8";
+    rc_buf_reset(&one);
+    assert_true(rd_record_emit(&one, &res, src, &opts, &err1) < 0);
+    opts.threads = 4;
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), err1.code);
+    assert_string_equal(err.msg, err1.msg);
+    assert_int_equal(two.len, 0);
+
+    rd_record_memo_free(memo);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
 /* The record, written member by member and unit by unit, is the canonical text of the whole
  * document (load + emit gives it back). With a memo, a record in which one decision changed
  * writes that one entry and copies the others, and has the bytes written without a memo. */
@@ -752,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__unpack_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__unpack_takes_any_bytes),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
+        cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
     };
