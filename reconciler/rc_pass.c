@@ -9,6 +9,7 @@
  */
 #include "rc_pass.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1437,49 +1438,108 @@ static void remember(const struct rc_pass_options *o, const char key[41],
         rc_log_warn(o->log, "%s (the next pass will do all its work)", err.msg);
 }
 
-/* The record this pass wrote is the next pass's previous record: kept by the blob id of the
+/*
+ * The record this pass writes is the next pass's previous record: kept by the blob id of the
  * bytes written (rc_cache.h), so that the next pass need not read it; in memory for loop
- * mode's next pass, and in the record cache file (rc_rcache.h) for the next process. Returns
- * the bytes written to that file. */
-static size_t keep_written_record(const struct rc_pass_options *o, const struct compute *cp,
-                                  const char *source, char (*ids)[41])
-{
-    struct rc_rcache *rfile = rc_cache_record_file(o->cache);
-    struct rd_render_options ro = o->render;
-    struct rc_arena fresh = RC_ARENA_INIT;
-    struct rc_err err = RC_ERR_INIT;
+ * mode's next pass, and in the record cache file (rc_rcache.h) for the next process. The
+ * record is made and packed on a thread of its own while the commit is built (the record's
+ * blob id comes with it): record_job_start before rc_git_build_tree, record_job_finish once
+ * the deploy ref moved (committed) or the pass ends without it.
+ */
+struct record_job {
+    int started, threaded;
+    pthread_t tid;
+    const struct rc_pass_options *o;
+    const struct compute *cp;
+    const char *source;
+    struct rd_render_options ro;
+    struct rc_rcache *rfile;
+    int k; /* the record's file in cp->tree */
+    struct rc_arena fresh;
     struct rd_record rec;
-    struct rc_rcache_line line;
-    const char *text;
-    size_t before = rc_rcache_written(rfile);
-    int k = find_tree_file(&cp->tree, RECORD_PATH);
-    double t0, t1;
+    struct rc_buf packed; /* rc_rcache_prepare's bytes */
+    double ms_made, ms_packed;
+};
 
-    if (k < 0 || cp->tree.files[k].keep || !ids[k][0] || (!rfile && o->last_pass))
-        return 0;
-    ro.tallies = cp->tallies;
+static void *record_job_run(void *arg)
+{
+    struct record_job *j = arg;
+    const struct rd_tree_file *f = &j->cp->tree.files[j->k];
+    struct rc_rcache_line line;
+    double t0 = mono_ms(), t1;
+
     /* made in an arena the cache takes over: no copy; for the file alone (the last pass),
      * pointing into the result: no string copied */
-    t0 = mono_ms();
-    if (o->last_pass)
-        rd_record_view_of_result(&rec, &cp->res, source, &ro, &fresh);
+    if (j->o->last_pass)
+        rd_record_view_of_result(&j->rec, &j->cp->res, j->source, &j->ro, &j->fresh);
     else
-        rd_record_of_result(&rec, &cp->res, source, &ro, &fresh);
+        rd_record_of_result(&j->rec, &j->cp->res, j->source, &j->ro, &j->fresh);
     t1 = mono_ms();
-    record_source_line(&line, cp->tree.files[k].data, cp->tree.files[k].len);
-    if (rfile && rc_rcache_save(rfile, ids[k], &rec, &line, &err) < 0 && o->log)
-        rc_log_warn(o->log, "%s (the next process parses the record)", err.msg);
-    if (rfile && o->log)
-        rc_log_debug(o->log,
-                     "record: made in %.0f ms; %zu bytes written to the record cache (%.0f ms)",
-                     t1 - t0, rc_rcache_written(rfile) - before, mono_ms() - t1);
-    if (o->last_pass) {
-        rc_arena_release(&fresh);
-    } else {
-        text = rc_arena_strndup(&fresh, cp->tree.files[k].data, cp->tree.files[k].len);
-        rc_cache_take_record(o->cache, ids[k], &rec, &fresh, text, cp->tree.files[k].len);
+    record_source_line(&line, f->data, f->len);
+    if (j->rfile)
+        rc_rcache_prepare(&j->packed, j->rfile, &j->rec, &line);
+    j->ms_made = t1 - t0;
+    j->ms_packed = mono_ms() - t1;
+    return NULL;
+}
+
+static void record_job_start(struct record_job *j, const struct rc_pass_options *o,
+                             const struct compute *cp, const char *source)
+{
+    memset(j, 0, sizeof(*j));
+    j->fresh = (struct rc_arena)RC_ARENA_INIT;
+    j->packed = (struct rc_buf)RC_BUF_INIT;
+    j->rfile = rc_cache_record_file(o->cache);
+    j->k = find_tree_file(&cp->tree, RECORD_PATH);
+    if (!o->cache || j->k < 0 || cp->tree.files[j->k].keep || (!j->rfile && o->last_pass))
+        return;
+    j->o = o;
+    j->cp = cp;
+    j->source = source;
+    j->ro = o->render;
+    j->ro.tallies = cp->tallies;
+    j->started = 1;
+    j->threaded = pthread_create(&j->tid, NULL, record_job_run, j) == 0;
+    if (!j->threaded)
+        record_job_run(j);
+}
+
+/* Wait for the job; when committed, keep the record as that of blob id (returns the bytes
+ * written to the record cache file). Does nothing for a job not started or finished. */
+static size_t record_job_finish(struct record_job *j, int committed, const char *id)
+{
+    struct rc_err err = RC_ERR_INIT;
+    size_t before = rc_rcache_written(j->rfile), wrote;
+    double t0;
+
+    if (!j->started)
+        return 0;
+    if (j->threaded)
+        pthread_join(j->tid, NULL);
+    j->started = 0;
+    if (!committed || !id || !id[0]) {
+        rc_arena_release(&j->fresh);
+        rc_buf_release(&j->packed);
+        return 0;
     }
-    return rc_rcache_written(rfile) - before;
+    t0 = mono_ms();
+    if (j->rfile && rc_rcache_write(j->rfile, id, &j->packed, &err) < 0 && j->o->log)
+        rc_log_warn(j->o->log, "%s (the next process parses the record)", err.msg);
+    wrote = rc_rcache_written(j->rfile) - before;
+    if (j->rfile && j->o->log)
+        rc_log_debug(j->o->log,
+                     "record: made in %.0f ms, packed in %.0f ms (beside the commit); %zu bytes "
+                     "written to the record cache (%.0f ms)",
+                     j->ms_made, j->ms_packed, wrote, mono_ms() - t0);
+    rc_buf_release(&j->packed);
+    if (j->o->last_pass) {
+        rc_arena_release(&j->fresh);
+    } else {
+        const struct rd_tree_file *f = &j->cp->tree.files[j->k];
+        const char *text = rc_arena_strndup(&j->fresh, f->data, f->len);
+        rc_cache_take_record(j->o->cache, id, &j->rec, &j->fresh, text, f->len);
+    }
+    return wrote;
 }
 
 /* ==== The pass ==== */
@@ -1525,6 +1585,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
     struct known_line prev_line = {"", NULL, 0, 0, {0, NULL, 0}};
+    struct record_job rjob;
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
     struct pl_cluster *fleet = NULL;
@@ -1537,6 +1598,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     char(*ids)[41] = NULL;
     int quiet = 0;
 
+    memset(&rjob, 0, sizeof(rjob));
     if (snprintf(deploy_ref, sizeof(deploy_ref), "refs/heads/%s", o->deploy_branch) >=
         (int)sizeof(deploy_ref))
         return rc_err_set(err, RC_EINVALID, "deploy branch name '%.64s...' is too long",
@@ -1782,6 +1844,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             memcpy(files[i].id, ids[i], sizeof(files[i].id));
             files[i].differs = !files[i].keep && !ids[i][0];
         }
+        if (!propose_ref[0])
+            record_job_start(&rjob, o, cp, out->source);
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
         if (error < 0)
@@ -1824,12 +1888,15 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             goto done;
         memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
         out->committed = 1;
-        if (o->cache)
-            out->nrecord_cache_written = keep_written_record(o, cp, out->source, ids);
+        {
+            int k = find_tree_file(&cp->tree, RECORD_PATH);
+            out->nrecord_cache_written = record_job_finish(&rjob, 1, k >= 0 ? ids[k] : NULL);
+        }
         phase_mark(ph, PH_COMMIT, &t);
     }
 
 apply:
+    record_job_finish(&rjob, 0, NULL); /* not committed (a proposal): nothing kept */
     phase_log(o->log, ph);
     phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
@@ -1862,6 +1929,7 @@ apply:
     if (o->cache && !o->dry_run)
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
 done:
+    record_job_finish(&rjob, 0, NULL);
     /* The cJSON trees go now; decisions and rendered files live on in the arena. Objects'
      * payloads must not be followed after the pass. The parse cache keeps what this pass
      * loaded, and nothing else. */

@@ -236,49 +236,68 @@ int rc_rcache_holds(const struct rc_rcache *rc, const char *blob)
            same_state(&rc->known, &st);
 }
 
-int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
-                   const struct rc_rcache_line *line, struct rc_err *err)
+void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
+                       const struct rc_rcache_line *line)
 {
-    struct rc_buf b = RC_BUF_INIT;
     unsigned char fixed[FIXED];
-    struct stat st;
-    size_t len, slen = line && line->have ? line->len : 0;
-    int error;
+    size_t slen = line && line->have ? line->len : 0;
 
-    if (!rc || rc_rcache_holds(rc, blob))
-        return RC_OK;
-    rc->held[0] = '\0';
+    rc_buf_reset(out);
     memset(fixed, 0, sizeof(fixed));
     if (line && line->have && slen <= LINE_MAX_BYTES)
         put_u32(fixed + 56, (uint32_t)slen + 1);
     else
         slen = 0;
-    rc_buf_add(&b, rc->header, rc->header_len, NULL);
-    rc_buf_add(&b, fixed, sizeof(fixed), NULL);
-    rc_buf_add(&b, slen ? line->text : "", slen, NULL);
-    rd_record_pack(&b, r);
-    if (b.len > RC_RCACHE_MAX_BYTES) {
-        rc_buf_release(&b);
+    rc_buf_add(out, rc->header, rc->header_len, NULL);
+    rc_buf_add(out, fixed, sizeof(fixed), NULL);
+    rc_buf_add(out, slen ? line->text : "", slen, NULL);
+    rd_record_pack(out, r);
+}
+
+int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepared,
+                    struct rc_err *err)
+{
+    unsigned char *p;
+    struct stat st;
+    size_t len;
+    int error;
+
+    if (!rc || rc_rcache_holds(rc, blob))
+        return RC_OK;
+    rc->held[0] = '\0';
+    if (prepared->len < rc->header_len + FIXED || prepared->len > RC_RCACHE_MAX_BYTES) {
         unlink(rc->path); /* not kept: parsed every time */
         return RC_OK;
     }
-    len = b.len - rc->header_len;
-    put_u64(fixed, len - 8);
-    memcpy(fixed + 16, blob, 40);
-    memcpy(b.ptr + rc->header_len, fixed, sizeof(fixed));
-    put_u64((unsigned char *)b.ptr + rc->header_len + 8,
-            rc_xxh64(b.ptr + rc->header_len + 16, len - 16));
-    error = rc_file_write_atomic(rc->path, b.ptr, b.len, err);
+    p = (unsigned char *)prepared->ptr + rc->header_len;
+    len = prepared->len - rc->header_len;
+    put_u64(p, len - 8);
+    memcpy(p + 16, blob, 40);
+    put_u64(p + 8, rc_xxh64(p + 16, len - 16));
+    error = rc_file_write_atomic(rc->path, prepared->ptr, prepared->len, err);
     if (error < 0) {
         unlink(rc->path); /* whatever is there is another record's: no use */
     } else {
-        rc->written += b.len;
+        rc->written += prepared->len;
         if (lstat(rc->path, &st) == 0) {
             memcpy(rc->held, blob, 40);
             rc->held[40] = '\0';
             state_of(&rc->known, &st);
         }
     }
+    return error;
+}
+
+int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
+                   const struct rc_rcache_line *line, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    int error;
+
+    if (!rc || rc_rcache_holds(rc, blob))
+        return RC_OK;
+    rc_rcache_prepare(&b, rc, r, line);
+    error = rc_rcache_write(rc, blob, &b, err);
     rc_buf_release(&b);
     return error;
 }

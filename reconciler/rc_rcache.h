@@ -68,6 +68,16 @@ int rc_rcache_holds(const struct rc_rcache *rc, const char *blob);
 int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
                    const struct rc_rcache_line *line, struct rc_err *err);
 
+/* rc_rcache_save in two steps, so that a pass can pack the record while it writes its commit
+ * (the blob id comes with the commit): rc_rcache_prepare writes the file's bytes into out
+ * (reads rc's header only: safe on another thread), and rc_rcache_write names the blob,
+ * checksums and writes them, as rc_rcache_save does. */
+struct rc_buf;
+void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
+                       const struct rc_rcache_line *line);
+int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepared,
+                    struct rc_err *err);
+
 /* Records taken from the file by rc_rcache_load, and bytes written by rc_rcache_save, since
  * rc_rcache_new. */
 size_t rc_rcache_hits(const struct rc_rcache *rc);
