@@ -841,6 +841,78 @@ static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache
     return RC_OK;
 }
 
+/* Hashing the rendered files: on every core (at most 4) from DIGEST_FILES_PER_THREAD files a
+ * thread on, each thread a contiguous share. */
+#define DIGEST_FILES_PER_THREAD 2048
+#define DIGEST_THREADS_MAX 4
+
+struct digest_share {
+    const struct rd_tree *tree;
+    char (*id)[41];
+    size_t from, to;
+    int skip_record;
+    int error;
+    struct rc_err err;
+};
+
+static void *digest_share_run(void *arg)
+{
+    struct digest_share *s = arg;
+
+    for (size_t k = s->from; k < s->to && s->error == RC_OK; k++) {
+        const struct rd_tree_file *f = &s->tree->files[k];
+        /* the record is compared by its bytes (diff_tree): hashing 10 MB costs more (SHA-1
+         * with collision detection), and a record that differs is hashed once, as written */
+        if (f->keep || (s->skip_record && !strcmp(f->path, RECORD_PATH)))
+            continue;
+        s->error = rc_git_digest(s->id[k], f->data ? f->data : "", f->len, &s->err);
+    }
+    return NULL;
+}
+
+/* id[k]: the blob id of every file of tree not kept (and, over a base, not placements.yaml).
+ * On failure, err is the first failed file's error. */
+static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_base,
+                        struct rc_err *err)
+{
+    struct digest_share sh[DIGEST_THREADS_MAX];
+    pthread_t tid[DIGEST_THREADS_MAX];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t t = ncpu > 0 ? (size_t)ncpu : 1, started = 1;
+
+    if (t > DIGEST_THREADS_MAX)
+        t = DIGEST_THREADS_MAX;
+    if (t > tree->nfiles / DIGEST_FILES_PER_THREAD)
+        t = tree->nfiles / DIGEST_FILES_PER_THREAD;
+    if (t < 1)
+        t = 1;
+    for (size_t k = 0; k < t; k++) {
+        memset(&sh[k], 0, sizeof(sh[k]));
+        sh[k].tree = tree;
+        sh[k].id = id;
+        sh[k].from = tree->nfiles * k / t;
+        sh[k].to = tree->nfiles * (k + 1) / t;
+        sh[k].skip_record = over_base;
+    }
+    for (size_t k = 1; k < t; k++) {
+        if (pthread_create(&tid[k], NULL, digest_share_run, &sh[k]) != 0)
+            break;
+        started++;
+    }
+    digest_share_run(&sh[0]);
+    for (size_t k = started; k < t; k++)
+        digest_share_run(&sh[k]); /* its thread did not start */
+    for (size_t k = 1; k < started; k++)
+        pthread_join(tid[k], NULL);
+    for (size_t k = 0; k < t; k++) {
+        if (sh[k].error < 0) {
+            *err = sh[k].err;
+            return sh[k].error;
+        }
+    }
+    return RC_OK;
+}
+
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
  * by blob id, and placements.yaml by its bytes (record_same; its source line does not count).
  * lazy_record: when another path changes (capacity.yaml aside) the pass commits anyway,
@@ -869,16 +941,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         if (error < 0)
             return error;
     }
-    for (size_t k = 0; k < tree->nfiles; k++) {
-        /* the record is compared by its bytes below: hashing 10 MB costs more (SHA-1 with
-         * collision detection), and a record that differs is hashed once, as it is written */
-        if (tree->files[k].keep || (base && base[0] && !strcmp(tree->files[k].path, RECORD_PATH)))
-            continue;
-        error = rc_git_digest(id[k], tree->files[k].data ? tree->files[k].data : "",
-                              tree->files[k].len, err);
-        if (error < 0)
-            return error;
-    }
+    error = digest_files(id, tree, base && base[0], err);
+    if (error < 0)
+        return error;
     cap = nold + tree->nfiles + 1;
     ch = rc_arena_calloc(a, cap, sizeof(*ch));
     /* both lists are sorted by path (strcmp) */

@@ -17,6 +17,7 @@
 #include "rc_pass.h"
 #include "rd_output.h"
 #include "th_git.h"
+#include "th_rp.h"
 
 #include "rc_banned.h"
 
@@ -192,6 +193,52 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     free(repo);
 }
 
+/* A pass that writes thousands of files hashes them on several threads: every object the
+ * deploy branch holds is stored under the id of its bytes (git fsck --strict checks each),
+ * and the tree is the one git computes from a checkout of it. */
+static void test_rc_incremental__many_files_hash_as_git_does(void **state)
+{
+    enum { MANY = 4500 };
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = th_git_init("manyfiles", 0), *fsck, *count, *again, *work, tree[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    th_write_file(repo, "policy.yaml", policy, (size_t)-1);
+    th_write_file(repo, "fleet/c0.yaml",
+                  "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: c0}\n"
+                  "spec:\n  nodes:\n  - {name: node, count: 8, allocatable: {cpu: \"64\", "
+                  "memory: 256Gi, pods: \"1000\"}}\n",
+                  (size_t)-1);
+    for (int i = 0; i < MANY; i++)
+        write_job(repo, i, "10m");
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "many", NULL));
+    run_pass_as(&res, tree, repo, NULL, 1, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.placed, MANY);
+    fsck = th_git_ok(repo, "fsck", "--strict", "--no-dangling", NULL);
+    free(fsck);
+    count = th_git_ok(repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    assert_true(th_count(count, "\n") > MANY);
+    free(count);
+    /* the same tree from the files alone, through git */
+    work = th_tmpdir("manyfiles-work");
+    free(th_git_ok(repo, "worktree", "add", "-q", work, "deploy", NULL));
+    free(th_git_ok(work, "add", "-A", NULL));
+    again = th_git_ok(work, "write-tree", NULL);
+    again[strcspn(again, "\n")] = '\0';
+    assert_string_equal(again, tree);
+    free(again);
+    th_rm_rf(work);
+    free(work);
+    th_rm_rf(repo);
+    free(repo);
+    rc_arena_release(&a);
+}
+
 /* The last pass of a process (reconcile --once) keeps nothing in memory for a next one: it
  * writes no record memo (0 entries counted as written) and leaves no record in the cache, so
  * a pass after it on the same cache reads the record; the trees are those of loop passes. */
@@ -299,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__edited_record_is_read),
         cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
+        cmocka_unit_test(test_rc_incremental__many_files_hash_as_git_does),
     };
     int rc;
 
