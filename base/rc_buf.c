@@ -69,6 +69,13 @@ static int grow(struct rc_buf *b, size_t extra, struct rc_err *err)
     return RC_OK;
 }
 
+int rc_buf_reserve(struct rc_buf *b, size_t n, struct rc_err *err)
+{
+    if (b->max && n > b->max - b->len)
+        n = b->max - b->len;
+    return grow(b, n, err);
+}
+
 int rc_buf_add(struct rc_buf *b, const void *data, size_t n, struct rc_err *err)
 {
     int error = grow(b, n, err);

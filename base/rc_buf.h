@@ -34,6 +34,8 @@ void rc_buf_release(struct rc_buf *b);
 char *rc_buf_detach(struct rc_buf *b, size_t *len);
 void rc_buf_reset(struct rc_buf *b);
 
+/* Room for n more bytes, so that adding them does not grow the buffer again (within max). */
+int rc_buf_reserve(struct rc_buf *b, size_t n, struct rc_err *err);
 int rc_buf_add(struct rc_buf *b, const void *data, size_t n, struct rc_err *err);
 int rc_buf_puts(struct rc_buf *b, const char *s, struct rc_err *err);
 int rc_buf_putc(struct rc_buf *b, char c, struct rc_err *err);

@@ -50,8 +50,9 @@ struct rd_render_options {
      * deploy tree has them (same decision, same manifests, same render digest): they are
      * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
     const unsigned char *reuse;
-    /* Threads that render object files: 0, as many as the machine has cores (at most 4) when
-     * there are enough files for them; n > 0: n. The tree is the same whatever it is. */
+    /* Threads that render object files and write the record's entries: 0, as many as the
+     * machine has cores (at most 4) when there is enough work for them; n > 0: n. The tree is
+     * the same whatever it is. */
     int threads;
     /* NULL, or what the last record written with it holds (rd_record_memo_new): entries
      * and warnings that are the same are copied from it instead of written again, and it

@@ -492,15 +492,21 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     if (njobs)
         error = write_jobs(&w, &nw, jobs, njobs, opts, err);
     if (!error) {
-        /* in the record's order: copied entries and written ones */
-        size_t j = 0;
+        /* in the record's order: copied entries and written ones, into a buffer of the
+         * exact size (no copy while it grows) */
+        size_t j = 0, total = 7;
+        for (size_t k = 0; k < njobs; k++)
+            total += jobs[k].len;
+        for (size_t i = 0; m && i < ndec; i++)
+            total += next[i].chunk ? next[i].len : 0;
+        rc_buf_reserve(out, total, NULL);
         rc_buf_add(out, "units:\n", 7, NULL);
         for (size_t i = 0; i < ndec; i++) {
             const char *text;
             size_t len;
             if (j < njobs && jobs[j].index == i) {
                 while (wk + 1 < nw && j >= w[wk].to)
-                    wk++;
+                    rc_buf_release(&w[wk++].text); /* copied: the peak holds one share */
                 text = w[wk].text.ptr + jobs[j].off;
                 len = jobs[j].len;
                 if (m) {

@@ -45,6 +45,25 @@ static void test_rc_base__buf_respects_cap(void **state)
     rc_buf_reset(&b);
     assert_int_equal(rc_buf_printf(&b, &err, "%d-%s", 42, "x"), RC_OK);
     assert_string_equal(b.ptr, "42-x");
+    /* a reservation within the cap is taken whole, past it up to the cap; what fits then
+     * goes in without the buffer moving */
+    assert_int_equal(rc_buf_reserve(&b, 100, &err), RC_OK);
+    {
+        const char *at = b.ptr;
+        assert_int_equal(rc_buf_puts(&b, "abcd", &err), RC_OK);
+        assert_ptr_equal(b.ptr, at);
+    }
+    assert_string_equal(b.ptr, "42-xabcd");
+    rc_buf_release(&b);
+    rc_buf_init(&b, 0);
+    assert_int_equal(rc_buf_reserve(&b, 1 << 20, &err), RC_OK);
+    {
+        const char *at = b.ptr;
+        for (int i = 0; i < 1024; i++)
+            assert_int_equal(rc_buf_add(&b, "0123456789abcdef", 16, &err), RC_OK);
+        assert_ptr_equal(b.ptr, at);
+        assert_int_equal(b.len, 16 * 1024);
+    }
     rc_buf_release(&b);
 }
 
