@@ -198,8 +198,13 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     if (memcmp(p + 16, blob, 40)) {
-        /* the deploy branch moved by other means since this file was written */
-        warn_ignored(rc, &st, log, "it holds the record of another placements.yaml");
+        /* the deploy branch moved by other means since this file was written (a proposal
+         * promoted, a push by hand, a reset): a miss, not damage, so no warning */
+        if (log)
+            rc_log_debug(log,
+                         "record cache '%s' holds the record of another placements.yaml "
+                         "(the record is parsed)",
+                         rc->path);
         goto done;
     }
     if (read_at(fd, p + FIXED, len - FIXED, (off_t)(rc->header_len + FIXED)) < 0 ||

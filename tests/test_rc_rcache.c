@@ -276,8 +276,9 @@ static char *slurp(FILE *f)
     return s;
 }
 
-/* A damaged, truncated, foreign or stale file: a warning, the record parsed, the right tree,
- * and the file rewritten (the run after it takes the record from the file, silently). */
+/* A damaged, truncated or foreign file: a warning, the record parsed, the right tree, and the
+ * file rewritten (the run after it takes the record from the file, silently). A file holding
+ * another blob's record is a miss: the same, but no warning. */
 static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
 {
     static const char *const kinds[] = {"another build", "truncated", "a flipped byte",
@@ -327,8 +328,15 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
         set_deploy(&f, base);
         run_once(&res, tree, &f, WITH_STATE, log);
         text = slurp(log);
-        if (!strstr(text, "record cache '") || !strstr(text, "ignored (the record is parsed)"))
+        if (kind == 3) {
+            /* a miss (the deploy branch moved by other means), not damage: said at debug
+             * level only */
+            if (strstr(text, "warning") || !strstr(text, "holds the record of another"))
+                fail_msg("%s: a warning, or no debug line, in:\n%s", kinds[kind], text);
+        } else if (!strstr(text, "record cache '") ||
+                   !strstr(text, "ignored (the record is parsed)")) {
             fail_msg("%s: no warning in:\n%s", kinds[kind], text);
+        }
         assert_int_equal(res.record_cached, 0);
         assert_true(res.nrecord_read > 0);
         assert_string_equal(tree, want);
