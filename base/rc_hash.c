@@ -4,6 +4,8 @@
  */
 #include "rc_hash.h"
 
+#include "rc_bytes.h"
+
 #include <string.h>
 
 uint64_t rc_fnv1a(uint64_t h, const void *data, size_t n)
@@ -28,28 +30,6 @@ static uint64_t rotl(uint64_t x, int r)
     return (x << r) | (x >> (64 - r));
 }
 
-static uint64_t le64(const unsigned char *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, 4);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return v;
-}
-
 static uint64_t xround(uint64_t acc, uint64_t in)
 {
     return rotl(acc + in * XP2, 31) * XP1;
@@ -68,10 +48,10 @@ uint64_t rc_xxh64(const void *data, size_t n)
     if (n >= 32) {
         uint64_t v1 = XP1 + XP2, v2 = XP2, v3 = 0, v4 = 0 - XP1;
         for (; end - p >= 32; p += 32) {
-            v1 = xround(v1, le64(p));
-            v2 = xround(v2, le64(p + 8));
-            v3 = xround(v3, le64(p + 16));
-            v4 = xround(v4, le64(p + 24));
+            v1 = xround(v1, rc_le64_get(p));
+            v2 = xround(v2, rc_le64_get(p + 8));
+            v3 = xround(v3, rc_le64_get(p + 16));
+            v4 = xround(v4, rc_le64_get(p + 24));
         }
         h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
         h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
@@ -80,9 +60,9 @@ uint64_t rc_xxh64(const void *data, size_t n)
     }
     h += (uint64_t)n;
     for (; end - p >= 8; p += 8)
-        h = rotl(h ^ xround(0, le64(p)), 27) * XP1 + XP4;
+        h = rotl(h ^ xround(0, rc_le64_get(p)), 27) * XP1 + XP4;
     if (end - p >= 4) {
-        h = rotl(h ^ (uint64_t)le32(p) * XP1, 23) * XP2 + XP3;
+        h = rotl(h ^ (uint64_t)rc_le32_get(p) * XP1, 23) * XP2 + XP3;
         p += 4;
     }
     for (; p < end; p++)

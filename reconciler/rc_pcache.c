@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "rc_buf.h"
+#include "rc_bytes.h"
 #include "rc_hash.h"
 #include "rc_load_digest.h"
 #include "rc_mem.h"
@@ -68,36 +69,6 @@ struct rc_pcache {
 };
 
 /* ==== Little-endian fields ==== */
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static int is_hex40(const unsigned char *s)
 {
@@ -283,8 +254,8 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
             scan_damaged(pc, off, log);
             return;
         }
-        len = get_u32(head);
-        plen = get_u32(head + 4 + 48);
+        len = rc_le32_get(head);
+        plen = rc_le32_get(head + 4 + 48);
         if (len < FIXED || len > RC_PCACHE_ENTRY_MAX || 4 + (uint64_t)len > left || plen == 0 ||
             plen > PATH_MAX_BYTES || plen > len - FIXED || !is_hex40(head + 12)) {
             scan_damaged(pc, off, log);
@@ -381,9 +352,9 @@ static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, co
 {
     size_t plen = strlen(path);
 
-    if (read_at(pc->fd, dst, e->size, e->off) < 0 || get_u32(dst) + (size_t)4 != e->size ||
-        get_u64(dst + 4) != rc_xxh64(dst + 12, e->size - 12) || memcmp(dst + 12, id, 40) ||
-        get_u32(dst + 52) != plen || 56 + plen > e->size || memcmp(dst + 56, path, plen)) {
+    if (read_at(pc->fd, dst, e->size, e->off) < 0 || rc_le32_get(dst) + (size_t)4 != e->size ||
+        rc_le64_get(dst + 4) != rc_xxh64(dst + 12, e->size - 12) || memcmp(dst + 12, id, 40) ||
+        rc_le32_get(dst + 52) != plen || 56 + plen > e->size || memcmp(dst + 56, path, plen)) {
         char why[PATH_MAX_BYTES + 64];
         snprintf(why, sizeof(why), "the entry of '%s' is damaged", path);
         warn_ignored(pc, log, why);
@@ -536,11 +507,11 @@ static int emit(struct rc_pcache *pc, struct writer *w, const struct rd_cache *c
     if (len - 4 > RC_PCACHE_ENTRY_MAX ||
         (max_bytes && (*size > max_bytes || len > max_bytes - *size)))
         return RC_OK; /* not kept: parsed again next time */
-    put_u32(fixed, (uint32_t)(len - 4));
+    rc_le32_put(fixed, (uint32_t)(len - 4));
     memcpy(fixed + 12, b->id, 40);
-    put_u32(fixed + 52, (uint32_t)plen);
+    rc_le32_put(fixed + 52, (uint32_t)plen);
     memcpy(w->scratch.ptr, fixed, sizeof(fixed));
-    put_u64(fixed + 4, rc_xxh64(w->scratch.ptr + 12, len - 12));
+    rc_le64_put(fixed + 4, rc_xxh64(w->scratch.ptr + 12, len - 12));
     memcpy(w->scratch.ptr + 4, fixed + 4, 8);
     at = w->off + w->out.len;
     rc_buf_add(&w->out, w->scratch.ptr, len, NULL);

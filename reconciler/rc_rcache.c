@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "rc_buf.h"
+#include "rc_bytes.h"
 #include "rc_hash.h"
 #include "rc_load_digest.h"
 #include "rc_mem.h"
@@ -54,36 +55,6 @@ struct rc_rcache {
     struct fstate warned; /* the file last warned about (warned once) */
     size_t hits, written;
 };
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static void state_of(struct fstate *s, const struct stat *st)
 {
@@ -192,8 +163,8 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     len = size - rc->header_len;
-    slen = get_u32(p + 56);
-    if (get_u64(p) != len - 8 || slen > LINE_MAX_BYTES + 1 || FIXED + slen > len + 1) {
+    slen = rc_le32_get(p + 56);
+    if (rc_le64_get(p) != len - 8 || slen > LINE_MAX_BYTES + 1 || FIXED + slen > len + 1) {
         warn_ignored(rc, &st, log, "truncated or damaged");
         goto done;
     }
@@ -208,7 +179,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     if (read_at(fd, p + FIXED, len - FIXED, (off_t)(rc->header_len + FIXED)) < 0 ||
-        get_u64(p + 8) != rc_xxh64(p + 16, len - 16)) {
+        rc_le64_get(p + 8) != rc_xxh64(p + 16, len - 16)) {
         warn_ignored(rc, &st, log, "damaged (checksum)");
         goto done;
     }
@@ -218,7 +189,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     if (line) {
-        line->have = get_u32(p + 56) != 0;
+        line->have = rc_le32_get(p + 56) != 0;
         line->len = slen;
         line->text = line->have ? rc_arena_strndup(a, (const char *)p + FIXED, slen) : NULL;
     }
@@ -250,7 +221,7 @@ void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const str
     rc_buf_reset(out);
     memset(fixed, 0, sizeof(fixed));
     if (line && line->have && slen <= LINE_MAX_BYTES)
-        put_u32(fixed + 56, (uint32_t)slen + 1);
+        rc_le32_put(fixed + 56, (uint32_t)slen + 1);
     else
         slen = 0;
     rc_buf_add(out, rc->header, rc->header_len, NULL);
@@ -276,9 +247,9 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
     }
     p = (unsigned char *)prepared->ptr + rc->header_len;
     len = prepared->len - rc->header_len;
-    put_u64(p, len - 8);
+    rc_le64_put(p, len - 8);
     memcpy(p + 16, blob, 40);
-    put_u64(p + 8, rc_xxh64(p + 16, len - 16));
+    rc_le64_put(p + 8, rc_xxh64(p + 16, len - 16));
     error = rc_file_write_atomic(rc->path, prepared->ptr, prepared->len, err);
     if (error < 0) {
         unlink(rc->path); /* whatever is there is another record's: no use */

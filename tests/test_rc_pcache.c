@@ -240,32 +240,6 @@ static char *cache_path(const struct fx *f)
     return p;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    char *s;
-    long n;
-
-    assert_non_null(fp);
-    fseek(fp, 0, SEEK_END);
-    n = ftell(fp);
-    rewind(fp);
-    s = malloc((size_t)n + 1);
-    assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return s;
-}
-
-static void write_all(const char *path, const char *data, size_t len)
-{
-    FILE *fp = fopen(path, "wb");
-
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    fclose(fp);
-}
-
 /* A damaged, truncated or foreign cache file: a warning, the right tree, and the file
  * rewritten whole (the run after it takes everything from the cache again). */
 static void test_rc_pcache__damaged_file_costs_work_only(void **state)
@@ -282,7 +256,7 @@ static void test_rc_pcache__damaged_file_costs_work_only(void **state)
     base = deploy_head(f.repo);
     run_once(&plain, want, &f, NULL, NULL);
     path = cache_path(&f);
-    good = read_all(path, &len);
+    good = th_read_all(path, &len);
     assert_true(len > 200);
     for (int kind = 0; kind < 5; kind++) {
         char *bad = malloc(len);
@@ -311,7 +285,7 @@ static void test_rc_pcache__damaged_file_costs_work_only(void **state)
             }
             break;
         }
-        write_all(path, bad, blen);
+        th_write_all(path, bad, blen);
         free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
         run_once(&res, tree, &f, f.state, log);
         text = slurp(log);
@@ -372,7 +346,7 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
     fx_open(&f);
     run_once(&res, tree, &f, f.state, NULL);
     path = cache_path(&f);
-    good = read_all(path, &len);
+    good = th_read_all(path, &len);
     damaged = malloc(len);
     assert_int_equal(rc_git_open(&g, f.repo, NULL, &err), RC_OK);
     {
@@ -389,7 +363,7 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
             memcpy(damaged, good, len);
             if (flip && cut < len)
                 damaged[cut] ^= 0x41;
-            write_all(path, damaged, flip ? len : cut);
+            th_write_all(path, damaged, flip ? len : cut);
             rc_pcache_new(&pc, path);
             rd_cache_new(&c);
             rc_pcache_begin(pc, NULL);

@@ -237,32 +237,6 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     fx_close(&f);
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    char *s;
-    long n;
-
-    assert_non_null(fp);
-    fseek(fp, 0, SEEK_END);
-    n = ftell(fp);
-    rewind(fp);
-    s = malloc((size_t)n + 1);
-    assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return s;
-}
-
-static void write_all(const char *path, const char *data, size_t len)
-{
-    FILE *fp = fopen(path, "wb");
-
-    assert_non_null(fp);
-    assert_int_equal(fwrite(data, 1, len, fp), len);
-    fclose(fp);
-}
-
 static char *slurp(FILE *f)
 {
     long n;
@@ -295,7 +269,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
     base = deploy_head(f.repo);
     run_once(&plain, want, &f, NO_STATE, NULL);
     assert_int_equal(plain.committed, 0);
-    good = read_all(f.path, &len);
+    good = th_read_all(f.path, &len);
     hdr = (size_t)(strchr(strchr(good, '\n') + 1, '\n') + 1 - good);
     assert_true(len > hdr + 60 + 100);
     for (size_t kind = 0; kind < sizeof(kinds) / sizeof(kinds[0]); kind++) {
@@ -324,7 +298,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
             blen = 0;
             break;
         }
-        write_all(f.path, bad, blen);
+        th_write_all(f.path, bad, blen);
         set_deploy(&f, base);
         run_once(&res, tree, &f, WITH_STATE, log);
         text = slurp(log);

@@ -87,6 +87,37 @@ void th_write_file(const char *dir, const char *rel, const char *data, size_t le
     fclose(f);
 }
 
+char *th_read_all(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    char *s;
+    long n;
+
+    if (!fp)
+        fail_msg("cannot read '%s': %s", path, strerror(errno));
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    rewind(fp);
+    s = malloc((size_t)n + 1);
+    if (!s || fread(s, 1, (size_t)n, fp) != (size_t)n)
+        fail_msg("short read of '%s'", path);
+    s[n] = '\0';
+    fclose(fp);
+    *len = (size_t)n;
+    return s;
+}
+
+void th_write_all(const char *path, const char *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+
+    if (!fp)
+        fail_msg("cannot write '%s': %s", path, strerror(errno));
+    if (len && fwrite(data, 1, len, fp) != len)
+        fail_msg("short write to '%s'", path);
+    fclose(fp);
+}
+
 char *th_git_env_setup(void)
 {
     static const char *const proxies[] = {"http_proxy",  "https_proxy", "HTTP_PROXY",

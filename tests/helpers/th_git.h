@@ -25,6 +25,10 @@ int th_rm_rf(const char *path);
 
 /* Write data (len bytes; len (size_t)-1: strlen) to dir/rel, creating parent folders. */
 void th_write_file(const char *dir, const char *rel, const char *data, size_t len);
+/* The bytes of file `path` (malloc'd, NUL-terminated; *len its size), or a test failure. */
+char *th_read_all(const char *path, size_t *len);
+/* Replace file `path` with data[0..len), or a test failure. */
+void th_write_all(const char *path, const char *data, size_t len);
 
 /* Run argv (argv[0] looked up in PATH) in `dir` (NULL: current), stdin from /dev/null.
  * *out (if out non-NULL) gets stdout, *errout stderr (NUL-terminated, malloc'd). Returns the
