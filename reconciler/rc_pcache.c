@@ -28,6 +28,7 @@
 
 #include "rc_buf.h"
 #include "rc_bytes.h"
+#include "rc_fstate.h"
 #include "rc_hash.h"
 #include "rc_load_digest.h"
 #include "rc_mem.h"
@@ -54,11 +55,7 @@ struct rc_pcache {
     size_t header_len;
     int fd; /* open from rc_pcache_begin to rc_pcache_save, else -1 */
     /* the file as this process last read or wrote it: the index is valid while it stays so */
-    int known;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
+    struct rc_fstate file;
     int rewrite; /* absent, foreign or damaged: written whole at the end of the load */
     size_t n, cap;
     struct ent **slot;
@@ -190,21 +187,6 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
-static void remember(struct rc_pcache *pc, const struct stat *st)
-{
-    pc->known = 1;
-    pc->dev = st->st_dev;
-    pc->ino = st->st_ino;
-    pc->size = st->st_size;
-    pc->mtime = st->st_mtim;
-}
-
-static int same_file(const struct rc_pcache *pc, const struct stat *st)
-{
-    return pc->known && pc->dev == st->st_dev && pc->ino == st->st_ino && pc->size == st->st_size &&
-           pc->mtime.tv_sec == st->st_mtim.tv_sec && pc->mtime.tv_nsec == st->st_mtim.tv_nsec;
-}
-
 static void warn_ignored(const struct rc_pcache *pc, const struct rc_log *log, const char *why)
 {
     if (log)
@@ -324,7 +306,7 @@ void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log)
             warn_ignored(pc, log, why);
         }
         index_clear(pc);
-        pc->known = 0;
+        pc->file.set = 0;
         pc->rewrite = 1;
         return;
     }
@@ -333,15 +315,15 @@ void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log)
         close(pc->fd);
         pc->fd = -1;
         index_clear(pc);
-        pc->known = 0;
+        pc->file.set = 0;
         pc->rewrite = 1;
         return;
     }
-    if (same_file(pc, &st))
+    if (rc_fstate_same(&pc->file, &st))
         return; /* as this process left it: the index holds */
     pc->rewrite = 0;
     scan(pc, st.st_size, log);
-    remember(pc, &st);
+    rc_fstate_of(&pc->file, &st);
 }
 
 /* Read entry e of (id, path) into dst (e->size bytes) and check it: its payload's offset in
@@ -527,7 +509,7 @@ static int finish_file(struct rc_pcache *pc, int fd)
 
     if (fstat(fd, &st) < 0)
         return -1;
-    remember(pc, &st);
+    rc_fstate_of(&pc->file, &st);
     return 0;
 }
 
@@ -549,11 +531,13 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
         const struct ent *e = ent_find(pc, blobs[i].id, blobs[i].path);
         live += e ? e->size : 0;
     }
-    data = pc->known && (size_t)pc->size > pc->header_len ? (size_t)pc->size - pc->header_len : 0;
+    data = pc->file.set && (size_t)pc->file.size > pc->header_len
+               ? (size_t)pc->file.size - pc->header_len
+               : 0;
     /* dead bytes (entries no file of this pass used) past the live ones, or a file past its
      * bound (which was lowered): compact */
-    rewrite = pc->rewrite || !pc->known || data - (live < data ? live : data) > live ||
-              (max_bytes && (size_t)pc->size > max_bytes);
+    rewrite = pc->rewrite || !pc->file.set || data - (live < data ? live : data) > live ||
+              (max_bytes && (size_t)pc->file.size > max_bytes);
     if (pc->fd >= 0) {
         close(pc->fd);
         pc->fd = -1;
@@ -579,13 +563,13 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
         if (error == RC_OK && rename(tmp.ptr, pc->path) < 0)
             error = rc_err_set(err, RC_ERROR, "cannot rename '%s': %s", tmp.ptr, strerror(errno));
         if (error == RC_OK && finish_file(pc, w.fd) < 0)
-            pc->known = 0;
+            pc->file.set = 0;
         pc->rewritten = error == RC_OK;
         pc->rewrite = error != RC_OK;
         goto done;
     }
-    size = (size_t)pc->size;
-    w.off = (uint64_t)pc->size;
+    size = (size_t)pc->file.size;
+    w.off = (uint64_t)pc->file.size;
     w.name = pc->path;
     for (size_t i = 0; i < n && error == RC_OK; i++) {
         if (ent_find(pc, blobs[i].id, blobs[i].path))
@@ -594,7 +578,7 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
             struct stat st;
             w.fd = open(pc->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
             /* append only to the file the index describes */
-            if (w.fd < 0 || fstat(w.fd, &st) < 0 || !same_file(pc, &st)) {
+            if (w.fd < 0 || fstat(w.fd, &st) < 0 || !rc_fstate_same(&pc->file, &st)) {
                 error = rc_err_set(err, RC_ERROR, "cannot append to '%s': %s", pc->path,
                                    w.fd < 0 ? strerror(errno) : "it changed");
                 break;
@@ -605,7 +589,7 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
     if (error == RC_OK && w.fd >= 0)
         error = flush(&w, err);
     if (error == RC_OK && w.fd >= 0 && finish_file(pc, w.fd) < 0)
-        pc->known = 0;
+        pc->file.set = 0;
 done:
     pc->written = w.total;
     if (w.fd >= 0)
@@ -616,7 +600,7 @@ done:
             unlink(tmp.ptr);
         unlink(pc->path);
         index_clear(pc);
-        pc->known = 0;
+        pc->file.set = 0;
         pc->rewrite = 1;
     }
     rc_buf_release(&tmp);

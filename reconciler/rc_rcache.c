@@ -26,6 +26,7 @@
 
 #include "rc_buf.h"
 #include "rc_bytes.h"
+#include "rc_fstate.h"
 #include "rc_hash.h"
 #include "rc_load_digest.h"
 #include "rc_mem.h"
@@ -37,39 +38,15 @@
 #define FIXED 60 /* length, checksum, blob id, source line length */
 #define LINE_MAX_BYTES 4096
 
-/* A state of the file: device, inode, size and modification time. */
-struct fstate {
-    int set;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-};
-
 struct rc_rcache {
     char *path;
     char *header;
     size_t header_len;
-    char held[41];        /* the blob whose record the file holds, as last read or written */
-    struct fstate known;  /* the file then */
-    struct fstate warned; /* the file last warned about (warned once) */
+    char held[41];           /* the blob whose record the file holds, as last read or written */
+    struct rc_fstate known;  /* the file then */
+    struct rc_fstate warned; /* the file last warned about (warned once) */
     size_t hits, written;
 };
-
-static void state_of(struct fstate *s, const struct stat *st)
-{
-    s->set = 1;
-    s->dev = st->st_dev;
-    s->ino = st->st_ino;
-    s->size = st->st_size;
-    s->mtime = st->st_mtim;
-}
-
-static int same_state(const struct fstate *s, const struct stat *st)
-{
-    return s->set && s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
-           s->mtime.tv_sec == st->st_mtim.tv_sec && s->mtime.tv_nsec == st->st_mtim.tv_nsec;
-}
 
 void rc_rcache_new(struct rc_rcache **out, const char *path)
 {
@@ -111,10 +88,10 @@ static int read_at(int fd, void *buf, size_t n, off_t off)
 static void warn_ignored(struct rc_rcache *rc, const struct stat *st, const struct rc_log *log,
                          const char *why)
 {
-    if (st && same_state(&rc->warned, st))
+    if (st && rc_fstate_same(&rc->warned, st))
         return;
     if (st)
-        state_of(&rc->warned, st);
+        rc_fstate_of(&rc->warned, st);
     if (log)
         rc_log_warn(log, "record cache '%s': %s; ignored (the record is parsed)", rc->path, why);
 }
@@ -195,7 +172,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
     }
     memcpy(rc->held, blob, 40);
     rc->held[40] = '\0';
-    state_of(&rc->known, &st);
+    rc_fstate_of(&rc->known, &st);
     rc->hits++;
     hit = 1;
 done:
@@ -209,7 +186,7 @@ int rc_rcache_holds(const struct rc_rcache *rc, const char *blob)
     struct stat st;
 
     return rc && blob && rc->held[0] && !strcmp(rc->held, blob) && lstat(rc->path, &st) == 0 &&
-           same_state(&rc->known, &st);
+           rc_fstate_same(&rc->known, &st);
 }
 
 void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
@@ -258,7 +235,7 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
         if (lstat(rc->path, &st) == 0) {
             memcpy(rc->held, blob, 40);
             rc->held[40] = '\0';
-            state_of(&rc->known, &st);
+            rc_fstate_of(&rc->known, &st);
         }
     }
     return error;

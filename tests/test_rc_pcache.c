@@ -135,19 +135,6 @@ static void assert_same_report(const struct rc_pass_result *x, const struct rc_p
     }
 }
 
-static char *slurp(FILE *f)
-{
-    long n;
-    char *s;
-
-    fflush(f);
-    n = ftell(f);
-    s = calloc(1, (size_t)n + 1);
-    rewind(f);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    return s;
-}
-
 /* The second `--once` run after a one-file commit parses that file (and the broken one,
  * never cached), reads the rest from the cache, and commits the tree of a run without it,
  * with the same warnings (a policy's, with an override's line; a duplicate key's) and the
@@ -288,7 +275,7 @@ static void test_rc_pcache__damaged_file_costs_work_only(void **state)
         th_write_all(path, bad, blen);
         free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
         run_once(&res, tree, &f, f.state, log);
-        text = slurp(log);
+        text = th_slurp(log);
         if (!strstr(text, "parse cache '") || !strstr(text, "ignored (its files are parsed again)"))
             fail_msg("case %d: no warning in:\n%s", kind, text);
         assert_string_equal(tree, want);
@@ -305,7 +292,7 @@ static void test_rc_pcache__damaged_file_costs_work_only(void **state)
         log = tmpfile();
         free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
         run_once(&res, tree, &f, f.state, log);
-        text = slurp(log);
+        text = th_slurp(log);
         assert_null(strstr(text, "parse cache '"));
         assert_int_equal(res.nparsed, 1);
         assert_string_equal(tree, want);

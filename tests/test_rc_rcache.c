@@ -237,19 +237,6 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     fx_close(&f);
 }
 
-static char *slurp(FILE *f)
-{
-    long n;
-    char *s;
-
-    fflush(f);
-    n = ftell(f);
-    s = calloc(1, (size_t)n + 1);
-    rewind(f);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    return s;
-}
-
 /* A damaged, truncated or foreign file: a warning, the record parsed, the right tree, and the
  * file rewritten (the run after it takes the record from the file, silently). A file holding
  * another blob's record is a miss: the same, but no warning. */
@@ -301,7 +288,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
         th_write_all(f.path, bad, blen);
         set_deploy(&f, base);
         run_once(&res, tree, &f, WITH_STATE, log);
-        text = slurp(log);
+        text = th_slurp(log);
         if (kind == 3) {
             /* a miss (the deploy branch moved by other means), not damage: said at debug
              * level only */
@@ -321,7 +308,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
 
         log = tmpfile();
         run_once(&res, tree, &f, WITH_STATE, log);
-        text = slurp(log);
+        text = th_slurp(log);
         assert_null(strstr(text, "record cache '"));
         assert_int_equal(res.record_cached, 1);
         assert_int_equal(res.nrecord_read, 0);

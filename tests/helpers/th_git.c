@@ -118,6 +118,20 @@ void th_write_all(const char *path, const char *data, size_t len)
     fclose(fp);
 }
 
+char *th_slurp(FILE *f)
+{
+    long n;
+    char *s;
+
+    fflush(f);
+    n = ftell(f);
+    s = calloc(1, (size_t)n + 1);
+    rewind(f);
+    if (!s || fread(s, 1, (size_t)n, f) != (size_t)n)
+        fail_msg("cannot read the log back");
+    return s;
+}
+
 char *th_git_env_setup(void)
 {
     static const char *const proxies[] = {"http_proxy",  "https_proxy", "HTTP_PROXY",

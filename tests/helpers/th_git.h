@@ -9,6 +9,7 @@
 #define TH_GIT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Isolate git from the user's setup for the whole test process: GIT_CONFIG_NOSYSTEM=1, HOME
@@ -29,6 +30,8 @@ void th_write_file(const char *dir, const char *rel, const char *data, size_t le
 char *th_read_all(const char *path, size_t *len);
 /* Replace file `path` with data[0..len), or a test failure. */
 void th_write_all(const char *path, const char *data, size_t len);
+/* Everything written to f so far (a tmpfile() a log went to), malloc'd, NUL-terminated. */
+char *th_slurp(FILE *f);
 
 /* Run argv (argv[0] looked up in PATH) in `dir` (NULL: current), stdin from /dev/null.
  * *out (if out non-NULL) gets stdout, *errout stderr (NUL-terminated, malloc'd). Returns the
