@@ -87,7 +87,8 @@ if command -v systemd-analyze >/dev/null; then
     for k in User=rightplace StateDirectory=rightplace ProtectSystem=strict ProtectHome=yes \
         NoNewPrivileges=yes PrivateTmp=yes CapabilityBoundingSet= \
         'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' SystemCallFilter=@system-service \
-        "EnvironmentFile=$sysconfdir/rightplace/rightplace.env"; do
+        "EnvironmentFile=$sysconfdir/rightplace/rightplace.env" \
+        Environment=GLIBC_TUNABLES=glibc.malloc.hugetlb=1; do
         for u in rightplace.service rightplace-loop.service; do
             check "$u has $k" grep -qx -- "$k" "$dest$unitdir/$u"
         done
