@@ -27,6 +27,7 @@
 #include "rc_mem.h"
 #include "rc_observe.h"
 #include "rc_outage.h"
+#include "rc_thread.h"
 #include "rc_version.h"
 #include "rd_output.h"
 #include "rd_source.h"
@@ -842,7 +843,7 @@ static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache
 }
 
 /* Hashing the rendered files: on every core (at most 4) from DIGEST_FILES_PER_THREAD files a
- * thread on, each thread a contiguous share. */
+ * thread on, each thread a contiguous share (rc_thread.h). */
 #define DIGEST_FILES_PER_THREAD 2048
 #define DIGEST_THREADS_MAX 4
 
@@ -855,19 +856,18 @@ struct digest_share {
     struct rc_err err;
 };
 
-static void *digest_share_run(void *arg)
+static void digest_share_run(void *arg, size_t k)
 {
-    struct digest_share *s = arg;
+    struct digest_share *s = &((struct digest_share *)arg)[k];
 
-    for (size_t k = s->from; k < s->to && s->error == RC_OK; k++) {
-        const struct rd_tree_file *f = &s->tree->files[k];
+    for (size_t i = s->from; i < s->to && s->error == RC_OK; i++) {
+        const struct rd_tree_file *f = &s->tree->files[i];
         /* the record is compared by its bytes (diff_tree): hashing 10 MB costs more (SHA-1
          * with collision detection), and a record that differs is hashed once, as written */
         if (f->keep || (s->skip_record && !strcmp(f->path, RECORD_PATH)))
             continue;
-        s->error = rc_git_digest(s->id[k], f->data ? f->data : "", f->len, &s->err);
+        s->error = rc_git_digest(s->id[i], f->data ? f->data : "", f->len, &s->err);
     }
-    return NULL;
 }
 
 /* id[k]: the blob id of every file of tree not kept (and, over a base, not placements.yaml).
@@ -876,16 +876,8 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
                         struct rc_err *err)
 {
     struct digest_share sh[DIGEST_THREADS_MAX];
-    pthread_t tid[DIGEST_THREADS_MAX];
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t t = ncpu > 0 ? (size_t)ncpu : 1, started = 1;
+    size_t t = rc_threads_for(0, tree->nfiles, DIGEST_FILES_PER_THREAD, DIGEST_THREADS_MAX);
 
-    if (t > DIGEST_THREADS_MAX)
-        t = DIGEST_THREADS_MAX;
-    if (t > tree->nfiles / DIGEST_FILES_PER_THREAD)
-        t = tree->nfiles / DIGEST_FILES_PER_THREAD;
-    if (t < 1)
-        t = 1;
     for (size_t k = 0; k < t; k++) {
         memset(&sh[k], 0, sizeof(sh[k]));
         sh[k].tree = tree;
@@ -894,16 +886,7 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
         sh[k].to = tree->nfiles * (k + 1) / t;
         sh[k].skip_record = over_base;
     }
-    for (size_t k = 1; k < t; k++) {
-        if (pthread_create(&tid[k], NULL, digest_share_run, &sh[k]) != 0)
-            break;
-        started++;
-    }
-    digest_share_run(&sh[0]);
-    for (size_t k = started; k < t; k++)
-        digest_share_run(&sh[k]); /* its thread did not start */
-    for (size_t k = 1; k < started; k++)
-        pthread_join(tid[k], NULL);
+    rc_threads_run(digest_share_run, sh, t);
     for (size_t k = 0; k < t; k++) {
         if (sh[k].error < 0) {
             *err = sh[k].err;

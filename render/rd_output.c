@@ -10,19 +10,18 @@
 #include "rd_output.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pl_basics.h"
 #include "pl_engine.h"
 #include "rc_arena.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 #include "rd_demand.h"
 #include "rd_object.h"
 #include "rd_output_internal.h"
@@ -637,10 +636,8 @@ struct rworker {
     size_t failed_at;    /* that job's index; njobs: none */
 };
 
-static void *rworker_run(void *arg)
+static void rworker_run(struct rworker *w)
 {
-    struct rworker *w = arg;
-
     for (;;) {
         size_t i = atomic_fetch_add(w->next, 1);
 
@@ -657,34 +654,21 @@ static void *rworker_run(void *arg)
             break;
         }
     }
-    return NULL;
 }
 
-static size_t render_threads(const struct rd_render_options *opts, size_t njobs)
+static void rworker_share(void *arg, size_t k)
 {
-    long ncpu;
-    size_t n;
-
-    if (opts->threads > 0)
-        return (size_t)opts->threads;
-    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    n = ncpu > 0 ? (size_t)ncpu : 1;
-    if (n > RD_RENDER_THREADS_MAX)
-        n = RD_RENDER_THREADS_MAX;
-    if (n > njobs / RJOBS_PER_THREAD)
-        n = njobs / RJOBS_PER_THREAD;
-    return n ? n : 1;
+    rworker_run(&((struct rworker *)arg)[k]);
 }
 
 /* Render every job; on failure err is the error of the first failed job in list order. */
 static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_options *opts,
                        struct rc_arena *a, struct rc_err *err)
 {
-    size_t nthreads = render_threads(opts, njobs), failed = njobs, who = 0;
+    size_t nthreads = rc_threads_for(opts->threads, njobs, RJOBS_PER_THREAD, RD_RENDER_THREADS_MAX);
+    size_t failed = njobs, who = 0;
     atomic_size_t next = 0, stop = njobs;
     struct rworker *w = rc_xcalloc(nthreads, sizeof(*w));
-    pthread_t *tid = rc_xcalloc(nthreads, sizeof(*tid));
-    size_t started = 1;
 
     for (size_t k = 0; k < nthreads; k++) {
         w[k].jobs = jobs;
@@ -696,15 +680,8 @@ static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_o
         rc_buf_init(&w[k].buf, 0);
         w[k].failed_at = njobs;
     }
-    /* worker 0 is this thread; a thread that cannot be started leaves its share to the rest */
-    for (size_t k = 1; k < nthreads; k++) {
-        if (pthread_create(&tid[k], NULL, rworker_run, &w[k]) != 0)
-            break;
-        started++;
-    }
-    rworker_run(&w[0]);
-    for (size_t k = 1; k < started; k++)
-        pthread_join(tid[k], NULL);
+    /* workers take jobs until none is left: one whose thread did not start finds none */
+    rc_threads_run(rworker_share, w, nthreads);
     for (size_t k = 0; k < nthreads; k++) {
         if (w[k].failed_at < failed) {
             failed = w[k].failed_at;
@@ -716,7 +693,6 @@ static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_o
     }
     if (failed < njobs)
         *err = w[who].err;
-    free(tid);
     free(w);
     return failed < njobs ? err->code : 0;
 }

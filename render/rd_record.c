@@ -29,16 +29,15 @@
  */
 #include "rd_output.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pl_engine.h"
 #include "rc_arena.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 #include "rd_output_internal.h"
 #include "rd_pack.h"
 #include "rd_source.h"
@@ -334,9 +333,8 @@ struct unit_worker {
     struct rc_err err;
 };
 
-static void *unit_worker_run(void *arg)
+static void unit_worker_run(struct unit_worker *w)
 {
-    struct unit_worker *w = arg;
     struct rc_buf one = RC_BUF_INIT;
     unsigned char small[64], *keep = small;
     size_t cap = sizeof(small);
@@ -365,19 +363,11 @@ static void *unit_worker_run(void *arg)
     if (keep != small)
         free(keep);
     rc_buf_release(&one);
-    return NULL;
 }
 
-static size_t write_threads(const struct rd_render_options *opts, size_t n)
+static void unit_share(void *arg, size_t k)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t t = opts && opts->threads > 0 ? (size_t)opts->threads : ncpu > 0 ? (size_t)ncpu : 1;
-
-    if (t > WRITE_THREADS_MAX)
-        t = WRITE_THREADS_MAX;
-    if (t > n / UNITS_PER_THREAD)
-        t = n / UNITS_PER_THREAD;
-    return t ? t : 1;
+    unit_worker_run(&((struct unit_worker *)arg)[k]);
 }
 
 /* Write jobs[0..n) on threads, each thread a contiguous share. Returns the number of workers
@@ -385,9 +375,9 @@ static size_t write_threads(const struct rd_render_options *opts, size_t n)
 static int write_jobs(struct unit_worker **out, size_t *nw, struct unit_job *jobs, size_t n,
                       const struct rd_render_options *opts, struct rc_err *err)
 {
-    size_t t = write_threads(opts, n), started = 1, failed = n, who = 0;
+    size_t t = rc_threads_for(opts ? opts->threads : 0, n, UNITS_PER_THREAD, WRITE_THREADS_MAX);
+    size_t failed = n, who = 0;
     struct unit_worker *w = rc_xcalloc(t, sizeof(*w));
-    pthread_t tid[WRITE_THREADS_MAX];
 
     for (size_t k = 0; k < t; k++) {
         w[k].jobs = jobs;
@@ -395,17 +385,7 @@ static int write_jobs(struct unit_worker **out, size_t *nw, struct unit_job *job
         w[k].to = n * (k + 1) / t;
         rc_buf_init(&w[k].text, 0);
     }
-    /* worker 0 is this thread; a thread that cannot be started leaves its share to it */
-    for (size_t k = 1; k < t; k++) {
-        if (pthread_create(&tid[k], NULL, unit_worker_run, &w[k]) != 0)
-            break;
-        started++;
-    }
-    unit_worker_run(&w[0]);
-    for (size_t k = started; k < t; k++)
-        unit_worker_run(&w[k]); /* its thread did not start: written here */
-    for (size_t k = 1; k < started; k++)
-        pthread_join(tid[k], NULL);
+    rc_threads_run(unit_share, w, t);
     for (size_t k = 0; k < t; k++) {
         if (w[k].failed_at < w[k].to && w[k].failed_at < failed) {
             failed = w[k].failed_at;

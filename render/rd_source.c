@@ -13,7 +13,6 @@
 
 #include <ctype.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "rc_buf.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 #include "rd_demand.h"
 #include "rd_object.h"
 #include "rd_pack.h"
@@ -500,23 +500,31 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
 /* ==== Parsing ahead, on several threads ==== */
 
 /* Run work(arg) on up to `threads` threads, this one included (at most RD_PRIME_THREADS_MAX,
- * and no more than n, the items the workers share), and wait for them all. A thread that
- * cannot be started only means fewer threads: the workers take items until none is left. */
-static void run_on_threads(void *(*work)(void *), void *arg, int threads, size_t n)
-{
-    pthread_t tid[RD_PRIME_THREADS_MAX];
-    int started = 0;
+ * and no more than n, the items the workers share), and wait for them all. The workers take
+ * items until none is left, so a thread that cannot be started only means fewer threads. */
+struct same_work {
+    void (*work)(void *);
+    void *arg;
+};
 
-    if (threads > RD_PRIME_THREADS_MAX)
-        threads = RD_PRIME_THREADS_MAX;
-    for (int t = 1; t < threads && (size_t)t < n; t++) {
-        if (pthread_create(&tid[started], NULL, work, arg) != 0)
-            break;
-        started++;
-    }
-    work(arg);
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+static void same_share(void *p, size_t k)
+{
+    const struct same_work *s = p;
+
+    (void)k;
+    s->work(s->arg);
+}
+
+static void run_on_threads(void (*work)(void *), void *arg, int threads, size_t n)
+{
+    struct same_work s = {work, arg};
+    size_t t = threads > 1 ? (size_t)threads : 1;
+
+    if (t > RD_PRIME_THREADS_MAX)
+        t = RD_PRIME_THREADS_MAX;
+    if (t > n)
+        t = n ? n : 1;
+    rc_threads_run(same_share, &s, t);
 }
 
 struct prime {
@@ -527,14 +535,14 @@ struct prime {
     atomic_size_t next;
 };
 
-static void *prime_worker(void *arg)
+static void prime_worker(void *arg)
 {
     struct prime *pr = arg;
 
     for (;;) {
         size_t i = atomic_fetch_add(&pr->next, 1);
         if (i >= pr->n)
-            return NULL;
+            return;
         /* parse_file touches nothing shared: its own arena, its own libyaml parser */
         if (pr->out[i] == NULL && pr->files[i].data)
             pr->out[i] = parse_file(&pr->files[i], pr->ids[i], NULL, NULL);
@@ -863,14 +871,14 @@ struct import_batch {
     atomic_size_t next;
 };
 
-static void *import_worker(void *arg)
+static void import_worker(void *arg)
 {
     struct import_batch *b = arg;
 
     for (;;) {
         size_t i = atomic_fetch_add(&b->next, 1);
         if (i >= b->n)
-            return NULL;
+            return;
         if (b->v[i].data)
             b->out[i] = import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len);
     }

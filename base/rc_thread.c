@@ -1,0 +1,62 @@
+/*
+ * rc_thread.c - work split over threads (rc_thread.h).
+ */
+#include "rc_thread.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max)
+{
+    long ncpu;
+    size_t t;
+
+    if (requested > 0)
+        return (size_t)requested;
+    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    t = ncpu > 0 ? (size_t)ncpu : 1;
+    if (t > max)
+        t = max;
+    if (per_thread && t > n / per_thread)
+        t = n / per_thread;
+    return t ? t : 1;
+}
+
+struct share {
+    void (*work)(void *, size_t);
+    void *arg;
+    size_t k;
+    int started;
+    pthread_t tid;
+};
+
+static void *share_run(void *p)
+{
+    struct share *s = p;
+
+    s->work(s->arg, s->k);
+    return NULL;
+}
+
+void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t)
+{
+    struct share s[RC_THREADS_MAX];
+    size_t on_threads = t < RC_THREADS_MAX ? t : RC_THREADS_MAX;
+
+    for (size_t k = 1; k < on_threads; k++) {
+        s[k].work = work;
+        s[k].arg = arg;
+        s[k].k = k;
+        s[k].started = pthread_create(&s[k].tid, NULL, share_run, &s[k]) == 0;
+    }
+    if (t)
+        work(arg, 0);
+    for (size_t k = 1; k < t; k++) {
+        if (k >= on_threads || !s[k].started)
+            work(arg, k);
+    }
+    for (size_t k = 1; k < on_threads; k++) {
+        if (s[k].started)
+            pthread_join(s[k].tid, NULL);
+    }
+}

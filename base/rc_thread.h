@@ -1,0 +1,24 @@
+/*
+ * rc_thread.h - work split over threads: how many, and running one share on each. The caller
+ * gives each share its own memory, or slots of its arrays no other share touches, and combines
+ * the shares in their order afterwards, so that no result depends on the number of threads
+ * (docs/architecture.md, "Threads").
+ */
+#ifndef RC_THREAD_H
+#define RC_THREAD_H
+
+#include <stddef.h>
+
+/* Shares that run on threads of their own at once; more run on the calling thread. */
+#define RC_THREADS_MAX 16
+
+/* Threads for n items: `requested` when > 0; else the machine's cores, at most max, and no
+ * more than one per per_thread items. At least 1. */
+size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max);
+
+/* work(arg, k) for every k in [0, t): k = 0 on this thread, the others each on a thread of
+ * its own; a share whose thread cannot be started runs on this thread after k = 0. Returns
+ * when every share has. */
+void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t);
+
+#endif
