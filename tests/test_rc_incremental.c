@@ -107,14 +107,6 @@ static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo
     run_pass_as(res, tree, repo, cache, 0, a);
 }
 
-static char *deploy_head(const char *repo)
-{
-    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
-
-    out[strcspn(out, "\n")] = '\0';
-    return out;
-}
-
 /* The pass after a one-file change keeps the record the pass before wrote (0 units read),
  * renders one unit, and commits the tree a from-scratch pass commits. */
 static void test_rc_incremental__one_change_reads_no_record(void **state)
@@ -133,7 +125,7 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, 0); /* no deploy branch yet */
     assert_int_equal(res.nrecord_written, NJOBS);
-    first = deploy_head(repo);
+    first = th_git_rev(repo, "refs/heads/deploy");
 
     write_job(repo, 3, "2");
     free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
@@ -167,7 +159,7 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, 0);
     free(first);
-    first = deploy_head(repo);
+    first = th_git_rev(repo, "refs/heads/deploy");
 
     /* a new unit: its record entry is the one written; the tree is the one a pass without a
      * cache commits */
@@ -259,20 +251,17 @@ static void test_rc_incremental__last_pass_keeps_nothing(void **state)
     assert_int_equal(res.placed, NJOBS);
     assert_int_equal(res.nrecord_written, 0);
     assert_int_equal(rd_record_memo_stats(rc_cache_record_memo(once)).units_written, 0);
-    first = th_git_ok(repo, "rev-parse", "refs/heads/main", NULL);
-    first[strcspn(first, "\n")] = '\0';
+    first = th_git_rev(repo, "refs/heads/main");
 
     write_job(repo, 3, "2");
     free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
-    last = th_git_ok(repo, "rev-parse", "refs/heads/main", NULL);
-    last[strcspn(last, "\n")] = '\0';
+    last = th_git_rev(repo, "refs/heads/main");
     run_pass_as(&res, tree, repo, once, 1, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, NJOBS); /* nothing was kept: read back */
     /* the record it read is not copied into the cache either, and it was read once: the new
      * record is compared with the bytes read, not with a second read of the blob */
-    prev_blob = th_git_ok(repo, "rev-parse", "refs/heads/deploy~1:placements.yaml", NULL);
-    prev_blob[strcspn(prev_blob, "\n")] = '\0';
+    prev_blob = th_git_rev(repo, "refs/heads/deploy~1:placements.yaml");
     assert_null(rc_cache_record(once, prev_blob));
     prev_size = th_git_ok(repo, "cat-file", "-s", prev_blob, NULL);
     assert_int_equal(res.nrecord_bytes_read, strtoul(prev_size, NULL, 10));

@@ -114,14 +114,6 @@ static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, co
     rc_cache_free(cache);
 }
 
-static char *deploy_head(const char *repo)
-{
-    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
-
-    out[strcspn(out, "\n")] = '\0';
-    return out;
-}
-
 /* Same warnings and file errors, in the same order, byte for byte. */
 static void assert_same_report(const struct rc_pass_result *x, const struct rc_pass_result *y)
 {
@@ -154,7 +146,7 @@ static void test_rc_pcache__once_after_one_change_parses_one_file(void **state)
     assert_true(first.nwarnings > 0);
     assert_int_equal(first.nfile_errors, 1);
     assert_non_null(strstr(first.file_errors[0].msg, "zz/broken.yaml:4:1: "));
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
 
     free(th_git_commit_files(f.repo, "one change", "fill-and-spill/extra.yaml",
                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
@@ -240,7 +232,7 @@ static void test_rc_pcache__damaged_file_costs_work_only(void **state)
 
     fx_open(&f);
     run_once(&res, tree, &f, f.state, NULL);
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
     run_once(&plain, want, &f, NULL, NULL);
     path = cache_path(&f);
     good = th_read_all(path, &len);
@@ -337,8 +329,7 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
     damaged = malloc(len);
     assert_int_equal(rc_git_open(&g, f.repo, NULL, &err), RC_OK);
     {
-        char *head = th_git_ok(f.repo, "rev-parse", "HEAD", NULL);
-        head[strcspn(head, "\n")] = '\0';
+        char *head = th_git_rev(f.repo, "HEAD");
         assert_int_equal(rc_git_list_yaml(&blobs, &nblobs, g, head, NULL, 0, &a, &err), RC_OK);
         free(head);
     }

@@ -99,14 +99,6 @@ static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, en
     rc_cache_free(cache);
 }
 
-static char *deploy_head(const char *repo)
-{
-    char *out = th_git_ok(repo, "rev-parse", "refs/heads/deploy", NULL);
-
-    out[strcspn(out, "\n")] = '\0';
-    return out;
-}
-
 static void set_deploy(const struct fx *f, const char *commit)
 {
     free(th_git_ok(f->repo, "update-ref", "refs/heads/deploy", commit, NULL));
@@ -167,7 +159,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
 
     /* a new unit: the record changes */
     free(th_git_commit_files(f.repo, "a new unit", "zz/solo.yaml", new_unit, NULL));
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.nrecord_read, 0);
@@ -185,7 +177,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
 
     /* the file holds the record of the head the plain run left (the same bytes as the cached
      * run's): a README commit changes no decision, and nothing is committed or written */
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
     run_once(&res, tree, &f, WITH_STATE, NULL); /* the file: the plain run's head */
     free(th_git_commit_files(f.repo, "docs", "README.md", "notes\n", NULL));
     assert_int_equal(stat(f.path, &st1), 0);
@@ -202,7 +194,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     assert_true(plain.nrecord_bytes_read > 0);
     assert_string_equal(tree, want);
     {
-        char *head = deploy_head(f.repo);
+        char *head = th_git_rev(f.repo, "refs/heads/deploy");
         assert_string_equal(head, base);
         free(head);
     }
@@ -210,7 +202,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
 
     /* a change to a placed object and not to the record but its source line: the pass
      * commits for the object, and writes placements.yaml whole without comparing it */
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
     free(th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
                              "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n"
                              "  labels:\n    app: rayclustersetup\n    tier: gold\n",
@@ -253,7 +245,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
 
     fx_open(&f);
     run_once(&res, tree, &f, WITH_STATE, NULL);
-    base = deploy_head(f.repo);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
     run_once(&plain, want, &f, NO_STATE, NULL);
     assert_int_equal(plain.committed, 0);
     good = th_read_all(f.path, &len);

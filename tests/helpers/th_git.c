@@ -87,6 +87,14 @@ void th_write_file(const char *dir, const char *rel, const char *data, size_t le
     fclose(f);
 }
 
+char *th_git_rev(const char *dir, const char *rev)
+{
+    char *out = th_git_ok(dir, "rev-parse", rev, NULL);
+
+    out[strcspn(out, "\n")] = '\0';
+    return out;
+}
+
 char *th_read_all(const char *path, size_t *len)
 {
     FILE *fp = fopen(path, "rb");

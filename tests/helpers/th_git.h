@@ -45,6 +45,9 @@ int th_git(const char *dir, char **out, char **errout, ...);
 /* As th_git, but fails the test unless git exits 0. Returns stdout with trailing newlines
  * removed (malloc'd). */
 char *th_git_ok(const char *dir, ...);
+/* The object id `rev` names in the repository at dir (git rev-parse), without the newline;
+ * malloc'd. */
+char *th_git_rev(const char *dir, const char *rev);
 
 /* A fresh repository: `git init` (bare when bare != 0) in a new temp dir; returns its path. */
 char *th_git_init(const char *tag, int bare);
