@@ -1754,9 +1754,9 @@ size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl
     return omitted;
 }
 
-/* d's verdicts (in the engine's verdict arena) into the output arena: all of them when
- * `whole`, else those pl_verdicts_select keeps, with the counts. */
-static void settle_verdicts(struct engine *e, struct pl_decision *d, int whole)
+/* d's verdicts (in the engine's verdict arena) into the output arena: those
+ * pl_verdicts_select keeps, with the counts. */
+static void settle_verdicts(struct engine *e, struct pl_decision *d)
 {
     const struct pl_options *o = &e->in->opts;
     struct pl_verdict *v = d->verdicts;
@@ -1765,15 +1765,13 @@ static void settle_verdicts(struct engine *e, struct pl_decision *d, int whole)
 
     if (!v)
         return;
-    if (!whole) {
-        if (d->nverdicts > sizeof(small))
-            keep = rc_xcalloc(d->nverdicts, 1);
-        d->verdicts_omitted =
-            pl_verdicts_select(keep, d->verdict_counts, d, o->verdicts_chosen, o->verdicts_passed);
-    }
+    if (d->nverdicts > sizeof(small))
+        keep = rc_xcalloc(d->nverdicts, 1);
+    d->verdicts_omitted =
+        pl_verdicts_select(keep, d->verdict_counts, d, o->verdicts_chosen, o->verdicts_passed);
     d->verdicts = rc_arena_calloc(e->a, d->nverdicts - d->verdicts_omitted + 1, sizeof(*v));
     for (size_t i = 0; i < d->nverdicts; i++) {
-        if (whole || !d->verdicts_omitted || keep[i])
+        if (!d->verdicts_omitted || keep[i])
             d->verdicts[n++] = v[i];
     }
     d->nverdicts = n;
@@ -1854,13 +1852,8 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
         set_change(&e, &e.units[i]);
     if (e.va != a) {
         /* the lists the output keeps; the whole ones go with the scratch */
-        size_t whole = 0;
-        for (size_t i = 0; i < e.nunits; i++) {
-            struct pl_decision *d = e.units[i].d;
-            int w = d->change != PL_CHANGE_NONE && whole < in->opts.verdicts_whole;
-            whole += w;
-            settle_verdicts(&e, d, w);
-        }
+        for (size_t i = 0; i < e.nunits; i++)
+            settle_verdicts(&e, e.units[i].d);
     }
 
     for (size_t i = 0; i < e.nprev; i++)

@@ -282,17 +282,15 @@ struct pl_options {
     /* Bounded verdicts (pl_verdicts_select): when verdicts_chosen or verdicts_passed is not
      * 0, a decision keeps the verdicts of its first verdicts_chosen targets and of the first
      * verdicts_passed candidates preferred over its last target, and counts the rest
-     * (pl_decision.verdicts_omitted), except the first verdicts_whole units (in unit-id
-     * order) whose decision changed, which keep every verdict. 0, 0: every decision keeps
-     * every verdict. What is kept and counted does not depend on these being set. */
+     * (pl_decision.verdicts_omitted). 0, 0: every decision keeps every verdict. What is kept
+     * and counted does not depend on these being set. */
     size_t verdicts_chosen;
     size_t verdicts_passed;
-    size_t verdicts_whole;
 };
 
 #define PL_OPTIONS_INIT                                                                            \
     {                                                                                              \
-        0, 0, 0, 0                                                                                 \
+        0, 0, 0                                                                                    \
     }
 
 struct pl_input {

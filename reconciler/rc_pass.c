@@ -1257,10 +1257,9 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     c->in.nprev = nprev;
     c->in.prev = prev;
     if (c->bounded_verdicts) {
-        /* what the record lists, and the message's paragraphs whole */
+        /* what the record and the commit message list */
         c->in.opts.verdicts_chosen = RD_RECORD_CHOSEN_VERDICTS;
         c->in.opts.verdicts_passed = RD_RECORD_PASSED_VERDICTS;
-        c->in.opts.verdicts_whole = RD_MESSAGE_PARAGRAPHS;
     }
     error = pl_place(&c->res, &c->in, a, err);
     if (error < 0)

@@ -72,10 +72,10 @@ struct rc_pass_options {
      * written, but nothing is kept in memory for a next pass (the record as written and its
      * entries' text, rd_record_memo), which would only add to the pass's peak memory. */
     int last_pass;
-    /* Decisions keep only the verdicts the record lists, with counts by kind
-     * (pl_options.verdicts_chosen, ...), except the changed units the commit message shows
-     * in full (the first RD_MESSAGE_PARAGRAPHS): what reconcile and replay need. 0: every verdict
-     * of every decision (plan, explain, status print them). The files are the same either way. */
+    /* Decisions keep only the verdicts the record and the commit message list, with counts by
+     * kind (pl_options.verdicts_chosen, ...): what reconcile and replay need. 0: every verdict
+     * of every decision (plan, explain, status print them). The files and the message are the
+     * same either way. */
     int bounded_verdicts;
 };
 

@@ -44,6 +44,7 @@
 #include "pl_engine.h"
 #include "rc_arena.h"
 #include "rc_esc.h"
+#include "rc_mem.h"
 #include "pl_basics.h"
 #include "rd_output_internal.h"
 #include "rd_source.h"
@@ -274,6 +275,65 @@ static int put_wrapped(struct rc_buf *b, const char *first, const char *cont, co
     return error;
 }
 
+/* The verdicts that explain the choice, bounded as the record bounds them (rd_output.h), so
+ * that a paragraph's size does not depend on the fleet's: the chosen clusters, the preferred
+ * ones passed over, and a count by kind of the rest. */
+static int put_verdicts(struct rc_buf *out, const struct pl_decision *d, struct rc_err *err)
+{
+    struct rc_buf line = RC_BUF_INIT;
+    unsigned char small[64], *keep = small;
+    size_t counts[4], omitted = d->verdicts_omitted;
+    int error = 0;
+
+    if (omitted) { /* the engine bounded the list already */
+        memcpy(counts, d->verdict_counts, sizeof(counts));
+        keep = NULL;
+    } else if (d->nverdicts > RD_RECORD_CHOSEN_VERDICTS + RD_RECORD_PASSED_VERDICTS) {
+        if (d->nverdicts > sizeof(small))
+            keep = rc_xcalloc(d->nverdicts, 1);
+        omitted = pl_verdicts_select(keep, counts, d, RD_RECORD_CHOSEN_VERDICTS,
+                                     RD_RECORD_PASSED_VERDICTS);
+    } else {
+        keep = NULL;
+    }
+    for (size_t i = 0; i < d->nverdicts && !error; i++) {
+        const struct pl_verdict *v = &d->verdicts[i];
+        if (keep && !keep[i])
+            continue;
+        if (omitted && (unsigned)v->kind < 4 && counts[v->kind])
+            counts[v->kind]--; /* what is left counts the verdicts not listed */
+        rc_buf_reset(&line);
+        error = rc_buf_printf(&line, err, "%s: %s", v->cluster, pl_verdict_name(v->kind));
+        if (!error && v->detail && *v->detail)
+            error = rc_buf_printf(&line, err, ": %s", v->detail);
+        if (!error && v->nodes_added > 0)
+            error = rc_buf_printf(&line, err, " (%lld node%s to add)", (long long)v->nodes_added,
+                                  v->nodes_added == 1 ? "" : "s");
+        if (!error)
+            error = put_wrapped(out, "  ", "    ", line.ptr, err);
+    }
+    if (!error && omitted) {
+        const char *sep = ": ";
+        rc_buf_reset(&line);
+        error = rc_buf_printf(&line, err, "... and %zu more", omitted);
+        for (int k = 0; k < 4 && !error; k++) {
+            if (!counts[k])
+                continue;
+            error = rc_buf_printf(&line, err, "%s%zu %s", sep, counts[k],
+                                  pl_verdict_name((enum pl_verdict_kind)k));
+            sep = ", ";
+        }
+        if (!error)
+            error = rc_buf_puts(&line, " (rightplace explain lists each)", err);
+        if (!error)
+            error = put_wrapped(out, "  ", "    ", line.ptr, err);
+    }
+    if (keep != small)
+        free(keep);
+    rc_buf_release(&line);
+    return error;
+}
+
 static int paragraph(struct rc_buf *out, const struct pl_decision *d,
                      const struct pl_prev_unit *prev, struct rc_arena *a, struct rc_err *err)
 {
@@ -313,18 +373,8 @@ static int paragraph(struct rc_buf *out, const struct pl_decision *d,
         if (!error)
             error = put_wrapped(out, "  ", "    ", line.ptr, err);
     }
-    for (size_t i = 0; i < d->nverdicts && !error; i++) {
-        const struct pl_verdict *v = &d->verdicts[i];
-        rc_buf_reset(&line);
-        error = rc_buf_printf(&line, err, "%s: %s", v->cluster, pl_verdict_name(v->kind));
-        if (!error && v->detail && *v->detail)
-            error = rc_buf_printf(&line, err, ": %s", v->detail);
-        if (!error && v->nodes_added > 0)
-            error = rc_buf_printf(&line, err, " (%lld node%s to add)", (long long)v->nodes_added,
-                                  v->nodes_added == 1 ? "" : "s");
-        if (!error)
-            error = put_wrapped(out, "  ", "    ", line.ptr, err);
-    }
+    if (!error)
+        error = put_verdicts(out, d, err);
     rc_buf_release(&line);
     return error;
 }

@@ -1361,6 +1361,62 @@ static void test_rd_output__message_bounded(void **state)
     free(m);
 }
 
+/* A paragraph lists the verdicts the record lists (the chosen clusters, the preferred ones
+ * passed over) and counts the rest by kind: its size does not depend on the fleet's. The
+ * engine's bounded list (reconcile) and the whole one (plan) give the same bytes. */
+static void test_rd_output__message_verdicts_bounded(void **state)
+{
+    struct fx *f = *state;
+    struct pl_decision *d = &f->result.decisions[0];
+    struct pl_verdict *v = rc_arena_calloc(&f->a, 100, sizeof(*v));
+    struct pl_target *t = rc_arena_calloc(&f->a, 1, sizeof(*t));
+    unsigned char keep[100];
+    size_t counts[4], omitted, n = 0, lines = 0;
+    char *whole, *bounded, *p;
+
+    only_change(f, 0);
+    for (size_t i = 0; i < 100; i++) {
+        v[i].cluster = rc_arena_printf(&f->a, "c-%03zu", i);
+        v[i].kind = i < 20        ? PL_VERDICT_DOES_NOT_FIT
+                    : i % 10 == 0 ? PL_VERDICT_FITS_AFTER_SCALE_UP
+                                  : PL_VERDICT_FITS_NOW;
+        v[i].detail = "the numbers";
+    }
+    t->cluster = "c-021";
+    t->percent = 100;
+    d->targets = t;
+    d->ntargets = 1;
+    d->verdicts = v;
+    d->nverdicts = 100;
+    d->verdicts_omitted = 0;
+    whole = message(f, NULL, 0, 0);
+    /* the 3 preferred over c-021 that were passed over, c-021, and a count of the other 96 */
+    for (p = whole; (p = strstr(p, "\n  c-")) != NULL; p++)
+        lines++;
+    assert_int_equal(lines, 4);
+    assert_non_null(strstr(whole, "\n  c-000: does-not-fit: the numbers\n"));
+    assert_non_null(strstr(whole, "\n  c-021: fits-now: the numbers\n"));
+    assert_null(strstr(whole, "c-003:"));
+    assert_non_null(strstr(whole, "\n  ... and 96 more: 71 fits-now, 8 fits-after-scale-up, "
+                                  "17 does-not-fit\n    (rightplace explain lists each)\n"));
+
+    omitted =
+        pl_verdicts_select(keep, counts, d, RD_RECORD_CHOSEN_VERDICTS, RD_RECORD_PASSED_VERDICTS);
+    assert_int_equal(omitted, 96);
+    d->verdicts = rc_arena_calloc(&f->a, 100, sizeof(*v));
+    for (size_t i = 0; i < 100; i++) {
+        if (keep[i])
+            d->verdicts[n++] = v[i];
+    }
+    d->nverdicts = n;
+    d->verdicts_omitted = omitted;
+    memcpy(d->verdict_counts, counts, sizeof(counts));
+    bounded = message(f, NULL, 0, 0);
+    assert_string_equal(bounded, whole);
+    free(bounded);
+    free(whole);
+}
+
 static void test_rd_output__message_wraps_at_72(void **state)
 {
     struct fx *f = *state;
@@ -1731,6 +1787,7 @@ int main(void)
         T(test_rd_output__message_single_place),
         T(test_rd_output__message_move_pending_remove),
         T(test_rd_output__message_summary),
+        T(test_rd_output__message_verdicts_bounded),
         T(test_rd_output__message_subject_fits),
         T(test_rd_output__message_bounded),
         T(test_rd_output__message_wraps_at_72),
