@@ -66,7 +66,10 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
     static struct rc_log log = RC_LOG_INIT;
 
     log.level = getenv("BENCH_PHASES") ? RC_LOG_DEBUG : RC_LOG_ERROR;
+    /* as reconcile in loop mode runs them (main.c): no apply, bounded verdicts, and a next
+     * pass that reads what this one keeps */
     o.apply = 0;
+    o.bounded_verdicts = 1;
     o.cache = cache;
     o.log = &log;
     if (strcmp(label, "one-change") == 0)
