@@ -158,6 +158,27 @@ void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
     return p;
 }
 
+int rc_arena_pass_on(struct rc_arena *from, const void *p, struct rc_arena *to)
+{
+    struct rc_arena_block **link = &from->head, *b;
+
+    while ((b = *link) != NULL && !(b->size == 0 && b->taken == p && p))
+        link = &b->next;
+    if (!b)
+        return -1;
+    *link = b->next;
+    from->used_total -= b->taken_len < from->used_total ? b->taken_len : from->used_total;
+    b->next = NULL;
+    if (to->head) {
+        b->next = to->head->next;
+        to->head->next = b;
+    } else {
+        to->head = b;
+    }
+    to->used_total += b->taken_len;
+    return 0;
+}
+
 size_t rc_arena_held(const struct rc_arena *a)
 {
     size_t n = 0;

@@ -33,6 +33,10 @@ char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
  * moves with it, rc_arena_adopt). For a buffer built elsewhere (an rc_buf) that must live as
  * long as the arena, without a copy. Returns p. */
 void *rc_arena_take(struct rc_arena *a, void *p, size_t n);
+/* Move the buffer p, which `from` took (rc_arena_take), to `to`: it is freed when `to` is
+ * released, and no longer with `from`. For one large buffer that must outlive the arena it
+ * was made in, without a copy. Returns 0, or -1 when `from` did not take p (nothing moves). */
+int rc_arena_pass_on(struct rc_arena *from, const void *p, struct rc_arena *to);
 /* Move every block of src into dst: what src handed out now lives as long as dst; src is back
  * to RC_ARENA_INIT. (A thread allocates from an arena of its own, then hands it over.) */
 void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);

@@ -1501,7 +1501,8 @@ struct record_job {
     const char *source;
     struct rd_render_options ro;
     struct rc_rcache *rfile;
-    int k; /* the record's file in cp->tree */
+    int k;                 /* the record's file in cp->tree */
+    struct rc_arena *pass; /* the pass's: it holds the record's text (rd_render_tree) */
     struct rc_arena fresh;
     struct rd_record rec;
     struct rc_buf packed; /* rc_rcache_prepare's bytes */
@@ -1531,7 +1532,7 @@ static void *record_job_run(void *arg)
 }
 
 static void record_job_start(struct record_job *j, const struct rc_pass_options *o,
-                             const struct compute *cp, const char *source)
+                             const struct compute *cp, const char *source, struct rc_arena *pass)
 {
     memset(j, 0, sizeof(*j));
     j->fresh = (struct rc_arena)RC_ARENA_INIT;
@@ -1542,6 +1543,7 @@ static void record_job_start(struct record_job *j, const struct rc_pass_options 
         return;
     j->o = o;
     j->cp = cp;
+    j->pass = pass;
     j->source = source;
     j->ro = o->render;
     j->ro.tallies = cp->tallies;
@@ -1583,7 +1585,11 @@ static size_t record_job_finish(struct record_job *j, int committed, const char 
         rc_arena_release(&j->fresh);
     } else {
         const struct rd_tree_file *f = &j->cp->tree.files[j->k];
-        const char *text = rc_arena_strndup(&j->fresh, f->data, f->len);
+        const char *text = f->data;
+        /* the text the pass made goes with the record, not copied (10 MB at 10,000 units, and
+         * as many fresh pages to fault in) */
+        if (rc_arena_pass_on(j->pass, text, &j->fresh) < 0)
+            text = rc_arena_strndup(&j->fresh, f->data, f->len);
         rc_cache_take_record(j->o->cache, id, &j->rec, &j->fresh, text, f->len);
     }
     return wrote;
@@ -1892,7 +1898,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             files[i].differs = !files[i].keep && !ids[i][0];
         }
         if (!propose_ref[0])
-            record_job_start(&rjob, o, cp, out->source);
+            record_job_start(&rjob, o, cp, out->source, a);
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
         if (error < 0)

@@ -104,6 +104,34 @@ static void test_rc_base__arena_take(void **state)
     rc_arena_release(&a);
 }
 
+/* A taken buffer passed on lives as long as the arena it went to and is freed with it, not
+ * with the one it left (LeakSanitizer and ASan check both); a buffer an arena did not take,
+ * or an arena's own string, does not move. */
+static void test_rc_base__arena_pass_on(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT, b = RC_ARENA_INIT, c = RC_ARENA_INIT;
+    char *big = rc_xmalloc(1 << 16), *other = rc_xmalloc(8), *own;
+    size_t held_a;
+
+    (void)state;
+    memset(big, 'x', 1 << 16);
+    own = rc_arena_strdup(&a, "own");
+    assert_ptr_equal(rc_arena_take(&a, big, 1 << 16), big);
+    assert_ptr_equal(rc_arena_take(&a, other, 8), other);
+    held_a = rc_arena_held(&a);
+    assert_int_equal(rc_arena_pass_on(&a, big, &b), 0);
+    assert_true(rc_arena_held(&a) <= held_a - (1 << 16));
+    assert_true(rc_arena_held(&b) >= (1 << 16));
+    assert_int_equal(rc_arena_pass_on(&a, big, &c), -1); /* gone from a already */
+    assert_int_equal(rc_arena_pass_on(&a, own, &c), -1); /* not taken: an arena's own */
+    assert_int_equal(rc_arena_pass_on(&a, NULL, &c), -1);
+    assert_int_equal(rc_arena_held(&c), 0);
+    rc_arena_release(&a); /* frees other and own, not big */
+    assert_int_equal(big[(1 << 16) - 1], 'x');
+    assert_string_equal(rc_arena_strdup(&b, "after"), "after");
+    rc_arena_release(&b);
+}
+
 /* XXH64 gives what `xxhsum -H64` gives (the values below are its output), at every length
  * class: empty, under 4, under 8, under 32 with a tail, and over 32 with each tail. */
 static void test_rc_base__xxh64_matches_xxhsum(void **state)
@@ -262,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
         cmocka_unit_test(test_rc_base__arena_take),
+        cmocka_unit_test(test_rc_base__arena_pass_on),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
         cmocka_unit_test(test_rc_base__xxh64_matches_xxhsum),
         cmocka_unit_test(test_rc_base__escape_controls),
