@@ -6,10 +6,12 @@
  * BENCH_PERF_CTL=FIFO writes "enable" to FIFO before the one-change pass and "disable" after
  * it, so that `perf record --control=fifo:FIFO -D -1` profiles that pass alone.
  *
- * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE
+ * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]
  *   REPO: a local repository whose branch main holds the source (bench/gen_fleet.py makes
  *   one); the change commits NEW_CONTENT_FILE's bytes at CHANGED_PATH on main. Writes the
  *   deploy branch of REPO.
+ *   STATE_DIR: an existing directory for the parse and record cache files, which reconcile
+ *   writes beside every pass (--state-dir); without it the caches live in memory only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,13 +120,13 @@ int main(int argc, char **argv)
     struct rc_buf content = RC_BUF_INIT;
     int rc = 1;
 
-    if (argc != 4) {
-        fprintf(stderr, "usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]\n");
         return 2;
     }
     if (rc_buf_read_file(&content, argv[3], &err) < 0 || rc_git_global_init(&err) < 0 ||
         rc_git_open(&g, argv[1], NULL, &err) < 0 || rc_git_open(&pusher, argv[1], NULL, &err) < 0 ||
-        rc_cache_new(&cache, NULL, &err) < 0) {
+        rc_cache_new(&cache, argc == 5 ? argv[4] : NULL, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }

@@ -11,6 +11,9 @@
 # --no-apply` three times: the first pass, a pass with nothing changed, and a pass after a
 # commit that changes one workload. Each pass: wall time and peak RSS of the process
 # (/usr/bin/time), its exit status, and rightplace's own phase times when it logs them.
+# Then loop mode on a clone of the same source (build/bench/bench_rc_pass, passes in one
+# process as `reconcile --interval` runs them, with a state directory): the same one-workload
+# change, its time and the process's peak RSS over all its passes.
 # Beside them, the floors measured in the same run on the same bytes:
 #   scan   a bare libyaml scan of the source's YAML (build/bench/bench_yaml_scan)
 #   git    `git add -A && git commit` of the first pass's deploy tree in a fresh work tree
@@ -32,7 +35,8 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000x10 1000x100 10000x10 10000x100 20000x100)
 rp="$build/rightplace"
 scan="$build/bench/bench_yaml_scan"
-for f in "$rp" "$scan"; do
+loop="$build/bench/bench_rc_pass"
+for f in "$rp" "$scan" "$loop"; do
     [ -x "$f" ] || { echo "e2e.sh: $f not built (cmake --build $build)" >&2; exit 2; }
 done
 export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
@@ -50,8 +54,8 @@ timed() {
 
 mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
-echo "| workloads x clusters | source | scan floor | first pass | RSS | no-op pass | RSS | one change | RSS | git CLI commit | record | snapshot | status |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| workloads x clusters | source | scan floor | first pass | RSS | no-op pass | RSS | one change | RSS | loop: one change | loop RSS | git CLI commit | record | snapshot | status |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for size in "${sizes[@]}"; do
     n=${size%x*}
     c=${size#*x}
@@ -71,6 +75,9 @@ for size in "${sizes[@]}"; do
     scan_s=$(find "$src" -name '*.yaml' -not -path '*/.git/*' | "$scan" |
         sed -n 's/.*scan_s \([0-9.]*\).*/\1/p')
 
+    # loop mode starts from the same source, in a clone of its own
+    git clone -q "$src" "$dir/loop"
+    git -C "$dir/loop" config gc.auto 0
     timed "$dir/first" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t1 r1 s1 <<<"$REPLY"
     timed "$dir/noop" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
@@ -79,6 +86,16 @@ for size in "${sizes[@]}"; do
     git -C "$src" commit -q -a -m "change one workload"
     timed "$dir/change" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t3 r3 s3 <<<"$REPLY"
+
+    changed=$(git -C "$src" diff --name-only HEAD~1 HEAD)
+    git -C "$src" show "HEAD:$changed" >"$dir/changed.yaml"
+    mkdir -p "$dir/loop-state"
+    s4=0
+    BENCH_PHASES=1 "$loop" "$dir/loop" "$changed" "$dir/changed.yaml" "$dir/loop-state" \
+        >"$dir/loop.out" 2>"$dir/loop.err" || s4=$?
+    t4=$(awk '$1 == "one-change" { printf "%.0f", $2 }' "$dir/loop.out")
+    r4=$(awk '$1 == "one-change" { for (i = 1; i < NF; i++) if ($i == "RSS") print $(i + 1) }' \
+        "$dir/loop.out")
 
     # the git CLI floor: the same deploy tree (as of the first pass) in a fresh work tree
     floor="$dir/gitfloor"
@@ -92,8 +109,10 @@ for size in "${sizes[@]}"; do
     git_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
     rec=$(git -C "$src" cat-file -s deploy:placements.yaml)
     cap=$(git -C "$src" cat-file -s deploy:.rightplace/capacity.yaml)
-    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s | $(mb "$r1") MB | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s2/$s3 |"
+    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s | $(mb "$r1") MB | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s2/$s3/$s4 |"
     for p in first noop change; do
         grep -h "phase\|duration" "$dir/$p.err" 2>/dev/null | sed "s/^/    $size $p: /" | head -5 >&2 || true
     done
+    # the loop's last pass that logs phases is its one-change pass (no-op passes stop early)
+    grep -h "pass phases" "$dir/loop.err" 2>/dev/null | tail -1 | sed "s/^/    $size loop change: /" >&2 || true
 done
