@@ -65,6 +65,7 @@ struct rc_git {
     git_index *built;
     git_oid built_tree;
     size_t trees_read;
+    size_t listings; /* rc_git_list_yaml calls */
 };
 
 /* ==== Errors and redaction ==== */
@@ -997,6 +998,11 @@ void rc_git_free(struct rc_git *g)
     free(g);
 }
 
+size_t rc_git_listings(const struct rc_git *g)
+{
+    return g->listings;
+}
+
 size_t rc_git_trees_read(const struct rc_git *g)
 {
     return g->trees_read;
@@ -1282,6 +1288,7 @@ int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
                      const char *const *paths, size_t npaths, struct rc_arena *a,
                      struct rc_err *err)
 {
+    g->listings++;
     return read_yaml(out, n, g, commit, paths, npaths, 1, a, err);
 }
 

@@ -135,6 +135,8 @@ int rc_git_read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
 int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *const *paths, size_t npaths, struct rc_arena *a,
                      struct rc_err *err);
+/* rc_git_list_yaml calls on this handle so far (a pass lists its source once). */
+size_t rc_git_listings(const struct rc_git *g);
 
 /* Blob `id` (40 hex) into *data (NUL-terminated, *len bytes, allocated in `a`) if it holds at
  * most `max` bytes. The size comes from the object header first, so a larger blob is refused

@@ -373,9 +373,18 @@ static size_t prime_flush(struct prime_batch *b, struct rd_file *files, const ch
     return grown;
 }
 
+/* The source's YAML files as listed for the no-op check (memo_says_skip), so that the load
+ * does not walk the same tree and hash the same listing again. */
+struct listing {
+    char source[41]; /* the commit listed; "": none */
+    struct rc_git_blob *blobs;
+    size_t n;
+    char digest[41];
+};
+
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
-                       const struct rd_record *prev, const struct rc_pass_options *o,
-                       struct rc_arena *a, struct rc_err *err)
+                       const struct rd_record *prev, const struct listing *listed,
+                       const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_memo *memo = o->cache ? rc_cache_memo(o->cache) : NULL;
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
@@ -397,12 +406,18 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     memset(&lo, 0, sizeof(lo));
     memset(&batch, 0, sizeof(batch));
     batch.idx = rc_arena_calloc(a, PRIME_BATCH, sizeof(*batch.idx));
-    error = rc_git_list_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
-    if (error < 0)
-        return error;
-    error = listing_digest(out->digest, blobs, nblobs, err);
-    if (error < 0)
-        return error;
+    if (listed && listed->source[0] && !strcmp(listed->source, source)) {
+        blobs = listed->blobs;
+        nblobs = listed->n;
+        memcpy(out->digest, listed->digest, sizeof(listed->digest));
+    } else {
+        error = rc_git_list_yaml(&blobs, &nblobs, g, source, o->paths, o->npaths, a, err);
+        if (error < 0)
+            return error;
+        error = listing_digest(out->digest, blobs, nblobs, err);
+        if (error < 0)
+            return error;
+    }
     files = rc_arena_calloc(a, nblobs + 1, sizeof(*files));
     refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
@@ -1071,7 +1086,8 @@ struct compute {
     const struct rd_verdict_tally **tallies; /* rd_render_options.tallies of the render */
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
-    int bounded_verdicts; /* rc_pass_options.bounded_verdicts */
+    int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
+    struct listing listed; /* the pass's: listed already by memo_says_skip */
 };
 
 /* The deploy commit's message: the decisions, the content that changed under unchanged
@@ -1222,7 +1238,7 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
 {
     c->replace_unreachable_after = o->replace_unreachable_after;
     c->bounded_verdicts = o->bounded_verdicts;
-    return load_source(&c->load, g, source, prev, o, a, err);
+    return load_source(&c->load, g, source, prev, &c->listed, o, a, err);
 }
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
@@ -1432,9 +1448,9 @@ static int memo_key(char out[41], const struct rc_pass_options *o, struct rc_err
 }
 
 /* RC_OK and *skip = 1 when the memo says this pass can change nothing. */
-static int memo_says_skip(int *skip, struct rc_pass_result *out, struct rc_git *g,
-                          const struct rc_pass_options *o, const char key[41], struct rc_arena *a,
-                          struct rc_err *err)
+static int memo_says_skip(int *skip, struct listing *listed, struct rc_pass_result *out,
+                          struct rc_git *g, const struct rc_pass_options *o, const char key[41],
+                          struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_memo *m = rc_cache_memo(o->cache);
     int error;
@@ -1451,8 +1467,14 @@ static int memo_says_skip(int *skip, struct rc_pass_result *out, struct rc_git *
             error = listing_digest(digest, b, n, err);
         if (error < 0)
             return error;
-        if (strcmp(digest, m->source))
+        if (strcmp(digest, m->source)) {
+            /* for the load, which needs it */
+            snprintf(listed->source, sizeof(listed->source), "%s", out->source);
+            listed->blobs = b;
+            listed->n = n;
+            memcpy(listed->digest, digest, sizeof(digest));
             return RC_OK;
+        }
     }
     out->nfile_errors = m->nerrors;
     out->file_errors = m->errors;
@@ -1707,7 +1729,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         /* a proposal awaiting review is recomputed every pass (it must follow the source) */
         if (error == RC_OK && !o->force && !o->dry_run &&
             (!out->proposal[0] || !strcmp(out->proposal, out->deploy_old)))
-            error = memo_says_skip(&skip, out, g, o, key, a, err);
+            error = memo_says_skip(&skip, &cp->listed, out, g, o, key, a, err);
         if (error < 0)
             goto done;
         if (skip) {

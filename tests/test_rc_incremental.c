@@ -82,6 +82,9 @@ static char *make_repo(void)
 /* One pass of `rightplace reconcile --no-apply` with `cache` (NULL: --once without a state
  * directory); *tree gets the deploy head's tree id after it. once: as `reconcile --once` sets
  * the options (the last pass of the process, bounded verdicts). */
+/* ... and the source listings it made (rc_git_listings) */
+static size_t listings;
+
 static void run_pass_as(struct rc_pass_result *res, char tree[41], const char *repo,
                         struct rc_cache *cache, int once, struct rc_arena *a)
 {
@@ -98,6 +101,7 @@ static void run_pass_as(struct rc_pass_result *res, char tree[41], const char *r
         fail_msg("pass: %s", err.msg);
     if (rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err) != RC_OK)
         fail_msg("deploy tree: %s", err.msg);
+    listings = rc_git_listings(g);
     rc_git_free(g);
 }
 
@@ -179,6 +183,55 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     rc_cache_free(loop);
     rc_cache_free(fresh);
     free(first);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* A pass lists the source's files once: a changed source commit is listed for the no-op
+ * check (did any YAML change?), and the load takes that listing rather than walking the
+ * tree again; a commit that changes no YAML is skipped after that one listing. */
+static void test_rc_incremental__source_listed_once(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo();
+    char tree[41], again[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(listings, 1);
+
+    write_job(repo, 2, "3");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-2 cpu", NULL));
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nparsed, 1);
+    assert_int_equal(listings, 1);
+
+    th_write_file(repo, "README.md", "notes\n", (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "readme", NULL));
+    run_pass(&res, again, repo, loop, &a);
+    assert_int_equal(res.skipped, 1);
+    assert_int_equal(listings, 1);
+
+    /* and what the listing fed is what a pass without a cache makes */
+    write_job(repo, 4, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 cpu", NULL));
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(listings, 1);
+    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    run_pass(&res, again, repo, NULL, &a);
+    assert_string_equal(again, tree);
+
+    rc_cache_free(loop);
     rc_git_global_shutdown();
     rc_arena_release(&a);
     th_rm_rf(repo);
@@ -333,6 +386,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
+        cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__edited_record_is_read),
         cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
         cmocka_unit_test(test_rc_incremental__many_files_hash_as_git_does),
