@@ -296,6 +296,11 @@ int rc_git_global_init(struct rc_err *err)
 {
     if (git_libgit2_init() < 0)
         return fail(err, RC_ERROR, "cannot initialize libgit2");
+    /* libgit2 caches trees and commits of at most 4 KB; a directory of a few hundred
+     * manifests is larger, and a pass reads the source's trees several times (listing, the
+     * no-op check, the source diff), each time inflated and hash-checked again */
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)1 << 20);
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_COMMIT, (size_t)1 << 20);
     return RC_OK;
 }
 
