@@ -32,10 +32,13 @@
 
 /* ==== A set of object keys -> where they were first seen ==== */
 
+/* Open addressing, linear probing. Each entry keeps its key's hash: a probe compares hashes
+ * before it follows a key pointer into some file's memory, and growing rehashes nothing. */
 struct keyent {
-    const char *key;
+    const char *key; /* NULL: empty */
     const char *path;
     int line;
+    uint64_t hash;
 };
 
 struct keyset {
@@ -43,39 +46,62 @@ struct keyset {
     struct keyent *v;
 };
 
-static struct keyent *keyset_find(const struct keyset *s, const char *key)
+static uint64_t key_hash(const char *key)
 {
-    size_t i;
+    return rc_xxh64(key, strlen(key));
+}
+
+/* The entry of key (hash h), or the empty slot where it would go. s->cap must not be 0. */
+static struct keyent *keyset_slot(const struct keyset *s, const char *key, uint64_t h)
+{
+    size_t i = (size_t)h & (s->cap - 1);
+
+    while (s->v[i].key && (s->v[i].hash != h || strcmp(s->v[i].key, key)))
+        i = (i + 1) & (s->cap - 1);
+    return &s->v[i];
+}
+
+/* Room for n keys in all without growing (a load factor of at most 1/2). */
+static void keyset_reserve(struct keyset *s, size_t n)
+{
+    struct keyset bigger = {0, s->cap ? s->cap : 64, NULL};
+
+    while (bigger.cap < 2 * n)
+        bigger.cap *= 2;
+    if (bigger.cap == s->cap)
+        return;
+    bigger.v = rc_xcalloc(bigger.cap, sizeof(*bigger.v));
+    for (size_t i = 0; i < s->cap; i++) {
+        if (s->v[i].key)
+            *keyset_slot(&bigger, s->v[i].key, s->v[i].hash) = s->v[i];
+    }
+    bigger.n = s->n;
+    free(s->v);
+    *s = bigger;
+}
+
+static struct keyent *keyset_find(const struct keyset *s, const char *key, uint64_t h)
+{
+    struct keyent *e;
 
     if (!s->cap)
         return NULL;
-    for (i = rc_fnv1a_str(RC_FNV_INIT, key) & (s->cap - 1); s->v[i].key;
-         i = (i + 1) & (s->cap - 1)) {
-        if (!strcmp(s->v[i].key, key))
-            return &s->v[i];
-    }
-    return NULL;
+    e = keyset_slot(s, key, h);
+    return e->key ? e : NULL;
 }
 
-static void keyset_add(struct keyset *s, const char *key, const char *path, int line)
+/* Adds key (hash h), which the set does not hold. */
+static void keyset_add(struct keyset *s, const char *key, uint64_t h, const char *path, int line)
 {
-    size_t i;
+    struct keyent *e;
 
-    if (2 * (s->n + 1) > s->cap) {
-        struct keyset bigger = {0, s->cap ? 2 * s->cap : 64, NULL};
-        bigger.v = rc_xcalloc(bigger.cap, sizeof(*bigger.v));
-        for (i = 0; i < s->cap; i++) {
-            if (s->v[i].key)
-                keyset_add(&bigger, s->v[i].key, s->v[i].path, s->v[i].line);
-        }
-        free(s->v);
-        *s = bigger;
-    }
-    for (i = rc_fnv1a_str(RC_FNV_INIT, key) & (s->cap - 1); s->v[i].key; i = (i + 1) & (s->cap - 1))
-        ;
-    s->v[i].key = key;
-    s->v[i].path = path;
-    s->v[i].line = line;
+    if (2 * (s->n + 1) > s->cap)
+        keyset_reserve(s, s->n + 1 > s->cap ? s->n + 1 : s->cap);
+    e = keyset_slot(s, key, h);
+    e->key = key;
+    e->path = path;
+    e->line = line;
+    e->hash = h;
     s->n++;
 }
 
@@ -956,7 +982,7 @@ static void add_error(struct loader *l, const char *path, const char *msg)
 static int claim_file(struct loader *l, const struct parsed *p)
 {
     for (size_t i = 0; i < p->nkeys; i++) {
-        const struct keyent *prev = keyset_find(&l->seen, p->keys[i].key);
+        const struct keyent *prev = keyset_find(&l->seen, p->keys[i].key, key_hash(p->keys[i].key));
         if (!prev)
             continue;
         struct collision *c = VEC_PUSH(l->collisions);
@@ -971,8 +997,11 @@ static int claim_file(struct loader *l, const struct parsed *p)
                                   prev->path, prev->line));
         return -1;
     }
-    for (size_t i = 0; i < p->nkeys; i++)
-        keyset_add(&l->seen, p->keys[i].key, p->path, p->keys[i].line);
+    for (size_t i = 0; i < p->nkeys; i++) {
+        uint64_t h = key_hash(p->keys[i].key);
+        if (!keyset_find(&l->seen, p->keys[i].key, h)) /* a key the file names twice: once */
+            keyset_add(&l->seen, p->keys[i].key, h, p->path, p->keys[i].line);
+    }
     return 0;
 }
 
@@ -1429,8 +1458,17 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
         parsed[i] = p;
     }
 
-    /* (2) combine, in path order */
+    /* (2) combine, in path order, into room for everything the files hold */
     build_resnames(&l, parsed, nfiles);
+    {
+        size_t nkeys = 0, nobjects = 0;
+        for (size_t i = 0; i < nfiles; i++) {
+            nkeys += parsed[i]->error ? 0 : parsed[i]->nkeys;
+            nobjects += parsed[i]->error ? 0 : parsed[i]->nobjects;
+        }
+        keyset_reserve(&l.seen, nkeys);
+        l.objects.v = rc_xgrow(l.objects.v, &l.objects.cap, nobjects, sizeof(*l.objects.v));
+    }
     for (size_t i = 0; i < nfiles; i++) {
         const struct parsed *p = parsed[i];
         if (p->error) {
