@@ -141,20 +141,27 @@ char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
     return p;
 }
 
-void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
+/* A block of a taken buffer into a: behind the head, which keeps filling (a full block of
+ * size 0 when there is none). */
+static void link_taken(struct rc_arena *a, struct rc_arena_block *b)
 {
-    struct rc_arena_block *b = new_block(0);
-
-    /* behind the head, which keeps filling (a full block of size 0 when there is none) */
-    b->taken = p;
-    b->taken_len = n;
     if (a->head) {
         b->next = a->head->next;
         a->head->next = b;
     } else {
+        b->next = NULL;
         a->head = b;
     }
-    a->used_total += n;
+    a->used_total += b->taken_len;
+}
+
+void *rc_arena_take(struct rc_arena *a, void *p, size_t n)
+{
+    struct rc_arena_block *b = new_block(0);
+
+    b->taken = p;
+    b->taken_len = n;
+    link_taken(a, b);
     return p;
 }
 
@@ -168,14 +175,7 @@ int rc_arena_pass_on(struct rc_arena *from, const void *p, struct rc_arena *to)
         return -1;
     *link = b->next;
     from->used_total -= b->taken_len < from->used_total ? b->taken_len : from->used_total;
-    b->next = NULL;
-    if (to->head) {
-        b->next = to->head->next;
-        to->head->next = b;
-    } else {
-        to->head = b;
-    }
-    to->used_total += b->taken_len;
+    link_taken(to, b);
     return 0;
 }
 
