@@ -175,6 +175,21 @@ done:
     return error;
 }
 
+int rc_file_read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err)
 {
     struct rc_buf tmp = RC_BUF_INIT;

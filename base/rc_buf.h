@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rc_err.h"
 
@@ -49,6 +50,9 @@ int rc_buf_vprintf(struct rc_buf *b, struct rc_err *err, const char *fmt, va_lis
  * read: the open never blocks. Symbolic links are followed (Kubernetes mounts secrets through
  * them); callers read only paths the operator gave (docs/security.md). */
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
+/* Read exactly n bytes of fd at offset off (pread, again after EINTR): 0, or -1 on an error
+ * or when the file ends first. */
+int rc_file_read_at(int fd, void *buf, size_t n, uint64_t off);
 /* Write data to path atomically (temp file in the same folder, fsync, rename); mode 0600. */
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);
 

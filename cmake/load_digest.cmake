@@ -1,7 +1,7 @@
 # Writes OUT, a header defining RC_LOAD_DIGEST: a digest of the sources of the Load step
-# (base/, placement/, render/ under ROOT). The parse cache and record cache files
-# (reconciler/rc_pcache.c, rc_rcache.c) are marked with it, so that a rightplace built from
-# other sources never takes up their entries.
+# (base/, placement/, render/ under ROOT). The parse cache and record cache files are
+# marked with it (rc_version_state_header, reconciler/rc_version.c), so that a rightplace
+# built from other sources never takes up their entries.
 # Run by the build whenever one of those files changes; OUT is rewritten only when the
 # digest changes.
 file(GLOB files RELATIVE ${ROOT}

@@ -30,7 +30,6 @@
 #include "rc_bytes.h"
 #include "rc_fstate.h"
 #include "rc_hash.h"
-#include "rc_load_digest.h"
 #include "rc_mem.h"
 #include "rc_version.h"
 
@@ -172,21 +171,6 @@ static void index_drop(struct rc_pcache *pc, struct ent *gone)
 
 /* ==== Reading ==== */
 
-static int read_at(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 static void warn_ignored(const struct rc_pcache *pc, const struct rc_log *log, const char *why)
 {
     if (log)
@@ -214,10 +198,10 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
     int same;
 
     index_clear(pc);
-    same = hn == pc->header_len && read_at(pc->fd, hdr, hn, 0) == 0 &&
+    same = hn == pc->header_len && rc_file_read_at(pc->fd, hdr, hn, 0) == 0 &&
            !memcmp(hdr, pc->header, pc->header_len);
     if (!same) {
-        int ours = hn >= strlen(MAGIC) && read_at(pc->fd, hdr, hn, 0) == 0 &&
+        int ours = hn >= strlen(MAGIC) && rc_file_read_at(pc->fd, hdr, hn, 0) == 0 &&
                    !memcmp(hdr, MAGIC, strlen(MAGIC));
         warn_ignored(pc, log,
                      ours ? "written by another build of rightplace" : "not a parse cache");
@@ -232,7 +216,7 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
         uint32_t len, plen;
         char *path;
         char id[41];
-        if (want < 4 + FIXED || read_at(pc->fd, head, want, off) < 0) {
+        if (want < 4 + FIXED || rc_file_read_at(pc->fd, head, want, off) < 0) {
             scan_damaged(pc, off, log);
             return;
         }
@@ -246,7 +230,7 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
         path = rc_xmalloc(plen + 1);
         if (4 + FIXED + plen <= want)
             memcpy(path, head + 4 + FIXED, plen);
-        else if (read_at(pc->fd, path, plen, off + 4 + FIXED) < 0)
+        else if (rc_file_read_at(pc->fd, path, plen, off + 4 + FIXED) < 0)
             memset(path, 0, plen); /* refused just below */
         path[plen] = '\0';
         if (strlen(path) != plen) {
@@ -266,14 +250,11 @@ void rc_pcache_new(struct rc_pcache **out, const char *path)
 {
     struct rc_pcache *pc = rc_xcalloc(1, sizeof(*pc));
     char version[128];
-    struct rc_buf h = RC_BUF_INIT;
 
     pc->path = rc_xstrdup(path);
     pc->fd = -1;
     rd_cache_export_version(version, sizeof(version));
-    rc_buf_printf(&h, NULL, "%srightplace %s load %s %s\n", MAGIC, rc_version(), RC_LOAD_DIGEST,
-                  version);
-    pc->header = rc_buf_detach(&h, &pc->header_len);
+    pc->header = rc_version_state_header(&pc->header_len, MAGIC, version);
     *out = pc;
 }
 
@@ -334,7 +315,8 @@ static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, co
 {
     size_t plen = strlen(path);
 
-    if (read_at(pc->fd, dst, e->size, e->off) < 0 || rc_le32_get(dst) + (size_t)4 != e->size ||
+    if (rc_file_read_at(pc->fd, dst, e->size, e->off) < 0 ||
+        rc_le32_get(dst) + (size_t)4 != e->size ||
         rc_le64_get(dst + 4) != rc_xxh64(dst + 12, e->size - 12) || memcmp(dst + 12, id, 40) ||
         rc_le32_get(dst + 52) != plen || 56 + plen > e->size || memcmp(dst + 56, path, plen)) {
         char why[PATH_MAX_BYTES + 64];

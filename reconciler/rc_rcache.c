@@ -28,7 +28,6 @@
 #include "rc_bytes.h"
 #include "rc_fstate.h"
 #include "rc_hash.h"
-#include "rc_load_digest.h"
 #include "rc_mem.h"
 #include "rc_version.h"
 
@@ -51,12 +50,9 @@ struct rc_rcache {
 void rc_rcache_new(struct rc_rcache **out, const char *path)
 {
     struct rc_rcache *rc = rc_xcalloc(1, sizeof(*rc));
-    struct rc_buf h = RC_BUF_INIT;
 
     rc->path = rc_xstrdup(path);
-    rc_buf_printf(&h, NULL, "%srightplace %s load %s %s\n", MAGIC, rc_version(), RC_LOAD_DIGEST,
-                  RD_RECORD_PACK_VERSION);
-    rc->header = rc_buf_detach(&h, &rc->header_len);
+    rc->header = rc_version_state_header(&rc->header_len, MAGIC, RD_RECORD_PACK_VERSION);
     *out = rc;
 }
 
@@ -67,21 +63,6 @@ void rc_rcache_free(struct rc_rcache *rc)
     free(rc->header);
     free(rc->path);
     free(rc);
-}
-
-static int read_at(int fd, void *buf, size_t n, off_t off)
-{
-    size_t got = 0;
-
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
 }
 
 /* A warning for the file in state st, unless this state was warned about already. */
@@ -129,7 +110,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
     /* the header and the fixed fields first: another blob's record is not read */
     buf = rc_xmalloc(size + 1);
     p = buf + rc->header_len;
-    if (size < rc->header_len + FIXED || read_at(fd, buf, rc->header_len + FIXED, 0) < 0) {
+    if (size < rc->header_len + FIXED || rc_file_read_at(fd, buf, rc->header_len + FIXED, 0) < 0) {
         warn_ignored(rc, &st, log, "truncated");
         goto done;
     }
@@ -155,7 +136,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
                          rc->path);
         goto done;
     }
-    if (read_at(fd, p + FIXED, len - FIXED, (off_t)(rc->header_len + FIXED)) < 0 ||
+    if (rc_file_read_at(fd, p + FIXED, len - FIXED, rc->header_len + FIXED) < 0 ||
         rc_le64_get(p + 8) != rc_xxh64(p + 16, len - 16)) {
         warn_ignored(rc, &st, log, "damaged (checksum)");
         goto done;
