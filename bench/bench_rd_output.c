@@ -145,7 +145,7 @@ int main(int argc, char **argv)
     {
         struct rc_buf rb = RC_BUF_INIT;
         double r0 = now();
-        if (rd_record_emit(&rb, &res, "x", NULL, &err) < 0)
+        if (rd_record_emit(&rb, &res, NULL, &err) < 0)
             return 1;
         printf("record emit alone %.3f s (%zu bytes)\n", now() - r0, rb.len);
         rc_buf_release(&rb);

@@ -612,6 +612,47 @@ conflicts:
 
 /* ==== Previous record ==== */
 
+/* The source commit a deploy tree was made from: its RD_SOURCE_FILE, else what its record
+ * names (a record written before that file existed). rec->source gets it ("" when neither
+ * does). A file that is not one commit id (a hand edit) counts as absent, with a warning: the
+ * pass then renders everything, and writes the file again. */
+static int record_source(struct rd_record *rec, struct rc_git *g, const char *deploy,
+                         const struct rc_log *log, struct rc_arena *a, struct rc_err *err)
+{
+    char *text = NULL, id[41];
+    size_t len = 0, n = 0;
+    int error = rc_git_file_id(id, g, deploy, RD_SOURCE_FILE, err);
+
+    if (error == RC_ENOTFOUND) {
+        rc_err_clear(err);
+        if (!rec->source)
+            rec->source = "";
+        return RC_OK;
+    }
+    if (error == RC_OK)
+        error = rc_git_read_blob(&text, &len, g, id, 64, a, err);
+    if (error == RC_EINVALID) { /* not a regular file, or larger than any commit id */
+        rc_err_clear(err);
+        len = 0;
+    } else if (error < 0) {
+        return error;
+    }
+    n = len && text[len - 1] == '\n' ? len - 1 : len;
+    for (size_t i = 0; n == 40 && i < n; i++) {
+        if (!strchr("0123456789abcdef", text[i]) || !text[i])
+            n = 0;
+    }
+    if (n != 40) {
+        if (log)
+            rc_log_msg(log, RC_LOG_WARN, "deploy commit %.12s: %s is not a commit id (ignored)",
+                       deploy, RD_SOURCE_FILE);
+        rec->source = "";
+        return RC_OK;
+    }
+    rec->source = rc_arena_strndup(a, text, 40);
+    return RC_OK;
+}
+
 static int read_record(struct rd_record *rec, struct rc_git *g, const char *deploy,
                        struct rc_arena *a, struct rc_err *err)
 {
@@ -632,7 +673,7 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     error = rd_record_parse(rec, text, len, a, err);
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
-    return RC_OK;
+    return record_source(rec, g, deploy, NULL, a, err);
 }
 
 /* The deploy head's placements.yaml as this pass knows it: its blob id, the bytes when this
@@ -671,10 +712,31 @@ static void record_source_line(struct rc_rcache_line *out, const char *text, siz
  * the units read from the file, 0 when it was not read; *cached says the record came from
  * the record cache file. kl gets the blob id ("" without a record), the bytes read, and,
  * when known, its source line, for the diff and for the record cache file. */
+static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
+                            struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
+                            int last_pass, const char *deploy, const struct rc_log *log,
+                            struct rc_arena *a, struct rc_err *err);
+
+/* The record the pass starts from (prev_record_blob), with the source commit of the deploy
+ * head (record_source): a record's blob names no source, and the same blob serves every
+ * source commit whose decisions it records. */
 static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
                        struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
                        int last_pass, const char *deploy, const struct rc_log *log,
                        struct rc_arena *a, struct rc_err *err)
+{
+    int error =
+        prev_record_blob(rec, nread, nbytes, cached, kl, g, cache, last_pass, deploy, log, a, err);
+
+    if (error == RC_OK && kl->blob[0])
+        error = record_source(rec, g, deploy, log, a, err);
+    return error;
+}
+
+static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
+                            struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
+                            int last_pass, const char *deploy, const struct rc_log *log,
+                            struct rc_arena *a, struct rc_err *err)
 {
     struct rc_rcache *rfile = rc_cache_record_file(cache);
     const struct rd_record *kept;
@@ -760,78 +822,129 @@ static int split_record(const char *p, size_t len, size_t *head, const char **ta
     return 1;
 }
 
-/* Equal content; for placements.yaml, equal but for the source commit it names: a source
- * commit that changes no decision (a README edit) makes no deploy commit. */
+/* a's bytes with its source line cut out equal b's (which has none) */
+static int same_but_line(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t ah, at;
+    const char *ap;
+
+    if (!split_record(a, alen, &ah, &ap, &at))
+        return 0;
+    return blen == ah + at && !memcmp(a, b, ah) && !memcmp(b + ah, ap, at);
+}
+
+/* Equal content; for placements.yaml, equal but for the source commit it names, which only a
+ * record written before RD_SOURCE_FILE existed has: an older deploy head is not rewritten for
+ * that line alone, and a source commit that changes no decision (a README edit) makes no
+ * deploy commit. */
 static int same_content(const char *path, const char *a, size_t alen, const char *b, size_t blen)
 {
     size_t ah, bh, at, bt;
     const char *ap, *bp;
 
-    if (!strcmp(path, RECORD_PATH) && split_record(a, alen, &ah, &ap, &at) &&
-        split_record(b, blen, &bh, &bp, &bt))
+    if (alen == blen && !memcmp(a, b, alen))
+        return 1;
+    if (strcmp(path, RECORD_PATH))
+        return 0;
+    if (split_record(a, alen, &ah, &ap, &at) && split_record(b, blen, &bh, &bp, &bt))
         return ah == bh && !memcmp(a, b, ah) && at == bt && !memcmp(ap, bp, at);
-    return alen == blen && !memcmp(a, b, alen);
+    return same_but_line(a, alen, b, blen) || same_but_line(b, blen, a, alen);
 }
 
 /* Whether placements.yaml file f equals blob old_id but for its source line, told from the
- * blob's source line alone (kl): f with that line in place of its own is the blob exactly
- * when their blob ids are equal (split_record cuts both at the same first "\nsource: ").
- * *same: 1 or 0, or -1 when that is not known here (kl does not know old_id, or a record
- * has no source line). */
-static int same_by_line(int *same, const struct known_line *kl, const char *old_id,
+ * blob's source line alone (kl), without reading the blob. When neither has a source line
+ * (records written since RD_SOURCE_FILE), f is the blob exactly when its id is old_id, and
+ * id gets f's blob id either way (hashed here, not again when written). When both have one,
+ * f with the blob's line in place of its own is the blob exactly when their blob ids are
+ * equal (split_record cuts both at the same first "\nsource: "). *same: 1 or 0, or -1 when
+ * that is not known here (kl does not know old_id, or one record has a source line and the
+ * other none). */
+static int same_by_line(int *same, char id[41], const struct known_line *kl, const char *old_id,
                         const struct rd_tree_file *f, struct rc_err *err)
 {
     size_t head, tlen;
     const char *tail;
-    char *joined, id[41];
-    int error;
+    char *joined, jid[41];
+    int error, fline;
 
     *same = -1;
-    if (!kl || !kl->known || !kl->blob[0] || strcmp(kl->blob, old_id))
+    if (!kl || !kl->known || !kl->blob[0] || strcmp(kl->blob, old_id) || !f->data)
         return RC_OK;
-    /* without a source line in either: not known here (the caller compares the bytes) */
-    if (!kl->line.have || !f->data || !split_record(f->data, f->len, &head, &tail, &tlen))
+    fline = split_record(f->data, f->len, &head, &tail, &tlen);
+    if (!kl->line.have && !fline) {
+        error = rc_git_digest(id, f->data, f->len, err);
+        if (error < 0)
+            return error;
+        *same = !strcmp(id, old_id);
         return RC_OK;
+    }
+    if (!kl->line.have || !fline)
+        return RC_OK; /* the caller compares the bytes */
     joined = rc_xmalloc(head + kl->line.len + tlen + 1);
     memcpy(joined, f->data, head);
     memcpy(joined + head, kl->line.text, kl->line.len);
     memcpy(joined + head + kl->line.len, tail, tlen);
-    error = rc_git_digest(id, joined, head + kl->line.len + tlen, err);
+    error = rc_git_digest(jid, joined, head + kl->line.len + tlen, err);
     free(joined);
     if (error < 0)
         return error;
-    *same = !strcmp(id, old_id);
+    *same = !strcmp(jid, old_id);
+    if (*same && kl->line.len == (size_t)(tail - (f->data + head)) &&
+        !memcmp(kl->line.text, f->data + head, kl->line.len))
+        memcpy(id, old_id, 41); /* the lines are equal too: the very blob */
     return RC_OK;
 }
 
+/* The bytes of placements.yaml blob o when this pass has them without reading it: those it
+ * read, or (loop mode) those of the blob the last pass read or wrote, kept by its id. */
+static const char *record_bytes(size_t *len, struct rc_cache *cache, const struct known_line *kl,
+                                const struct rc_git_blob *o)
+{
+    if (kl && kl->text && !strcmp(kl->blob, o->id)) {
+        *len = kl->len;
+        return kl->text;
+    }
+    return rc_cache_record_text(cache, o->id, len);
+}
+
+/* Whether comparing the new placements.yaml with blob o costs no more than writing it: its
+ * bytes are at hand (record_bytes), or its id tells (same_by_line on a record without a
+ * source line, which hashes the new record once, as writing it would). */
+static int record_cheap(struct rc_cache *cache, const struct known_line *kl,
+                        const struct rc_git_blob *o)
+{
+    size_t len;
+
+    if (record_bytes(&len, cache, kl, o))
+        return 1;
+    return kl && kl->known && !kl->line.have && !strcmp(kl->blob, o->id);
+}
+
 /* Whether the new placements.yaml f is the old blob o but for its source line
- * (same_content; counted in *ncompared), and id gets o's id when f is that very blob: compared
- * with the bytes this pass read, or (loop mode) those of the blob the last pass read or wrote,
- * kept by its id; else, `--once`, told from the source line the record cache file kept
- * (same_by_line); else the blob is read (counted in *nread). */
+ * (same_content; counted in *ncompared), and id gets o's id when f is that very blob (or f's
+ * own id when same_by_line hashed it): compared with the bytes at hand (record_bytes); else,
+ * `--once`, told from what the record cache file kept of the blob (same_by_line); else the
+ * blob is read (counted in *nread). */
 static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache *cache,
                        const struct known_line *kl, size_t *nread, size_t *ncompared,
                        const struct rc_git_blob *o, const struct rd_tree_file *f,
                        struct rc_arena *a, struct rc_err *err)
 {
-    const char *data = NULL;
+    const char *data;
     size_t len = 0;
     int known = -1, error;
 
     if (ncompared)
         (*ncompared)++;
-    if (kl && kl->text && !strcmp(kl->blob, o->id)) {
-        data = kl->text;
-        len = kl->len;
-    } else {
-        data = rc_cache_record_text(cache, o->id, &len);
-    }
+    data = record_bytes(&len, cache, kl, o);
     if (!data) {
-        error = same_by_line(&known, kl, o->id, f, err);
+        error = same_by_line(&known, id, kl, o->id, f, err);
         if (error < 0)
             return error;
-    }
-    if (known < 0 && !data) {
+        if (known >= 0) {
+            *same = known;
+            return RC_OK;
+        }
         char *read = NULL;
         error = rc_git_read_blob(&read, &len, g, o->id, RD_RECORD_MAX_BYTES, a, err);
         if (error < 0)
@@ -840,15 +953,7 @@ static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache
         if (nread)
             *nread += len;
     }
-    if (known >= 0) {
-        /* equal but for the source line; the very blob when the lines are equal */
-        struct rc_rcache_line nl;
-        record_source_line(&nl, f->data, f->len);
-        *same = known;
-        if (known && nl.have == kl->line.have && nl.len == kl->line.len &&
-            (!nl.have || !memcmp(nl.text, kl->line.text, nl.len)))
-            memcpy(id, o->id, 41);
-    } else if (len == f->len && !memcmp(data, f->data, len)) {
+    if (len == f->len && !memcmp(data, f->data, len)) {
         memcpy(id, o->id, 41); /* the same bytes: that blob */
         *same = 1;
     } else {
@@ -971,7 +1076,7 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         } else {
             int same = tree->files[j].keep || !strcmp(old[i].id, id[j]);
             if (!tree->files[j].keep && !strcmp(old[i].path, RECORD_PATH)) {
-                if (lazy_record) {
+                if (lazy_record && !record_cheap(cache, kl, &old[i])) {
                     /* decided below, when it matters */
                     rec_old = &old[i];
                     rec_j = j;
@@ -995,7 +1100,8 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
     if (rec_old) {
         int other = 0, same = 0;
         for (size_t k = 0; k < cnt && !other; k++)
-            other = strcmp(ch[k].path, CAPACITY_PATH) && strcmp(ch[k].path, RECORD_PATH);
+            other = strcmp(ch[k].path, CAPACITY_PATH) && strcmp(ch[k].path, RECORD_PATH) &&
+                    strcmp(ch[k].path, RD_SOURCE_FILE);
         if (!other) {
             error = record_same(&same, id[rec_j], g, cache, kl, nread, ncompared, rec_old,
                                 &tree->files[rec_j], a, err);
@@ -1520,7 +1626,6 @@ struct record_job {
     pthread_t tid;
     const struct rc_pass_options *o;
     const struct compute *cp;
-    const char *source;
     struct rd_render_options ro;
     struct rc_rcache *rfile;
     int k;                 /* the record's file in cp->tree */
@@ -1541,9 +1646,9 @@ static void *record_job_run(void *arg)
     /* made in an arena the cache takes over: no copy; for the file alone (the last pass),
      * pointing into the result: no string copied */
     if (j->o->last_pass)
-        rd_record_view_of_result(&j->rec, &j->cp->res, j->source, &j->ro, &j->fresh);
+        rd_record_view_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
     else
-        rd_record_of_result(&j->rec, &j->cp->res, j->source, &j->ro, &j->fresh);
+        rd_record_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
     t1 = mono_ms();
     record_source_line(&line, f->data, f->len);
     if (j->rfile)
@@ -1554,7 +1659,7 @@ static void *record_job_run(void *arg)
 }
 
 static void record_job_start(struct record_job *j, const struct rc_pass_options *o,
-                             const struct compute *cp, const char *source, struct rc_arena *pass)
+                             const struct compute *cp, struct rc_arena *pass)
 {
     memset(j, 0, sizeof(*j));
     j->fresh = (struct rc_arena)RC_ARENA_INIT;
@@ -1566,7 +1671,6 @@ static void record_job_start(struct record_job *j, const struct rc_pass_options 
     j->o = o;
     j->cp = cp;
     j->pass = pass;
-    j->source = source;
     j->ro = o->render;
     j->ro.tallies = cp->tallies;
     j->started = 1;
@@ -1889,7 +1993,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
     for (size_t i = 0; i < nchanges; i++) {
-        if (strcmp(changes[i].path, CAPACITY_PATH))
+        if (strcmp(changes[i].path, CAPACITY_PATH) && strcmp(changes[i].path, RD_SOURCE_FILE))
             decisions_changed = 1;
     }
     if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&
@@ -1920,7 +2024,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             files[i].differs = !files[i].keep && !ids[i][0];
         }
         if (!propose_ref[0])
-            record_job_start(&rjob, o, cp, out->source, a);
+            record_job_start(&rjob, o, cp, a);
         error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
                                   cp->tree.nfiles, err);
         if (error < 0)

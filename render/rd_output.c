@@ -1027,9 +1027,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             all[opts->nwarnings + i] = rw.v[i];
         ro.nwarnings = opts->nwarnings + rw.n;
         ro.warnings = all;
-        error = rd_record_emit(&b, res, source_commit, &ro, err);
+        error = rd_record_emit(&b, res, &ro, err);
     } else {
-        error = rd_record_emit(&b, res, source_commit, opts, err);
+        error = rd_record_emit(&b, res, opts, err);
     }
     if (error < 0)
         goto done;
@@ -1046,6 +1046,12 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     if (error < 0)
         goto done;
     files_add(&f, ".rightplace/capacity.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);
+    /* the source commit has a file of its own: the record's bytes depend on the decisions
+     * alone, so a pass that changes none keeps the record's blob (docs/formats.md) */
+    {
+        const char *src = rc_arena_printf(a, "%s\n", source_commit ? source_commit : "");
+        files_add(&f, RD_SOURCE_FILE, src, strlen(src));
+    }
 
     qsort(f.v, f.n, sizeof(*f.v), cmp_file);
     out->nfiles = f.n;

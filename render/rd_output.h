@@ -104,7 +104,9 @@ void rd_render_digest(char out[17], const struct rd_render_options *opts);
  * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
  * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
- * source_commit: the source commit id written to placements.yaml and capacity.yaml.
+ * source_commit: the source commit id written to capacity.yaml and, alone on a line, to
+ * RD_SOURCE_FILE (placements.yaml does not name it, so that its bytes depend on the decisions
+ * alone).
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be
  * written (no manifest, a name that is not a file name), or what the YAML emitter reports.
  */
@@ -140,7 +142,7 @@ struct rd_verdict_tally {
 #define RD_RECORD_MAX_BYTES ((size_t)1 << 30)
 
 struct rd_record {
-    const char *source;        /* "" when the record has none */
+    const char *source;        /* "" when the record has none (RD_SOURCE_FILE names it) */
     const char *render_digest; /* NULL when the record has none */
     size_t nunits;
     struct pl_prev_unit *units;       /* in file order (sorted by unit when written by us) */
@@ -156,20 +158,18 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
                     struct rc_err *err);
 
 /*
- * The record rd_record_parse reads from the bytes rd_record_emit writes for (res,
- * source_commit, opts), made without writing or reading them: loop mode keeps it for the
- * next pass (rc_cache.h), by the blob id of those bytes. tests/test_rd_record.c checks
- * that both give the same record.
+ * The record rd_record_parse reads from the bytes rd_record_emit writes for (res, opts),
+ * made without writing or reading them: loop mode keeps it for the next pass (rc_cache.h),
+ * by the blob id of those bytes. tests/test_rd_record.c checks that both give the same
+ * record. Its source is "", as parsed: a record names no source commit (RD_SOURCE_FILE).
  */
 int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
-                        const char *source_commit, const struct rd_render_options *opts,
-                        struct rc_arena *a);
+                        const struct rd_render_options *opts, struct rc_arena *a);
 
 /* The same record, pointing into res for its units' strings (the rest in a): valid while res
  * is. Saves the copies for a record that is only packed (rd_record_pack). */
 void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,
-                              const char *source_commit, const struct rd_render_options *opts,
-                              struct rc_arena *a);
+                              const struct rd_render_options *opts, struct rc_arena *a);
 
 /* A deep copy of in, allocated in a. */
 void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc_arena *a);
@@ -203,8 +203,13 @@ void rd_record_memo_free(struct rd_record_memo *m);
 struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
-int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
+int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
                    const struct rd_render_options *opts, struct rc_err *err);
+
+/* The deploy tree's file naming the source commit the tree was made from: 40 hex digits and a
+ * newline. A record without it (written before the file existed) names the commit itself, in
+ * its `source:` field, which rd_record_parse still reads. */
+#define RD_SOURCE_FILE ".rightplace/source"
 
 /* ==== .rightplace/capacity.yaml ==== */
 

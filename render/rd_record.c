@@ -584,7 +584,7 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
  * is written from) is the one the memo has is copied instead of written again: a pass that
  * changes one decision writes one entry.
  */
-int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *source_commit,
+int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
                    const struct rd_render_options *opts, struct rc_err *err)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -600,7 +600,6 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res, const char *
         memset(&m->last, 0, sizeof(m->last));
     rd_out_add_str(head, "apiVersion", RD_API_VERSION);
     rd_out_add_str(head, "kind", "PlacementRecord");
-    rd_out_add_str(head, "source", source_commit ? source_commit : "");
     rd_render_digest(digest, opts);
     rd_out_add_str(head, "renderDigest", digest);
     error = rd_yaml_emit(out, head, err);
@@ -710,8 +709,7 @@ static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
 }
 
 static void record_of_result(struct rd_record *out, const struct pl_result *res,
-                             const char *source_commit, const struct rd_render_options *opts,
-                             int copy, struct rc_arena *a)
+                             const struct rd_render_options *opts, int copy, struct rc_arena *a)
 {
     struct rc_arena tmp = RC_ARENA_INIT;
     const struct pl_decision **dec;
@@ -720,7 +718,7 @@ static void record_of_result(struct rd_record *out, const struct pl_result *res,
 
     dec = rd_out_sorted_decisions(res, &ndec, &tmp);
     memset(out, 0, sizeof(*out));
-    out->source = rc_arena_strdup(a, source_commit ? source_commit : "");
+    out->source = ""; /* the record names none: RD_SOURCE_FILE does */
     rd_render_digest(digest, opts);
     out->render_digest = rc_arena_strdup(a, digest);
     out->units = rc_arena_calloc(a, ndec + 1, sizeof(*out->units));
@@ -735,18 +733,16 @@ static void record_of_result(struct rd_record *out, const struct pl_result *res,
 }
 
 int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
-                        const char *source_commit, const struct rd_render_options *opts,
-                        struct rc_arena *a)
+                        const struct rd_render_options *opts, struct rc_arena *a)
 {
-    record_of_result(out, res, source_commit, opts, 1, a);
+    record_of_result(out, res, opts, 1, a);
     return 0;
 }
 
 void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,
-                              const char *source_commit, const struct rd_render_options *opts,
-                              struct rc_arena *a)
+                              const struct rd_render_options *opts, struct rc_arena *a)
 {
-    record_of_result(out, res, source_commit, opts, 0, a);
+    record_of_result(out, res, opts, 0, a);
 }
 
 static const char **dup_strs(const char *const *v, size_t n, struct rc_arena *a)

@@ -407,7 +407,7 @@ static void test_rc_pass__alias_bombs_fail_alone(void **state)
     fx_close(&f);
 }
 
-/* Rewrite the deploy head's placements.yaml to name `source` as the commit it was made from
+/* Rewrite the deploy head's .rightplace/source to name `source` as the commit it was made from
  * (what many passes committing while a file stayed broken would have left). */
 static void record_source_is(struct fx *f, const char *source)
 {
@@ -424,10 +424,9 @@ static void record_source_is(struct fx *f, const char *source)
         files[i].path = b[i].path;
         files[i].data = b[i].data;
         files[i].len = b[i].len;
-        if (!strcmp(b[i].path, "placements.yaml")) {
-            char *s = strstr(b[i].data, "\nsource: ");
-            assert_non_null(s);
-            memcpy(s + 9, source, 40);
+        if (!strcmp(b[i].path, RD_SOURCE_FILE)) {
+            assert_int_equal(b[i].len, 41);
+            memcpy((char *)b[i].data, source, 40);
         }
     }
     assert_int_equal(rc_git_build_tree(tree, f->g, head, files, n, &err), RC_OK);

@@ -127,11 +127,9 @@ static void assert_file_holds_head_record(struct fx *f)
     rc_rcache_new(&rc, f->path);
     assert_int_equal(rc_rcache_load(rc, &loaded, &line, blob, &a, NULL), 1);
     th_assert_records_equal(&loaded, &parsed);
-    /* and the blob's source line */
-    assert_true(line.have);
-    assert_int_equal(strlen(line.text), line.len);
-    assert_non_null(strstr(text, line.text));
-    assert_int_equal(strncmp(line.text, "\nsource: ", 9), 0);
+    /* and the blob's source line: none (RD_SOURCE_FILE names the source commit) */
+    assert_false(line.have);
+    assert_null(strstr(text, "\nsource: "));
     rc_rcache_free(rc);
     rc_git_free(g);
     rc_arena_release(&a);
@@ -146,7 +144,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     struct fx f;
     struct rc_pass_result res, plain;
     char tree[41], want[41];
-    char *base;
+    char *base, *srccommit;
     struct stat st1, st2;
     (void)state;
 
@@ -200,19 +198,32 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     }
     free(base);
 
-    /* a change to a placed object and not to the record but its source line: the pass
-     * commits for the object, and writes placements.yaml whole without comparing it */
+    /* a change to a placed object and not to the record: the pass commits for the object;
+     * placements.yaml, which names no source commit, is hashed once (as writing it would)
+     * and found to be the deploy head's blob, which the new commit keeps */
     base = th_git_rev(f.repo, "refs/heads/deploy");
-    free(th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
-                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n"
-                             "  labels:\n    app: rayclustersetup\n    tier: gold\n",
-                             NULL));
+    srccommit = th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
+                                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
+                                    "production\n  labels:\n    app: rayclustersetup\n    tier: "
+                                    "gold\n",
+                                    NULL);
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_bytes_read, 0);
-    assert_int_equal(res.nrecord_compared, 0);
+    assert_int_equal(res.nrecord_compared, 1);
     assert_file_holds_head_record(&f);
+    {
+        char *before = th_git_ok(f.repo, "rev-parse", "refs/heads/deploy~1:placements.yaml", NULL);
+        char *after = th_git_ok(f.repo, "rev-parse", "refs/heads/deploy:placements.yaml", NULL);
+        char *src = th_git_ok(f.repo, "show", "refs/heads/deploy:.rightplace/source", NULL);
+        assert_string_equal(after, before);
+        assert_string_equal(src, srccommit); /* the new source commit, a line of its own */
+        free(before);
+        free(after);
+        free(src);
+        free(srccommit);
+    }
     set_deploy(&f, base);
     run_once(&plain, want, &f, NO_STATE, NULL);
     assert_int_equal(plain.committed, 1);

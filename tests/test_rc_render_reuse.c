@@ -14,6 +14,7 @@
 
 #include "rc_git.h"
 #include "rc_pass.h"
+#include "rd_output.h"
 #include "th_git.h"
 #include "th_rp.h"
 
@@ -169,11 +170,125 @@ static void test_rc_render_reuse__missing_file_is_rendered(void **state)
     free(repo);
 }
 
+/* Commit everything in work tree wt as a rightplace pass does (its committer name and the
+ * Rightplace-Source trailer), so that it is not told apart from one. */
+static void commit_as_rightplace(const char *wt, const char *subject, const char *trailer)
+{
+    setenv("GIT_COMMITTER_NAME", "rightplace", 1);
+    free(th_git_ok(wt, "commit", "-q", "-a", "-m", subject, "-m", trailer, NULL));
+    setenv("GIT_COMMITTER_NAME", "Test Author", 1);
+}
+
+/* A deploy head written before .rightplace/source existed names its source commit in
+ * placements.yaml: the pass reads it there (the head is not rewritten for that alone, and a
+ * one-file change still renders one unit), and its next commit moves it to
+ * .rightplace/source, with the record's bytes those of a record that names none. A
+ * .rightplace/source that is not a commit id counts as absent: everything is rendered. */
+static void test_rc_render_reuse__record_naming_its_source_is_read(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo();
+    char *wt, *record, *legacy, *at, *main_id, *head, *blob, *file;
+    char trailer[80];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    main_id = th_git_rev(repo, "main");
+    blob = th_git_rev(repo, "deploy:placements.yaml");
+    file = th_git_show(repo, "deploy", RD_SOURCE_FILE);
+    assert_non_null(file);
+    assert_int_equal(strlen(file), 41);
+    assert_memory_equal(file, main_id, 40);
+    free(file);
+
+    /* the older form, committed as rightplace commits (not a hand edit) */
+    snprintf(trailer, sizeof(trailer), "Rightplace-Source: %s", main_id);
+    wt = th_tmpdir("reuse-wt");
+    th_rm_rf(wt);
+    free(th_git_ok(repo, "worktree", "add", "-q", wt, "deploy", NULL));
+    record = th_git_show(repo, "deploy", "placements.yaml");
+    assert_non_null(record);
+    at = strstr(record, "kind: PlacementRecord\n");
+    assert_non_null(at);
+    at += strlen("kind: PlacementRecord\n");
+    legacy = malloc(strlen(record) + 64);
+    assert_non_null(legacy);
+    snprintf(legacy, strlen(record) + 64, "%.*ssource: %s\n%s", (int)(at - record), record, main_id,
+             at);
+    th_write_file(wt, "placements.yaml", legacy, (size_t)-1);
+    free(th_git_ok(wt, "rm", "-q", RD_SOURCE_FILE, NULL));
+    commit_as_rightplace(wt, "the older form", trailer);
+    head = th_git_rev(repo, "deploy");
+
+    /* the same source: nothing to commit */
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 0);
+    {
+        char *now = th_git_rev(repo, "deploy");
+        assert_string_equal(now, head);
+        free(now);
+    }
+
+    /* one workload changes: one unit rendered (the record's source was read), and the
+     * commit writes the new form */
+    write_job(repo, 3, "busybox:2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 image", NULL));
+    free(main_id);
+    main_id = th_git_rev(repo, "main");
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 1);
+    file = th_git_show(repo, "deploy", RD_SOURCE_FILE);
+    assert_non_null(file);
+    assert_memory_equal(file, main_id, 40);
+    free(file);
+    {
+        char *now = th_git_rev(repo, "deploy:placements.yaml");
+        assert_string_equal(now, blob); /* the decisions did not change: the first bytes */
+        free(now);
+    }
+
+    /* a .rightplace/source that is not a commit id: everything rendered, the file repaired */
+    free(th_git_ok(wt, "checkout", "-q", "--detach", NULL));
+    free(th_git_ok(wt, "reset", "-q", "--hard", "deploy", NULL));
+    th_write_file(wt, RD_SOURCE_FILE, "not a commit\n", (size_t)-1);
+    snprintf(trailer, sizeof(trailer), "Rightplace-Source: %s", main_id);
+    commit_as_rightplace(wt, "garbage", trailer);
+    free(th_git_ok(wt, "push", "-q", "-f", ".", "HEAD:refs/heads/deploy", NULL));
+    write_job(repo, 4, "busybox:3");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 image", NULL));
+    free(main_id);
+    main_id = th_git_rev(repo, "main");
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, NJOBS);
+    file = th_git_show(repo, "deploy", RD_SOURCE_FILE);
+    assert_non_null(file);
+    assert_memory_equal(file, main_id, 40);
+    free(file);
+
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(wt);
+    free(record);
+    free(legacy);
+    free(head);
+    free(blob);
+    free(main_id);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_render_reuse__one_change_renders_one_unit),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
+        cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
     };
     int rc;
 

@@ -97,12 +97,11 @@ static void test_rd_record__bench_scale_reads_back(void **state)
 
     (void)state;
     make_result(&res, BENCH_UNITS, BENCH_CLUSTERS, &a);
-    assert_int_equal(
-        rd_record_emit(&one, &res, "0123456789abcdef0123456789abcdef01234567", NULL, &err), 0);
+    assert_int_equal(rd_record_emit(&one, &res, NULL, &err), 0);
     if (rd_record_parse(&rec, one.ptr, one.len, &a, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(rec.nunits, BENCH_UNITS);
-    assert_string_equal(rec.source, "0123456789abcdef0123456789abcdef01234567");
+    assert_string_equal(rec.source, ""); /* named by RD_SOURCE_FILE, not the record */
     for (size_t i = 0; i < rec.nunits; i++) {
         const struct pl_prev_unit *u = &rec.units[i];
         const struct pl_decision *d = &res.decisions[i];
@@ -140,8 +139,7 @@ static void test_rd_record__bench_scale_reads_back(void **state)
         tallies[i] = &rec.tallies[i];
     }
     opts.tallies = tallies;
-    assert_int_equal(
-        rd_record_emit(&two, &again, "0123456789abcdef0123456789abcdef01234567", &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &again, &opts, &err), 0);
     assert_int_equal(one.len, two.len);
     assert_memory_equal(one.ptr, two.ptr, one.len);
     rc_buf_release(&one);
@@ -175,7 +173,7 @@ static void test_rd_record__size_independent_of_fleet(void **state)
                 d->verdicts[c].nodes_added = 0;
             }
         }
-        assert_int_equal(rd_record_emit(&b, &res, "x", NULL, &err), 0);
+        assert_int_equal(rd_record_emit(&b, &res, NULL, &err), 0);
         len[f] = b.len;
         rc_buf_release(&b);
         rc_arena_release(&a);
@@ -206,7 +204,7 @@ static void test_rd_record__bounded_for_pending_and_duplicate(void **state)
         res.decisions[1].targets[c].cluster = res.decisions[1].verdicts[c].cluster;
         res.decisions[1].targets[c].percent = 100;
     }
-    assert_int_equal(rd_record_emit(&b, &res, "x", NULL, &err), 0);
+    assert_int_equal(rd_record_emit(&b, &res, NULL, &err), 0);
     if (rd_record_parse(&rec, b.ptr, b.len, &a, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(rec.nunits, 2);
@@ -303,12 +301,10 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
 
     (void)state;
     make_varied(&res, &opts, &a);
-    assert_int_equal(
-        rd_record_emit(&b, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&b, &res, &opts, &err), 0);
     if (rd_record_parse(&read, b.ptr, b.len, &a, &err) < 0)
         fail_msg("%s", err.msg);
-    assert_int_equal(
-        rd_record_of_result(&made, &res, "0123456789abcdef0123456789abcdef01234567", &opts, &a), 0);
+    assert_int_equal(rd_record_of_result(&made, &res, &opts, &a), 0);
     assert_int_equal(made.nunits, res.ndecisions - 1);
     th_assert_records_equal(&made, &read);
     /* the view is the same record, and packs to the same bytes */
@@ -316,8 +312,7 @@ static void test_rd_record__of_result_is_what_parse_reads(void **state)
         struct rc_arena other = RC_ARENA_INIT;
         struct rc_buf pm = RC_BUF_INIT, pv = RC_BUF_INIT;
         struct rd_record view;
-        rd_record_view_of_result(&view, &res, "0123456789abcdef0123456789abcdef01234567", &opts,
-                                 &other);
+        rd_record_view_of_result(&view, &res, &opts, &other);
         th_assert_records_equal(&view, &read);
         rd_record_pack(&pm, &made);
         rd_record_pack(&pv, &view);
@@ -367,7 +362,6 @@ static void bound_as_the_engine(struct pl_result *res, struct rc_arena *a)
 
 static void test_rd_record__bounded_result_same_record(void **state)
 {
-    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
@@ -378,16 +372,16 @@ static void test_rd_record__bounded_result_same_record(void **state)
 
     (void)state;
     make_varied(&res, &opts, &a);
-    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
-    assert_int_equal(rd_record_of_result(&made_whole, &res, src, &opts, &a), 0);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
+    assert_int_equal(rd_record_of_result(&made_whole, &res, &opts, &a), 0);
     bound_as_the_engine(&res, &a);
     for (size_t i = 0; i < res.ndecisions; i++)
         nbounded += res.decisions[i].verdicts_omitted != 0;
     assert_true(nbounded > 0);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     assert_int_equal(two.len, one.len);
     assert_memory_equal(two.ptr, one.ptr, one.len);
-    assert_int_equal(rd_record_of_result(&made_bounded, &res, src, &opts, &a), 0);
+    assert_int_equal(rd_record_of_result(&made_bounded, &res, &opts, &a), 0);
     th_assert_records_equal(&made_bounded, &made_whole);
     rc_buf_release(&one);
     rc_buf_release(&two);
@@ -405,17 +399,16 @@ static void test_rd_record__threads_write_the_same_bytes(void **state)
     struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
     struct rd_record_memo *memo = NULL;
     struct rd_record_stats st;
-    const char *src = "0123456789abcdef0123456789abcdef01234567";
     enum { N = 5000 };
 
     (void)state;
     make_result(&res, N, 10, &a);
     opts.threads = 1;
-    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
     for (int t = 2; t <= 4; t++) {
         opts.threads = t;
         rc_buf_reset(&two);
-        assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+        assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
         assert_int_equal(two.len, one.len);
         assert_memory_equal(two.ptr, one.ptr, one.len);
     }
@@ -424,20 +417,20 @@ static void test_rd_record__threads_write_the_same_bytes(void **state)
     rd_record_memo_new(&memo);
     opts.record_memo = memo;
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     assert_memory_equal(two.ptr, one.ptr, one.len);
     res.decisions[3].reason = "moved";
     res.decisions[2600].reason = "moved too";
     res.decisions[N - 1].targets[0].cluster = "cluster-009";
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     st = rd_record_memo_stats(memo);
     assert_int_equal(st.units_written, 3);
     assert_int_equal(st.units_kept, N - 3);
     opts.record_memo = NULL;
     opts.threads = 1;
     rc_buf_reset(&one);
-    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
     assert_int_equal(two.len, one.len);
     assert_memory_equal(two.ptr, one.ptr, one.len);
 
@@ -445,10 +438,10 @@ static void test_rd_record__threads_write_the_same_bytes(void **state)
      * nothing written */
     res.decisions[N - 2].reason = "not \xff UTF-8";
     rc_buf_reset(&one);
-    assert_true(rd_record_emit(&one, &res, src, &opts, &err1) < 0);
+    assert_true(rd_record_emit(&one, &res, &opts, &err1) < 0);
     opts.threads = 4;
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), err1.code);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), err1.code);
     assert_string_equal(err.msg, err1.msg);
     assert_int_equal(two.len, 0);
 
@@ -472,11 +465,10 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
     struct rd_record_stats st;
     struct rd_docs *docs = NULL;
     struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
-    const char *src = "0123456789abcdef0123456789abcdef01234567";
 
     (void)state;
     make_varied(&res, &opts, &a);
-    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
     if (rd_yaml_load(&docs, "placements.yaml", one.ptr, one.len, &lim, NULL, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(rd_yaml_emit(&whole, rd_docs_get(docs, 0), &err), 0);
@@ -487,7 +479,7 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
     rd_record_memo_new(&memo);
     opts.record_memo = memo;
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     st = rd_record_memo_stats(memo);
     assert_int_equal(st.units_written, res.ndecisions - 1);
     assert_int_equal(st.units_kept, 0);
@@ -497,7 +489,7 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
 
     /* again: everything copied, the same bytes */
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     st = rd_record_memo_stats(memo);
     assert_int_equal(st.units_written, 0);
     assert_int_equal(st.units_kept, res.ndecisions - 1);
@@ -511,13 +503,13 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
     res.decisions[11].nverdicts = 12;
     opts.warnings = (const char *const[]){"a.yaml:3: one", "two\nlines", "no"};
     rc_buf_reset(&two);
-    assert_int_equal(rd_record_emit(&two, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
     st = rd_record_memo_stats(memo);
     assert_int_equal(st.units_written, 2);
     assert_int_equal(st.warnings_written, 1);
     opts.record_memo = NULL;
     rc_buf_reset(&one);
-    assert_int_equal(rd_record_emit(&one, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
     assert_int_equal(two.len, one.len);
     assert_memory_equal(two.ptr, one.ptr, one.len);
 
@@ -667,7 +659,6 @@ static void test_rd_record__items_budget_is_per_item(void **state)
  * bytes. */
 static void test_rd_record__unpack_is_what_parse_reads(void **state)
 {
-    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct pl_result res;
@@ -684,7 +675,7 @@ static void test_rd_record__unpack_is_what_parse_reads(void **state)
             make_varied(&res, &varied, &a);
             opts = &varied;
         }
-        assert_int_equal(rd_record_emit(&yaml, &res, src, opts, &err), 0);
+        assert_int_equal(rd_record_emit(&yaml, &res, opts, &err), 0);
         if (rd_record_parse(&read, yaml.ptr, yaml.len, &a, &err) < 0)
             fail_msg("%s", err.msg);
         rd_record_pack(&bin, &read);
@@ -723,7 +714,6 @@ static void assert_parser_could_give(const struct rd_record *r)
 
 static void test_rd_record__unpack_takes_any_bytes(void **state)
 {
-    static const char src[] = "0123456789abcdef0123456789abcdef01234567";
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct rc_buf yaml = RC_BUF_INIT, bin = RC_BUF_INIT;
@@ -735,7 +725,7 @@ static void test_rd_record__unpack_takes_any_bytes(void **state)
 
     (void)state;
     make_varied(&res, &opts, &a);
-    assert_int_equal(rd_record_emit(&yaml, &res, src, &opts, &err), 0);
+    assert_int_equal(rd_record_emit(&yaml, &res, &opts, &err), 0);
     assert_int_equal(rd_record_parse(&read, yaml.ptr, yaml.len, &a, &err), 0);
     rd_record_pack(&bin, &read);
     damaged = malloc(bin.len);
