@@ -17,6 +17,7 @@
  *
  * What it does not do: packing itself (pl_fit.c), any I/O.
  */
+#include "rc_sort.h"
 #include "pl_engine.h"
 
 #include <inttypes.h>
@@ -420,7 +421,7 @@ static int setup_clusters(struct engine *e, struct rc_err *err)
     e->cl = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*e->cl));
     for (size_t i = 0; i < e->ncl; i++)
         e->cl[i] = &in->clusters[i];
-    qsort(e->cl, e->ncl, sizeof(*e->cl), cmp_cluster);
+    rc_sort(e->cl, e->ncl, sizeof(*e->cl), cmp_cluster);
     e->clabels = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*e->clabels));
     for (size_t i = 0; i < e->ncl; i++) {
         if (i > 0 && !strcmp(e->cl[i - 1]->name, e->cl[i]->name))
@@ -440,7 +441,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     e->obj = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->obj));
     for (size_t i = 0; i < e->nobj; i++)
         e->obj[i] = &in->objects[i];
-    qsort(e->obj, e->nobj, sizeof(*e->obj), cmp_object);
+    rc_sort(e->obj, e->nobj, sizeof(*e->obj), cmp_object);
     for (size_t i = 1; i < e->nobj; i++) {
         if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
             return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
@@ -457,7 +458,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         all[n].labels = with_name_label(&e->s, &in->namespaces[i].labels, all[n].name, slot);
         n++;
     }
-    qsort(all, n, sizeof(*all), cmp_ns);
+    rc_sort(all, n, sizeof(*all), cmp_ns);
     {
         size_t w = 0;
         for (size_t i = 0; i < n; i++) {
@@ -480,7 +481,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
         }
     }
     /* undeclared names are unique and distinct from declared ones: one sort merges them */
-    qsort(all, n, sizeof(*all), cmp_ns);
+    rc_sort(all, n, sizeof(*all), cmp_ns);
     e->nns = n;
     return 0;
 }
@@ -642,7 +643,7 @@ static void setup_policies(struct engine *e)
             ann[nann++].obj = (uint32_t)i;
         }
     }
-    qsort(ann, nann, sizeof(*ann), cmp_uentry);
+    rc_sort(ann, nann, sizeof(*ann), cmp_uentry);
     for (size_t i = 0; i < nann; i++) {
         if (nsyn && !strcmp(names[nsyn - 1], ann[i].id))
             continue;
@@ -659,7 +660,7 @@ static void setup_policies(struct engine *e)
         ep->p = annotation_policy(e, first[k], names[k]);
         ep->annot = annotation_of(first[k], &v);
     }
-    qsort(e->pol, e->npol, sizeof(*e->pol), cmp_policy);
+    rc_sort(e->pol, e->npol, sizeof(*e->pol), cmp_policy);
     for (size_t i = 0; i < e->npol; i++) {
         struct epol *ep = &e->pol[i];
         const struct pl_policy *p = ep->p;
@@ -783,7 +784,7 @@ static struct incumbent *incumbents(struct engine *e, size_t *n)
             v[w++].policy = p->policy;
         }
     }
-    qsort(v, w, sizeof(*v), cmp_incumbent);
+    rc_sort(v, w, sizeof(*v), cmp_incumbent);
     *n = w;
     return v;
 }
@@ -887,7 +888,7 @@ static void build_units(struct engine *e)
         else
             ue[i].id = o->key;
     }
-    qsort(ue, e->nobj, sizeof(*ue), cmp_uentry);
+    rc_sort(ue, e->nobj, sizeof(*ue), cmp_uentry);
     e->units = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->units));
     for (size_t i = 0; i < e->nobj;) {
         size_t j = i;
@@ -1232,7 +1233,7 @@ static void decide_duplicate(struct engine *e, struct eunit *u)
     }
     for (size_t i = 0; i < ep->ncand; i++)
         take(e, u, u->sig, ep->cand[i]);
-    qsort(d->targets, nt, sizeof(*d->targets), cmp_target);
+    rc_sort(d->targets, nt, sizeof(*d->targets), cmp_target);
     d->ntargets = nt;
     if (nt == 0) {
         d->state = PL_STATE_PENDING;
@@ -1284,7 +1285,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
                 dom[nd++].value = v;
         }
     }
-    qsort(dom, nd, sizeof(*dom), cmp_domain);
+    rc_sort(dom, nd, sizeof(*dom), cmp_domain);
     {
         size_t w = 0;
         for (size_t i = 0; i < nd; i++) {
@@ -1372,7 +1373,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
         nt++;
         take(e, u, dsig[k], ep->cand[pick]);
     }
-    qsort(d->targets, nt, sizeof(*d->targets), cmp_target);
+    rc_sort(d->targets, nt, sizeof(*d->targets), cmp_target);
     d->ntargets = nt;
     if (nt == 0) {
         d->state = PL_STATE_PENDING;
@@ -1511,7 +1512,7 @@ static void follow_dependencies(struct engine *e)
         }
     }
     if (nedges)
-        qsort(edges, nedges, sizeof(*edges), cmp_edge);
+        rc_sort(edges, nedges, sizeof(*edges), cmp_edge);
     for (size_t i = 0; i < nedges;) {
         size_t j = i, nc = 0, npending = 0;
         struct eunit *fu = &e->units[objunit[edges[i].follower]];
@@ -1542,7 +1543,7 @@ static void follow_dependencies(struct engine *e)
         if (nby > 3 && len < sizeof(by))
             snprintf(by + len, sizeof(by) - len, " and %zu more", nby - 3);
         if (nc)
-            qsort(cl, nc, sizeof(*cl), cmp_cstr);
+            rc_sort(cl, nc, sizeof(*cl), cmp_cstr);
         d->ntargets = 0;
         d->targets = rc_arena_calloc(e->a, nc + 1, sizeof(*d->targets));
         for (size_t k = 0; k < nc; k++) {
@@ -1577,7 +1578,7 @@ static int same_clusters(const struct pl_decision *d, const struct pl_prev_unit 
         return 1;
     pc = rc_xcalloc(pv->nclusters, sizeof(*pc));
     memcpy(pc, pv->clusters, pv->nclusters * sizeof(*pc));
-    qsort(pc, pv->nclusters, sizeof(*pc), cmp_str);
+    rc_sort(pc, pv->nclusters, sizeof(*pc), cmp_str);
     for (size_t i = 0; i < d->ntargets; i++) {
         if (strcmp(pc[i], d->targets[i].cluster)) {
             same = 0;
@@ -1814,7 +1815,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
     e.prev_used = rc_arena_calloc(&e.s, e.nprev + 1, 1);
     for (size_t i = 0; i < e.nprev; i++)
         e.prev[i] = &in->prev[i];
-    qsort(e.prev, e.nprev, sizeof(*e.prev), cmp_prev);
+    rc_sort(e.prev, e.nprev, sizeof(*e.prev), cmp_prev);
 
     e.fit = pl_fit_new(in->res, e.cl, e.ncl);
     for (size_t i = 0; i < e.nunits; i++) {

@@ -14,6 +14,7 @@
  *
  * Does not decide anything about policies or choices; see pl_engine.c.
  */
+#include "rc_sort.h"
 #include "pl_internal.h"
 
 #include <inttypes.h>
@@ -394,7 +395,7 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
     for (size_t i = 0; i < c->nnodes; i++)
         cs->real[i] = &c->nodes[i];
     if (c->nnodes > 1)
-        qsort(cs->real, c->nnodes, sizeof(*cs->real), node_cmp);
+        rc_sort(cs->real, c->nnodes, sizeof(*cs->real), node_cmp);
     cs->cap = c->nnodes + 16;
     cs->nodes = rc_xcalloc(cs->cap, sizeof(*cs->nodes));
     cs->nnodes = c->nnodes;
@@ -425,7 +426,7 @@ static void cstate_init(struct pl_fit *f, struct cstate *cs, const struct pl_clu
     for (size_t i = 0; i < c->nshapes; i++)
         cs->shapes[i] = &c->shapes[i];
     if (c->nshapes > 1)
-        qsort(cs->shapes, c->nshapes, sizeof(*cs->shapes), shape_cmp);
+        rc_sort(cs->shapes, c->nshapes, sizeof(*cs->shapes), shape_cmp);
     cs->shape_free = rc_arena_calloc(sa, c->nshapes ? c->nshapes : 1, sizeof(*cs->shape_free));
     for (size_t i = 0; i < c->nshapes; i++)
         node_free_init(&cs->shape_free[i], &cs->shapes[i]->allocatable, NULL, f->nres);
@@ -627,7 +628,7 @@ uint32_t pl_fit_sig(struct pl_fit *f, const struct pl_demand_item *items, size_t
     }
     /* sort unique shape ids, then sum counts per shape */
     if (m > 1)
-        qsort(f->tmp_shape, m, sizeof(*f->tmp_shape), item_shape_cmp);
+        rc_sort(f->tmp_shape, m, sizeof(*f->tmp_shape), item_shape_cmp);
     {
         size_t w = 0;
         for (size_t i = 0; i < m; i++) {

@@ -7,6 +7,7 @@
  * scheduler's TaintToleration filter. Not here: matchLabels/matchExpressions in YAML
  * (render/ turns those into struct pl_selector), namespaces, fields (matchFields).
  */
+#include "rc_sort.h"
 #include "pl_selector.h"
 
 #include <stdint.h>
@@ -457,7 +458,7 @@ static int parse_values(struct parser *p, struct pl_requirement *r)
         }
         next(p, 0);
         /* a set: sorted, unique */
-        qsort(r->values, r->nvalues, sizeof(*r->values), cmp_str);
+        rc_sort(r->values, r->nvalues, sizeof(*r->values), cmp_str);
         {
             size_t w = 0;
             for (size_t i = 0; i < r->nvalues; i++) {
@@ -523,7 +524,7 @@ done:
             k[i].r = sel.req[i];
             k[i].i = i;
         }
-        qsort(k, sel.n, sizeof(*k), cmp_keyed);
+        rc_sort(k, sel.n, sizeof(*k), cmp_keyed);
         for (size_t i = 0; i < sel.n; i++)
             sel.req[i] = k[i].r;
     }

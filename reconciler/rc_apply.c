@@ -13,6 +13,7 @@
  * there. Either way nothing is deleted on it and its applied ref stays, so the next pass
  * retries.
  */
+#include "rc_sort.h"
 #include "rc_apply.h"
 
 #include <pthread.h>
@@ -414,7 +415,7 @@ static void *run_job(void *arg)
 done:
     /* answers came in completion order: report failures in a stable order */
     if (j->res.nfailures > 1)
-        qsort(j->res.failures, j->res.nfailures, sizeof(*j->res.failures), cmp_failure);
+        rc_sort(j->res.failures, j->res.nfailures, sizeof(*j->res.failures), cmp_failure);
     rc_kube_free(k);
     return NULL;
 }

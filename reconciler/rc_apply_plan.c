@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rc_sort.h"
 #include "rc_apply.h"
 #include "rc_mem.h"
 #include "rd_yaml.h"
@@ -136,8 +137,8 @@ int rc_apply_plan_make(struct rc_apply_plan *out, const struct rc_apply_file *ol
         }
         j++;
     }
-    qsort(out->apply, out->napply, sizeof(*out->apply), cmp_apply);
-    qsort(out->del, out->ndelete, sizeof(*out->del), cmp_delete);
+    rc_sort(out->apply, out->napply, sizeof(*out->apply), cmp_apply);
+    rc_sort(out->del, out->ndelete, sizeof(*out->del), cmp_delete);
     return RC_OK;
 fail:
     rc_apply_plan_release(out);

@@ -17,6 +17,7 @@
  * from the environment, token file) so libgit2 cannot loop; tokens are wiped after use and
  * never logged; every message passes through redact() which hides URL user:password parts.
  */
+#include "rc_sort.h"
 #include "rc_git.h"
 
 #include <ctype.h>
@@ -1241,7 +1242,7 @@ static void walk_finish(struct rc_git_blob **out, size_t *n, struct walk *w)
     size_t k = 0;
 
     if (w->n)
-        qsort(w->v, w->n, sizeof(*w->v), blob_cmp);
+        rc_sort(w->v, w->n, sizeof(*w->v), blob_cmp);
     for (size_t i = 0; i < w->n; i++)
         if (k == 0 || strcmp(w->v[k - 1].path, w->v[i].path))
             w->v[k++] = w->v[i];
@@ -1538,7 +1539,7 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
             sorted[i] = files[i].path;
     }
     if (error == RC_OK && nfiles)
-        qsort(sorted, nfiles, sizeof(char *), str_cmp);
+        rc_sort(sorted, nfiles, sizeof(char *), str_cmp);
     for (size_t i = 1; i < nfiles && error == RC_OK; i++)
         if (!strcmp(sorted[i - 1], sorted[i]))
             error = rc_err_set(err, RC_EINVALID, "path '%s' given twice", sorted[i]);
@@ -1674,7 +1675,7 @@ static void lent_seal(struct lent *l)
     size_t k = 0;
 
     if (l->n)
-        qsort(l->v, l->n, sizeof(*l->v), blobref_cmp);
+        rc_sort(l->v, l->n, sizeof(*l->v), blobref_cmp);
     for (size_t i = 0; i < l->n; i++) {
         if (k == 0 || !git_oid_equal(&l->v[k - 1].id, &l->v[i].id))
             l->v[k++] = l->v[i];

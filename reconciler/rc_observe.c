@@ -5,6 +5,7 @@
  * the cJSON items they bring back are turned into pl_cluster on the calling thread, so the
  * arena and the resource-name table are only touched by one thread.
  */
+#include "rc_sort.h"
 #include "rc_observe.h"
 
 #include <pthread.h>
@@ -261,7 +262,7 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
             return rc_err_prefix(err, "cluster '%s': ", c->name);
         c->nnodes++;
     }
-    qsort(c->nodes, c->nnodes, sizeof(*c->nodes), cmp_node);
+    rc_sort(c->nodes, c->nnodes, sizeof(*c->nodes), cmp_node);
     for (size_t i = 1; i < c->nnodes; i++) {
         if (!strcmp(c->nodes[i - 1].name, c->nodes[i].name))
             return rc_err_set(err, RC_EINVALID, "cluster '%s': node '%s' listed twice", c->name,
@@ -293,7 +294,7 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
             node->requested.v[i] += req.v[i];
         node->requested.v[PL_RES_PODS] += 1000;
     }
-    qsort(c->present, c->npresent, sizeof(*c->present), cmp_str);
+    rc_sort(c->present, c->npresent, sizeof(*c->present), cmp_str);
     if (c->npresent) {
         size_t w = 1;
         for (size_t i = 1; i < c->npresent; i++) {

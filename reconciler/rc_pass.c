@@ -7,6 +7,7 @@
  *   -> pl_place -> rd_render_tree -> diff against D -> commit + compare-and-swap -> apply.
  * It does not talk to libgit2 or the API server itself: rc_git and rc_observe/rc_apply do.
  */
+#include "rc_sort.h"
 #include "rc_pass.h"
 
 #include <pthread.h>
@@ -324,7 +325,7 @@ static const char *const *record_keys(size_t *n, const struct rd_record *prev, s
         for (size_t k = 0; k < prev->units[i].nobjects; k++)
             v[w++] = prev->units[i].objects[k];
     }
-    qsort(v, w, sizeof(*v), cmp_str);
+    rc_sort(v, w, sizeof(*v), cmp_str);
     *n = w;
     return v;
 }
@@ -1113,7 +1114,7 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
             cnt--;
         }
     }
-    qsort(ch, cnt, sizeof(*ch), cmp_change);
+    rc_sort(ch, cnt, sizeof(*ch), cmp_change);
     *out = ch;
     *n = cnt;
     if (ids)
@@ -2271,7 +2272,7 @@ int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char 
     asked = rc_arena_calloc(a, nunits + 1, sizeof(*asked));
     if (nunits)
         memcpy(asked, units, nunits * sizeof(*asked));
-    qsort(asked, nunits, sizeof(*asked), cmp_cstr);
+    rc_sort(asked, nunits, sizeof(*asked), cmp_cstr);
     others = rc_arena_calloc(a, rec.nunits + 1, sizeof(*others));
     for (size_t i = 0; i < rec.nunits; i++) {
         if (!bsearch(&rec.units[i].unit, asked, nunits, sizeof(*asked), cmp_cstr))

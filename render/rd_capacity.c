@@ -37,6 +37,7 @@
  * Amounts are quantity strings (pl_quantity_format, exact), keyed by resource name in name
  * order, zero amounts left out.
  */
+#include "rc_sort.h"
 #include "rd_output.h"
 
 #include <stdio.h>
@@ -719,7 +720,7 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
     sorted = rc_xcalloc(in.n + 1, sizeof(*sorted));
     if (in.n)
         memcpy(sorted, in.v, in.n * sizeof(*sorted));
-    qsort(sorted, in.n, sizeof(*sorted), cmp_cluster_name);
+    rc_sort(sorted, in.n, sizeof(*sorted), cmp_cluster_name);
     for (size_t i = 1; i < in.n; i++) {
         if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
             error = rc_err_set(err, RC_EINVALID, "%s: cluster '%s' listed twice", CAPACITY_FILE,

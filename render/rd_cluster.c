@@ -4,6 +4,7 @@
  * Does not open, read or check any kubeconfig file: that is reconciler/'s job (against the
  * operator's kubeconfigs, docs/security.md), and no credential passes through here.
  */
+#include "rc_sort.h"
 #include "rd_cluster.h"
 
 #include <math.h>
@@ -227,7 +228,7 @@ static int nodes(struct cctx *c, struct pl_cluster *out, const cJSON *list)
             }
         }
     }
-    qsort(out->nodes, out->nnodes, sizeof(*out->nodes), cmp_node);
+    rc_sort(out->nodes, out->nnodes, sizeof(*out->nodes), cmp_node);
     for (size_t i = 1; i < out->nnodes; i++) {
         if (!strcmp(out->nodes[i - 1].name, out->nodes[i].name))
             return rd_err_at(c->err, RC_EINVALID, c->docs, list, "node '%s' is declared twice",

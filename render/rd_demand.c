@@ -15,6 +15,7 @@
  * init container (200m/256Mi, smaller than any real Ray container). nodeAffinity matchFields
  * (node names) are not modelled: a term with only matchFields constrains nothing here.
  */
+#include "rc_sort.h"
 #include "rd_demand.h"
 
 #include <stdio.h>
@@ -421,7 +422,7 @@ static size_t refs_finish(struct dctx *c)
 
     if (!c->nrefs)
         return 0;
-    qsort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
+    rc_sort(c->refs, c->nrefs, sizeof(*c->refs), cmp_ref);
     for (size_t i = 0; i < c->nrefs; i++) {
         if (w && !strcmp(c->refs[w - 1].key, c->refs[i].key)) {
             c->refs[w - 1].optional &= c->refs[i].optional;

@@ -35,6 +35,7 @@
  *
  * Body lines are wrapped at 72 columns; continuation lines are indented.
  */
+#include "rc_sort.h"
 #include "rd_output.h"
 
 #include <stdio.h>
@@ -624,7 +625,7 @@ static size_t content_changes(struct object_change **out, const struct rd_messag
         pl_unit_label(in->res->decisions[i].unit, labels[i].label);
         labels[i].d = &in->res->decisions[i];
     }
-    qsort(labels, in->res->ndecisions, sizeof(*labels), cmp_label);
+    rc_sort(labels, in->res->ndecisions, sizeof(*labels), cmp_label);
     v = rc_arena_calloc(a, in->ncontent + 1, sizeof(*v));
     for (size_t i = 0; i < in->ncontent; i++) {
         const struct rd_content_change *c = &in->content[i];
@@ -670,7 +671,7 @@ static size_t content_changes(struct object_change **out, const struct rd_messag
         rd_docs_free(od);
         rd_docs_free(nd);
     }
-    qsort(v, n, sizeof(*v), cmp_change);
+    rc_sort(v, n, sizeof(*v), cmp_change);
     /* the same object changed the same way on several clusters: one entry */
     for (size_t i = 0; i < n; i++) {
         struct object_change *p = w ? &v[w - 1] : NULL;
@@ -807,7 +808,7 @@ int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, 
         count[classify(d)]++;
         changed[nchanged++] = d;
     }
-    qsort(changed, nchanged, sizeof(*changed), cmp_decision);
+    rc_sort(changed, nchanged, sizeof(*changed), cmp_decision);
     ncc = content_changes(&cc, in, &a);
     for (size_t i = 0; i < ncc; i++)
         nupdated += i == 0 || strcmp(cc[i].unit, cc[i - 1].unit);

@@ -7,6 +7,7 @@
  * parse YAML text (rd_yaml). The decision record is rd_record.c, the capacity snapshot
  * rd_capacity.c, the commit message rd_message.c.
  */
+#include "rc_sort.h"
 #include "rd_output.h"
 
 #include <ctype.h>
@@ -47,7 +48,7 @@ const struct pl_decision **rd_out_sorted_decisions(const struct pl_result *res, 
         if (res->decisions[i].change != PL_CHANGE_REMOVED)
             v[k++] = &res->decisions[i];
     }
-    qsort(v, k, sizeof(*v), cmp_decision);
+    rc_sort(v, k, sizeof(*v), cmp_decision);
     *n = k;
     return v;
 }
@@ -720,7 +721,7 @@ static void nsobjs_init(struct nsobjs *s, const struct pl_input *in, struct rc_a
         if (is_namespace_object(o) && ro && (ro->root || ro->packed))
             s->v[s->n++] = o;
     }
-    qsort(s->v, s->n, sizeof(*s->v), cmp_obj_name);
+    rc_sort(s->v, s->n, sizeof(*s->v), cmp_obj_name);
 }
 
 static const struct pl_object *find_namespace_object(const struct nsobjs *s, const char *ns)
@@ -761,7 +762,7 @@ static struct nstext *nstext_init(size_t *n, const struct nsset *need)
     for (size_t i = 0; i < need->n; i++)
         v[i].ns = need->v[i].ns;
     if (need->n)
-        qsort(v, need->n, sizeof(*v), cmp_nstext);
+        rc_sort(v, need->n, sizeof(*v), cmp_nstext);
     for (size_t i = 0; i < need->n; i++) {
         if (k == 0 || strcmp(v[k - 1].ns, v[i].ns))
             v[k++] = v[i];
@@ -962,9 +963,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     /* namespaces follow their objects, once per cluster */
     nsobjs_init(&nso, in, a);
     if (need.n)
-        qsort(need.v, need.n, sizeof(*need.v), cmp_nsneed);
+        rc_sort(need.v, need.n, sizeof(*need.v), cmp_nsneed);
     if (have.n)
-        qsort(have.v, have.n, sizeof(*have.v), cmp_nsneed);
+        rc_sort(have.v, have.n, sizeof(*have.v), cmp_nsneed);
     nstext = nstext_init(&nnstext, &need);
     for (size_t i = 0; i < need.n; i++) {
         struct nstext key = {need.v[i].ns, NULL, 0}, *memo;
@@ -980,7 +981,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     }
 
     if (f.n)
-        qsort(f.v, f.n, sizeof(*f.v), cmp_file);
+        rc_sort(f.v, f.n, sizeof(*f.v), cmp_file);
     for (size_t i = 1; i < f.n; i++) {
         if (!strcmp(f.v[i - 1].path, f.v[i].path)) {
             error =
@@ -1001,7 +1002,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         }
     }
     if (nclusters)
-        qsort(clusters, nclusters, sizeof(*clusters), cmp_str);
+        rc_sort(clusters, nclusters, sizeof(*clusters), cmp_str);
     for (size_t i = 0; i < nclusters; i++) {
         if (i > 0 && !strcmp(clusters[i - 1], clusters[i]))
             continue;
@@ -1053,7 +1054,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         files_add(&f, RD_SOURCE_FILE, src, strlen(src));
     }
 
-    qsort(f.v, f.n, sizeof(*f.v), cmp_file);
+    rc_sort(f.v, f.n, sizeof(*f.v), cmp_file);
     out->nfiles = f.n;
     out->files = rc_arena_calloc(a, f.n + 1, sizeof(*out->files));
     if (f.n)

@@ -13,6 +13,7 @@
  *   it): every namespace, as `matchExpressions: [{key: kubernetes.io/metadata.name,
  *   operator: Exists}]` says.
  */
+#include "rc_sort.h"
 #include "rd_policy.h"
 
 #include <stdarg.h>
@@ -130,7 +131,7 @@ static void sort_keys(cJSON *n)
         abort();
     for (c = n->child; c; c = c->next)
         v[i++] = c;
-    qsort(v, count, sizeof(*v), cmp_items);
+    rc_sort(v, count, sizeof(*v), cmp_items);
     for (i = 0; i < count; i++) {
         v[i]->prev = i ? v[i - 1] : v[count - 1]; /* cJSON: child->prev is the tail */
         v[i]->next = i + 1 < count ? v[i + 1] : NULL;

@@ -27,6 +27,7 @@
  *
  * The reader ignores what it does not know, so later versions can add fields.
  */
+#include "rc_sort.h"
 #include "rd_output.h"
 
 #include <stdint.h>
@@ -898,7 +899,7 @@ static int check_unique(const struct rd_record *r, struct rc_arena *a, struct rc
 
     for (size_t i = 0; i < r->nunits; i++)
         ids[i] = r->units[i].unit;
-    qsort(ids, r->nunits, sizeof(*ids), cmp_str);
+    rc_sort(ids, r->nunits, sizeof(*ids), cmp_str);
     for (size_t i = 1; i < r->nunits; i++) {
         if (!strcmp(ids[i - 1], ids[i]))
             return rc_err_set(err, RC_EINVALID, "%s: unit '%s' listed twice", RECORD_FILE, ids[i]);

@@ -9,6 +9,7 @@
  * table (each file's demand remapped onto it), sorting, namespaces. The same tree always
  * loads to the same inputs, whatever was cached.
  */
+#include "rc_sort.h"
 #include "rd_source.h"
 
 #include <ctype.h>
@@ -1050,7 +1051,7 @@ static void build_resnames(struct loader *l, struct parsed **files, size_t n)
         }
     }
     if (rc.n)
-        qsort(rc.v, rc.n, sizeof(*rc.v), cmp_rescount);
+        rc_sort(rc.v, rc.n, sizeof(*rc.v), cmp_rescount);
     for (size_t k = 0; k < rc.n && l->out->res.n < PL_RES_MAX; k++)
         pl_resnames_intern(&l->out->res, l->a, rc.v[k].name);
     free(rc.v);
@@ -1260,7 +1261,7 @@ static void refuse_colliding_paths(struct loader *l)
         v[i].path = out_path(&l->objects.v[i], l->a);
         v[i].idx = i;
     }
-    qsort(v, n, sizeof(*v), cmp_opath);
+    rc_sort(v, n, sizeof(*v), cmp_opath);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1, keep = (size_t)-1;
         while (j < n && !strcmp(v[j].path, v[i].path))
@@ -1351,7 +1352,7 @@ static void namespaces(struct loader *l)
         }
     }
     if (ns.n)
-        qsort(ns.v, ns.n, sizeof(*ns.v), cmp_ns);
+        rc_sort(ns.v, ns.n, sizeof(*ns.v), cmp_ns);
     out->namespaces = rc_arena_calloc(l->a, ns.n + 1, sizeof(*out->namespaces));
     for (size_t i = 0; i < ns.n; i++) {
         struct pl_namespace *n;
@@ -1415,7 +1416,7 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
     parsed = rc_xcalloc(nfiles + 1, sizeof(*parsed));
     for (size_t i = 0; i < nfiles; i++)
         order[i] = &files[i];
-    qsort(order, nfiles, sizeof(*order), cmp_file);
+    rc_sort(order, nfiles, sizeof(*order), cmp_file);
     for (size_t i = 1; i < nfiles; i++) {
         if (!strcmp(order[i - 1]->path, order[i]->path)) {
             rc = rc_err_set(err, RC_EINVALID, "file '%s' given twice", order[i]->path);
@@ -1482,14 +1483,14 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
     refuse_both_sides(&l);
     refuse_colliding_paths(&l);
     if (l.errors.n)
-        qsort(l.errors.v, l.errors.n, sizeof(*l.errors.v), cmp_error);
+        rc_sort(l.errors.v, l.errors.n, sizeof(*l.errors.v), cmp_error);
 
     if (l.objects.n)
-        qsort(l.objects.v, l.objects.n, sizeof(*l.objects.v), cmp_object);
+        rc_sort(l.objects.v, l.objects.n, sizeof(*l.objects.v), cmp_object);
     if (l.policies.n)
-        qsort(l.policies.v, l.policies.n, sizeof(*l.policies.v), cmp_policy);
+        rc_sort(l.policies.v, l.policies.n, sizeof(*l.policies.v), cmp_policy);
     if (l.clusters.n)
-        qsort(l.clusters.v, l.clusters.n, sizeof(*l.clusters.v), cmp_cluster);
+        rc_sort(l.clusters.v, l.clusters.n, sizeof(*l.clusters.v), cmp_cluster);
     out->nobjects = l.objects.n;
     VEC_TO_ARENA(out->objects, l.objects);
     out->npolicies = l.policies.n;
@@ -1506,7 +1507,7 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
     out->nerrors = l.errors.n;
     VEC_TO_ARENA(out->errors, l.errors);
     if (l.conflicts.n)
-        qsort(l.conflicts.v, l.conflicts.n, sizeof(*l.conflicts.v), cmp_error);
+        rc_sort(l.conflicts.v, l.conflicts.n, sizeof(*l.conflicts.v), cmp_error);
     out->nconflicts = l.conflicts.n;
     VEC_TO_ARENA(out->conflicts, l.conflicts);
     namespaces(&l);

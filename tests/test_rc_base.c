@@ -7,6 +7,7 @@
 
 #include "rc_arena.h"
 #include "rc_mem.h"
+#include "rc_sort.h"
 #include "rc_buf.h"
 #include "rc_err.h"
 #include "rc_esc.h"
@@ -283,6 +284,51 @@ static void test_rc_base__read_file_regular_only(void **state)
     rmdir(dir);
 }
 
+/* rc_sort: a sorted array costs n - 1 comparisons and stays as it is; any other gives
+ * qsort's order exactly, ties included. */
+struct sort_item {
+    int key, tag;
+};
+static size_t sort_calls;
+
+static int cmp_sort_item(const void *x, const void *y)
+{
+    const struct sort_item *a = x, *b = y;
+
+    sort_calls++;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+static void test_rc_base__sort_checks_before_sorting(void **state)
+{
+    enum { N = 1000 };
+    struct sort_item v[N], w[N];
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        v[i].key = i / 3; /* ties */
+        v[i].tag = i;
+    }
+    sort_calls = 0;
+    rc_sort(v, N, sizeof(*v), cmp_sort_item);
+    assert_int_equal(sort_calls, N - 1);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(v[i].tag, i);
+    /* out of order: qsort's result */
+    for (int i = 0; i < N; i++) {
+        v[i].key = (i * 7919) % 101;
+        v[i].tag = i;
+    }
+    memcpy(w, v, sizeof(v));
+    rc_sort(v, N, sizeof(*v), cmp_sort_item);
+    qsort(w, N, sizeof(*w), cmp_sort_item);
+    assert_memory_equal(v, w, sizeof(v));
+    for (int i = 1; i < N; i++)
+        assert_true(v[i - 1].key <= v[i].key);
+    rc_sort(v, 0, sizeof(*v), cmp_sort_item);
+    rc_sort(v, 1, sizeof(*v), cmp_sort_item);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__escape_controls),
         cmocka_unit_test(test_rc_base__log_escapes_controls),
         cmocka_unit_test(test_rc_base__read_file_regular_only),
+        cmocka_unit_test(test_rc_base__sort_checks_before_sorting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
