@@ -54,6 +54,7 @@ struct rc_cache {
     struct rd_cache *parsed;
     struct kept_record rec, older; /* the record, and the one before (results may point in) */
     struct rd_record_memo *writer;
+    char writer_blob[41];    /* rc_cache_memo_blob */
     struct rc_pcache *pfile; /* NULL: none */
     struct rc_rcache *rfile; /* NULL: none */
 };
@@ -438,6 +439,17 @@ int rc_cache_set_memo(struct rc_cache *c, const struct rc_memo *m, struct rc_err
 struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c)
 {
     return c ? c->writer : NULL;
+}
+
+const char *rc_cache_memo_blob(const struct rc_cache *c)
+{
+    return c ? c->writer_blob : "";
+}
+
+void rc_cache_set_memo_blob(struct rc_cache *c, const char *blob)
+{
+    if (c)
+        snprintf(c->writer_blob, sizeof(c->writer_blob), "%s", blob ? blob : "");
 }
 
 const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *blob)

@@ -92,6 +92,11 @@ const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, siz
 /* The record writer's memo (rd_render_options.record_memo), kept between the passes of one
  * process; borrowed. */
 struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c);
+/* The blob id of the last record written with that memo, when known ("": not known, e.g. a
+ * record written by a pass that did not commit it): a deploy head whose placements.yaml is
+ * that blob is the memo's record (rd_render_options.record_base_is_memo). */
+const char *rc_cache_memo_blob(const struct rc_cache *c);
+void rc_cache_set_memo_blob(struct rc_cache *c, const char *blob);
 
 /* The parse cache file (rc_pcache.h), <state_dir>/parse-cache, and the record cache file
  * (rc_rcache.h), <state_dir>/record-cache: NULL without a state directory or after

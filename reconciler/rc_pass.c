@@ -1195,7 +1195,20 @@ struct compute {
     int64_t replace_unreachable_after;
     int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
     struct listing listed; /* the pass's: listed already by memo_says_skip */
+    /* the blob id of the deploy head's placements.yaml (NULL or "": none, or not known) */
+    const char *base_record;
 };
+
+/* Loop mode: the blob id of the record last written with the cache's memo, as far as the pass
+ * knows it (rc_cache_memo_blob): "" once a record was written, its id when the diff or the
+ * commit tells it. A record kept from the base changes nothing. */
+static void note_memo_blob(struct rc_cache *cache, const struct rd_tree *tree, char (*ids)[41])
+{
+    int k = find_tree_file(tree, RECORD_PATH);
+
+    if (cache && k >= 0 && !tree->files[k].keep)
+        rc_cache_set_memo_blob(cache, ids ? ids[k] : "");
+}
 
 /* The deploy commit's message: the decisions, the content that changed under unchanged
  * decisions (old bytes read back for modified files only: work grows with the change), and
@@ -1445,11 +1458,19 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (c->reuse_ok)
         ropts.reuse = reusable_units(c, kept, a);
     ropts.record_memo = o->cache && !o->last_pass ? rc_cache_record_memo(o->cache) : NULL;
+    ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
+                                !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nwarnings = c->load.src.nwarnings;
     ropts.warnings = c->load.src.warnings;
     error = rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
+    if (ropts.record_memo) {
+        if (error < 0)
+            rc_cache_set_memo_blob(o->cache, "");
+        else
+            note_memo_blob(o->cache, &c->tree, NULL);
+    }
     phase_mark(c->ph, PH_RENDER, &t);
     return error;
 }
@@ -1849,6 +1870,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
                         &prev_line, g, o->cache, o->last_pass, out->deploy_old, o->log, a, err);
     if (error < 0)
         goto done;
+    cp->base_record = prev_line.blob;
     phase_mark(ph, PH_RECORD, &t);
     if (out->deploy_old[0]) {
         error = detect_hand_edits(out, g, a, err);
@@ -1985,6 +2007,12 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
     if (error < 0)
         goto done;
+    if (o->cache && !o->last_pass)
+        note_memo_blob(o->cache, &cp->tree, ids);
+    {
+        int k = find_tree_file(&cp->tree, RECORD_PATH);
+        out->record_kept = k >= 0 && cp->tree.files[k].keep;
+    }
     out->nrendered = cp->tree.nrendered;
     if (o->cache && !o->last_pass) {
         struct rd_record_stats st = rd_record_memo_stats(rc_cache_record_memo(o->cache));
@@ -2047,6 +2075,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             if (k >= 0 && !cp->tree.files[k].keep && !ids[k][0] &&
                 (error = rc_git_file_id(ids[k], g, commit, RECORD_PATH, err)) < 0)
                 goto done;
+            if (o->cache && !o->last_pass)
+                note_memo_blob(o->cache, &cp->tree, ids);
         }
         if (propose_ref[0]) {
             /* the review gate: the deploy branch stays; the proposal is replaced */

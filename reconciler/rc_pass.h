@@ -137,6 +137,10 @@ struct rc_pass_result {
     /* placements.yaml compared with the deploy head's but for the source line: 0 when their
      * blob ids are equal or the pass commits for other paths anyway (not `plan`) */
     size_t nrecord_compared;
+    /* loop mode: the new placements.yaml would be the deploy head's byte for byte, which the
+     * writer's memo told without writing it (rd_record_emit_unless_same): the head's blob is
+     * kept, neither written, compared nor hashed */
+    int record_kept;
     int apply_incomplete; /* some live cluster was not fully applied */
     /* hand edits: files under clusters/, placements.yaml or .rightplace/ that differ between
      * rightplace's last commit on the deploy branch (hand_edit_base) and its head, made by

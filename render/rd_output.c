@@ -1019,28 +1019,34 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         files_add(&f, kust.v[i].path, kust.v[i].data, kust.v[i].len);
 
     /* the record and the capacity snapshot */
-    if (rw.n) { /* render's warnings join the record's */
-        struct rd_render_options ro = *opts;
-        const char **all = rc_arena_calloc(a, opts->nwarnings + rw.n + 1, sizeof(*all));
-        for (size_t i = 0; i < opts->nwarnings; i++)
-            all[i] = opts->warnings[i];
-        for (size_t i = 0; i < rw.n; i++)
-            all[opts->nwarnings + i] = rw.v[i];
-        ro.nwarnings = opts->nwarnings + rw.n;
-        ro.warnings = all;
-        error = rd_record_emit(&b, res, &ro, err);
-    } else {
-        error = rd_record_emit(&b, res, opts, err);
-    }
-    if (error < 0)
-        goto done;
     {
-        /* the record is the largest file (10 MB at 10,000 units): its buffer, cut to size,
-         * becomes the file instead of being copied */
-        size_t len;
-        char *text = rc_buf_detach(&b, &len);
-        text = rc_arena_take(a, rc_xrealloc(text, len + 1), len + 1);
-        files_add(&f, "placements.yaml", text, len);
+        struct rd_render_options ro = *opts;
+        int same = 0;
+        if (rw.n) { /* render's warnings join the record's */
+            const char **all = rc_arena_calloc(a, opts->nwarnings + rw.n + 1, sizeof(*all));
+            for (size_t i = 0; i < opts->nwarnings; i++)
+                all[i] = opts->warnings[i];
+            for (size_t i = 0; i < rw.n; i++)
+                all[opts->nwarnings + i] = rw.v[i];
+            ro.nwarnings = opts->nwarnings + rw.n;
+            ro.warnings = all;
+        }
+        if (opts->record_base_is_memo)
+            error = rd_record_emit_unless_same(&b, &same, res, &ro, err);
+        else
+            error = rd_record_emit(&b, res, &ro, err);
+        if (error < 0)
+            goto done;
+        if (same) {
+            files_keep(&f, "placements.yaml"); /* the base's, byte for byte */
+        } else {
+            /* the record is the largest file (10 MB at 10,000 units): its buffer, cut to
+             * size, becomes the file instead of being copied */
+            size_t len;
+            char *text = rc_buf_detach(&b, &len);
+            text = rc_arena_take(a, rc_xrealloc(text, len + 1), len + 1);
+            files_add(&f, "placements.yaml", text, len);
+        }
     }
     error = rd_capacity_emit(&b, in->clusters, in->nclusters, in->res, res->usage, res->nusage,
                              source_commit, err);

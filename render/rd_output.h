@@ -58,11 +58,15 @@ struct rd_render_options {
      * and warnings that are the same are copied from it instead of written again, and it
      * then holds this record's. Loop mode keeps one in rc_cache. */
     struct rd_record_memo *record_memo;
+    /* 1: the base deploy tree's placements.yaml is the last record written with record_memo
+     * (the caller knows it by its blob id): a record that would be that one byte for byte is
+     * listed with keep = 1 instead of written again (rd_record_emit_unless_same). */
+    int record_base_is_memo;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL                             \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0                          \
     }
 
 struct rd_tree_file {
@@ -205,6 +209,12 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m);
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
                    const struct rd_render_options *opts, struct rc_err *err);
+
+/* As rd_record_emit, but when the record would be the last one written with
+ * opts->record_memo byte for byte, *same is 1 and nothing is written (the memo still holds
+ * it). Without a memo, or after a failed write, it always writes. */
+int rd_record_emit_unless_same(struct rc_buf *out, int *same, const struct pl_result *res,
+                               const struct rd_render_options *opts, struct rc_err *err);
 
 /* The deploy tree's file naming the source commit the tree was made from: 40 hex digits and a
  * newline. A record without it (written before the file existed) names the commit itself, in

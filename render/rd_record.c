@@ -179,6 +179,10 @@ struct rd_record_memo {
     size_t nwarnings; /* in the order last written */
     struct memo_warning *warnings;
     struct rd_record_stats last;
+    /* the last record written whole with this memo: XXH64 of its bytes before the units and
+     * of those after them (have_last 0: none, or it failed) */
+    int have_last;
+    uint64_t last_head, last_tail;
 };
 
 void rd_record_memo_new(struct rd_record_memo **out)
@@ -404,11 +408,15 @@ static int write_jobs(struct unit_worker **out, size_t *nw, struct unit_job *job
 
 /* The units: entries the memo has with the same key are copied, the others written (on
  * several threads when there are many); the memo then holds exactly this record's entries.
- * The bytes do not depend on the threads. */
+ * The bytes do not depend on the threads. out gets room for `extra` more bytes. With
+ * may_skip, when every entry is the memo's at the same place (the units are the last
+ * record's, byte for byte), nothing is written and *skipped is 1. */
 static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_t ndec,
                        const struct pl_result *res, const struct rd_render_options *opts,
-                       struct rd_record_memo *m, struct rc_err *err)
+                       struct rd_record_memo *m, size_t extra, int may_skip, int *skipped,
+                       struct rc_err *err)
 {
+    int same = m && ndec == m->nunits;
     struct memo_unit *next = NULL;
     struct rc_buf key = RC_BUF_INIT;
     struct unit_job *jobs = NULL;
@@ -417,11 +425,16 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     size_t cap = sizeof(small), njobs = 0, nw = 0, wk = 0;
     int error = 0;
 
+    *skipped = 0;
     if (!ndec) {
         if (m) {
             memo_units_free(m->units, m->nunits);
             m->units = NULL;
             m->nunits = 0;
+        }
+        if (may_skip && same) {
+            *skipped = 1;
+            return 0;
         }
         return member_text(out, "units", cJSON_CreateArray(), err);
     }
@@ -457,8 +470,10 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                 next[i].len = had->len;
                 had->key = had->chunk = NULL;
                 m->last.units_kept++;
+                same = same && had == &m->units[i];
                 continue;
             }
+            same = 0;
             next[i].keylen = key.len;
             next[i].key = rc_xmalloc(key.len + 1);
             memcpy(next[i].key, key.ptr, key.len);
@@ -472,7 +487,9 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     rc_buf_release(&key);
     if (njobs)
         error = write_jobs(&w, &nw, jobs, njobs, opts, err);
-    if (!error) {
+    if (!error && may_skip && same && !njobs) {
+        *skipped = 1;
+    } else if (!error) {
         /* in the record's order: copied entries and written ones, into a buffer of the
          * exact size (no copy while it grows) */
         size_t j = 0, total = 7;
@@ -480,7 +497,7 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
             total += jobs[k].len;
         for (size_t i = 0; m && i < ndec; i++)
             total += next[i].chunk ? next[i].len : 0;
-        rc_buf_reserve(out, total, NULL);
+        rc_buf_reserve(out, total + extra, NULL);
         rc_buf_add(out, "units:\n", 7, NULL);
         for (size_t i = 0; i < ndec; i++) {
             const char *text;
@@ -583,13 +600,17 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
  * document written at once (the emitter writes each member and each sequence item on its
  * own). With a memo (rd_render_options.record_memo, loop mode), an entry whose key (all it
  * is written from) is the one the memo has is copied instead of written again: a pass that
- * changes one decision writes one entry.
+ * changes one decision writes one entry. With may_skip, a record that would be the last one
+ * written with the memo, byte for byte (the same bytes before and after the units, and every
+ * entry the memo's at the same place), is not written: *skipped is 1 and out is as it was.
  */
-int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
-                   const struct rd_render_options *opts, struct rc_err *err)
+static int record_emit(struct rc_buf *out, const struct pl_result *res,
+                       const struct rd_render_options *opts, int may_skip, int *skipped,
+                       struct rc_err *err)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rd_record_memo *m = opts ? opts->record_memo : NULL;
+    struct rc_buf hb = RC_BUF_INIT, tb = RC_BUF_INIT;
     cJSON *head = cJSON_CreateObject(), *arr;
     const struct pl_decision **dec;
     size_t start = out->len;
@@ -597,19 +618,18 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
     size_t ndec;
     int error;
 
+    *skipped = 0;
     if (m)
         memset(&m->last, 0, sizeof(m->last));
     rd_out_add_str(head, "apiVersion", RD_API_VERSION);
     rd_out_add_str(head, "kind", "PlacementRecord");
     rd_render_digest(digest, opts);
     rd_out_add_str(head, "renderDigest", digest);
-    error = rd_yaml_emit(out, head, err);
+    error = rd_yaml_emit(&hb, head, err);
     cJSON_Delete(head);
-    dec = rd_out_sorted_decisions(res, &ndec, &a);
+    /* what follows the units, written first: whether it changed decides the skip */
     if (!error)
-        error = write_units(out, dec, ndec, res, opts, m, err);
-    if (!error)
-        error = write_warnings(out, (const char *const *)res->warnings, res->nwarnings,
+        error = write_warnings(&tb, (const char *const *)res->warnings, res->nwarnings,
                                opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0, m, err);
     if (!error && opts && opts->nfile_errors) {
         arr = cJSON_CreateArray();
@@ -618,15 +638,49 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
             rd_out_add_str(e, "file", opts->file_errors[i].path);
             rd_out_add_str(e, "message", opts->file_errors[i].msg);
         }
-        error = member_text(out, "errors", arr, err);
+        error = member_text(&tb, "errors", arr, err);
     }
-    if (error) {
+    if (!error) {
+        uint64_t hh = rc_xxh64(hb.ptr, hb.len), th = rc_xxh64(tb.ptr, tb.len);
+        may_skip = may_skip && m && m->have_last && m->last_head == hh && m->last_tail == th;
+        dec = rd_out_sorted_decisions(res, &ndec, &a);
+        rc_buf_add(out, hb.ptr, hb.len, NULL);
+        error = write_units(out, dec, ndec, res, opts, m, tb.len, may_skip, skipped, err);
+        if (!error && *skipped)
+            out->len = start; /* the header */
+        else if (!error)
+            rc_buf_add(out, tb.ptr, tb.len, NULL);
+        if (m && !error) {
+            m->have_last = 1;
+            m->last_head = hh;
+            m->last_tail = th;
+        }
+    }
+    if (error || *skipped) {
         out->len = start;
         if (out->ptr)
             out->ptr[start] = '\0';
     }
+    if (m && error)
+        m->have_last = 0;
+    rc_buf_release(&hb);
+    rc_buf_release(&tb);
     rc_arena_release(&a);
     return error;
+}
+
+int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
+                   const struct rd_render_options *opts, struct rc_err *err)
+{
+    int skipped;
+
+    return record_emit(out, res, opts, 0, &skipped, err);
+}
+
+int rd_record_emit_unless_same(struct rc_buf *out, int *same, const struct pl_result *res,
+                               const struct rd_render_options *opts, struct rc_err *err)
+{
+    return record_emit(out, res, opts, 1, same, err);
 }
 
 /* ==== The record a result makes, without writing and reading it ==== */

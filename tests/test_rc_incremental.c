@@ -138,8 +138,18 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.nrecord_read, 0); /* the record the first pass wrote, kept */
     assert_int_equal(res.nrendered, 1);
     assert_int_equal(res.nrecord_written, 0); /* its decision and entry are as they were */
-    /* nor is the old record read back to see that only its source line changed */
+    /* nor is the old record read back: the memo tells it is the head's, byte for byte, and
+     * the head's blob stays */
     assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.record_kept, 1);
+    assert_int_equal(res.nrecord_compared, 0);
+    {
+        char *before = th_git_rev(repo, "refs/heads/deploy~1:placements.yaml");
+        char *after = th_git_rev(repo, "refs/heads/deploy:placements.yaml");
+        assert_string_equal(after, before);
+        free(before);
+        free(after);
+    }
 
     /* from scratch, from the same deploy head and source: a fresh cache reads the record and
      * commits the same tree; so does a pass without a cache */
@@ -149,6 +159,7 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrecord_read, NJOBS);
     assert_true(res.nrecord_bytes_read > 0);
+    assert_int_equal(res.record_kept, 0); /* its memo has written nothing yet */
     assert_string_equal(again, tree);
     free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
     run_pass(&res, again, repo, NULL, &a);
@@ -176,9 +187,39 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     assert_int_equal(res.nrecord_read, 0);
     assert_int_equal(res.nrendered, 1);
     assert_int_equal(res.nrecord_written, 1);
+    assert_int_equal(res.record_kept, 0);
     free(th_git_ok(repo, "update-ref", "refs/heads/deploy", first, NULL));
     run_pass(&res, again, repo, NULL, &a);
     assert_string_equal(again, tree);
+
+    /* the deploy head is not the memo's last record (the head went back, and then someone
+     * edited placements.yaml there): the record is written whole, the edit repaired */
+    {
+        char *wt = th_tmpdir("incremental-wt"), *edited, *rec, *want;
+        th_rm_rf(wt);
+        free(th_git_ok(repo, "worktree", "add", "-q", "--detach", wt, "refs/heads/deploy", NULL));
+        want = th_git_show(repo, "refs/heads/deploy", "placements.yaml");
+        assert_non_null(want);
+        edited = malloc(strlen(want) + 16);
+        assert_non_null(edited);
+        snprintf(edited, strlen(want) + 16, "%s# edited\n", want);
+        th_write_file(wt, "placements.yaml", edited, (size_t)-1);
+        free(th_git_ok(wt, "commit", "-q", "-a", "-m", "a hand edit", NULL));
+        free(th_git_ok(wt, "push", "-q", "-f", ".", "HEAD:refs/heads/deploy", NULL));
+        write_job(repo, 5, "2");
+        free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-5 cpu", NULL));
+        run_pass(&res, tree, repo, fresh, &a);
+        assert_int_equal(res.committed, 1);
+        assert_int_equal(res.record_kept, 0);
+        rec = th_git_show(repo, "refs/heads/deploy", "placements.yaml");
+        assert_non_null(rec);
+        assert_null(strstr(rec, "# edited"));
+        free(rec);
+        free(edited);
+        free(want);
+        free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+        free(wt);
+    }
 
     rc_cache_free(loop);
     rc_cache_free(fresh);

@@ -18,6 +18,7 @@
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rd_output.h"
+#include "rd_source.h"
 #include "rd_yaml.h"
 #include "th_record.h"
 
@@ -520,6 +521,70 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
     rc_arena_release(&a);
 }
 
+/* rd_record_emit_unless_same writes nothing for the memo's last record, byte for byte, and
+ * writes whole (the bytes rd_record_emit gives) what differs from it anywhere: an entry, a
+ * warning, a file error, the render options, a unit fewer. */
+static void test_rd_record__unless_same_skips_the_memos_record(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT, plain;
+    struct rd_record_memo *memo = NULL;
+    struct rd_file_error fe = {"broken.yaml", "broken.yaml:1:1: bad"};
+    int same = -1;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    rd_record_memo_new(&memo);
+    opts.record_memo = memo;
+    plain = opts;
+    plain.record_memo = NULL;
+    /* a fresh memo has no last record: written */
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &opts, &err), 0);
+    assert_int_equal(same, 0);
+    assert_int_equal(rd_record_emit(&one, &res, &plain, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+    /* the same record: nothing written */
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &opts, &err), 0);
+    assert_int_equal(same, 1);
+    assert_int_equal(two.len, 0);
+
+#define CHANGED_WRITES_WHOLE()                                                                     \
+    do {                                                                                           \
+        rc_buf_reset(&one);                                                                        \
+        rc_buf_reset(&two);                                                                        \
+        assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &opts, &err), 0);           \
+        assert_int_equal(same, 0);                                                                 \
+        assert_int_equal(rd_record_emit(&one, &res, &plain, &err), 0);                             \
+        assert_int_equal(two.len, one.len);                                                        \
+        assert_memory_equal(two.ptr, one.ptr, one.len);                                            \
+        assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &opts, &err), 0);           \
+        assert_int_equal(same, 1);                                                                 \
+    } while (0)
+
+    res.decisions[11].verdicts[0].detail = "changed"; /* an entry */
+    CHANGED_WRITES_WHOLE();
+    opts.warnings = plain.warnings = (const char *const[]){"a.yaml:3: one", "x", "no", "w"};
+    CHANGED_WRITES_WHOLE(); /* a warning */
+    opts.nfile_errors = plain.nfile_errors = 1;
+    opts.file_errors = plain.file_errors = &fe;
+    CHANGED_WRITES_WHOLE(); /* a file error */
+    opts.pull = plain.pull = !opts.pull;
+    CHANGED_WRITES_WHOLE(); /* the render digest */
+    res.ndecisions--;
+    CHANGED_WRITES_WHOLE(); /* a unit fewer */
+#undef CHANGED_WRITES_WHOLE
+
+    rd_record_memo_free(memo);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
 /* ==== .rightplace/capacity.yaml ==== */
 
 /* 100 live clusters of 100 nodes, none alike (each node has its own requests, as observed
@@ -806,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__unpack_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__unpack_takes_any_bytes),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
+        cmocka_unit_test(test_rd_record__unless_same_skips_the_memos_record),
         cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
