@@ -1125,8 +1125,14 @@ static void decide_kept(struct engine *e, struct eunit *u)
     d->targets[0].percent = 100;
     d->nverdicts = 1;
     d->verdicts = rc_arena_calloc(e->va, 1, sizeof(*d->verdicts));
-    verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
-    take(e, u, u->sig, (size_t)ci);
+    if (!e->cl[ci]->reachable || is_present(e->cl[ci], u->label)) {
+        verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
+        take(e, u, u->sig, (size_t)ci);
+    } else {
+        /* verdict_at and take in one packing */
+        d->verdicts[0].cluster = e->cl[ci]->name;
+        pl_fit_verdict_commit(e->fit, u->sig, (size_t)ci, &d->verdicts[0], e->a);
+    }
     d->reason = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
 }
 

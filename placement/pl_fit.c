@@ -1146,6 +1146,26 @@ enum pl_verdict_kind pl_fit_commit(struct pl_fit *f, uint32_t sig, size_t ci)
     return pi.kind;
 }
 
+void pl_fit_verdict_commit(struct pl_fit *f, uint32_t sig, size_t ci, struct pl_verdict *out,
+                           struct rc_arena *a)
+{
+    struct sig *s = &f->sigs[sig];
+    struct packinfo pi;
+
+    /* a verdict known for this capacity, or nothing to deduct: as the two calls do */
+    if (s->npods == 0 || (s->cache && s->cache[ci].version == f->cl[ci].version)) {
+        pl_fit_verdict(f, sig, ci, out, a);
+        pl_fit_commit(f, sig, ci);
+        return;
+    }
+    /* the packing a verdict makes is the one a commit keeps, and a detail is read from the
+     * packing alone (detail_for) */
+    pack(f, sig, ci, 1, 1, &pi);
+    out->kind = pi.kind;
+    out->nodes_added = pi.kind == PL_VERDICT_FITS_AFTER_SCALE_UP ? pi.nodes_added : 0;
+    out->detail = detail_for(f, sig, ci, &pi, a);
+}
+
 void pl_fit_usage(const struct pl_fit *f, size_t ci, struct pl_usage *u)
 {
     const struct cstate *cs = &f->cl[ci];

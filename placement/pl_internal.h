@@ -43,6 +43,12 @@ void pl_fit_verdict(struct pl_fit *f, uint32_t sig, size_t ci, struct pl_verdict
  * take that room while they wait). Returns the packing's verdict kind. */
 enum pl_verdict_kind pl_fit_commit(struct pl_fit *f, uint32_t sig, size_t ci);
 
+/* pl_fit_verdict, then pl_fit_commit on the same cluster, with one packing where the two
+ * would pack alike (the verdict is read from the packing before it is kept): the same verdict
+ * and the same capacity left. */
+void pl_fit_verdict_commit(struct pl_fit *f, uint32_t sig, size_t ci, struct pl_verdict *out,
+                           struct rc_arena *a);
+
 /* Fill allocatable/requested (schedulable nodes), committed, nodes_to_add for cluster ci. */
 void pl_fit_usage(const struct pl_fit *f, size_t ci, struct pl_usage *u);
 
