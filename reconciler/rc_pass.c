@@ -313,6 +313,21 @@ static int cmp_str(const void *x, const void *y)
 }
 
 /* Keys of every object the previous record names, sorted: "placed first" for collisions. */
+static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a);
+
+/* rd_load_options.placed_fn: the previous record's object keys, built when asked */
+struct placed_arg {
+    const struct rd_record *prev;
+    struct rc_arena *a;
+};
+
+static const char *const *placed_keys(void *arg, size_t *n)
+{
+    const struct placed_arg *p = arg;
+
+    return record_keys(n, p->prev, p->a);
+}
+
 static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a)
 {
     size_t total = 0, w = 0;
@@ -398,6 +413,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     const char **refused, **ids;
     unsigned char *keep;
     struct rd_load_options lo;
+    struct placed_arg pa;
     size_t nblobs = 0;
     size_t replaced = 0;
     struct prime_batch batch;
@@ -477,7 +493,10 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     lo.refused = refused;
     lo.ids = ids;
     lo.cache = cache;
-    lo.placed = record_keys(&lo.nplaced, prev, a);
+    pa.prev = prev;
+    pa.a = a;
+    lo.placed_fn = placed_keys;
+    lo.placed_arg = &pa;
     lo.max_bytes = budget;
     lo.over_budget = rc_arena_printf(a,
                                      "the source files up to this one take more than %zu MiB of "

@@ -960,6 +960,10 @@ struct loader {
     VEC(struct rd_file_error) errors;
     VEC(struct rd_file_error) conflicts;
     VEC(struct collision) collisions;
+    /* opts->placed, or what opts->placed_fn gave once asked (placed_asked) */
+    const char *const *placed;
+    size_t nplaced;
+    int placed_asked;
 };
 
 static int is_broken(const struct loader *l, const char *path)
@@ -1224,13 +1228,24 @@ static int cmp_opath(const void *x, const void *y)
     return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-static int is_placed(const struct rd_load_options *o, const char *key)
+static int is_placed(struct loader *l, const char *key)
 {
-    size_t lo = 0, hi = o && o->placed ? o->nplaced : 0;
+    const struct rd_load_options *o = l->opts;
+    size_t lo = 0, hi;
 
+    if (!l->placed_asked) {
+        l->placed_asked = 1;
+        if (o && o->placed) {
+            l->placed = o->placed;
+            l->nplaced = o->nplaced;
+        } else if (o && o->placed_fn) {
+            l->placed = o->placed_fn(o->placed_arg, &l->nplaced);
+        }
+    }
+    hi = l->placed ? l->nplaced : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(o->placed[mid], key);
+        int c = strcmp(l->placed[mid], key);
         if (!c)
             return 1;
         if (c < 0)
@@ -1268,7 +1283,7 @@ static void refuse_colliding_paths(struct loader *l)
             j++;
         if (j - i > 1) {
             for (size_t k = i; k < j && keep == (size_t)-1; k++) {
-                if (is_placed(l->opts, l->objects.v[v[k].idx].key))
+                if (is_placed(l, l->objects.v[v[k].idx].key))
                     keep = v[k].idx;
             }
             for (size_t k = i; k < j; k++) {

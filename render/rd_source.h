@@ -97,6 +97,11 @@ struct rd_load_options {
      * refused; NULL: both are refused. */
     const char *const *placed;
     size_t nplaced;
+    /* Or, with placed NULL: a function that gives them, called at most once and only when two
+     * objects collide (the list is a sort of every placed key, which a pass that has no
+     * collision does not need). */
+    const char *const *(*placed_fn)(void *arg, size_t *n);
+    void *placed_arg;
     /* Memory the parsed files may hold together (rd_cache_bytes' measure), 0: no limit. In
      * path order, a file whose parse would take the total past it is refused with
      * `over_budget` as its problem (the file parsed is freed; so the peak is the limit plus
