@@ -811,6 +811,22 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
     return 0;
 }
 
+/* A path the YAML emitter writes as a plain scalar, whatever it holds: a letter, digit or
+ * '_' first, then only letters, digits and "._/-" (no indicator, space, colon or '#'), and
+ * never a number, boolean or null (a '/' or a ".yaml" rules those out, and paths have both). */
+static int plain_path(const char *p)
+{
+    static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+
+    if (!*p || !strchr(first, *p))
+        return 0;
+    for (; *p; p++) {
+        if (!strchr(first, *p) && !strchr("./-", *p))
+            return 0;
+    }
+    return 1;
+}
+
 static int render_kustomization(struct files *f, const char *cluster, const struct files *all,
                                 struct rc_arena *a, struct rc_err *err)
 {
@@ -834,7 +850,33 @@ static int render_kustomization(struct files *f, const char *cluster, const stru
         else
             hi = mid;
     }
-    for (size_t i = lo; i < all->n && !strncmp(all->v[i].path, prefix, plen); i++)
+    size_t end = lo;
+    int plain = 1;
+    while (end < all->n && !strncmp(all->v[end].path, prefix, plen)) {
+        plain = plain && plain_path(all->v[end].path + plen);
+        end++;
+    }
+    if (plain) {
+        /* what the emitter writes for such names, without building the document */
+        struct rc_buf b = RC_BUF_INIT;
+        static const char head[] = "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+                                   "kind: Kustomization\n"
+                                   "resources:";
+        cJSON_Delete(root);
+        rc_buf_add(&b, head, sizeof(head) - 1, NULL);
+        if (lo == end)
+            rc_buf_add(&b, " []", 3, NULL);
+        for (size_t i = lo; i < end; i++) {
+            rc_buf_add(&b, "\n- ", 3, NULL);
+            rc_buf_add(&b, all->v[i].path + plen, strlen(all->v[i].path + plen), NULL);
+        }
+        rc_buf_add(&b, "\n", 1, NULL);
+        len = b.len;
+        data = rc_arena_take(a, rc_buf_detach(&b, &len), len + 1);
+        files_add(f, rc_arena_printf(a, "%skustomization.yaml", prefix), data, len);
+        return 0;
+    }
+    for (size_t i = lo; i < end; i++)
         rd_out_push(list, rd_out_str(all->v[i].path + plen));
     error = rd_out_emit(&data, &len, root, a, err);
     cJSON_Delete(root);

@@ -570,6 +570,42 @@ static void test_rd_output__file_list(void **state)
     assert_int_equal(t.nfiles, sizeof(want) / sizeof(want[0]));
 }
 
+/* Each kustomization.yaml is the YAML emitter's document for its directory's files (it is
+ * written without building one when the names need no quoting). */
+static void test_rd_output__kustomization_is_the_emitters(void **state)
+{
+    struct fx *f = *state;
+    struct rd_tree t;
+    size_t checked = 0;
+
+    render(f, &t);
+    for (size_t i = 0; i < t.nfiles; i++) {
+        const char *p = t.files[i].path, *k = strstr(p, "/kustomization.yaml");
+        cJSON *root, *list;
+        struct rc_buf want = RC_BUF_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        size_t plen;
+        if (strncmp(p, "clusters/", 9) || !k || k[strlen("/kustomization.yaml")])
+            continue;
+        plen = (size_t)(k - p) + 1;
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "apiVersion", "kustomize.config.k8s.io/v1beta1");
+        cJSON_AddStringToObject(root, "kind", "Kustomization");
+        list = cJSON_AddArrayToObject(root, "resources");
+        for (size_t j = 0; j < t.nfiles; j++) {
+            if (j != i && !strncmp(t.files[j].path, p, plen))
+                cJSON_AddItemToArray(list, cJSON_CreateString(t.files[j].path + plen));
+        }
+        assert_int_equal(rd_yaml_emit(&want, root, &err), 0);
+        assert_int_equal(t.files[i].len, want.len);
+        assert_memory_equal(t.files[i].data, want.ptr, want.len);
+        cJSON_Delete(root);
+        rc_buf_release(&want);
+        checked++;
+    }
+    assert_int_equal(checked, 3); /* alpha, beta and gamma (empty) */
+}
+
 static void test_rd_output__golden_tree(void **state)
 {
     struct fx *f = *state;
@@ -1779,6 +1815,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_rd_output__file_list),
         T(test_rd_output__golden_tree),
+        T(test_rd_output__kustomization_is_the_emitters),
         T(test_rd_output__labels_on_pod_templates),
         T(test_rd_output__luna_label_configurable),
         T(test_rd_output__divide_replicas),
