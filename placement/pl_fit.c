@@ -167,9 +167,13 @@ static uint64_t hash_selector(uint64_t h, const struct pl_selector *s)
     return h;
 }
 
+/* Never 0, and kept in the pod (pl_pod.constraints_hash: a memo, hence the cast) */
 static uint64_t hash_constraints(const struct pl_pod *p)
 {
     uint64_t h = RC_FNV_INIT;
+
+    if (p->constraints_hash)
+        return p->constraints_hash;
 
     h = hash_i64(h, (int64_t)p->node_selector.n);
     for (size_t i = 0; i < p->node_selector.n; i++) {
@@ -186,6 +190,8 @@ static uint64_t hash_constraints(const struct pl_pod *p)
     h = hash_i64(h, (int64_t)p->naffinity);
     for (size_t i = 0; i < p->naffinity; i++)
         h = hash_selector(h, &p->affinity[i]);
+    h |= 1;
+    ((struct pl_pod *)p)->constraints_hash = h;
     return h;
 }
 

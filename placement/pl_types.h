@@ -93,6 +93,11 @@ struct pl_pod {
     struct pl_toleration *tolerations;
     size_t naffinity; /* required node affinity: terms ORed; 0 = none */
     struct pl_selector *affinity;
+    /* 0, or a digest of the constraints above (node selector, tolerations, affinity), which
+     * placement fills the first time it hashes the pod: a memo that lives as long as the pod
+     * (the parse cache keeps pods from pass to pass), valid because nothing changes a pod's
+     * constraints once it is loaded (a copy may change its requests, which it leaves out). */
+    uint64_t constraints_hash;
 };
 
 /* An object a pod template names: its ConfigMaps, Secrets, ServiceAccount, PVCs. */
