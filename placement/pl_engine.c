@@ -230,7 +230,8 @@ struct engine {
     size_t nns;
     struct ens *ns;
     size_t nobj;
-    const struct pl_object **obj;
+    const struct pl_object **obj; /* in->objects, sorted by key */
+    uint32_t *objidx;             /* objidx[o - in->objects]: o's index in obj */
     int *objpol;
     size_t nunits;
     struct eunit *units;
@@ -442,6 +443,9 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     for (size_t i = 0; i < e->nobj; i++)
         e->obj[i] = &in->objects[i];
     rc_sort(e->obj, e->nobj, sizeof(*e->obj), cmp_object);
+    e->objidx = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objidx));
+    for (size_t i = 0; i < e->nobj; i++)
+        e->objidx[e->obj[i] - in->objects] = (uint32_t)i;
     for (size_t i = 1; i < e->nobj; i++) {
         if (!strcmp(e->obj[i - 1]->key, e->obj[i]->key))
             return rc_err_set(err, RC_EINVALID, "duplicate object '%s'", e->obj[i]->key);
@@ -1485,11 +1489,8 @@ static void follow_dependencies(struct engine *e)
     size_t nedges = 0, capedges = 0;
 
     for (size_t i = 0; i < e->nunits; i++) {
-        for (size_t k = 0; k < e->units[i].nobj; k++) {
-            long oi = find_object(e, e->units[i].objs[k]->key);
-            if (oi >= 0)
-                objunit[oi] = (uint32_t)i;
-        }
+        for (size_t k = 0; k < e->units[i].nobj; k++)
+            objunit[e->objidx[e->units[i].objs[k] - e->in->objects]] = (uint32_t)i;
     }
     for (size_t i = 0; i < e->nunits; i++) {
         const struct eunit *u = &e->units[i];
