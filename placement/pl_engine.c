@@ -814,10 +814,23 @@ static const char *incumbent_of(const struct incumbent *v, size_t n, const char 
  * policies match. Ours: the policy that governed it in the previous record keeps it while it
  * still matches (a newly pushed, overlapping policy never takes other teams' objects over);
  * otherwise the smallest name. Either way the overlap is warned. */
+/* Whether policy k may govern object o (in namespace ns, -1: cluster-scoped), the
+ * annotation aside. */
+static int policy_matches(const struct engine *e, size_t k, long ns, const struct pl_object *o)
+{
+    const struct epol *ep = &e->pol[k];
+
+    if (ep->annot)
+        return 0;
+    if (ns >= 0 && !ep->ns_ok[ns])
+        return 0; /* cluster-scoped objects match any namespaceSelector */
+    return labels_match_any(ep->p, &o->labels);
+}
+
 static void assign_policies(struct engine *e)
 {
     size_t ninc = 0;
-    const struct incumbent *inc = incumbents(e, &ninc);
+    const struct incumbent *inc = NULL; /* built when an object first matches two policies */
 
     e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
     for (size_t i = 0; i < e->nobj; i++) {
@@ -825,23 +838,26 @@ static void assign_policies(struct engine *e)
         long ns = o->ns ? find_ns(e, o->ns) : -1;
         int first = -1, kept = -1, nmatch = 0;
         const char *names[3] = {NULL, NULL, NULL}, *avalue = NULL;
-        const char *was = incumbent_of(inc, ninc, o->key);
 
         for (size_t k = 0; k < e->npol; k++) {
-            const struct epol *ep = &e->pol[k];
-            if (ep->annot)
-                continue;
-            if (ns >= 0 && !ep->ns_ok[ns])
-                continue; /* cluster-scoped objects match any namespaceSelector */
-            if (!labels_match_any(ep->p, &o->labels))
+            if (!policy_matches(e, k, ns, o))
                 continue;
             if (first < 0)
                 first = (int)k;
-            if (was && kept < 0 && !strcmp(ep->p->name, was))
-                kept = (int)k;
             if (nmatch < 3)
-                names[nmatch] = ep->p->name;
+                names[nmatch] = e->pol[k].p->name;
             nmatch++;
+        }
+        if (nmatch >= 2) {
+            /* the policy that governed it before, when it still matches */
+            const char *was;
+            if (!inc)
+                inc = incumbents(e, &ninc);
+            was = incumbent_of(inc, ninc, o->key);
+            for (size_t k = 0; was && k < e->npol && kept < 0; k++) {
+                if (policy_matches(e, k, ns, o) && !strcmp(e->pol[k].p->name, was))
+                    kept = (int)k;
+            }
         }
         if (annotation_of(o, &avalue)) {
             assign_annotation(e, i, nmatch ? names[0] : NULL);
