@@ -2,11 +2,11 @@
  * rc_sort.h - qsort for arrays that are often sorted already.
  *
  * A pass sorts the same lists every time (objects, units, paths, decisions), and most of them
- * arrive in order: built from sorted inputs, or sorted by the pass before. rc_sort checks
- * first (n - 1 comparisons, stopping at the first pair out of order) and leaves a sorted array
- * as it is, which is what glibc's qsort (a stable merge sort) gives for it too; anything else
- * is qsort's. So results are qsort's byte for byte, at a fraction of the comparisons for
- * sorted input.
+ * arrive in order, or nearly: built from sorted inputs, or sorted by the pass before. rc_sort
+ * counts the ascending runs first (stopping once there are too many): one run is left as it
+ * is, a few are merged (n comparisons per merge level), and anything else goes to qsort.
+ * Every way is stable, as glibc's qsort (a merge sort) is, so results are qsort's byte for
+ * byte.
  */
 #ifndef RC_SORT_H
 #define RC_SORT_H

@@ -284,8 +284,8 @@ static void test_rc_base__read_file_regular_only(void **state)
     rmdir(dir);
 }
 
-/* rc_sort: a sorted array costs n - 1 comparisons and stays as it is; any other gives
- * qsort's order exactly, ties included. */
+/* rc_sort: a sorted array costs n - 1 comparisons and stays as it is; a few runs are merged
+ * in a few comparisons per element; any array gives qsort's order exactly, ties included. */
 struct sort_item {
     int key, tag;
 };
@@ -327,6 +327,23 @@ static void test_rc_base__sort_checks_before_sorting(void **state)
         assert_true(v[i - 1].key <= v[i].key);
     rc_sort(v, 0, sizeof(*v), cmp_sort_item);
     rc_sort(v, 1, sizeof(*v), cmp_sort_item);
+
+    /* a few runs (ties across them): merged, in a few comparisons per element, to qsort's
+     * order; for every number of runs up to past the merge's limit */
+    for (int runs = 2; runs <= 20; runs++) {
+        for (int i = 0; i < N; i++) {
+            int r = i * runs / N; /* run r holds keys (r * 5) % 7 + k / 50 */
+            v[i].key = (r * 5) % 7 + (i - r * N / runs) / 50;
+            v[i].tag = i;
+        }
+        memcpy(w, v, sizeof(v));
+        sort_calls = 0;
+        rc_sort(v, N, sizeof(*v), cmp_sort_item);
+        if (runs <= 4 && sort_calls >= 4 * N)
+            fail_msg("%d runs: %zu comparisons", runs, sort_calls);
+        qsort(w, N, sizeof(*w), cmp_sort_item);
+        assert_memory_equal(v, w, sizeof(v));
+    }
 }
 
 int main(void)
