@@ -1262,13 +1262,51 @@ static int is_placed(struct loader *l, const char *key)
  * all of them are. Only those objects are affected: their files' other objects load. Each
  * refusal is an error that names both files.
  */
+/* FNV-1a of the bytes out_path writes, without writing them */
+static uint64_t out_path_hash(const struct pl_object *o)
+{
+    uint64_t h = rc_fnv1a_str(RC_FNV_INIT, o->ns ? o->ns : "_cluster");
+
+    h = rc_fnv1a(h, "/", 1);
+    for (const char *k = o->kind; *k; k++) {
+        char c = (char)tolower((unsigned char)*k);
+        h = rc_fnv1a(h, &c, 1);
+    }
+    h = rc_fnv1a(h, ".", 1);
+    return rc_fnv1a_str(h, o->name);
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return (a > b) - (a < b);
+}
+
+/* Whether no two objects can have one output path: their paths' hashes all differ (distinct
+ * hashes, distinct paths). Equal hashes say nothing either way: the paths are compared. */
+static int paths_surely_distinct(const struct loader *l)
+{
+    size_t n = l->objects.n;
+    uint64_t *h = rc_xcalloc(n + 1, sizeof(*h));
+    int distinct = 1;
+
+    for (size_t i = 0; i < n; i++)
+        h[i] = out_path_hash(&l->objects.v[i]);
+    qsort(h, n, sizeof(*h), cmp_u64);
+    for (size_t i = 1; i < n && distinct; i++)
+        distinct = h[i - 1] != h[i];
+    free(h);
+    return distinct;
+}
+
 static void refuse_colliding_paths(struct loader *l)
 {
     struct opath *v;
     unsigned char *drop;
     size_t n = l->objects.n, w;
 
-    if (n < 2)
+    if (n < 2 || paths_surely_distinct(l))
         return;
     v = rc_xcalloc(n, sizeof(*v));
     drop = rc_xcalloc(n, 1);
