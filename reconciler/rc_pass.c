@@ -825,10 +825,16 @@ static int cmp_change(const void *x, const void *y)
     return strcmp(a->path, b->path);
 }
 
-/* Split a record around its "source: <id>" line: head before it, tail from its newline. */
+/* Split a record around its "source: <id>" line (within its first RECORD_HEAD_MAX bytes): head
+ * before it, tail from its newline. */
+/* Where a record of the older form has its source line: in its header, after apiVersion and
+ * kind. The search stops there: a record of today's form has none, and a search of its 10 MB
+ * for one would cost every pass that much. */
+#define RECORD_HEAD_MAX 1024
+
 static int split_record(const char *p, size_t len, size_t *head, const char **tail, size_t *tlen)
 {
-    const char *src = memmem(p, len, "\nsource: ", 9);
+    const char *src = memmem(p, len < RECORD_HEAD_MAX ? len : RECORD_HEAD_MAX, "\nsource: ", 9);
     const char *eol;
 
     if (!src)
