@@ -468,6 +468,7 @@ struct rd_cache {
     size_t n, cap; /* cap: power of two */
     struct parsed **slot;
     unsigned gen;
+    size_t used; /* entries marked with gen (mark_used) */
     size_t bytes;
     unsigned long anon; /* ids of entries nobody may look up */
 };
@@ -620,11 +621,21 @@ int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, siz
     return p != NULL;
 }
 
+/* p was used by the load of this sweep's generation */
+static void mark_used(struct rd_cache *c, struct parsed *p)
+{
+    if (p->gen != c->gen) {
+        p->gen = c->gen;
+        c->used++;
+    }
+}
+
 void rd_cache_sweep(struct rd_cache *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->cap; i++) {
+    /* every entry was used: nothing to free, and no entry need be read to know it */
+    for (size_t i = 0; c->used != c->n && i < c->cap; i++) {
         struct parsed **pp = &c->slot[i];
         while (*pp) {
             struct parsed *p = *pp;
@@ -639,6 +650,7 @@ void rd_cache_sweep(struct rd_cache *c)
         }
     }
     c->gen++;
+    c->used = 0;
 }
 
 void rd_cache_free(struct rd_cache *c)
@@ -1508,7 +1520,7 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
         }
         if (!p->error)
             held += p->bytes;
-        p->gen = out->cache->gen;
+        mark_used(out->cache, p);
         parsed[i] = p;
     }
 

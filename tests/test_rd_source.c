@@ -506,6 +506,45 @@ static void test_rd_source__holds_about_its_size(void **state)
     rd_cache_free(cache);
 }
 
+/* A sweep frees what the loads since the last sweep did not use, and keeps the rest: after a
+ * load of every file nothing goes; after a load of one file, the others go. */
+static void test_rd_source__sweep_frees_what_was_not_used(void **state)
+{
+    struct fx *f = *state;
+    struct rd_cache *cache = NULL;
+    struct rd_load_options lo;
+    const char *ids[16];
+    char idbuf[16][41];
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source out = RD_SOURCE_INIT;
+
+    assert_true(f->nfiles >= 2);
+    for (size_t i = 0; i < f->nfiles; i++) {
+        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
+        ids[i] = idbuf[i];
+    }
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = cache;
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(rd_source_load_ex(&out, f->files, f->nfiles, &lo, &f->a, &err), RC_OK);
+        rd_source_release(&out);
+        rd_cache_sweep(cache);
+        assert_int_equal(rd_cache_count(cache), f->nfiles);
+    }
+    assert_int_equal(rd_source_load_ex(&out, f->files, 1, &lo, &f->a, &err), RC_OK);
+    rd_source_release(&out);
+    rd_cache_sweep(cache);
+    assert_int_equal(rd_cache_count(cache), 1);
+    assert_true(rd_cache_has(cache, ids[0], f->files[0].path, NULL));
+    assert_false(rd_cache_has(cache, ids[1], f->files[1].path, NULL));
+    /* nothing loaded since: the next sweep frees the last one */
+    rd_cache_sweep(cache);
+    assert_int_equal(rd_cache_count(cache), 0);
+    rd_cache_free(cache);
+}
+
 /* rd_cache_prime parses on several threads what the load would parse, and the load then
  * parses nothing and gives exactly what a load without priming gives. */
 static void test_rd_source__primed_on_threads_loads_the_same(void **state)
@@ -653,6 +692,7 @@ int main(void)
         T(contract_violations),
         T(every_skyray_file_loads),
         T(holds_about_its_size),
+        T(sweep_frees_what_was_not_used),
         T(primed_on_threads_loads_the_same),
         T(export_import_loads_the_same),
 #undef T
