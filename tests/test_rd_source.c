@@ -506,6 +506,15 @@ static void test_rd_source__holds_about_its_size(void **state)
     rd_cache_free(cache);
 }
 
+/* A made-up content id for each of n files (at most 16): "000...1", "000...2", ... */
+static void fake_ids(const char *ids[16], char idbuf[16][41], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
+        ids[i] = idbuf[i];
+    }
+}
+
 /* A sweep frees what the loads since the last sweep did not use, and keeps the rest: after a
  * load of every file nothing goes; after a load of one file, the others go. */
 static void test_rd_source__sweep_frees_what_was_not_used(void **state)
@@ -519,10 +528,7 @@ static void test_rd_source__sweep_frees_what_was_not_used(void **state)
     struct rd_source out = RD_SOURCE_INIT;
 
     assert_true(f->nfiles >= 2);
-    for (size_t i = 0; i < f->nfiles; i++) {
-        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
-        ids[i] = idbuf[i];
-    }
+    fake_ids(ids, idbuf, f->nfiles);
     assert_int_equal(rd_cache_new(&cache), RC_OK);
     memset(&lo, 0, sizeof(lo));
     lo.ids = ids;
@@ -558,10 +564,7 @@ static void test_rd_source__primed_on_threads_loads_the_same(void **state)
     struct rd_source primed = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
     size_t np = 0;
 
-    for (size_t i = 0; i < f->nfiles; i++) {
-        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
-        ids[i] = idbuf[i];
-    }
+    fake_ids(ids, idbuf, f->nfiles);
     assert_int_equal(rd_cache_new(&cache), RC_OK);
     assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 4, &np), RC_OK);
     assert_int_equal(np, f->nfiles);
@@ -614,10 +617,7 @@ static void test_rd_source__export_import_loads_the_same(void **state)
     struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
     size_t np = 0, exported = 0;
 
-    for (size_t i = 0; i < f->nfiles; i++) {
-        snprintf(idbuf[i], sizeof(idbuf[i]), "%040zu", i + 1);
-        ids[i] = idbuf[i];
-    }
+    fake_ids(ids, idbuf, f->nfiles);
     assert_int_equal(rd_cache_new(&cache), RC_OK);
     assert_int_equal(rd_cache_new(&other), RC_OK);
     assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 1, &np), RC_OK);
