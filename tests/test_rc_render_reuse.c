@@ -222,6 +222,15 @@ static void test_rc_render_reuse__record_naming_its_source_is_read(void **state)
     free(th_git_ok(wt, "rm", "-q", RD_SOURCE_FILE, NULL));
     commit_as_rightplace(wt, "the older form", trailer);
     head = th_git_rev(repo, "deploy");
+    /* replay takes the older form as it is: its record's source, and no .rightplace/source */
+    {
+        char *out = NULL, *errout = NULL;
+        int rc = th_rp(&out, &errout, "replay", "--repo", repo, "deploy", NULL);
+        if (rc != 0)
+            fail_msg("replay of the older form: %d\n%s%s", rc, out, errout);
+        free(out);
+        free(errout);
+    }
 
     /* the same source: nothing to commit */
     run_pass(&res, repo, 0, &a);
