@@ -81,6 +81,17 @@ uint64_t rc_fnv1a_str(uint64_t h, const char *s)
     return rc_fnv1a(h, s, strlen(s) + 1);
 }
 
+int rc_is_object_id(const char *s, size_t n)
+{
+    if (n != 40)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    }
+    return 1;
+}
+
 void rc_hash_hex(uint64_t h, char out[17])
 {
     static const char digits[] = "0123456789abcdef";

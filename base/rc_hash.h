@@ -18,5 +18,8 @@ uint64_t rc_fnv1a_str(uint64_t h, const char *s);
 uint64_t rc_xxh64(const void *data, size_t n);
 /* Write the hash as 16 lower-case hex digits plus NUL into out[17]. */
 void rc_hash_hex(uint64_t h, char out[17]);
+/* Whether s[0..n) is a git object id as rightplace writes one: exactly 40 lower-case hex
+ * digits (n counts bytes; s need not be NUL-terminated). */
+int rc_is_object_id(const char *s, size_t n);
 
 #endif

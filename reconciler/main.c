@@ -1552,8 +1552,7 @@ static int cmd_plan(struct run *r)
     if (status != RC_EXIT_OK)
         goto done;
     for (size_t i = 0; i < res.npaths_changed; i++) {
-        if (strcmp(res.paths_changed[i].path, ".rightplace/capacity.yaml") &&
-            strcmp(res.paths_changed[i].path, RD_SOURCE_FILE))
+        if (rc_pass_path_commits(res.paths_changed[i].path))
             nchanged++;
     }
     if (json) {

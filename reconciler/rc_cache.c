@@ -28,6 +28,7 @@
 
 #include "rc_arena.h"
 #include "rc_buf.h"
+#include "rc_hash.h"
 #include "rc_mem.h"
 #include "rc_pcache.h"
 #include "rc_rcache.h"
@@ -73,17 +74,6 @@ static void memo_release(struct rc_memo *m)
 }
 
 /* ==== Reading ==== */
-
-static int is_hex40(const char *s, size_t n)
-{
-    if (n != 40)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return 0;
-    }
-    return 1;
-}
 
 static int hexval(char c)
 {
@@ -156,7 +146,7 @@ static int hex_field(char out[41], const char *line, size_t n, const char *name,
         out[0] = '\0';
         return 1;
     }
-    if (!is_hex40(line, n))
+    if (!rc_is_object_id(line, n))
         return 0;
     memcpy(out, line, 40);
     out[40] = '\0';
@@ -221,7 +211,7 @@ static int parse_memo(struct rc_memo *m, const char *text, size_t len)
         char *path;
         if (!next_line(&line, &n, &p, end) || !(sp = memchr(line, ' ', n)))
             goto bad;
-        if (!is_hex40(sp + 1, n - (size_t)(sp + 1 - line)))
+        if (!rc_is_object_id(sp + 1, n - (size_t)(sp + 1 - line)))
             goto bad;
         path = unescape(line, (size_t)(sp - line));
         if (!path || !*path) {

@@ -25,6 +25,7 @@
 #include "rc_pcache.h"
 #include "rc_rcache.h"
 #include "rc_git.h"
+#include "rc_hash.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
 #include "rc_outage.h"
@@ -313,21 +314,6 @@ static int cmp_str(const void *x, const void *y)
 }
 
 /* Keys of every object the previous record names, sorted: "placed first" for collisions. */
-static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a);
-
-/* rd_load_options.placed_fn: the previous record's object keys, built when asked */
-struct placed_arg {
-    const struct rd_record *prev;
-    struct rc_arena *a;
-};
-
-static const char *const *placed_keys(void *arg, size_t *n)
-{
-    const struct placed_arg *p = arg;
-
-    return record_keys(n, p->prev, p->a);
-}
-
 static const char *const *record_keys(size_t *n, const struct rd_record *prev, struct rc_arena *a)
 {
     size_t total = 0, w = 0;
@@ -343,6 +329,19 @@ static const char *const *record_keys(size_t *n, const struct rd_record *prev, s
     rc_sort(v, w, sizeof(*v), cmp_str);
     *n = w;
     return v;
+}
+
+/* rd_load_options.placed_fn: the previous record's object keys, built when asked */
+struct placed_arg {
+    const struct rd_record *prev;
+    struct rc_arena *a;
+};
+
+static const char *const *placed_keys(void *arg, size_t *n)
+{
+    const struct placed_arg *p = arg;
+
+    return record_keys(n, p->prev, p->a);
 }
 
 /* Files read ahead and parsed into the cache together (rd_cache_prime), on every core: at
@@ -658,11 +657,7 @@ static int record_source(struct rd_record *rec, struct rc_git *g, const char *de
         return error;
     }
     n = len && text[len - 1] == '\n' ? len - 1 : len;
-    for (size_t i = 0; n == 40 && i < n; i++) {
-        if (!strchr("0123456789abcdef", text[i]) || !text[i])
-            n = 0;
-    }
-    if (n != 40) {
+    if (!rc_is_object_id(text, n)) {
         if (log)
             rc_log_msg(log, RC_LOG_WARN, "deploy commit %.12s: %s is not a commit id (ignored)",
                        deploy, RD_SOURCE_FILE);
@@ -724,7 +719,8 @@ static void record_source_line(struct rc_rcache_line *out, const char *text, siz
     }
 }
 
-/* The deploy head's record, as the pass starts from it. With a cache (loop mode) the record
+/* The deploy head's placements.yaml, parsed, as cheaply as it can be had (its source commit
+ * aside: prev_record). With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
  * blob (rc_cache.h: the blob id names the bytes, so this is the record a read would give);
  * else the record cache file (rc_rcache.h, `--once`) may hold it. A record read is kept in
@@ -732,27 +728,6 @@ static void record_source_line(struct rc_rcache_line *out, const char *text, siz
  * the units read from the file, 0 when it was not read; *cached says the record came from
  * the record cache file. kl gets the blob id ("" without a record), the bytes read, and,
  * when known, its source line, for the diff and for the record cache file. */
-static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
-                            struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
-                            int last_pass, const char *deploy, const struct rc_log *log,
-                            struct rc_arena *a, struct rc_err *err);
-
-/* The record the pass starts from (prev_record_blob), with the source commit of the deploy
- * head (record_source): a record's blob names no source, and the same blob serves every
- * source commit whose decisions it records. */
-static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
-                       struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
-                       int last_pass, const char *deploy, const struct rc_log *log,
-                       struct rc_arena *a, struct rc_err *err)
-{
-    int error =
-        prev_record_blob(rec, nread, nbytes, cached, kl, g, cache, last_pass, deploy, log, a, err);
-
-    if (error == RC_OK && kl->blob[0])
-        error = record_source(rec, g, deploy, log, a, err);
-    return error;
-}
-
 static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
                             struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
                             int last_pass, const char *deploy, const struct rc_log *log,
@@ -810,7 +785,28 @@ static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes
     return RC_OK;
 }
 
+/* The record the pass starts from (prev_record_blob), with the source commit of the deploy
+ * head (record_source): a record's blob names no source, and the same blob serves every
+ * source commit whose decisions it records. */
+static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int *cached,
+                       struct known_line *kl, struct rc_git *g, struct rc_cache *cache,
+                       int last_pass, const char *deploy, const struct rc_log *log,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    int error =
+        prev_record_blob(rec, nread, nbytes, cached, kl, g, cache, last_pass, deploy, log, a, err);
+
+    if (error == RC_OK && kl->blob[0])
+        error = record_source(rec, g, deploy, log, a, err);
+    return error;
+}
+
 /* ==== Diffing the rendered tree against a commit ==== */
+
+int rc_pass_path_commits(const char *path)
+{
+    return strcmp(path, CAPACITY_PATH) && strcmp(path, RD_SOURCE_FILE);
+}
 
 static int managed_path(const char *p)
 {
@@ -825,13 +821,13 @@ static int cmp_change(const void *x, const void *y)
     return strcmp(a->path, b->path);
 }
 
-/* Split a record around its "source: <id>" line (within its first RECORD_HEAD_MAX bytes): head
- * before it, tail from its newline. */
 /* Where a record of the older form has its source line: in its header, after apiVersion and
  * kind. The search stops there: a record of today's form has none, and a search of its 10 MB
  * for one would cost every pass that much. */
 #define RECORD_HEAD_MAX 1024
 
+/* Split a record around its "source: <id>" line (within its first RECORD_HEAD_MAX bytes): head
+ * before it, tail from its newline. */
 static int split_record(const char *p, size_t len, size_t *head, const char **tail, size_t *tlen)
 {
     const char *src = memmem(p, len < RECORD_HEAD_MAX ? len : RECORD_HEAD_MAX, "\nsource: ", 9);
@@ -1126,8 +1122,7 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
     if (rec_old) {
         int other = 0, same = 0;
         for (size_t k = 0; k < cnt && !other; k++)
-            other = strcmp(ch[k].path, CAPACITY_PATH) && strcmp(ch[k].path, RECORD_PATH) &&
-                    strcmp(ch[k].path, RD_SOURCE_FILE);
+            other = rc_pass_path_commits(ch[k].path) && strcmp(ch[k].path, RECORD_PATH);
         if (!other) {
             error = record_same(&same, id[rec_j], g, cache, kl, nread, ncompared, rec_old,
                                 &tree->files[rec_j], a, err);
@@ -2047,7 +2042,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     out->paths_changed = changes;
     out->npaths_changed = nchanges;
     for (size_t i = 0; i < nchanges; i++) {
-        if (strcmp(changes[i].path, CAPACITY_PATH) && strcmp(changes[i].path, RD_SOURCE_FILE))
+        if (rc_pass_path_commits(changes[i].path))
             decisions_changed = 1;
     }
     if (!o->dry_run && !decisions_changed && out->proposal[0] && out->deploy_old[0] &&

@@ -165,6 +165,11 @@ struct rc_pass_result {
     int proposed;      /* --propose: the proposal branch was moved this pass */
 };
 
+/* Whether a change to this deploy-tree path makes a deploy commit: every managed path but the
+ * capacity snapshot and the source file, which change with the fleet and the source commit
+ * alone and are written whenever another path's change is committed. */
+int rc_pass_path_commits(const char *path);
+
 /* Run one pass. Everything in *out lives in `a`, except that the manifests behind
  * input->objects[].payload are freed before the call returns: never follow a payload. With
  * o->cache, the objects' strings (keys, names, labels) live in the cache until the next pass

@@ -64,17 +64,6 @@ struct rc_pcache {
     int rewritten;
 };
 
-/* ==== Little-endian fields ==== */
-
-static int is_hex40(const unsigned char *s)
-{
-    for (int i = 0; i < 40; i++) {
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return 0;
-    }
-    return 1;
-}
-
 /* ==== The index: (id, path) -> entry ==== */
 
 static size_t ent_hash(const char *id, const char *path)
@@ -223,7 +212,8 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
         len = rc_le32_get(head);
         plen = rc_le32_get(head + 4 + 48);
         if (len < FIXED || len > RC_PCACHE_ENTRY_MAX || 4 + (uint64_t)len > left || plen == 0 ||
-            plen > PATH_MAX_BYTES || plen > len - FIXED || !is_hex40(head + 12)) {
+            plen > PATH_MAX_BYTES || plen > len - FIXED ||
+            !rc_is_object_id((const char *)head + 12, 40)) {
             scan_damaged(pc, off, log);
             return;
         }

@@ -831,18 +831,13 @@ static int render_kustomization(struct files *f, const char *cluster, const stru
                                 struct rc_arena *a, struct rc_err *err)
 {
     const char *prefix = rc_arena_printf(a, "clusters/%s/", cluster);
-    size_t plen = strlen(prefix);
-    cJSON *root = oom(cJSON_CreateObject()), *list;
+    size_t plen = strlen(prefix), lo = 0, hi = all->n, end;
     const char *data = NULL;
     size_t len = 0;
-    int error;
+    int plain = 1;
 
-    rd_out_add_str(root, "apiVersion", "kustomize.config.k8s.io/v1beta1");
-    rd_out_add_str(root, "kind", "Kustomization");
-    list = rd_out_add(root, "resources", cJSON_CreateArray());
     /* all is sorted, so the list is too, and the cluster's files are one run of it: found by
      * bisection, not by comparing every file of the fleet with every cluster's prefix */
-    size_t lo = 0, hi = all->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (strcmp(all->v[mid].path, prefix) < 0)
@@ -850,19 +845,14 @@ static int render_kustomization(struct files *f, const char *cluster, const stru
         else
             hi = mid;
     }
-    size_t end = lo;
-    int plain = 1;
-    while (end < all->n && !strncmp(all->v[end].path, prefix, plen)) {
+    for (end = lo; end < all->n && !strncmp(all->v[end].path, prefix, plen); end++)
         plain = plain && plain_path(all->v[end].path + plen);
-        end++;
-    }
     if (plain) {
         /* what the emitter writes for such names, without building the document */
         struct rc_buf b = RC_BUF_INIT;
         static const char head[] = "apiVersion: kustomize.config.k8s.io/v1beta1\n"
                                    "kind: Kustomization\n"
                                    "resources:";
-        cJSON_Delete(root);
         rc_buf_add(&b, head, sizeof(head) - 1, NULL);
         if (lo == end)
             rc_buf_add(&b, " []", 3, NULL);
@@ -871,17 +861,20 @@ static int render_kustomization(struct files *f, const char *cluster, const stru
             rc_buf_add(&b, all->v[i].path + plen, strlen(all->v[i].path + plen), NULL);
         }
         rc_buf_add(&b, "\n", 1, NULL);
-        len = b.len;
         data = rc_arena_take(a, rc_buf_detach(&b, &len), len + 1);
-        files_add(f, rc_arena_printf(a, "%skustomization.yaml", prefix), data, len);
-        return 0;
+    } else {
+        cJSON *root = oom(cJSON_CreateObject()), *list;
+        int error;
+        rd_out_add_str(root, "apiVersion", "kustomize.config.k8s.io/v1beta1");
+        rd_out_add_str(root, "kind", "Kustomization");
+        list = rd_out_add(root, "resources", cJSON_CreateArray());
+        for (size_t i = lo; i < end; i++)
+            rd_out_push(list, rd_out_str(all->v[i].path + plen));
+        error = rd_out_emit(&data, &len, root, a, err);
+        cJSON_Delete(root);
+        if (error < 0)
+            return error;
     }
-    for (size_t i = lo; i < end; i++)
-        rd_out_push(list, rd_out_str(all->v[i].path + plen));
-    error = rd_out_emit(&data, &len, root, a, err);
-    cJSON_Delete(root);
-    if (error < 0)
-        return error;
     files_add(f, rc_arena_printf(a, "%skustomization.yaml", prefix), data, len);
     return 0;
 }

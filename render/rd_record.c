@@ -646,9 +646,7 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
         dec = rd_out_sorted_decisions(res, &ndec, &a);
         rc_buf_add(out, hb.ptr, hb.len, NULL);
         error = write_units(out, dec, ndec, res, opts, m, tb.len, may_skip, skipped, err);
-        if (!error && *skipped)
-            out->len = start; /* the header */
-        else if (!error)
+        if (!error && !*skipped)
             rc_buf_add(out, tb.ptr, tb.len, NULL);
         if (m && !error) {
             m->have_last = 1;
@@ -656,7 +654,7 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
             m->last_tail = th;
         }
     }
-    if (error || *skipped) {
+    if (error || *skipped) { /* out as it was: not even the header */
         out->len = start;
         if (out->ptr)
             out->ptr[start] = '\0';
