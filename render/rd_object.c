@@ -394,6 +394,43 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     return RC_OK;
 }
 
+int rd_object_identity_ok(const struct rd_object *o)
+{
+    const char *slash = o->api_version ? strchr(o->api_version, '/') : NULL;
+    struct rc_err err = RC_ERR_INIT;
+    int name_ok;
+
+    if (!o->api_version || !o->kind || !o->name || !o->group)
+        return 0;
+    if (slash && (slash == o->api_version || !slash[1] || strchr(slash + 1, '/') ||
+                  !subdomain_ok(o->api_version, (size_t)(slash - o->api_version))))
+        return 0;
+    if (!dns_label_ok(slash ? slash + 1 : o->api_version,
+                      strlen(slash ? slash + 1 : o->api_version)) ||
+        !kind_ok(o->kind))
+        return 0;
+    if (o->group[0] == '\0' && strcmp(o->kind, "Namespace") == 0)
+        name_ok = rd_validate_dns_label(o->name, "metadata.name", &err) == RC_OK;
+    else if (strcmp(o->group, "rbac.authorization.k8s.io") == 0)
+        name_ok = path_segment_ok(o->name);
+    else
+        name_ok = rd_validate_subdomain(o->name, "metadata.name", &err) == RC_OK;
+    if (!name_ok)
+        return 0;
+    /* namespaced exactly when the kind is, in a valid namespace */
+    if (rd_kind_is_cluster_scoped(o->group, o->kind)
+            ? o->ns != NULL
+            : !o->ns || !*o->ns || rd_validate_dns_label(o->ns, "metadata.namespace", &err) < 0)
+        return 0;
+    for (size_t i = 0; i < o->labels.n; i++) {
+        if (rd_validate_label_key(o->labels.v[i].key, &err) < 0 ||
+            rd_validate_label_value(o->labels.v[i].value, &err) < 0 ||
+            (i && strcmp(o->labels.v[i - 1].key, o->labels.v[i].key) >= 0))
+            return 0;
+    }
+    return 1;
+}
+
 int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err)
 {
     *out = NULL;

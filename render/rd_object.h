@@ -46,6 +46,11 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
                    const struct rd_docs *docs /* for positions; may be NULL */, struct rc_arena *a,
                    struct rc_err *err);
 
+/* Would rd_object_init accept this identity: apiVersion (group and version), kind, name (by
+ * the kind's rule), namespace (exactly when the kind is namespaced), labels (valid, sorted,
+ * unique)? For objects taken from bytes other than the YAML (rd_cache_import). */
+int rd_object_identity_ok(const struct rd_object *o);
+
 /* A new tree of the manifest (root copied, or the packed bytes expanded) for the caller to
  * change and cJSON_Delete; RC_EINVALID when the object holds neither. */
 int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err);

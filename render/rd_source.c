@@ -692,11 +692,15 @@ size_t rd_cache_held(const struct rd_cache *c)
 /* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
 
 /*
- * What a file that loaded keeps, all numbers unsigned LEB128:
+ * What a file that loaded keeps, all numbers unsigned LEB128 (signed ones zigzag):
  *   <file length> <bytes held> <nwarnings> (<len> <text>)...
- *   <ndocs> (<packed len> <packed bytes> <npos> (<line> <col>)...)...
- * A workload document has its root's position (npos 1), any other document the positions of
- * all its nodes in pre-order (struct pdoc).
+ *   <nres> (<len> <name>)...        the file's extended resource names, in index order
+ *   <ndocs> (<tag> <packed len> <packed bytes> ...)...
+ * A document that is not a workload (tag 0) is followed by the positions of all its nodes in
+ * pre-order (<npos> (<line> <col>)...: struct pdoc): its parse reads them. A workload (tag 1)
+ * is followed by its root's position and by what load_doc derived from it, as <len> <bytes>
+ * (put_object): a file of workloads alone is taken up from those, its trees not expanded
+ * (import_derived); a file with any other document is loaded from the trees again.
  */
 
 static void put_uv(struct rc_buf *b, size_t v)
@@ -712,7 +716,94 @@ static void put_bytes(struct rc_buf *b, const void *data, size_t n)
     rc_buf_add(b, data, n, NULL);
 }
 
-#define EXPORT_FORMAT 1
+static void put_sv(struct rc_buf *b, int64_t v)
+{
+    put_uv(b, (size_t)(((uint64_t)v << 1) ^ (uint64_t)(v >> 63)));
+}
+
+static void put_str(struct rc_buf *b, const char *s)
+{
+    put_bytes(b, s, strlen(s));
+}
+
+/* NULL as 0, else the length plus one */
+static void put_opt(struct rc_buf *b, const char *s)
+{
+    put_uv(b, s ? strlen(s) + 1 : 0);
+    if (s)
+        rc_buf_add(b, s, strlen(s), NULL);
+}
+
+static void put_labels(struct rc_buf *b, const struct pl_labels *l)
+{
+    put_uv(b, l->n);
+    for (size_t i = 0; i < l->n; i++) {
+        put_str(b, l->v[i].key);
+        put_str(b, l->v[i].value);
+    }
+}
+
+static void put_pod(struct rc_buf *b, const struct pl_pod *pod)
+{
+    size_t nres = PL_RES_MAX;
+
+    put_str(b, pod->role);
+    put_uv(b, pod->count);
+    while (nres && !pod->req.v[nres - 1])
+        nres--;
+    put_uv(b, nres);
+    for (size_t r = 0; r < nres; r++)
+        put_sv(b, pod->req.v[r]);
+    put_labels(b, &pod->node_selector);
+    put_uv(b, pod->ntolerations);
+    for (size_t i = 0; i < pod->ntolerations; i++) {
+        const struct pl_toleration *t = &pod->tolerations[i];
+        put_str(b, t->key);
+        put_uv(b, (size_t)(t->exists != 0));
+        put_str(b, t->value);
+        put_str(b, t->effect);
+    }
+    put_uv(b, pod->naffinity);
+    for (size_t i = 0; i < pod->naffinity; i++) {
+        const struct pl_selector *sel = &pod->affinity[i];
+        put_uv(b, sel->n);
+        for (size_t k = 0; k < sel->n; k++) {
+            put_str(b, sel->req[k].key);
+            put_uv(b, (size_t)sel->req[k].op);
+            put_uv(b, sel->req[k].nvalues);
+            for (size_t v = 0; v < sel->req[k].nvalues; v++)
+                put_str(b, sel->req[k].values[v]);
+        }
+    }
+}
+
+/* What load_doc derived from a workload: its rd_object (the key, group and version follow
+ * from the rest) and its pl_object (file and payload are the entry's). */
+static void put_object(struct rc_buf *b, const struct pl_object *obj, const struct rd_object *o)
+{
+    put_str(b, o->api_version);
+    put_str(b, o->kind);
+    put_opt(b, o->ns);
+    put_str(b, o->name);
+    put_labels(b, &o->labels);
+    put_uv(b, obj->npods);
+    for (size_t i = 0; i < obj->npods; i++)
+        put_pod(b, &obj->pods[i]);
+    put_sv(b, obj->replicas);
+    put_uv(b, (size_t)obj->split);
+    put_sv(b, obj->parallelism);
+    put_sv(b, obj->completions);
+    put_opt(b, obj->warning);
+    put_opt(b, obj->nova_cluster);
+    put_opt(b, obj->nova_spread_onto);
+    put_uv(b, obj->nrefs);
+    for (size_t i = 0; i < obj->nrefs; i++) {
+        put_str(b, obj->refs[i].key);
+        put_uv(b, (size_t)(obj->refs[i].optional != 0));
+    }
+}
+
+#define EXPORT_FORMAT 2
 
 void rd_cache_export_version(char *out, size_t n)
 {
@@ -731,17 +822,26 @@ int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, 
     put_uv(out, p->nwarnings);
     for (size_t i = 0; i < p->nwarnings; i++)
         put_bytes(out, p->warnings[i], strlen(p->warnings[i]));
+    put_uv(out, (size_t)(p->res.n - PL_RES_FIRST_EXTENDED));
+    for (int r = PL_RES_FIRST_EXTENDED; r < p->res.n; r++)
+        put_str(out, p->res.name[r]);
     put_uv(out, p->ndocs);
     for (size_t i = 0; i < p->ndocs; i++) {
         const struct pdoc *d = &p->pdocs[i];
         if (d->object >= 0) {
-            const struct rd_object *ro = p->objects[d->object].payload;
-            put_bytes(out, ro->packed, ro->packed_len);
+            const struct pl_object *obj = &p->objects[d->object];
+            const struct rd_object *ro = obj->payload;
+            struct rc_buf derived = RC_BUF_INIT;
             put_uv(out, 1);
-            put_uv(out, (size_t)ro->pos.line);
-            put_uv(out, (size_t)ro->pos.col);
+            put_bytes(out, ro->packed, ro->packed_len);
+            put_uv(out, (size_t)(ro->pos.line > 0 ? ro->pos.line : 0));
+            put_uv(out, (size_t)(ro->pos.col > 0 ? ro->pos.col : 0));
+            put_object(&derived, obj, ro);
+            put_bytes(out, derived.ptr, derived.len);
+            rc_buf_release(&derived);
             continue;
         }
+        put_uv(out, 0);
         put_bytes(out, d->packed, d->packed_len);
         put_uv(out, d->npos);
         for (size_t k = 0; k < d->npos; k++) {
@@ -790,6 +890,221 @@ static int get_int(struct reader *r)
     return r->bad ? 0 : (int)v;
 }
 
+static int64_t get_sv(struct reader *r)
+{
+    uint64_t v = (uint64_t)get_uv(r);
+
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* A count of items that take at least one byte each: more than are left is damage. */
+static size_t get_count(struct reader *r)
+{
+    size_t n = get_uv(r);
+
+    if (n > (size_t)(r->end - r->p))
+        r->bad = 1;
+    return r->bad ? 0 : n;
+}
+
+/* A string (without NUL bytes), copied into a; "" once the reader is bad. */
+static const char *get_str(struct reader *r, struct rc_arena *a)
+{
+    size_t n;
+    const unsigned char *s = get_span(r, &n);
+
+    if (s && memchr(s, '\0', n))
+        r->bad = 1;
+    return r->bad ? "" : rc_arena_strndup(a, (const char *)s, n);
+}
+
+static const char *get_opt(struct reader *r, struct rc_arena *a)
+{
+    size_t n = get_uv(r);
+    const unsigned char *s = r->p;
+
+    if (r->bad || n == 0)
+        return NULL;
+    if (n - 1 > (size_t)(r->end - r->p) || memchr(s, '\0', n - 1)) {
+        r->bad = 1;
+        return NULL;
+    }
+    r->p += n - 1;
+    return rc_arena_strndup(a, (const char *)s, n - 1);
+}
+
+static void get_labels(struct reader *r, struct pl_labels *l, struct rc_arena *a)
+{
+    l->n = get_count(r);
+    l->v = l->n ? rc_arena_calloc(a, l->n, sizeof(*l->v)) : NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        l->v[i].key = get_str(r, a);
+        l->v[i].value = get_str(r, a);
+    }
+}
+
+static void get_pod(struct reader *r, struct pl_pod *pod, int nres, struct rc_arena *a)
+{
+    size_t n;
+
+    pod->role = get_str(r, a);
+    n = get_uv(r);
+    if (n > UINT32_MAX)
+        r->bad = 1;
+    pod->count = (uint32_t)n;
+    n = get_uv(r);
+    if (n > (size_t)nres)
+        r->bad = 1;
+    for (size_t k = 0; k < n && !r->bad; k++)
+        pod->req.v[k] = get_sv(r);
+    get_labels(r, &pod->node_selector, a);
+    pod->ntolerations = get_count(r);
+    pod->tolerations = rc_arena_calloc(a, pod->ntolerations + 1, sizeof(*pod->tolerations));
+    for (size_t i = 0; i < pod->ntolerations; i++) {
+        struct pl_toleration *t = &pod->tolerations[i];
+        t->key = get_str(r, a);
+        t->exists = get_uv(r) != 0;
+        t->value = get_str(r, a);
+        t->effect = get_str(r, a);
+    }
+    pod->naffinity = get_count(r);
+    pod->affinity = rc_arena_calloc(a, pod->naffinity + 1, sizeof(*pod->affinity));
+    for (size_t i = 0; i < pod->naffinity; i++) {
+        struct pl_selector *sel = &pod->affinity[i];
+        sel->n = get_count(r);
+        sel->req = rc_arena_calloc(a, sel->n + 1, sizeof(*sel->req));
+        for (size_t k = 0; k < sel->n; k++) {
+            struct pl_requirement *q = &sel->req[k];
+            q->key = get_str(r, a);
+            n = get_uv(r);
+            if (n > PL_OP_LT)
+                r->bad = 1;
+            q->op = (enum pl_op)n;
+            q->nvalues = get_count(r);
+            q->values = rc_arena_calloc(a, q->nvalues + 1, sizeof(*q->values));
+            for (size_t v = 0; v < q->nvalues; v++)
+                q->values[v] = get_str(r, a);
+        }
+    }
+}
+
+/* What put_object wrote, into o and obj; 0, or -1 when the bytes do not decode. */
+static int get_object(struct reader *r, struct rd_object *o, struct pl_object *obj,
+                      const struct parsed *p, struct rd_pos pos)
+{
+    struct rc_arena *a = p->arena;
+    const char *slash;
+    size_t n;
+
+    o->api_version = get_str(r, a);
+    o->kind = get_str(r, a);
+    o->ns = get_opt(r, a);
+    o->name = get_str(r, a);
+    if (r->bad)
+        return -1;
+    slash = strchr(o->api_version, '/');
+    o->group = slash ? rc_arena_strndup(a, o->api_version, (size_t)(slash - o->api_version)) : "";
+    o->version = slash ? slash + 1 : o->api_version;
+    o->key = o->ns ? rc_arena_printf(a, "%s/%s/%s", o->ns, o->kind, o->name)
+                   : rc_arena_printf(a, "%s/%s", o->kind, o->name);
+    get_labels(r, &o->labels, a);
+    o->file = p->path;
+    o->pos = pos;
+    obj->key = o->key;
+    obj->api_version = o->api_version;
+    obj->kind = o->kind;
+    obj->ns = o->ns;
+    obj->name = o->name;
+    obj->labels = o->labels;
+    obj->file = o->file;
+    obj->line = o->pos.line;
+    obj->payload = o;
+    obj->npods = get_count(r);
+    obj->pods = rc_arena_calloc(a, obj->npods + 1, sizeof(*obj->pods));
+    for (size_t i = 0; i < obj->npods && !r->bad; i++)
+        get_pod(r, &obj->pods[i], p->res.n, a);
+    obj->replicas = get_sv(r);
+    n = get_uv(r);
+    if (n > PL_SPLIT_WHOLE)
+        r->bad = 1;
+    obj->split = (enum pl_split_kind)n;
+    obj->parallelism = get_sv(r);
+    obj->completions = get_sv(r);
+    obj->warning = get_opt(r, a);
+    obj->nova_cluster = get_opt(r, a);
+    obj->nova_spread_onto = get_opt(r, a);
+    obj->nrefs = get_count(r);
+    {
+        struct pl_ref *refs = rc_arena_calloc(a, obj->nrefs + 1, sizeof(*refs));
+        for (size_t i = 0; i < obj->nrefs; i++) {
+            refs[i].key = get_str(r, a);
+            refs[i].optional = get_uv(r) != 0;
+        }
+        obj->refs = refs;
+    }
+    return r->bad || r->p != r->end ? -1 : 0;
+}
+
+/* The ranges rd_demand_extract reads the fields in. */
+static int demand_ok(const struct pl_object *obj)
+{
+    if (obj->replicas < -1 || obj->replicas > INT32_MAX || obj->parallelism < -1 ||
+        obj->parallelism > INT32_MAX || obj->completions < -1 || obj->completions > INT32_MAX)
+        return 0;
+    for (size_t i = 0; i < obj->npods; i++) {
+        for (int r = 0; r < PL_RES_MAX; r++) {
+            if (obj->pods[i].req.v[r] < 0)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* A file of workloads alone, taken up from what load_doc derived (no tree is expanded):
+ * what load_docs and finish would have left in p. 0, or -1 when the bytes do not decode. */
+static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *const *packs,
+                          const size_t *packs_len, const struct rd_pos *pos,
+                          const unsigned char *const *derived, const size_t *derived_len)
+{
+    struct parsed *p = c->p;
+    size_t total = 0;
+    unsigned char *at;
+
+    p->pdocs = rc_arena_calloc(p->arena, ndocs + 1, sizeof(*p->pdocs));
+    p->ndocs = ndocs;
+    for (size_t i = 0; i < ndocs; i++) {
+        struct reader r = {derived[i], derived[i] + derived_len[i], 0};
+        struct rd_object *o = rc_arena_calloc(p->arena, 1, sizeof(*o));
+        struct pl_object *obj = VEC_PUSH(c->st.objects);
+        struct fkey *k;
+        /* what a parse would refuse is refused here too (then the caller parses the file):
+         * the identity that names paths, the ranges the demand's fields are read in, and
+         * an object once per file */
+        if (get_object(&r, o, obj, p, pos[i]) < 0 || !rd_object_identity_ok(o) || !demand_ok(obj))
+            return -1;
+        for (size_t j = 0; j < c->st.keys.n; j++) {
+            if (!strcmp(c->st.keys.v[j].key, o->key))
+                return -1;
+        }
+        o->packed_len = packs_len[i];
+        total += packs_len[i];
+        p->pdocs[i].object = (long)i;
+        k = VEC_PUSH(c->st.keys);
+        k->key = o->key;
+        k->line = pos[i].line;
+        k->col = pos[i].col;
+    }
+    /* one allocation for the packed manifests, as load_docs makes */
+    at = rc_arena_take(p->arena, rc_xmalloc(total + 1), total + 1);
+    for (size_t i = 0; i < ndocs; i++) {
+        struct rd_object *o = c->st.objects.v[i].payload;
+        o->packed = at;
+        memcpy(at, packs[i], packs_len[i]);
+        at += packs_len[i];
+    }
+    return 0;
+}
+
 /* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
  * not decode or do not load. Touches nothing shared: callable on several threads. */
 static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len)
@@ -802,9 +1117,11 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     cJSON **roots = NULL;
     struct rd_pos **pos = NULL;
     size_t *npos = NULL;
-    const unsigned char **packs = NULL;
-    size_t *packs_len = NULL;
-    size_t flen, bytes, nwarn, ndocs = 0;
+    const unsigned char **packs = NULL, **derived = NULL;
+    size_t *packs_len = NULL, *derived_len = NULL;
+    struct rd_pos *root_pos = NULL;
+    const unsigned char *res_at;
+    size_t flen, bytes, nwarn, nres, ndocs = 0, nwork = 0;
     struct parsed *done = NULL;
     int rc;
 
@@ -831,6 +1148,17 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
         if (!r.bad)
             *VEC_PUSH(ctx.st.warnings) = rc_arena_strndup(p->arena, (const char *)w, n);
     }
+    /* the resource names: taken below when every document is a workload, else interned
+     * again by the load */
+    nres = get_uv(&r);
+    if (r.bad || nres > RD_FILE_EXTENDED_MAX)
+        goto out;
+    res_at = r.p;
+    for (size_t i = 0; i < nres; i++) {
+        size_t n;
+        if (!get_span(&r, &n))
+            goto out;
+    }
     ndocs = get_uv(&r);
     if (r.bad || ndocs > limits.max_documents || ndocs > (size_t)(r.end - r.p))
         goto out;
@@ -839,35 +1167,69 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     npos = rc_xcalloc(ndocs + 1, sizeof(*npos));
     packs = rc_xcalloc(ndocs + 1, sizeof(*packs));
     packs_len = rc_xcalloc(ndocs + 1, sizeof(*packs_len));
+    derived = rc_xcalloc(ndocs + 1, sizeof(*derived));
+    derived_len = rc_xcalloc(ndocs + 1, sizeof(*derived_len));
+    root_pos = rc_xcalloc(ndocs + 1, sizeof(*root_pos));
     for (size_t i = 0; i < ndocs; i++) {
-        size_t n;
+        size_t tag = get_uv(&r), n;
         const unsigned char *packed = get_span(&r, &n);
-        if (!packed || rd_unpack(&roots[i], packed, n, &ferr) < 0)
+        if (!packed || tag > 1)
             goto out;
         packs[i] = packed;
         packs_len[i] = n;
-        npos[i] = get_uv(&r);
-        if (r.bad || npos[i] == 0 || npos[i] > (size_t)(r.end - r.p) / 2)
-            goto out;
-        pos[i] = rc_xcalloc(npos[i], sizeof(**pos));
-        for (size_t k = 0; k < npos[i]; k++) {
-            pos[i][k].line = get_int(&r);
-            pos[i][k].col = get_int(&r);
+        if (tag == 1) {
+            root_pos[i].line = get_int(&r);
+            root_pos[i].col = get_int(&r);
+            derived[i] = get_span(&r, &derived_len[i]);
+            npos[i] = 1;
+            nwork++;
+        } else {
+            npos[i] = get_uv(&r);
+            if (r.bad || npos[i] == 0 || npos[i] > (size_t)(r.end - r.p) / 2)
+                goto out;
+            pos[i] = rc_xcalloc(npos[i], sizeof(**pos));
+            for (size_t k = 0; k < npos[i]; k++) {
+                pos[i][k].line = get_int(&r);
+                pos[i][k].col = get_int(&r);
+            }
         }
         if (r.bad)
             goto out;
     }
     if (r.p != r.end)
         goto out;
-    /* the trees go to the document set, and are freed with it */
-    rd_docs_from_trees(&p->docs, p->path, roots, ndocs, (const struct rd_pos *const *)pos, npos);
-    memset(roots, 0, ndocs * sizeof(*roots));
-    /* the same load as a parse: what the bytes hold is validated again, and a document that
-     * a parse would refuse is refused here (then the caller parses the file) */
-    ctx.kept = packs;
-    ctx.kept_len = packs_len;
-    rc = load_docs(&ctx, &ferr);
-    finish(&ctx, rc, &ferr);
+    if (nwork == ndocs) {
+        struct reader rr = {res_at, r.end, 0};
+        for (size_t i = 0; i < nres; i++) {
+            const char *name = get_str(&rr, p->arena);
+            if (!*name || pl_resnames_find(&p->res, name) >= 0)
+                goto out;
+            p->res.name[p->res.n++] = name;
+        }
+        if (import_derived(&ctx, ndocs, packs, packs_len, root_pos, derived, derived_len) < 0)
+            goto out;
+        finish(&ctx, RC_OK, &ferr);
+        rc = RC_OK;
+    } else {
+        for (size_t i = 0; i < ndocs; i++) {
+            if (rd_unpack(&roots[i], packs[i], packs_len[i], &ferr) < 0)
+                goto out;
+            if (!pos[i]) {
+                pos[i] = rc_xcalloc(1, sizeof(**pos));
+                pos[i][0] = root_pos[i];
+            }
+        }
+        /* the trees go to the document set, and are freed with it */
+        rd_docs_from_trees(&p->docs, p->path, roots, ndocs, (const struct rd_pos *const *)pos,
+                           npos);
+        memset(roots, 0, ndocs * sizeof(*roots));
+        /* the same load as a parse: what the bytes hold is validated again, and a document
+         * that a parse would refuse is refused here (then the caller parses the file) */
+        ctx.kept = packs;
+        ctx.kept_len = packs_len;
+        rc = load_docs(&ctx, &ferr);
+        finish(&ctx, rc, &ferr);
+    }
     if (rc >= 0 && !p->error) {
         p->bytes = bytes; /* as the parse counted it: the memory limit decides the same */
         done = p;
@@ -883,6 +1245,9 @@ out:
     free(npos);
     free(packs);
     free(packs_len);
+    free(derived);
+    free(derived_len);
+    free(root_pos);
     pstage_free(&ctx.st);
     parsed_free(p);
     return done;

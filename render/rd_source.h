@@ -145,20 +145,24 @@ int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, siz
  * parses a blob an earlier pass parsed.
  *
  * rd_cache_export appends to out what (id, path) loaded to: each document packed (rd_pack.h)
- * with the positions the load reads, the warnings the file produced, its length. RC_ENOTFOUND
+ * with the positions the load reads, for a workload also what its load derived (identity,
+ * labels, demand, references), the warnings the file produced, its length. RC_ENOTFOUND
  * when (id, path) is not cached or did not load (broken files are parsed again each time, so
  * their errors are always exact).
  *
- * rd_cache_import adds (id, path) to the cache from such bytes: the documents are unpacked and
- * loaded again by the same code as a parse (objects, clusters, policies, demand: what the
- * bytes hold is validated as if parsed, so they cannot yield what a parse would refuse), the
- * kept positions and warnings restored. The result is what parsing the blob gives, as long
+ * rd_cache_import adds (id, path) to the cache from such bytes. A file of workloads alone is
+ * taken up from what was derived, its trees not expanded: the identity is checked as
+ * rd_object_init checks it (rd_object_identity_ok), the demand's fields against the ranges its
+ * parse reads them in, an object once per file. A file with any other document (a Cluster, a
+ * SchedulePolicy) is unpacked and loaded again by the same code as a parse. Either way the
+ * bytes cannot yield what a parse would refuse, and the kept positions and warnings are
+ * restored. The result is what parsing the blob gives, as long
  * as the bytes were exported by a build of the same loader (the caller's to ensure, see
  * rc_pcache.h). RC_EINVALID when the bytes do not decode or do not load: nothing is added,
  * and the caller parses the file. RC_OK also when (id, path) was cached already.
  */
 /* What exported bytes depend on besides the blob and this program's loader: the export's own
- * format and the libraries the load reads through ("export 1 libyaml 0.2.5 cjson 1.7.15"). */
+ * format and the libraries the load reads through ("export 2 libyaml 0.2.5 cjson 1.7.15"). */
 void rd_cache_export_version(char *out, size_t n);
 struct rc_buf;
 int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out);

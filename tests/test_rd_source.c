@@ -602,6 +602,260 @@ static void test_rd_source__primed_on_threads_loads_the_same(void **state)
     rd_cache_free(cache);
 }
 
+static void assert_same_labels(const struct pl_labels *a, const struct pl_labels *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        assert_string_equal(a->v[i].key, b->v[i].key);
+        assert_string_equal(a->v[i].value, b->v[i].value);
+    }
+}
+
+static void assert_same_opt(const char *a, const char *b)
+{
+    assert_int_equal(a == NULL, b == NULL);
+    if (a)
+        assert_string_equal(a, b);
+}
+
+/* Every field of a loaded workload that placement or render reads, the resource amounts by
+ * name (each file numbers its own names). */
+static void assert_same_object(const struct pl_object *x, const struct rd_source *xs,
+                               const struct pl_object *y, const struct rd_source *ys)
+{
+    const struct rd_object *a = x->payload, *b = y->payload;
+
+    assert_string_equal(x->key, y->key);
+    assert_string_equal(x->api_version, y->api_version);
+    assert_string_equal(x->kind, y->kind);
+    assert_same_opt(x->ns, y->ns);
+    assert_string_equal(x->name, y->name);
+    assert_same_labels(&x->labels, &y->labels);
+    assert_string_equal(x->file, y->file);
+    assert_int_equal(x->line, y->line);
+    assert_int_equal(x->replicas, y->replicas);
+    assert_int_equal(x->split, y->split);
+    assert_int_equal(x->parallelism, y->parallelism);
+    assert_int_equal(x->completions, y->completions);
+    assert_same_opt(x->warning, y->warning);
+    assert_same_opt(x->nova_cluster, y->nova_cluster);
+    assert_same_opt(x->nova_spread_onto, y->nova_spread_onto);
+    assert_int_equal(x->nrefs, y->nrefs);
+    for (size_t i = 0; i < x->nrefs; i++) {
+        assert_string_equal(x->refs[i].key, y->refs[i].key);
+        assert_int_equal(x->refs[i].optional, y->refs[i].optional);
+    }
+    assert_int_equal(x->npods, y->npods);
+    for (size_t i = 0; i < x->npods; i++) {
+        const struct pl_pod *p = &x->pods[i], *q = &y->pods[i];
+        assert_string_equal(p->role, q->role);
+        assert_int_equal(p->count, q->count);
+        for (int r = 0; r < PL_RES_MAX; r++) {
+            if (p->req.v[r]) {
+                int k = pl_resnames_find(&ys->res, xs->res.name[r]);
+                assert_true(k >= 0);
+                assert_int_equal(p->req.v[r], q->req.v[k]);
+            }
+        }
+        assert_same_labels(&p->node_selector, &q->node_selector);
+        assert_int_equal(p->ntolerations, q->ntolerations);
+        for (size_t t = 0; t < p->ntolerations; t++) {
+            assert_string_equal(p->tolerations[t].key, q->tolerations[t].key);
+            assert_int_equal(p->tolerations[t].exists, q->tolerations[t].exists);
+            assert_string_equal(p->tolerations[t].value, q->tolerations[t].value);
+            assert_string_equal(p->tolerations[t].effect, q->tolerations[t].effect);
+        }
+        assert_int_equal(p->naffinity, q->naffinity);
+        for (size_t t = 0; t < p->naffinity; t++) {
+            assert_int_equal(p->affinity[t].n, q->affinity[t].n);
+            for (size_t k = 0; k < p->affinity[t].n; k++) {
+                const struct pl_requirement *u = &p->affinity[t].req[k],
+                                            *v = &q->affinity[t].req[k];
+                assert_string_equal(u->key, v->key);
+                assert_int_equal(u->op, v->op);
+                assert_int_equal(u->nvalues, v->nvalues);
+                for (size_t m = 0; m < u->nvalues; m++)
+                    assert_string_equal(u->values[m], v->values[m]);
+            }
+        }
+    }
+    assert_null(a->root);
+    assert_null(b->root);
+    assert_string_equal(a->api_version, b->api_version);
+    assert_string_equal(a->group, b->group);
+    assert_string_equal(a->version, b->version);
+    assert_string_equal(a->kind, b->kind);
+    assert_same_opt(a->ns, b->ns);
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->key, b->key);
+    assert_same_labels(&a->labels, &b->labels);
+    assert_string_equal(a->file, b->file);
+    assert_int_equal(a->pos.line, b->pos.line);
+    assert_int_equal(a->pos.col, b->pos.col);
+    assert_int_equal(a->packed_len, b->packed_len);
+    assert_memory_equal(a->packed, b->packed, a->packed_len);
+}
+
+/* Workloads with every kind of demand, constraint and reference, each file alone and one
+ * beside a Cluster (which is loaded from its tree again). */
+static const char rich_gpu[] =
+    "apiVersion: apps/v1\n"
+    "kind: Deployment\n"
+    "metadata:\n"
+    "  name: gpu\n"
+    "  namespace: ml\n"
+    "  labels: {team: a, tier: \"1\"}\n"
+    "  annotations: {nova.elotl.co/cluster: gpu-east}\n"
+    "spec:\n"
+    "  replicas: 3\n"
+    "  template:\n"
+    "    spec:\n"
+    "      nodeSelector: {accel: h100, zone: b}\n"
+    "      tolerations:\n"
+    "      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+    "      - {key: dedicated, operator: Equal, value: ml}\n"
+    "      - {operator: Exists}\n"
+    "      affinity:\n"
+    "        nodeAffinity:\n"
+    "          requiredDuringSchedulingIgnoredDuringExecution:\n"
+    "            nodeSelectorTerms:\n"
+    "            - matchExpressions:\n"
+    "              - {key: zone, operator: In, values: [a, b]}\n"
+    "              - {key: spot, operator: DoesNotExist}\n"
+    "              - {key: gen, operator: Gt, values: [\"3\"]}\n"
+    "            - matchExpressions: [{key: pool, operator: NotIn, values: [old]}]\n"
+    "      initContainers:\n"
+    "      - {name: i, resources: {requests: {cpu: \"4\", example.com/fpga: \"1\"}}}\n"
+    "      containers:\n"
+    "      - name: c\n"
+    "        envFrom: [{configMapRef: {name: env}}, {secretRef: {name: token, optional: true}}]\n"
+    "        resources:\n"
+    "          requests: {cpu: 500m, memory: 2Gi}\n"
+    "          limits: {nvidia.com/gpu: \"2\", ephemeral-storage: 1Gi}\n"
+    "      volumes:\n"
+    "      - {name: d, persistentVolumeClaim: {claimName: data}}\n"
+    "      - {name: s, secret: {secretName: certs}}\n";
+static const char rich_jobs[] =
+    "apiVersion: batch/v1\n"
+    "kind: Job\n"
+    "metadata: {name: sweep, namespace: ml, annotations: {nova.elotl.co/spread-onto: \"a,b\"}}\n"
+    "spec:\n"
+    "  parallelism: 4\n"
+    "  completions: 10\n"
+    "  template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}}\n"
+    "---\n"
+    "apiVersion: example.com/v1\n"
+    "kind: Trainer\n"
+    "metadata: {name: odd, namespace: ml}\n"
+    "spec: {template: {spec: {containers: [{name: c}]}}}\n"
+    "---\n"
+    "apiVersion: rbac.authorization.k8s.io/v1\n"
+    "kind: ClusterRole\n"
+    "metadata: {name: reader}\n"
+    "rules: []\n";
+static const char rich_mixed[] =
+    "apiVersion: v1\n"
+    "kind: ConfigMap\n"
+    "metadata: {name: env, namespace: ml}\n"
+    "data: {a: b}\n"
+    "---\n"
+    "apiVersion: rightplace.dev/v1alpha1\n"
+    "kind: Cluster\n"
+    "metadata: {name: gpu-east}\n"
+    "spec:\n"
+    "  nodes: [{name: n, count: 2, allocatable: {cpu: 8, memory: 32Gi, example.com/fpga: 2}}]\n";
+
+/* A file of workloads alone is taken up from what its parse derived, without its trees: every
+ * field of every object is the parse's (the skyray files and the rich ones above). */
+static void test_rd_source__import_takes_what_the_parse_derived(void **state)
+{
+    struct fx *f = *state;
+    struct rd_file files[64];
+    char *texts[64];
+    const char *ids[64];
+    char idbuf[64][41];
+    size_t n = 0, np = 0, exported = 0;
+    struct rd_cache *cache = NULL, *other = NULL;
+    struct rd_load_options lo;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
+
+    collect(files, texts, &n, 60, "");
+    files[n++] = (struct rd_file)F("rich/gpu.yaml", rich_gpu);
+    files[n++] = (struct rd_file)F("rich/jobs.yaml", rich_jobs);
+    files[n++] = (struct rd_file)F("rich/mixed.yaml", rich_mixed);
+    fake_ids(ids, idbuf, n);
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, files, ids, n, 1, &np), RC_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct rc_buf b = RC_BUF_INIT;
+        if (rd_cache_export(cache, ids[i], files[i].path, &b) == RC_OK) {
+            exported++;
+            assert_int_equal(rd_cache_import(other, ids[i], files[i].path, b.ptr, b.len), RC_OK);
+        }
+        rc_buf_release(&b);
+    }
+    assert_true(exported > 12);
+    /* bytes that name what a parse refuses are refused, though they decode: the name that
+     * becomes a path, here "a/b" in place of "gpu" in what was derived */
+    {
+        struct rc_buf b = RC_BUF_INIT;
+        struct rd_cache *scratch = NULL;
+        unsigned char *at = NULL;
+        assert_int_equal(rd_cache_export(cache, ids[n - 3], files[n - 3].path, &b), RC_OK);
+        for (size_t k = 0; k + 4 <= b.len; k++) {
+            if (!memcmp(b.ptr + k, "\003gpu", 4))
+                at = (unsigned char *)b.ptr + k; /* the last one: the derived name */
+        }
+        assert_non_null(at);
+        assert_int_equal(rd_cache_new(&scratch), RC_OK);
+        assert_int_equal(rd_cache_import(scratch, ids[n - 3], files[n - 3].path, b.ptr, b.len),
+                         RC_OK);
+        rd_cache_free(scratch);
+        memcpy(at + 1, "a/b", 3);
+        assert_int_equal(rd_cache_new(&scratch), RC_OK);
+        assert_int_equal(rd_cache_import(scratch, ids[n - 3], files[n - 3].path, b.ptr, b.len),
+                         RC_EINVALID);
+        rd_cache_free(scratch);
+        rc_buf_release(&b);
+    }
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = other;
+    assert_int_equal(rd_source_load_ex(&imported, files, n, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nparsed, n - exported);
+    assert_int_equal(rd_source_load(&plain, files, n, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nobjects, plain.nobjects);
+    assert_true(plain.nobjects >= 9);
+    for (size_t i = 0; i < plain.nobjects; i++)
+        assert_same_object(&imported.objects[i], &imported, &plain.objects[i], &plain);
+    /* what the rich files hold is there to compare */
+    {
+        const struct pl_object *o = object(&plain, "ml/Deployment/gpu");
+        assert_non_null(o);
+        assert_int_equal(o->pods[0].ntolerations, 3);
+        assert_int_equal(o->pods[0].naffinity, 2);
+        assert_true(o->nrefs >= 4);
+        assert_non_null(o->nova_cluster);
+        assert_non_null(object(&plain, "ml/Trainer/odd")->warning);
+        assert_int_equal(object(&plain, "ml/Job/sweep")->completions, 10);
+    }
+    assert_int_equal(imported.nwarnings, plain.nwarnings);
+    for (size_t i = 0; i < plain.nwarnings; i++)
+        assert_string_equal(imported.warnings[i], plain.warnings[i]);
+    assert_int_equal(imported.nclusters, plain.nclusters);
+    assert_int_equal(imported.nerrors, plain.nerrors);
+    rd_source_release(&imported);
+    rd_source_release(&plain);
+    rd_cache_free(cache);
+    rd_cache_free(other);
+    for (size_t i = 0; i + 3 < n; i++) {
+        free((char *)files[i].path);
+        free(texts[i]);
+    }
+}
+
 /* What a file parsed to, exported and imported into another cache, loads exactly as the
  * parse did (objects, their lines and packed trees, warnings, policies, clusters; broken files
  * are not exported); any prefix of the bytes, and any byte changed, is refused or loads,
@@ -695,6 +949,7 @@ int main(void)
         T(sweep_frees_what_was_not_used),
         T(primed_on_threads_loads_the_same),
         T(export_import_loads_the_same),
+        T(import_takes_what_the_parse_derived),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
