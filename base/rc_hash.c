@@ -42,11 +42,16 @@ static uint64_t xmerge(uint64_t h, uint64_t v)
 
 uint64_t rc_xxh64(const void *data, size_t n)
 {
+    return rc_xxh64_seeded(data, n, 0);
+}
+
+uint64_t rc_xxh64_seeded(const void *data, size_t n, uint64_t seed)
+{
     const unsigned char *p = data, *end = p + n;
     uint64_t h;
 
     if (n >= 32) {
-        uint64_t v1 = XP1 + XP2, v2 = XP2, v3 = 0, v4 = 0 - XP1;
+        uint64_t v1 = seed + XP1 + XP2, v2 = seed + XP2, v3 = seed, v4 = seed - XP1;
         for (; end - p >= 32; p += 32) {
             v1 = xround(v1, rc_le64_get(p));
             v2 = xround(v2, rc_le64_get(p + 8));
@@ -56,7 +61,7 @@ uint64_t rc_xxh64(const void *data, size_t n)
         h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
         h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
     } else {
-        h = XP5;
+        h = seed + XP5;
     }
     h += (uint64_t)n;
     for (; end - p >= 8; p += 8)

@@ -16,6 +16,8 @@ uint64_t rc_fnv1a_str(uint64_t h, const char *s);
  * of tens of megabytes (the parse cache) costs milliseconds, where FNV-1a's byte a step
  * costs tens. */
 uint64_t rc_xxh64(const void *data, size_t n);
+/* XXH64 with a seed (`xxhsum -H64` gives seed 0 only). */
+uint64_t rc_xxh64_seeded(const void *data, size_t n, uint64_t seed);
 /* Write the hash as 16 lower-case hex digits plus NUL into out[17]. */
 void rc_hash_hex(uint64_t h, char out[17]);
 /* Whether s[0..n) is a git object id as rightplace writes one: exactly 40 lower-case hex

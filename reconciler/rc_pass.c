@@ -719,6 +719,23 @@ static void record_source_line(struct rc_rcache_line *out, const char *text, siz
     }
 }
 
+/* The record of kl->blob from the record cache file, with the writer's memo it was written
+ * with unless this process has that memo already (loop mode): 1 when the file holds it. */
+static int record_from_file(struct rd_record *rec, struct rc_rcache *rfile, struct rc_cache *cache,
+                            struct known_line *kl, const struct rc_log *log, struct rc_arena *a)
+{
+    struct rd_record_memo *memo = rc_cache_record_memo(cache);
+    int memo_read = 0;
+
+    if (!strcmp(rc_cache_memo_blob(cache), kl->blob))
+        memo = NULL;
+    if (!rc_rcache_load(rfile, rec, &kl->line, memo, &memo_read, kl->blob, a, log))
+        return 0;
+    if (memo_read)
+        rc_cache_set_memo_blob(cache, kl->blob);
+    return 1;
+}
+
 /* The deploy head's placements.yaml, parsed, as cheaply as it can be had (its source commit
  * aside: prev_record). With a cache (loop mode) the record
  * the last pass read or wrote is used again when the head's placements.yaml is still that
@@ -761,7 +778,7 @@ static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes
         record_source_line(&kl->line, data, len);
         return RC_OK;
     }
-    if (rfile && rc_rcache_load(rfile, rec, &kl->line, kl->blob, a, log)) {
+    if (rfile && record_from_file(rec, rfile, cache, kl, log, a)) {
         *cached = 1;
         kl->known = 1;
         if (!last_pass) /* `--once`: no next pass in this process */
@@ -1211,6 +1228,9 @@ struct compute {
     struct pl_result res;
     struct rd_tree tree;
     const struct rd_verdict_tally **tallies; /* rd_render_options.tallies of the render */
+    /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
+     * record it made, kept with that record in the record cache file */
+    const struct rd_record_memo *record_memo;
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
     int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
@@ -1477,7 +1497,14 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.tallies = tallies;
     if (c->reuse_ok)
         ropts.reuse = reusable_units(c, kept, a);
-    ropts.record_memo = o->cache && !o->last_pass ? rc_cache_record_memo(o->cache) : NULL;
+    /* the writer's memo: loop mode copies the entries that did not change from it; for the
+     * last pass it keeps digests alone, for the record cache file (the next process) */
+    ropts.record_memo = o->cache && (!o->last_pass || rc_cache_record_file(o->cache))
+                            ? rc_cache_record_memo(o->cache)
+                            : NULL;
+    if (ropts.record_memo && o->last_pass)
+        rd_record_memo_keep_bytes(ropts.record_memo, 0);
+    c->record_memo = ropts.record_memo;
     ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
@@ -1694,7 +1721,7 @@ static void *record_job_run(void *arg)
     t1 = mono_ms();
     record_source_line(&line, f->data, f->len);
     if (j->rfile)
-        rc_rcache_prepare(&j->packed, j->rfile, &j->rec, &line);
+        rc_rcache_prepare(&j->packed, j->rfile, &j->rec, &line, j->cp->record_memo);
     j->ms_made = t1 - t0;
     j->ms_packed = mono_ms() - t1;
     return NULL;

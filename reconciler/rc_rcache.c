@@ -2,15 +2,17 @@
  * rc_rcache.c - the record cache file (see rc_rcache.h).
  *
  * Format:
- *   "rightplace-record-cache 1\n"
+ *   "rightplace-record-cache 2\n"
  *   "rightplace <version> load <digest of the Load step's sources> <RD_RECORD_PACK_VERSION>\n"
  *   one entry:
  *     u64 L            bytes of the entry after this field (little-endian, as below)
  *     u64 checksum     XXH64 of the L - 8 bytes after it
  *     40 bytes         the placements.yaml blob id, lower-case hex
  *     u32 S            bytes of the blob's source line + 1 (0: it has none)
+ *     u64 M            bytes of the writer's memo at the end (0: none)
  *     S - 1 bytes      the source line
- *     the rest         what rd_record_pack wrote
+ *     L - 68 - (S - 1) - M bytes   what rd_record_pack wrote
+ *     M bytes          what rd_record_memo_export wrote: the memo the blob was written with
  * The header must match this build's byte for byte, and the entry must end the file.
  */
 #include "rc_rcache.h"
@@ -33,8 +35,8 @@
 
 #include "rc_banned.h"
 
-#define MAGIC "rightplace-record-cache 1\n"
-#define FIXED 60 /* length, checksum, blob id, source line length */
+#define MAGIC "rightplace-record-cache 2\n"
+#define FIXED 68 /* length, checksum, blob id, source line length, memo length */
 #define LINE_MAX_BYTES 4096
 
 struct rc_rcache {
@@ -78,14 +80,17 @@ static void warn_ignored(struct rc_rcache *rc, const struct stat *st, const stru
 }
 
 int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache_line *line,
-                   const char *blob, struct rc_arena *a, const struct rc_log *log)
+                   struct rd_record_memo *memo, int *memo_read, const char *blob,
+                   struct rc_arena *a, const struct rc_log *log)
 {
     struct rc_err err = RC_ERR_INIT;
     struct stat st;
     unsigned char *buf = NULL, *p;
-    size_t size, len, slen;
+    size_t size, len, slen, mlen;
     int fd, hit = 0;
 
+    if (memo_read)
+        *memo_read = 0;
     if (!rc || !blob)
         return 0;
     rc->held[0] = '\0';
@@ -122,7 +127,9 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
     }
     len = size - rc->header_len;
     slen = rc_le32_get(p + 56);
-    if (rc_le64_get(p) != len - 8 || slen > LINE_MAX_BYTES + 1 || FIXED + slen > len + 1) {
+    mlen = (size_t)rc_le64_get(p + 60);
+    if (rc_le64_get(p) != len - 8 || slen > LINE_MAX_BYTES + 1 || FIXED + slen > len + 1 ||
+        mlen > len - FIXED - (slen ? slen - 1 : 0)) {
         warn_ignored(rc, &st, log, "truncated or damaged");
         goto done;
     }
@@ -142,9 +149,18 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
         goto done;
     }
     slen = slen ? slen - 1 : 0;
-    if (rd_record_unpack(out, p + FIXED + slen, len - FIXED - slen, a, &err) < 0) {
+    if (rd_record_unpack(out, p + FIXED + slen, len - FIXED - slen - mlen, a, &err) < 0) {
         warn_ignored(rc, &st, log, "the record does not load");
         goto done;
+    }
+    if (memo && mlen) {
+        if (rd_record_memo_import(memo, p + len - mlen, mlen) == RC_OK) {
+            if (memo_read)
+                *memo_read = 1;
+        } else {
+            warn_ignored(rc, &st, log, "the writer's memo does not load");
+            goto done;
+        }
     }
     if (line) {
         line->have = rc_le32_get(p + 56) != 0;
@@ -171,7 +187,7 @@ int rc_rcache_holds(const struct rc_rcache *rc, const char *blob)
 }
 
 void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
-                       const struct rc_rcache_line *line)
+                       const struct rc_rcache_line *line, const struct rd_record_memo *memo)
 {
     unsigned char fixed[FIXED];
     size_t slen = line && line->have ? line->len : 0;
@@ -186,6 +202,11 @@ void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const str
     rc_buf_add(out, fixed, sizeof(fixed), NULL);
     rc_buf_add(out, slen ? line->text : "", slen, NULL);
     rd_record_pack(out, r);
+    if (memo) {
+        size_t before = out->len;
+        rd_record_memo_export(memo, out);
+        rc_le64_put((unsigned char *)out->ptr + rc->header_len + 60, out->len - before);
+    }
 }
 
 int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepared,
@@ -230,7 +251,7 @@ int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_recor
 
     if (!rc || rc_rcache_holds(rc, blob))
         return RC_OK;
-    rc_rcache_prepare(&b, rc, r, line);
+    rc_rcache_prepare(&b, rc, r, line, NULL);
     error = rc_rcache_write(rc, blob, &b, err);
     rc_buf_release(&b);
     return error;

@@ -54,9 +54,12 @@ struct rc_rcache_line {
 /* The record of placements.yaml blob `blob` from the file, allocated in a, and its source
  * line (line may be NULL): 1 when the file holds it (nothing need be read nor parsed), 0
  * otherwise (no file, another blob's record, or a file that does not check out: logged as a
- * warning, log may be NULL, and rewritten by the next rc_rcache_save). */
+ * warning, log may be NULL, and rewritten by the next rc_rcache_save). When the file also
+ * holds the writer's memo that blob was written with and memo is not NULL, *memo becomes it
+ * (rd_record_memo_import) and *memo_read 1 (memo_read may be NULL). */
 int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache_line *line,
-                   const char *blob, struct rc_arena *a, const struct rc_log *log);
+                   struct rd_record_memo *memo, int *memo_read, const char *blob,
+                   struct rc_arena *a, const struct rc_log *log);
 
 /* Whether the file holds the record of `blob`, as this process last read or wrote it. */
 int rc_rcache_holds(const struct rc_rcache *rc, const char *blob);
@@ -71,10 +74,12 @@ int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_recor
 /* rc_rcache_save in two steps, so that a pass can pack the record while it writes its commit
  * (the blob id comes with the commit): rc_rcache_prepare writes the file's bytes into out
  * (reads rc's header only: safe on another thread), and rc_rcache_write names the blob,
- * checksums and writes them, as rc_rcache_save does. */
+ * checksums and writes them, as rc_rcache_save does. memo (may be NULL): the writer's memo
+ * the record's blob was written with (rd_render_options.record_memo), kept beside it so that
+ * the next process can tell that its record would be the same without writing it. */
 struct rc_buf;
 void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
-                       const struct rc_rcache_line *line);
+                       const struct rc_rcache_line *line, const struct rd_record_memo *memo);
 int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepared,
                     struct rc_err *err);
 

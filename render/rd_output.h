@@ -56,7 +56,8 @@ struct rd_render_options {
     int threads;
     /* NULL, or what the last record written with it holds (rd_record_memo_new): entries
      * and warnings that are the same are copied from it instead of written again, and it
-     * then holds this record's. Loop mode keeps one in rc_cache. */
+     * then holds this record's. Loop mode keeps one in rc_cache; a `--once` pass has the one
+     * the record cache file kept (digests alone, rd_record_memo_import). */
     struct rd_record_memo *record_memo;
     /* 1: the base deploy tree's placements.yaml is the last record written with record_memo
      * (the caller knows it by its blob id): a record that would be that one byte for byte is
@@ -205,6 +206,18 @@ struct rd_record_stats {
 void rd_record_memo_new(struct rd_record_memo **out);
 void rd_record_memo_free(struct rd_record_memo *m);
 struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m);
+/* keep 1 (the default): the memo keeps each entry's key and bytes, so that an entry that did
+ * not change is copied (loop mode). keep 0: only a 128-bit digest of each key (two XXH64),
+ * enough to tell that a record would be the last one, for a process that writes one record
+ * and leaves its memo to the record cache file. */
+void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep);
+/* The memo as bytes for the record cache file (the digests of the units' keys and of the
+ * bytes around them; no entry bytes, no warnings), and a memo read back from them in place of
+ * m's (RC_EINVALID, m unchanged, when they do not decode). A memo read back tells that a
+ * record would be the last one written with it (rd_record_emit_unless_same) as the memo that
+ * wrote it would; when the record must be written, its entries are written again. */
+void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
+int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res,

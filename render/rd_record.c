@@ -36,6 +36,7 @@
 
 #include "pl_engine.h"
 #include "rc_arena.h"
+#include "rc_bytes.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
 #include "rc_thread.h"
@@ -155,14 +156,17 @@ static cJSON *entry_json(const struct entry *e)
     return u;
 }
 
-/* ==== The writer's memo (loop mode) ==== */
+/* ==== The writer's memo ==== */
 
 /* key: everything entry_json reads, each field tagged and length-prefixed, so that equal keys
- * mean equal entries; chunk: the entry's text ("- unit: ...\n  ...") */
+ * mean equal entries; kd: two XXH64 of the key (128 bits), what the record cache file keeps
+ * of it; chunk: the entry's text ("- unit: ...\n  ..."). key and chunk are NULL in a memo
+ * that keeps digests alone (rd_record_memo_keep_bytes 0, rd_record_memo_import). */
 struct memo_unit {
     char *unit;
     char *key;
     size_t keylen;
+    uint64_t kd[2];
     char *chunk;
     size_t len;
 };
@@ -183,11 +187,34 @@ struct rd_record_memo {
      * of those after them (have_last 0: none, or it failed) */
     int have_last;
     uint64_t last_head, last_tail;
+    int digests_only; /* rd_record_memo_keep_bytes(m, 0) */
 };
 
 void rd_record_memo_new(struct rd_record_memo **out)
 {
     *out = rc_xcalloc(1, sizeof(**out));
+}
+
+void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep)
+{
+    m->digests_only = !keep;
+}
+
+#define KEY_SEED_2 UINT64_C(0x9E3779B97F4A7C15)
+
+static void key_digest(uint64_t kd[2], const struct rc_buf *key)
+{
+    kd[0] = rc_xxh64_seeded(key->ptr, key->len, 0);
+    kd[1] = rc_xxh64_seeded(key->ptr, key->len, KEY_SEED_2);
+}
+
+/* Was the memo's entry written from this key? By the key itself when the memo kept it, else
+ * by its digest. */
+static int memo_matches(const struct memo_unit *had, const struct rc_buf *key, const uint64_t kd[2])
+{
+    if (had->key)
+        return had->keylen == key->len && !memcmp(had->key, key->ptr, key->len);
+    return had->kd[0] == kd[0] && had->kd[1] == kd[1];
 }
 
 static void memo_units_free(struct memo_unit *v, size_t n)
@@ -223,6 +250,80 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
     struct rd_record_stats none = {0, 0, 0, 0};
 
     return m ? m->last : none;
+}
+
+/* The memo for the record cache file (rc_rcache.h): the XXH64 of the bytes before and after
+ * the units, then each unit's name and key digest, in the memo's order; all numbers
+ * little-endian:
+ *   u8 have_last, u64 last_head, u64 last_tail, u64 nunits,
+ *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1])
+ * The warnings and the entries' bytes are not kept: a memo read back writes them again. */
+void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
+{
+    unsigned char fixed[25];
+
+    fixed[0] = (unsigned char)(m->have_last != 0);
+    rc_le64_put(fixed + 1, m->last_head);
+    rc_le64_put(fixed + 9, m->last_tail);
+    rc_le64_put(fixed + 17, m->nunits);
+    rc_buf_add(out, fixed, sizeof(fixed), NULL);
+    for (size_t i = 0; i < m->nunits; i++) {
+        unsigned char n[4], kd[16];
+        size_t len = strlen(m->units[i].unit);
+        rc_le32_put(n, (uint32_t)len);
+        rc_le64_put(kd, m->units[i].kd[0]);
+        rc_le64_put(kd + 8, m->units[i].kd[1]);
+        rc_buf_add(out, n, 4, NULL);
+        rc_buf_add(out, m->units[i].unit, len, NULL);
+        rc_buf_add(out, kd, 16, NULL);
+    }
+}
+
+int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len)
+{
+    const unsigned char *p = data, *end = p + len;
+    struct memo_unit *v = NULL;
+    size_t n;
+
+    if (len < 25 || p[0] > 1)
+        return RC_EINVALID;
+    n = (size_t)rc_le64_get(p + 17);
+    if (n > (len - 25) / 21) /* each unit takes at least 21 bytes */
+        return RC_EINVALID;
+    v = rc_xcalloc(n + 1, sizeof(*v));
+    p += 25;
+    for (size_t i = 0; i < n; i++) {
+        size_t ulen;
+        if (end - p < 4)
+            goto bad;
+        ulen = rc_le32_get(p);
+        if ((size_t)(end - p) - 4 < ulen || (size_t)(end - p) - 4 - ulen < 16 ||
+            memchr(p + 4, '\0', ulen))
+            goto bad;
+        v[i].unit = rc_xstrndup((const char *)p + 4, ulen);
+        v[i].kd[0] = rc_le64_get(p + 4 + ulen);
+        v[i].kd[1] = rc_le64_get(p + 12 + ulen);
+        p += 20 + ulen;
+        if (i && strcmp(v[i - 1].unit, v[i].unit) >= 0)
+            goto bad; /* searched by name: sorted, each once */
+    }
+    if (p != end)
+        goto bad;
+    p = data;
+    memo_units_free(m->units, m->nunits);
+    memo_warnings_free(m->warnings, m->nwarnings);
+    m->units = v;
+    m->nunits = n;
+    m->warnings = NULL;
+    m->nwarnings = 0;
+    m->have_last = p[0];
+    m->last_head = rc_le64_get(p + 1);
+    m->last_tail = rc_le64_get(p + 9);
+    memset(&m->last, 0, sizeof(m->last));
+    return RC_OK;
+bad:
+    memo_units_free(v, n);
+    return RC_EINVALID;
 }
 
 static void key_str(struct rc_buf *k, char tag, const char *s)
@@ -407,7 +508,8 @@ static int write_jobs(struct unit_worker **out, size_t *nw, struct unit_job *job
 }
 
 /* The units: entries the memo has with the same key are copied, the others written (on
- * several threads when there are many); the memo then holds exactly this record's entries.
+ * several threads when there are many; an entry the memo knows by its key's digest alone is
+ * written too); the memo then holds exactly this record's entries.
  * The bytes do not depend on the threads. out gets room for `extra` more bytes. With
  * may_skip, when every entry is the memo's at the same place (the units are the last
  * record's, byte for byte), nothing is written and *skipped is 1. */
@@ -462,21 +564,27 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                       ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
                       : NULL;
             next[i].unit = rc_xstrdup(d->unit);
-            if (had && had->chunk && had->keylen == key.len &&
-                !memcmp(had->key, key.ptr, key.len)) {
-                next[i].key = had->key; /* moved; the unit stays for the search */
-                next[i].keylen = had->keylen;
-                next[i].chunk = had->chunk;
-                next[i].len = had->len;
-                had->key = had->chunk = NULL;
-                m->last.units_kept++;
+            key_digest(next[i].kd, &key);
+            if (had && memo_matches(had, &key, next[i].kd)) {
                 same = same && had == &m->units[i];
-                continue;
+                if (had->chunk) {
+                    next[i].key = had->key; /* moved; the unit stays for the search */
+                    next[i].keylen = had->keylen;
+                    next[i].chunk = had->chunk;
+                    next[i].len = had->len;
+                    had->key = had->chunk = NULL;
+                    m->last.units_kept++;
+                    continue;
+                }
+                /* the same entry, its bytes not at hand: written if the record is */
+            } else {
+                same = 0;
             }
-            same = 0;
-            next[i].keylen = key.len;
-            next[i].key = rc_xmalloc(key.len + 1);
-            memcpy(next[i].key, key.ptr, key.len);
+            if (!m->digests_only) {
+                next[i].keylen = key.len;
+                next[i].key = rc_xmalloc(key.len + 1);
+                memcpy(next[i].key, key.ptr, key.len);
+            }
         }
         jobs[njobs].d = d;
         jobs[njobs].kept = kept;
@@ -485,9 +593,10 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     if (keep != small)
         free(keep);
     rc_buf_release(&key);
-    if (njobs)
+    may_skip = may_skip && same;
+    if (njobs && !may_skip)
         error = write_jobs(&w, &nw, jobs, njobs, opts, err);
-    if (!error && may_skip && same && !njobs) {
+    if (!error && may_skip) {
         *skipped = 1;
     } else if (!error) {
         /* in the record's order: copied entries and written ones, into a buffer of the
@@ -509,9 +618,11 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                 len = jobs[j].len;
                 if (m) {
                     m->last.units_written++;
-                    next[i].len = len;
-                    next[i].chunk = rc_xmalloc(len + 1);
-                    memcpy(next[i].chunk, text, len);
+                    if (!m->digests_only) {
+                        next[i].len = len;
+                        next[i].chunk = rc_xmalloc(len + 1);
+                        memcpy(next[i].chunk, text, len);
+                    }
                 }
                 j++;
             } else {
@@ -573,8 +684,9 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
         if (error)
             break;
         rc_buf_add(out, one.ptr, one.len, NULL);
-        if (m) {
+        if (m)
             m->last.warnings_written++;
+        if (m && !m->digests_only) {
             next[i].text = rc_xstrdup(w);
             next[i].len = one.len;
             next[i].chunk = rc_xmalloc(one.len + 1);
@@ -598,11 +710,12 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
 /*
  * The record is written member by member and unit by unit, which gives the bytes of the whole
  * document written at once (the emitter writes each member and each sequence item on its
- * own). With a memo (rd_render_options.record_memo, loop mode), an entry whose key (all it
- * is written from) is the one the memo has is copied instead of written again: a pass that
- * changes one decision writes one entry. With may_skip, a record that would be the last one
- * written with the memo, byte for byte (the same bytes before and after the units, and every
- * entry the memo's at the same place), is not written: *skipped is 1 and out is as it was.
+ * own). With a memo (rd_render_options.record_memo), an entry whose key (all it is written
+ * from) is the one the memo has is copied instead of written again when the memo kept its
+ * bytes (loop mode): a pass that changes one decision writes one entry. With may_skip, a record
+ * that would be the last one written with the memo, byte for byte (the same bytes before and after
+ * the units, and every entry the memo's at the same place), is not written: *skipped is 1 and out
+ * is as it was.
  */
 static int record_emit(struct rc_buf *out, const struct pl_result *res,
                        const struct rd_render_options *opts, int may_skip, int *skipped,

@@ -157,6 +157,25 @@ static void test_rc_base__xxh64_matches_xxhsum(void **state)
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         rc_hash_hex(rc_xxh64(v[i].text, strlen(v[i].text)), hex);
         assert_string_equal(hex, v[i].hex);
+        assert_true(rc_xxh64_seeded(v[i].text, strlen(v[i].text), 0) ==
+                    rc_xxh64(v[i].text, strlen(v[i].text)));
+    }
+    /* with a seed: the reference algorithm's values (XXH64(data, len, seed)) */
+    {
+        static const struct {
+            const char *text;
+            const char *hex;
+        } s[] = {
+            {"", "c4349fc93c010000"},
+            {"abc", "2ed0f59d6b43ac8b"},
+            {"0123456789012345678901234567890", "ce460c8d71e1da4e"},
+            {"012345678901234567890123456789012345678901234", "c7eeafc02da9b0db"},
+        };
+        for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+            rc_hash_hex(rc_xxh64_seeded(s[i].text, strlen(s[i].text), UINT64_C(0x9E3779B97F4A7C15)),
+                        hex);
+            assert_string_equal(hex, s[i].hex);
+        }
     }
 }
 

@@ -585,6 +585,85 @@ static void test_rd_record__unless_same_skips_the_memos_record(void **state)
     rc_arena_release(&a);
 }
 
+/* The memo as the record cache file keeps it (digests, no bytes), read back in another
+ * process: the record it was written with is told the same without being written; a changed
+ * record is written whole, byte for byte as without a memo, and the memo then tells that one.
+ * A memo keeping digests alone does the same in memory. Bytes cut short are refused. */
+static void test_rd_record__memo_read_back_tells_the_same(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT, bytes = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT, plain, back_opts;
+    struct rd_record_memo *memo = NULL, *back = NULL, *lean = NULL;
+    int same = -1;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    rd_record_memo_new(&memo);
+    rd_record_memo_new(&back);
+    opts.record_memo = memo;
+    plain = opts;
+    plain.record_memo = NULL;
+    back_opts = opts;
+    back_opts.record_memo = back;
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &opts, &err), 0);
+    assert_int_equal(same, 0);
+    rd_record_memo_export(memo, &bytes);
+    for (size_t cut = 0; cut < bytes.len; cut++)
+        assert_int_equal(rd_record_memo_import(back, bytes.ptr, cut), RC_EINVALID);
+    assert_int_equal(rd_record_memo_import(back, bytes.ptr, bytes.len), RC_OK);
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 1);
+    assert_int_equal(two.len, 0);
+
+    /* one entry changed: the whole record, as without a memo */
+    res.decisions[11].verdicts[0].detail = "changed";
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 0);
+    assert_int_equal(rd_record_emit(&one, &res, &plain, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+    /* and the memo read back, now that record's, is read back again */
+    rc_buf_reset(&bytes);
+    rd_record_memo_export(back, &bytes);
+    rd_record_memo_free(back);
+    rd_record_memo_new(&back);
+    back_opts.record_memo = back;
+    assert_int_equal(rd_record_memo_import(back, bytes.ptr, bytes.len), RC_OK);
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 1);
+    /* but not for the old record */
+    res.decisions[11].verdicts[0].detail = "changed again";
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 0);
+
+    /* digests alone, in memory */
+    rd_record_memo_new(&lean);
+    rd_record_memo_keep_bytes(lean, 0);
+    back_opts.record_memo = lean;
+    rc_buf_reset(&one);
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 0);
+    assert_int_equal(rd_record_emit(&one, &res, &plain, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+    assert_int_equal(rd_record_emit_unless_same(&two, &same, &res, &back_opts, &err), 0);
+    assert_int_equal(same, 1);
+
+    rd_record_memo_free(memo);
+    rd_record_memo_free(back);
+    rd_record_memo_free(lean);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_buf_release(&bytes);
+    rc_arena_release(&a);
+}
+
 /* ==== .rightplace/capacity.yaml ==== */
 
 /* 100 live clusters of 100 nodes, none alike (each node has its own requests, as observed
@@ -872,6 +951,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__unpack_takes_any_bytes),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),
         cmocka_unit_test(test_rd_record__unless_same_skips_the_memos_record),
+        cmocka_unit_test(test_rd_record__memo_read_back_tells_the_same),
         cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
