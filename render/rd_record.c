@@ -184,7 +184,8 @@ struct rd_record_memo {
     struct memo_warning *warnings;
     struct rd_record_stats last;
     /* the last record written whole with this memo: XXH64 of its bytes before the units and
-     * of those after them (have_last 0: none, or it failed) */
+     * the digest of what those after them are written from (tail_digest; have_last 0: none,
+     * or it failed) */
     int have_last;
     uint64_t last_head, last_tail;
     int digests_only; /* rd_record_memo_keep_bytes(m, 0) */
@@ -252,8 +253,8 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
     return m ? m->last : none;
 }
 
-/* The memo for the record cache file (rc_rcache.h): the XXH64 of the bytes before and after
- * the units, then each unit's name and key digest, in the memo's order; all numbers
+/* The memo for the record cache file (rc_rcache.h): the digests of the bytes before and
+ * after the units, then each unit's name and key digest, in the memo's order; all numbers
  * little-endian:
  *   u8 have_last, u64 last_head, u64 last_tail, u64 nunits,
  *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1])
@@ -707,6 +708,29 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
     return error;
 }
 
+/* A digest of all the bytes after the units are written from: the warnings (the engine's,
+ * then the load's) and the file errors, each length-prefixed. */
+static uint64_t tail_digest(const struct pl_result *res, const struct rd_render_options *opts)
+{
+    size_t na = res->nwarnings, nb = opts ? opts->nwarnings : 0;
+    size_t ne = opts ? opts->nfile_errors : 0;
+    uint64_t h = rc_xxh64_seeded("tail", 4, (uint64_t)(na + nb) * 31 + ne);
+
+    for (size_t i = 0; i < na + nb; i++) {
+        const char *w = i < na ? res->warnings[i] : opts->warnings[i - na];
+        size_t n = strlen(w);
+        h = rc_xxh64_seeded(w, n, h ^ (uint64_t)n);
+    }
+    for (size_t i = 0; i < ne; i++) {
+        const char *s[2] = {opts->file_errors[i].path, opts->file_errors[i].msg};
+        for (int k = 0; k < 2; k++) {
+            size_t n = strlen(s[k]);
+            h = rc_xxh64_seeded(s[k], n, h ^ (uint64_t)n ^ ((uint64_t)(k + 1) << 62));
+        }
+    }
+    return h;
+}
+
 /*
  * The record is written member by member and unit by unit, which gives the bytes of the whole
  * document written at once (the emitter writes each member and each sequence item on its
@@ -723,7 +747,7 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rd_record_memo *m = opts ? opts->record_memo : NULL;
-    struct rc_buf hb = RC_BUF_INIT, tb = RC_BUF_INIT;
+    struct rc_buf hb = RC_BUF_INIT;
     cJSON *head = cJSON_CreateObject(), *arr;
     const struct pl_decision **dec;
     size_t start = out->len;
@@ -740,27 +764,27 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
     rd_out_add_str(head, "renderDigest", digest);
     error = rd_yaml_emit(&hb, head, err);
     cJSON_Delete(head);
-    /* what follows the units, written first: whether it changed decides the skip */
-    if (!error)
-        error = write_warnings(&tb, (const char *const *)res->warnings, res->nwarnings,
-                               opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0, m, err);
-    if (!error && opts && opts->nfile_errors) {
-        arr = cJSON_CreateArray();
-        for (size_t i = 0; i < opts->nfile_errors; i++) {
-            cJSON *e = rd_out_push(arr, cJSON_CreateObject());
-            rd_out_add_str(e, "file", opts->file_errors[i].path);
-            rd_out_add_str(e, "message", opts->file_errors[i].msg);
-        }
-        error = member_text(&tb, "errors", arr, err);
-    }
     if (!error) {
-        uint64_t hh = rc_xxh64(hb.ptr, hb.len), th = rc_xxh64(tb.ptr, tb.len);
+        /* what follows the units is written from the warnings and the file errors alone:
+         * whether they changed decides the skip, and they are written only if it fails */
+        uint64_t hh = rc_xxh64(hb.ptr, hb.len), th = tail_digest(res, opts);
         may_skip = may_skip && m && m->have_last && m->last_head == hh && m->last_tail == th;
         dec = rd_out_sorted_decisions(res, &ndec, &a);
         rc_buf_add(out, hb.ptr, hb.len, NULL);
-        error = write_units(out, dec, ndec, res, opts, m, tb.len, may_skip, skipped, err);
+        error = write_units(out, dec, ndec, res, opts, m, 0, may_skip, skipped, err);
         if (!error && !*skipped)
-            rc_buf_add(out, tb.ptr, tb.len, NULL);
+            error =
+                write_warnings(out, (const char *const *)res->warnings, res->nwarnings,
+                               opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0, m, err);
+        if (!error && !*skipped && opts && opts->nfile_errors) {
+            arr = cJSON_CreateArray();
+            for (size_t i = 0; i < opts->nfile_errors; i++) {
+                cJSON *e = rd_out_push(arr, cJSON_CreateObject());
+                rd_out_add_str(e, "file", opts->file_errors[i].path);
+                rd_out_add_str(e, "message", opts->file_errors[i].msg);
+            }
+            error = member_text(out, "errors", arr, err);
+        }
         if (m && !error) {
             m->have_last = 1;
             m->last_head = hh;
@@ -775,7 +799,6 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
     if (m && error)
         m->have_last = 0;
     rc_buf_release(&hb);
-    rc_buf_release(&tb);
     rc_arena_release(&a);
     return error;
 }
