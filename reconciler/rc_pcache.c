@@ -176,14 +176,19 @@ static void scan_damaged(struct rc_pcache *pc, uint64_t off, const struct rc_log
     pc->rewrite = 1;
 }
 
-/* List the entries of the open file (pc->fd, of `size` bytes). Stops at the first one that
- * does not check out: the entries before it are kept and the file is rewritten. */
+#define SCAN_WINDOW ((size_t)1 << 20)
+
+/* List the entries of the open file (pc->fd, of `size` bytes), reading their fixed fields a
+ * window at a time. Stops at the first one that does not check out: the entries before it are
+ * kept and the file is rewritten. */
 static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
 {
-    unsigned char head[4 + FIXED + 256];
     size_t hn = (uint64_t)size < pc->header_len ? (size_t)size : pc->header_len;
     char *hdr = rc_xcalloc(1, pc->header_len);
     uint64_t off = pc->header_len;
+    unsigned char *win = NULL;
+    uint64_t woff = 0; /* the file offset of win[0] */
+    size_t wlen = 0;
     int same;
 
     index_clear(pc);
@@ -199,41 +204,38 @@ static void scan(struct rc_pcache *pc, off_t size, const struct rc_log *log)
         return;
     }
     free(hdr);
+    win = rc_xmalloc(SCAN_WINDOW);
     while (off < (uint64_t)size) {
         uint64_t left = (uint64_t)size - off;
-        size_t want = left < sizeof(head) ? (size_t)left : sizeof(head);
+        size_t want = left < 4 + FIXED + PATH_MAX_BYTES ? (size_t)left : 4 + FIXED + PATH_MAX_BYTES;
+        const unsigned char *head;
         uint32_t len, plen;
-        char *path;
         char id[41];
-        if (want < 4 + FIXED || rc_file_read_at(pc->fd, head, want, off) < 0) {
+        if (off < woff || off + want > woff + wlen) { /* the window moves to this entry */
+            wlen = left < SCAN_WINDOW ? (size_t)left : SCAN_WINDOW;
+            woff = off;
+            if (rc_file_read_at(pc->fd, win, wlen, woff) < 0)
+                wlen = 0;
+        }
+        head = win + (off - woff);
+        if (want < 4 + FIXED || off + want > woff + wlen) {
             scan_damaged(pc, off, log);
-            return;
+            break;
         }
         len = rc_le32_get(head);
         plen = rc_le32_get(head + 4 + 48);
         if (len < FIXED || len > RC_PCACHE_ENTRY_MAX || 4 + (uint64_t)len > left || plen == 0 ||
-            plen > PATH_MAX_BYTES || plen > len - FIXED ||
-            !rc_is_object_id((const char *)head + 12, 40)) {
+            plen > PATH_MAX_BYTES || plen > len - FIXED || 4 + FIXED + plen > want ||
+            !rc_is_object_id((const char *)head + 12, 40) || memchr(head + 4 + FIXED, '\0', plen)) {
             scan_damaged(pc, off, log);
-            return;
-        }
-        path = rc_xmalloc(plen + 1);
-        if (4 + FIXED + plen <= want)
-            memcpy(path, head + 4 + FIXED, plen);
-        else if (rc_file_read_at(pc->fd, path, plen, off + 4 + FIXED) < 0)
-            memset(path, 0, plen); /* refused just below */
-        path[plen] = '\0';
-        if (strlen(path) != plen) {
-            free(path);
-            scan_damaged(pc, off, log);
-            return;
+            break;
         }
         memcpy(id, head + 12, 40);
         id[40] = '\0';
-        index_put(pc, id, path, plen, off, 4 + (size_t)len);
-        free(path);
+        index_put(pc, id, (const char *)head + 4 + FIXED, plen, off, 4 + (size_t)len);
         off += 4 + (uint64_t)len;
     }
+    free(win);
 }
 
 void rc_pcache_new(struct rc_pcache **out, const char *path)
@@ -300,13 +302,12 @@ void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log)
 /* Read entry e of (id, path) into dst (e->size bytes) and check it: its payload's offset in
  * dst, or 0 when it is damaged (logged; the entry leaves the index and the file is rewritten
  * at the end of the load). */
-static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, const char *path,
-                         unsigned char *dst, const struct rc_log *log)
+static size_t check_entry(struct rc_pcache *pc, struct ent *e, const char *id, const char *path,
+                          const unsigned char *dst, int read_failed, const struct rc_log *log)
 {
     size_t plen = strlen(path);
 
-    if (rc_file_read_at(pc->fd, dst, e->size, e->off) < 0 ||
-        rc_le32_get(dst) + (size_t)4 != e->size ||
+    if (read_failed || rc_le32_get(dst) + (size_t)4 != e->size ||
         rc_le64_get(dst + 4) != rc_xxh64(dst + 12, e->size - 12) || memcmp(dst + 12, id, 40) ||
         rc_le32_get(dst + 52) != plen || 56 + plen > e->size || memcmp(dst + 56, path, plen)) {
         char why[PATH_MAX_BYTES + 64];
@@ -317,6 +318,13 @@ static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, co
         return 0;
     }
     return 56 + plen;
+}
+
+static size_t read_entry(struct rc_pcache *pc, struct ent *e, const char *id, const char *path,
+                         unsigned char *dst, const struct rc_log *log)
+{
+    return check_entry(pc, e, id, path, dst, rc_file_read_at(pc->fd, dst, e->size, e->off) < 0,
+                       log);
 }
 
 static void not_loaded(struct rc_pcache *pc, const char *id, const char *path,
@@ -363,6 +371,7 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
                       const struct rc_log *log)
 {
     struct rd_import v[TAKE_BATCH];
+    struct ent *ents[TAKE_BATCH];
     size_t at[TAKE_BATCH];
     size_t taken = 0, nb = 0, used = 0;
     unsigned char *buf = NULL;
@@ -375,28 +384,39 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
         if (i < n && !rd_cache_has(c, blobs[i].id, blobs[i].path, NULL))
             e = ent_find(pc, blobs[i].id, blobs[i].path);
         if (e) {
-            size_t off;
             if (used + e->size > cap) {
                 cap = used + e->size > 2 * cap ? used + e->size : 2 * cap;
                 buf = rc_xrealloc(buf, cap);
             }
-            if ((off = read_entry(pc, e, blobs[i].id, blobs[i].path, buf + used, log))) {
-                v[nb].id = blobs[i].id;
-                v[nb].path = blobs[i].path;
-                v[nb].len = e->size - off;
-                at[nb++] = used + off;
-                used += e->size;
-            }
+            v[nb].id = blobs[i].id;
+            v[nb].path = blobs[i].path;
+            ents[nb] = e;
+            at[nb++] = used;
+            used += e->size;
         }
         if (nb && (i == n || nb == TAKE_BATCH || used >= TAKE_BATCH_BYTES)) {
             size_t before = rd_cache_bytes(c);
-            for (size_t k = 0; k < nb; k++)
-                v[k].data = buf + at[k]; /* buf moved while it grew */
+            /* read: one pread for each run of entries that follow one another in the file
+             * (the file lists them in the order passes parsed them: mostly path order) */
+            for (size_t k = 0, run; k < nb; k = run) {
+                uint64_t end = ents[k]->off + ents[k]->size;
+                int failed;
+                for (run = k + 1; run < nb && ents[run]->off == end; run++)
+                    end += ents[run]->size;
+                failed = rc_file_read_at(pc->fd, buf + at[k], (size_t)(end - ents[k]->off),
+                                         ents[k]->off) < 0;
+                for (size_t r = k; r < run; r++) {
+                    size_t off =
+                        check_entry(pc, ents[r], v[r].id, v[r].path, buf + at[r], failed, log);
+                    v[r].data = off ? buf + at[r] + off : NULL; /* NULL: damaged, skipped */
+                    v[r].len = off ? ents[r]->size - off : 0;
+                }
+            }
             rd_cache_import_many(c, v, nb, threads);
             for (size_t k = 0; k < nb; k++) {
                 if (v[k].ok)
                     taken++;
-                else
+                else if (v[k].data)
                     not_loaded(pc, v[k].id, v[k].path, log);
             }
             *grown += rd_cache_bytes(c) - before;
