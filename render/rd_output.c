@@ -457,20 +457,31 @@ static int path_part_ok(const char *s)
     return s && *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
-static const char *kind_lower(const char *kind, struct rc_arena *a)
-{
-    char *s = rc_arena_strdup(a, kind);
-
-    for (char *p = s; *p; p++)
-        *p = (char)tolower((unsigned char)*p);
-    return s;
-}
-
+/* "clusters/<cluster>/<ns or _cluster>/<kind, lower case>.<name>.yaml", put together by
+ * hand: every kept object's path is made again each pass (20,000 at 10,000 units), where
+ * a printf costs several times the copies. */
 static const char *object_path(const char *cluster, const char *ns, const char *kind,
                                const char *name, struct rc_arena *a)
 {
-    return rc_arena_printf(a, "clusters/%s/%s/%s.%s.yaml", cluster, ns ? ns : "_cluster",
-                           kind_lower(kind, a), name);
+    const char *dir = ns ? ns : "_cluster";
+    size_t lc = strlen(cluster), ld = strlen(dir), lk = strlen(kind), ln = strlen(name);
+    char *s = rc_arena_alloc(a, 9 + lc + 1 + ld + 1 + lk + 1 + ln + 5 + 1), *p = s;
+
+    memcpy(p, "clusters/", 9);
+    p += 9;
+    memcpy(p, cluster, lc);
+    p += lc;
+    *p++ = '/';
+    memcpy(p, dir, ld);
+    p += ld;
+    *p++ = '/';
+    for (size_t i = 0; i < lk; i++)
+        *p++ = (char)tolower((unsigned char)kind[i]);
+    *p++ = '.';
+    memcpy(p, name, ln);
+    p += ln;
+    memcpy(p, ".yaml", 6);
+    return s;
 }
 
 /* Namespaces every cluster has and nobody may delete: never written as followers. */
