@@ -576,6 +576,19 @@ static int cmp_label(const void *x, const void *y)
     return strcmp(((const struct unit_label *)x)->label, ((const struct unit_label *)y)->label);
 }
 
+/* Content changes up to this many find their unit by a scan of the labels, more by a search
+ * of the labels sorted: a one-file change at 10,000 units sorted 10,000 labels for one. */
+#define LABELS_SCANNED_MAX 16
+
+static struct unit_label *label_find(struct unit_label *v, size_t n, const char *label)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(v[i].label, label))
+            return &v[i];
+    }
+    return NULL;
+}
+
 static int cmp_change(const void *x, const void *y)
 {
     const struct object_change *a = x, *b = y;
@@ -625,7 +638,9 @@ static size_t content_changes(struct object_change **out, const struct rd_messag
         pl_unit_label(in->res->decisions[i].unit, labels[i].label);
         labels[i].d = &in->res->decisions[i];
     }
-    rc_sort(labels, in->res->ndecisions, sizeof(*labels), cmp_label);
+    /* a few changes are looked up one by one; many, in the labels sorted */
+    if (in->ncontent > LABELS_SCANNED_MAX)
+        rc_sort(labels, in->res->ndecisions, sizeof(*labels), cmp_label);
     v = rc_arena_calloc(a, in->ncontent + 1, sizeof(*v));
     for (size_t i = 0; i < in->ncontent; i++) {
         const struct rd_content_change *c = &in->content[i];
@@ -650,7 +665,10 @@ static size_t content_changes(struct object_change **out, const struct rd_messag
             goto next;
         memset(&key, 0, sizeof(key));
         snprintf(key.label, sizeof(key.label), "%s", lab ? lab : "");
-        hit = lab ? bsearch(&key, labels, in->res->ndecisions, sizeof(*labels), cmp_label) : NULL;
+        hit = !lab ? NULL
+              : in->ncontent > LABELS_SCANNED_MAX
+                  ? bsearch(&key, labels, in->res->ndecisions, sizeof(*labels), cmp_label)
+                  : label_find(labels, in->res->ndecisions, key.label);
         if (hit && hit->d->change != PL_CHANGE_NONE)
             goto next; /* its decision's paragraph says what happened */
         cl = c->path + 9;
