@@ -83,6 +83,26 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
     return p;
 }
 
+char *rc_arena_join(struct rc_arena *a, char sep, const char *const *parts, size_t n)
+{
+    size_t len[8], total = n ? n - 1 : 0;
+    char *s, *p;
+
+    if (n > sizeof(len) / sizeof(len[0]))
+        rc_xmalloc(SIZE_MAX); /* a caller's mistake: abort through the OOM path */
+    for (size_t i = 0; i < n; i++)
+        total += (len[i] = strlen(parts[i]));
+    p = s = rc_arena_alloc(a, total + 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *p++ = sep;
+        memcpy(p, parts[i], len[i]);
+        p += len[i];
+    }
+    *p = '\0';
+    return s;
+}
+
 void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src)
 {
     struct rc_arena_block *last = src->head;

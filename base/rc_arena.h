@@ -29,6 +29,9 @@ char *rc_arena_strdup(struct rc_arena *a, const char *s);
 char *rc_arena_strndup(struct rc_arena *a, const char *s, size_t n);
 char *rc_arena_printf(struct rc_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* parts[0..n) joined by sep ("a/b/c"): what rc_arena_printf(a, "%s/%s/%s", ...) gives, for a
+ * name made for every object of every pass, at a fraction of a printf's cost. */
+char *rc_arena_join(struct rc_arena *a, char sep, const char *const *parts, size_t n);
 /* Hand p, n bytes from malloc, to the arena: it is freed when the arena is released (and
  * moves with it, rc_arena_adopt). For a buffer built elsewhere (an rc_buf) that must live as
  * long as the arena, without a copy. Returns p. */

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # e2e.sh - end-to-end bench: whole passes of the real binary on generated fleets.
 #
-#   bench/e2e.sh [-b BUILD_DIR] [-w WORK_DIR] [SIZE...]      SIZE = WORKLOADSxCLUSTERS
+#   bench/e2e.sh [-b BUILD_DIR] [-w WORK_DIR] [-T] [SIZE...]      SIZE = WORKLOADSxCLUSTERS
 #   default sizes: 1000x10 1000x100 10000x10 10000x100 20000x100
+#   -T: run rightplace (and the loop bench) with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as the
+#       systemd units and the container image run it (glibc's heap on transparent huge pages);
+#       the floors run as they are
 #
 # For each size it writes a source repository with bench/gen_fleet.py (N copies of skyray's
 # RayJob + ConfigMap, one gang each, one Nova capacity policy grouping by a per-job label,
@@ -23,10 +26,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build="$here/../build"
 work="${TMPDIR:-/tmp}/rp-e2e"
-while getopts "b:w:" opt; do
+tun=()
+while getopts "b:w:T" opt; do
     case $opt in
     b) build=$OPTARG ;;
     w) work=$OPTARG ;;
+    T) tun=(env GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
     *) exit 2 ;;
     esac
 done
@@ -78,20 +83,20 @@ for size in "${sizes[@]}"; do
     # loop mode starts from the same source, in a clone of its own
     git clone -q "$src" "$dir/loop"
     git -C "$dir/loop" config gc.auto 0
-    timed "$dir/first" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    timed "$dir/first" "${tun[@]}" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t1 r1 s1 <<<"$REPLY"
-    timed "$dir/noop" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    timed "$dir/noop" "${tun[@]}" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t2 r2 s2 <<<"$REPLY"
     python3 "$here/gen_fleet.py" "$src" "$n" "$c" --change $((n / 2))
     git -C "$src" commit -q -a -m "change one workload"
-    timed "$dir/change" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
+    timed "$dir/change" "${tun[@]}" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t3 r3 s3 <<<"$REPLY"
 
     changed=$(git -C "$src" diff --name-only HEAD~1 HEAD)
     git -C "$src" show "HEAD:$changed" >"$dir/changed.yaml"
     mkdir -p "$dir/loop-state"
     s4=0
-    BENCH_PHASES=1 "$loop" "$dir/loop" "$changed" "$dir/changed.yaml" "$dir/loop-state" \
+    BENCH_PHASES=1 "${tun[@]}" "$loop" "$dir/loop" "$changed" "$dir/changed.yaml" "$dir/loop-state" \
         >"$dir/loop.out" 2>"$dir/loop.err" || s4=$?
     t4=$(awk '$1 == "one-change" { printf "%.0f", $2 }' "$dir/loop.out")
     r4=$(awk '$1 == "one-change" { for (i = 1; i < NF; i++) if ($i == "RSS") print $(i + 1) }' \

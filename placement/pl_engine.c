@@ -902,10 +902,10 @@ static void build_units(struct engine *e)
         const char *v = gb ? pl_labels_get(&o->labels, gb) : NULL;
 
         ue[i].obj = (uint32_t)i;
-        if (v)
-            ue[i].id =
-                rc_arena_printf(e->a, "%s/%s/%s", e->pol[p].p->name, o->ns ? o->ns : "_cluster", v);
-        else
+        if (v) {
+            const char *parts[3] = {e->pol[p].p->name, o->ns ? o->ns : "_cluster", v};
+            ue[i].id = rc_arena_join(e->a, '/', parts, 3);
+        } else
             ue[i].id = o->key;
     }
     rc_sort(ue, e->nobj, sizeof(*ue), cmp_uentry);

@@ -79,6 +79,12 @@ static void test_rc_base__arena_strings_and_big_blocks(void **state)
     for (size_t i = 0; i < (1 << 20); i++)
         assert_true(big[i] == 0);
     assert_string_equal(rc_arena_strdup(&a, "after"), "after");
+    {
+        const char *parts[3] = {"policy", "", "value"};
+        assert_string_equal(rc_arena_join(&a, '/', parts, 3), "policy//value");
+        assert_string_equal(rc_arena_join(&a, '/', parts, 1), "policy");
+        assert_string_equal(rc_arena_join(&a, '/', parts, 0), "");
+    }
     rc_arena_release(&a);
     assert_null(a.head);
 }
