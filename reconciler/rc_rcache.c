@@ -44,6 +44,7 @@ struct rc_rcache {
     char *header;
     size_t header_len;
     char held[41];           /* the blob whose record the file holds, as last read or written */
+    int held_memo;           /* and whether the writer's memo is with it */
     struct rc_fstate known;  /* the file then */
     struct rc_fstate warned; /* the file last warned about (warned once) */
     size_t hits, written;
@@ -169,6 +170,7 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
     }
     memcpy(rc->held, blob, 40);
     rc->held[40] = '\0';
+    rc->held_memo = mlen > 0;
     rc_fstate_of(&rc->known, &st);
     rc->hits++;
     hit = 1;
@@ -215,9 +217,15 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
     unsigned char *p;
     struct stat st;
     size_t len;
-    int error;
+    int error, memo;
 
-    if (!rc || rc_rcache_holds(rc, blob))
+    if (!rc)
+        return RC_OK;
+    /* a file holding the blob's record is kept, unless this brings the memo it lacks (the
+     * record was parsed from the head, and a later pass wrote the same blob with its memo) */
+    memo = prepared->len >= rc->header_len + FIXED &&
+           rc_le64_get((const unsigned char *)prepared->ptr + rc->header_len + 60) > 0;
+    if (rc_rcache_holds(rc, blob) && (rc->held_memo || !memo))
         return RC_OK;
     rc->held[0] = '\0';
     if (prepared->len < rc->header_len + FIXED || prepared->len > RC_RCACHE_MAX_BYTES) {
@@ -237,6 +245,7 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
         if (lstat(rc->path, &st) == 0) {
             memcpy(rc->held, blob, 40);
             rc->held[40] = '\0';
+            rc->held_memo = memo;
             rc_fstate_of(&rc->known, &st);
         }
     }

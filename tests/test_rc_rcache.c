@@ -243,6 +243,52 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     fx_close(&f);
 }
 
+/* A record the file holds without its writer's memo (parsed from a head another writer made)
+ * gets the memo when a pass commits that same blob with one: the pass after it keeps the
+ * record without writing it. (A file that kept the record alone kept it that way for good,
+ * and each pass compared its record by hashing it.) */
+static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char tree[41];
+    (void)state;
+
+    fx_open(&f);
+    run_once(&res, tree, &f, NO_STATE, NULL); /* the head, made by another writer */
+    assert_int_equal(res.committed, 1);
+    run_once(&res, tree, &f, WITH_STATE, NULL); /* parses it, keeps it without a memo */
+    assert_int_equal(res.committed, 0);
+    assert_int_equal(res.record_cached, 0);
+    assert_true(res.nrecord_cache_written > 0);
+
+    free(th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
+                             "production\n  labels:\n    app: rayclustersetup\n    tier: "
+                             "gold\n",
+                             NULL));
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.record_kept, 0); /* no memo yet: written, compared by its id */
+    assert_int_equal(res.nrecord_compared, 1);
+    assert_true(res.nrecord_cache_written > 0); /* the same blob, now with its memo */
+    assert_file_holds_head_record(&f);
+
+    free(th_git_commit_files(f.repo, "another label", "infra/namespace-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
+                             "production\n  labels:\n    app: rayclustersetup\n    tier: "
+                             "silver\n",
+                             NULL));
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.record_kept, 1);
+    assert_int_equal(res.nrecord_compared, 0);
+    assert_int_equal(res.nrecord_cache_written, 0); /* it holds that record and memo */
+    fx_close(&f);
+}
+
 /* A damaged, truncated or foreign file: a warning, the record parsed, the right tree, and the
  * file rewritten (the run after it takes the record from the file, silently). A file holding
  * another blob's record is a miss: the same, but no warning. */
@@ -338,6 +384,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_rcache__once_takes_the_record_it_committed),
+        cmocka_unit_test(test_rc_rcache__memo_joins_the_record_it_lacked),
         cmocka_unit_test(test_rc_rcache__damaged_file_costs_a_parse),
     };
     struct rc_err err = RC_ERR_INIT;
