@@ -236,6 +236,20 @@ static int file_claim(struct pctx *c, const char *key, const struct rd_object *o
     return RC_OK;
 }
 
+/* A workload's identity as placement reads it, from render's object (its payload). */
+static void object_of(struct pl_object *obj, struct rd_object *o)
+{
+    obj->key = o->key;
+    obj->api_version = o->api_version;
+    obj->kind = o->kind;
+    obj->ns = o->ns;
+    obj->name = o->name;
+    obj->labels = o->labels;
+    obj->file = o->file;
+    obj->line = o->pos.line;
+    obj->payload = o;
+}
+
 static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *path,
                     struct rc_err *err)
 {
@@ -275,15 +289,7 @@ static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *
     }
     {
         struct pl_object *obj = VEC_PUSH(c->st.objects);
-        obj->key = o->key;
-        obj->api_version = o->api_version;
-        obj->kind = o->kind;
-        obj->ns = o->ns;
-        obj->name = o->name;
-        obj->labels = o->labels;
-        obj->file = o->file;
-        obj->line = o->pos.line;
-        obj->payload = o;
+        object_of(obj, o);
         if ((rc = rd_demand_extract(obj, root, docs, &c->p->res, a, err)) < 0)
             return rc;
         return file_claim(c, o->key, o, docs, err);
@@ -1010,15 +1016,7 @@ static int get_object(struct reader *r, struct rd_object *o, struct pl_object *o
     get_labels(r, &o->labels, a);
     o->file = p->path;
     o->pos = pos;
-    obj->key = o->key;
-    obj->api_version = o->api_version;
-    obj->kind = o->kind;
-    obj->ns = o->ns;
-    obj->name = o->name;
-    obj->labels = o->labels;
-    obj->file = o->file;
-    obj->line = o->pos.line;
-    obj->payload = o;
+    object_of(obj, o);
     obj->npods = get_count(r);
     obj->pods = rc_arena_calloc(a, obj->npods + 1, sizeof(*obj->pods));
     for (size_t i = 0; i < obj->npods && !r->bad; i++)

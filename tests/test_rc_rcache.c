@@ -135,6 +135,19 @@ static void assert_file_holds_head_record(struct fx *f)
     rc_arena_release(&a);
 }
 
+/* A commit that labels the production Namespace tier=<tier>: a change to a placed object,
+ * not to any decision. Returns the source commit (free it). */
+static char *label_production(struct fx *f, const char *tier)
+{
+    char text[256];
+
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n  labels:\n"
+             "    app: rayclustersetup\n    tier: %s\n",
+             tier);
+    return th_git_commit_files(f->repo, "a label", "infra/namespace-production.yaml", text, NULL);
+}
+
 /* The run after a commit takes the record that commit wrote from the file: no record read
  * nor parsed, not even to compare the new one with it, and the tree of a run without the
  * file. A commit that changes no decision (a README) makes no deploy commit, told without
@@ -204,11 +217,7 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
      * beside the record to be the deploy head's blob (neither written nor hashed), which the
      * new commit keeps */
     base = th_git_rev(f.repo, "refs/heads/deploy");
-    srccommit = th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
-                                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
-                                    "production\n  labels:\n    app: rayclustersetup\n    tier: "
-                                    "gold\n",
-                                    NULL);
+    srccommit = label_production(&f, "gold");
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 1);
@@ -262,11 +271,7 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
     assert_int_equal(res.record_cached, 0);
     assert_true(res.nrecord_cache_written > 0);
 
-    free(th_git_commit_files(f.repo, "a label", "infra/namespace-production.yaml",
-                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
-                             "production\n  labels:\n    app: rayclustersetup\n    tier: "
-                             "gold\n",
-                             NULL));
+    free(label_production(&f, "gold"));
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 1);
@@ -275,11 +280,7 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
     assert_true(res.nrecord_cache_written > 0); /* the same blob, now with its memo */
     assert_file_holds_head_record(&f);
 
-    free(th_git_commit_files(f.repo, "another label", "infra/namespace-production.yaml",
-                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "
-                             "production\n  labels:\n    app: rayclustersetup\n    tier: "
-                             "silver\n",
-                             NULL));
+    free(label_production(&f, "silver"));
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 1);
