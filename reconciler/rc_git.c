@@ -2,11 +2,11 @@
  * rc_git.c - rightplace's git repository access; the only file that calls libgit2.
  *
  * What it does: opens a local repository in place or keeps a bare mirror of a remote one in
- * the state directory (fetch with force-updating, pruning refspecs; push without force),
- * reads files from commits, builds trees in an in-memory index (never a work tree or an index
- * file), writes commits and notes with a configurable identity at caller-given times, and
- * moves refs with compare-and-swap. What it doesn't: decide what to write (that is the pass),
- * retry whole passes, or run the git CLI.
+ * the state directory (fetch with force-updating, pruning refspecs; push without force, or forced
+ * with a lease for the proposal branch), reads files from commits, builds trees in an in-memory
+ * index (never a work tree or an index file), writes commits and notes with a configurable identity
+ * at caller-given times, and moves refs with compare-and-swap. What it doesn't: decide what to
+ * write (that is the pass), retry whole passes, or run the git CLI.
  *
  * External protocol: libgit2 1.5 (git_* functions, 0/negative returns with git_error_last()),
  * and through it the git smart protocol over file://, ssh:// (libssh2) and https://. Remote
@@ -331,6 +331,11 @@ struct remote_state {
     char rejected_status[256];
     int nrejected;
     struct rc_buf remote_msgs; /* sideband text, capped */
+    /* a forced push's lease (push_lease_cb): the value the remote's ref must hold (lease_set 0:
+     * no lease; lease_absent: the ref must not exist) */
+    const char *lease_ref;
+    int lease_set, lease_absent, lease_broken;
+    git_oid lease;
 };
 
 static void remote_state_init(struct remote_state *st, struct rc_git *g)
@@ -490,6 +495,26 @@ static int push_update_cb(const char *refname, const char *status, void *payload
     return 0;
 }
 
+/* Before a forced push sends anything: the remote's ref must still hold what this process
+ * read (the lease), else nothing is pushed. The value is the one the remote advertised on
+ * this connection, and receive-pack updates the ref only if it still holds that value, so
+ * no write between the check and the update is lost. */
+static int push_lease_cb(const git_push_update **updates, size_t len, void *payload)
+{
+    struct remote_state *st = payload;
+
+    for (size_t i = 0; st->lease_set && i < len; i++) {
+        if (strcmp(updates[i]->dst_refname, st->lease_ref))
+            continue;
+        if (st->lease_absent ? !git_oid_is_zero(&updates[i]->src)
+                             : !git_oid_equal(&updates[i]->src, &st->lease)) {
+            st->lease_broken = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* A rejection that means "someone else moved the ref": refetch and redo. receive-pack says
  * "failed to update ref" both for a lost race (its messages then say "cannot lock ref ...
  * but expected ...") and for server trouble, so the messages decide. */
@@ -570,9 +595,15 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err)
 
 /* Push refs over a smart transport (ssh, https, git): the server's receive-pack checks the
  * old values under its ref locks and runs its hooks. */
-/* force: "+ref:ref", the remote ref is replaced whatever it holds (rc_git_force_ref). */
+/* force: "+ref:ref", the remote ref is replaced when it holds what lease says (lease NULL:
+ * whatever it holds; lease->absent: only when it does not exist; rc_git_force_ref). */
+struct lease {
+    int absent;
+    git_oid id;
+};
+
 static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
-                      struct rc_err *err)
+                      const struct lease *lease, struct rc_err *err)
 {
     git_remote *remote = NULL;
     git_push_options po;
@@ -583,6 +614,13 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, i
     remote_state_init(&st, g);
     git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
     remote_callbacks(&po.callbacks, &st);
+    if (force && lease && nrefs == 1) {
+        st.lease_ref = refs[0];
+        st.lease_set = 1;
+        st.lease_absent = lease->absent;
+        git_oid_cpy(&st.lease, &lease->id);
+        po.callbacks.push_negotiation = push_lease_cb;
+    }
     po.proxy_opts.type = GIT_PROXY_AUTO;
     specs.strings = rc_xcalloc(nrefs ? nrefs : 1, sizeof(char *));
     for (size_t i = 0; i < nrefs; i++) {
@@ -599,7 +637,12 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, i
     if ((error = remote_new(&remote, g, err)) < 0)
         goto done;
     e = git_remote_push(remote, &specs, &po);
-    if (e == GIT_ENONFASTFORWARD) {
+    if (st.lease_broken) {
+        error = rc_err_set(err, RC_ECONFLICT,
+                           "push of '%s' to '%s' not sent: the remote's ref is no longer the "
+                           "one this pass read (another writer moved it)",
+                           refs[0], g->url_shown);
+    } else if (e == GIT_ENONFASTFORWARD) {
         error = fail(err, RC_ECONFLICT, "push to '%s' rejected (the remote moved)", g->url_shown);
     } else if (e < 0) {
         error = fail(err, RC_ERROR, "cannot push to '%s'", g->url_shown);
@@ -673,7 +716,7 @@ static int hide_remote_tip(const char *name, void *payload)
  * the remote's ref locks (a transaction) refuse any ref whose current value is not an
  * ancestor of ours, and move all refs at once or none (like `git push --atomic`). */
 static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
-                     struct rc_err *err)
+                     const struct lease *lease, struct rc_err *err)
 {
     char *path = file_url_path(g->url), *pack_dir = NULL;
     git_repository *rr = NULL;
@@ -765,6 +808,14 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, in
             error = fail(err, RC_ERROR, "cannot read '%s' in '%s'", refs[i], g->url_shown);
             goto done;
         }
+        if (force && lease &&
+            (lease->absent ? e != GIT_ENOTFOUND : e != 0 || !git_oid_equal(&cur, &lease->id))) {
+            error = rc_err_set(err, RC_ECONFLICT,
+                               "push of '%s' to '%s' not sent: the remote's ref is no longer "
+                               "the one this pass read (another writer moved it)",
+                               refs[i], g->url_shown);
+            goto done;
+        }
         git_error_clear();
         if ((e = git_transaction_set_target(tx, refs[i], &ids[i], NULL, "push")) < 0) {
             error = fail(err, RC_ERROR, "cannot update '%s' in '%s'", refs[i], g->url_shown);
@@ -789,14 +840,14 @@ done:
 /* Push refs (full names) without force; on failure fetch again so that the local mirror
  * shows the remote's refs. See rc_git_push_refs. */
 static int do_push(struct rc_git *g, const char *const *refs, size_t nrefs, int force,
-                   struct rc_err *err)
+                   const struct lease *lease, struct rc_err *err)
 {
     int error;
 
     if (!strncmp(g->url, "file://", 7))
-        error = push_file(g, refs, nrefs, force, err);
+        error = push_file(g, refs, nrefs, force, lease, err);
     else
-        error = push_smart(g, refs, nrefs, force, err);
+        error = push_smart(g, refs, nrefs, force, lease, err);
     if (error < 0) {
         struct rc_err ferr = RC_ERR_INIT;
 
@@ -820,7 +871,7 @@ int rc_git_push_refs(struct rc_git *g, const char *const *refs, size_t nrefs, st
         if (e < 0)
             return fail(err, rc_code(e), "cannot push '%s'", refs[i]);
     }
-    return do_push(g, refs, nrefs, 0, err);
+    return do_push(g, refs, nrefs, 0, NULL, err);
 }
 
 /* ==== Open ==== */
@@ -2315,17 +2366,24 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
     if (error < 0 || !g->remote)
         return error;
-    return do_push(g, &ref, 1, 0, err);
+    return do_push(g, &ref, 1, 0, NULL, err);
 }
 
 int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
                      const char *log_message, struct rc_err *err)
 {
     int error = rc_git_update_ref_local(g, ref, new_id, old_id, log_message, err);
+    struct lease lease;
 
     if (error < 0 || !g->remote)
         return error;
-    return do_push(g, &ref, 1, 1, err);
+    /* forced, with a lease: the remote's ref must still be old_id, the value the local
+     * compare-and-swap just checked (what the pass fetched) */
+    memset(&lease, 0, sizeof(lease));
+    lease.absent = !old_id || !old_id[0];
+    if (!lease.absent && git_oid_fromstr(&lease.id, old_id) < 0)
+        return rc_err_set(err, RC_EINVALID, "invalid object id '%s'", old_id);
+    return do_push(g, &ref, 1, 1, &lease, err);
 }
 
 /* ==== Notes ==== */
@@ -2356,7 +2414,7 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
         }
         if (!g->remote || !push)
             break;
-        error = do_push(g, notes_ref, 1, 0, err);
+        error = do_push(g, notes_ref, 1, 0, NULL, err);
         if (error != RC_ECONFLICT || attempt == NOTE_ATTEMPTS)
             break;
         if (g->log)

@@ -229,9 +229,11 @@ int rc_git_update_ref(struct rc_git *g, const char *ref, const char *new_id, con
 
 /* rc_git_update_ref for a ref rightplace alone writes and may replace (a proposal branch,
  * README.md "Review gate"): the same local compare-and-swap against old_id (NULL:
- * must not exist), then, for a remote repository, a forced push ("+ref:ref"): the remote ref
- * is replaced whatever it holds, also when new_id does not descend from it. Errors as
- * rc_git_update_ref. */
+ * must not exist), then, for a remote repository, a forced push ("+ref:ref") with a lease:
+ * the remote ref is replaced, also when new_id does not descend from it, only while it holds
+ * old_id (or is absent for NULL), else RC_ECONFLICT and nothing is pushed (over a smart
+ * transport the check is on the value the remote advertised, which receive-pack checks again
+ * under its lock). Errors as rc_git_update_ref. */
 int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, const char *old_id,
                      const char *log_message, struct rc_err *err);
 

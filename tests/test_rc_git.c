@@ -1137,6 +1137,83 @@ static void run_race(struct fx *f, const char *url, const char *remote, int roun
     free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
 }
 
+/* A forced push (rc_git_force_ref, the proposal branch) carries a lease: the remote's ref must
+ * still hold what this process read, or be absent when it read none. Another writer's value
+ * is never replaced unseen: the push is refused as a conflict (the pass redoes itself from a
+ * fresh fetch), the remote keeps that value, and the mirror shows it. */
+static void lease_case(struct fx *f, const char *url, const char *remote)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g;
+    char c1[41], c2[41], local[41];
+    char *out;
+
+    free(th_git_commit_files(f->work, "second", "src/more.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(c2, g, "refs/heads/main", &err), RC_OK);
+    assert_int_equal(rc_git_resolve(c1, g, "refs/heads/main~1", &err), RC_OK);
+
+    /* 1. read absent; another writer creates it */
+    free(th_git_ok(remote, "update-ref", "refs/heads/review", c1, NULL));
+    assert_int_equal(rc_git_force_ref(g, "refs/heads/review", c2, NULL, "test", &err),
+                     RC_ECONFLICT);
+    assert_non_null(strstr(err.msg, "another writer moved it"));
+    out = th_git_ok(remote, "rev-parse", "refs/heads/review", NULL);
+    assert_string_equal(out, c1);
+    free(out);
+    assert_int_equal(rc_git_resolve(local, g, "refs/heads/review", &err), RC_OK);
+    assert_string_equal(local, c1); /* fetched again after the refusal */
+
+    /* 2. with the value read: replaced, forced */
+    rc_err_clear(&err);
+    assert_int_equal(rc_git_force_ref(g, "refs/heads/review", c2, c1, "test", &err), RC_OK);
+    out = th_git_ok(remote, "rev-parse", "refs/heads/review", NULL);
+    assert_string_equal(out, c2);
+    free(out);
+
+    /* 3. read c2; another writer puts c1 back; a replacement that does not descend from c2
+     * is refused too */
+    free(th_git_ok(remote, "update-ref", "refs/heads/review", c1, NULL));
+    assert_int_equal(rc_git_force_ref(g, "refs/heads/review", c1, c2, "test", &err), RC_ECONFLICT);
+    out = th_git_ok(remote, "rev-parse", "refs/heads/review", NULL);
+    assert_string_equal(out, c1);
+    free(out);
+    rc_git_free(g);
+}
+
+static void test_rc_git__forced_push_keeps_a_lease_on_file_remote(void **state)
+{
+    struct fx *f = *state;
+    char *remote = make_remote(f), *url = file_url(remote);
+
+    lease_case(f, url, remote);
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+}
+
+static void test_rc_git__forced_push_keeps_a_lease_over_git_daemon(void **state)
+{
+    struct fx *f = *state;
+    char *served = th_tmpdir("served"), url[256], remote[2048];
+    int port = 0;
+    pid_t daemon;
+
+    snprintf(remote, sizeof(remote), "%s/r.git", served);
+    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
+    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    daemon = th_git_daemon_start(served, &port);
+    if (daemon < 0)
+        fail_msg("cannot start git daemon");
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    lease_case(f, url, remote);
+    th_git_daemon_stop(daemon);
+    th_rm_rf(served);
+    free(served);
+}
+
 static void test_rc_git__two_writers_race_on_file_remote(void **state)
 {
     struct fx *f = *state;
@@ -1419,6 +1496,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__forced_push_keeps_a_lease_on_file_remote,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__forced_push_keeps_a_lease_over_git_daemon,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_on_file_remote, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
