@@ -1193,9 +1193,11 @@ static void test_rc_git__forced_push_keeps_a_lease_on_file_remote(void **state)
     free(url);
 }
 
-static void test_rc_git__forced_push_keeps_a_lease_over_git_daemon(void **state)
+/* body(f, url, remote) with remote a bare repository holding a commit on main, served by
+ * `git daemon` (receive-pack enabled) at url. */
+static void over_git_daemon(struct fx *f,
+                            void (*body)(struct fx *f, const char *url, const char *remote))
 {
-    struct fx *f = *state;
     char *served = th_tmpdir("served"), url[256], remote[2048];
     int port = 0;
     pid_t daemon;
@@ -1208,10 +1210,15 @@ static void test_rc_git__forced_push_keeps_a_lease_over_git_daemon(void **state)
     if (daemon < 0)
         fail_msg("cannot start git daemon");
     snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
-    lease_case(f, url, remote);
+    body(f, url, remote);
     th_git_daemon_stop(daemon);
     th_rm_rf(served);
     free(served);
+}
+
+static void test_rc_git__forced_push_keeps_a_lease_over_git_daemon(void **state)
+{
+    over_git_daemon(*state, lease_case);
 }
 
 static void test_rc_git__two_writers_race_on_file_remote(void **state)
@@ -1274,25 +1281,14 @@ static void test_rc_git__push_declined_by_hook(void **state)
     free(served);
 }
 
+static void race_10(struct fx *f, const char *url, const char *remote)
+{
+    run_race(f, url, remote, 10);
+}
+
 static void test_rc_git__two_writers_race_over_git_daemon(void **state)
 {
-    struct fx *f = *state;
-    char *served = th_tmpdir("served"), url[256], remote[2048];
-    int port = 0;
-    pid_t daemon;
-
-    snprintf(remote, sizeof(remote), "%s/r.git", served);
-    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
-    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
-    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
-    daemon = th_git_daemon_start(served, &port);
-    if (daemon < 0)
-        fail_msg("cannot start git daemon");
-    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
-    run_race(f, url, remote, 10);
-    th_git_daemon_stop(daemon);
-    th_rm_rf(served);
-    free(served);
+    over_git_daemon(*state, race_10);
 }
 
 /* ==== Credentials ==== */
