@@ -262,6 +262,37 @@ static int kind_ok(const char *k)
     return 1;
 }
 
+/* apiVersion is <group>/<version> or <version>: the group part (slash: its '/', or NULL). */
+static int api_group_ok(const char *api, const char *slash)
+{
+    return !slash || (slash != api && slash[1] && !strchr(slash + 1, '/') &&
+                      subdomain_ok(api, (size_t)(slash - api)));
+}
+
+/* ... and the version part, a DNS label like v1 or v1beta1. */
+static int api_version_part_ok(const char *api, const char *slash)
+{
+    const char *v = slash ? slash + 1 : api;
+
+    return dns_label_ok(v, strlen(v));
+}
+
+/* metadata.name by the kind's rule: a Namespace's is a DNS label, RBAC objects' a path
+ * segment, every other a DNS subdomain. */
+static int name_rule(const char *group, const char *kind, const char *name, struct rc_err *err)
+{
+    if (group[0] == '\0' && strcmp(kind, "Namespace") == 0)
+        return rd_validate_dns_label(name, "metadata.name", err);
+    if (strcmp(group, "rbac.authorization.k8s.io") == 0)
+        return path_segment_ok(name)
+                   ? RC_OK
+                   : rc_err_set(err, RC_EINVALID,
+                                "invalid metadata.name '%.80s': may not be '.' or '..' or "
+                                "contain '/', '%%', spaces or control characters",
+                                name);
+    return rd_validate_subdomain(name, "metadata.name", err);
+}
+
 int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct rd_pos pos,
                    const struct rd_docs *docs, struct rc_arena *a, struct rc_err *err)
 {
@@ -286,11 +317,10 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     if (error < 0)
         return error;
     slash = strchr(api, '/');
-    if (slash && (slash == api || !slash[1] || strchr(slash + 1, '/') ||
-                  !subdomain_ok(api, (size_t)(slash - api))))
+    if (!api_group_ok(api, slash))
         return fail(&c, cJSON_GetObjectItemCaseSensitive(root, "apiVersion"),
                     "invalid apiVersion '%.80s': want <group>/<version> or <version>", api);
-    if (!dns_label_ok(slash ? slash + 1 : api, strlen(slash ? slash + 1 : api)))
+    if (!api_version_part_ok(api, slash))
         return fail(&c, cJSON_GetObjectItemCaseSensitive(root, "apiVersion"),
                     "invalid apiVersion '%.80s': the version must be like v1 or v1beta1", api);
     error = need_string(&c, root, root, "kind", "kind", &kind);
@@ -315,18 +345,7 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     o.version = rc_arena_strdup(a, slash ? slash + 1 : api);
     o.kind = rc_arena_strdup(a, kind);
 
-    if (o.group[0] == '\0' && strcmp(kind, "Namespace") == 0)
-        error = rd_validate_dns_label(name, "metadata.name", err);
-    else if (strcmp(o.group, "rbac.authorization.k8s.io") == 0)
-        error = path_segment_ok(name)
-                    ? RC_OK
-                    : rc_err_set(err, RC_EINVALID,
-                                 "invalid metadata.name '%.80s': may not be '.' or '..' or "
-                                 "contain '/', '%%', spaces or control characters",
-                                 name);
-    else
-        error = rd_validate_subdomain(name, "metadata.name", err);
-    if (error < 0)
+    if ((error = name_rule(o.group, kind, name, err)) < 0)
         return at(&c, namenode);
     o.name = rc_arena_strdup(a, name);
 
@@ -398,24 +417,11 @@ int rd_object_identity_ok(const struct rd_object *o)
 {
     const char *slash = o->api_version ? strchr(o->api_version, '/') : NULL;
     struct rc_err err = RC_ERR_INIT;
-    int name_ok;
 
     if (!o->api_version || !o->kind || !o->name || !o->group)
         return 0;
-    if (slash && (slash == o->api_version || !slash[1] || strchr(slash + 1, '/') ||
-                  !subdomain_ok(o->api_version, (size_t)(slash - o->api_version))))
-        return 0;
-    if (!dns_label_ok(slash ? slash + 1 : o->api_version,
-                      strlen(slash ? slash + 1 : o->api_version)) ||
-        !kind_ok(o->kind))
-        return 0;
-    if (o->group[0] == '\0' && strcmp(o->kind, "Namespace") == 0)
-        name_ok = rd_validate_dns_label(o->name, "metadata.name", &err) == RC_OK;
-    else if (strcmp(o->group, "rbac.authorization.k8s.io") == 0)
-        name_ok = path_segment_ok(o->name);
-    else
-        name_ok = rd_validate_subdomain(o->name, "metadata.name", &err) == RC_OK;
-    if (!name_ok)
+    if (!api_group_ok(o->api_version, slash) || !api_version_part_ok(o->api_version, slash) ||
+        !kind_ok(o->kind) || name_rule(o->group, o->kind, o->name, &err) < 0)
         return 0;
     /* namespaced exactly when the kind is, in a valid namespace */
     if (rd_kind_is_cluster_scoped(o->group, o->kind)

@@ -160,8 +160,9 @@ static cJSON *entry_json(const struct entry *e)
 
 /* key: everything entry_json reads, each field tagged and length-prefixed, so that equal keys
  * mean equal entries; kd: two XXH64 of the key (128 bits), what the record cache file keeps
- * of it; chunk: the entry's text ("- unit: ...\n  ..."). key and chunk are NULL in a memo
- * that keeps digests alone (rd_record_memo_keep_bytes 0, rd_record_memo_import). */
+ * of it, held only where the key is not (a kept key's digest is made when the memo is
+ * exported); chunk: the entry's text ("- unit: ...\n  ..."). key and chunk are NULL in a
+ * memo that keeps digests alone (rd_record_memo_keep_bytes 0, rd_record_memo_import). */
 struct memo_unit {
     char *unit;
     char *key;
@@ -203,18 +204,21 @@ void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep)
 
 #define KEY_SEED_2 UINT64_C(0x9E3779B97F4A7C15)
 
-static void key_digest(uint64_t kd[2], const struct rc_buf *key)
+static void key_digest(uint64_t kd[2], const void *key, size_t len)
 {
-    kd[0] = rc_xxh64_seeded(key->ptr, key->len, 0);
-    kd[1] = rc_xxh64_seeded(key->ptr, key->len, KEY_SEED_2);
+    kd[0] = rc_xxh64_seeded(key, len, 0);
+    kd[1] = rc_xxh64_seeded(key, len, KEY_SEED_2);
 }
 
 /* Was the memo's entry written from this key? By the key itself when the memo kept it, else
  * by its digest. */
-static int memo_matches(const struct memo_unit *had, const struct rc_buf *key, const uint64_t kd[2])
+static int memo_matches(const struct memo_unit *had, const struct rc_buf *key)
 {
+    uint64_t kd[2];
+
     if (had->key)
         return had->keylen == key->len && !memcmp(had->key, key->ptr, key->len);
+    key_digest(kd, key->ptr, key->len);
     return had->kd[0] == kd[0] && had->kd[1] == kd[1];
 }
 
@@ -269,11 +273,15 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
     rc_le64_put(fixed + 17, m->nunits);
     rc_buf_add(out, fixed, sizeof(fixed), NULL);
     for (size_t i = 0; i < m->nunits; i++) {
+        const struct memo_unit *u = &m->units[i];
         unsigned char n[4], kd[16];
-        size_t len = strlen(m->units[i].unit);
+        size_t len = strlen(u->unit);
+        uint64_t d[2] = {u->kd[0], u->kd[1]};
+        if (u->key) /* the digest of a key kept whole is made here, not every pass */
+            key_digest(d, u->key, u->keylen);
         rc_le32_put(n, (uint32_t)len);
-        rc_le64_put(kd, m->units[i].kd[0]);
-        rc_le64_put(kd + 8, m->units[i].kd[1]);
+        rc_le64_put(kd, d[0]);
+        rc_le64_put(kd + 8, d[1]);
         rc_buf_add(out, n, 4, NULL);
         rc_buf_add(out, m->units[i].unit, len, NULL);
         rc_buf_add(out, kd, 16, NULL);
@@ -565,8 +573,7 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                       ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
                       : NULL;
             next[i].unit = rc_xstrdup(d->unit);
-            key_digest(next[i].kd, &key);
-            if (had && memo_matches(had, &key, next[i].kd)) {
+            if (had && memo_matches(had, &key)) {
                 same = same && had == &m->units[i];
                 if (had->chunk) {
                     next[i].key = had->key; /* moved; the unit stays for the search */
@@ -585,6 +592,8 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                 next[i].keylen = key.len;
                 next[i].key = rc_xmalloc(key.len + 1);
                 memcpy(next[i].key, key.ptr, key.len);
+            } else {
+                key_digest(next[i].kd, key.ptr, key.len);
             }
         }
         jobs[njobs].d = d;

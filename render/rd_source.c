@@ -1118,7 +1118,7 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     const unsigned char **packs = NULL, **derived = NULL;
     size_t *packs_len = NULL, *derived_len = NULL;
     struct rd_pos *root_pos = NULL;
-    const unsigned char *res_at;
+    const char *res[RD_FILE_EXTENDED_MAX];
     size_t flen, bytes, nwarn, nres, ndocs = 0, nwork = 0;
     struct parsed *done = NULL;
     int rc;
@@ -1139,24 +1139,19 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     p->len = flen;
     p->id = rc_arena_strdup(p->arena, id);
     for (size_t i = 0; i < nwarn && !r.bad; i++) {
-        size_t n;
-        const unsigned char *w = get_span(&r, &n);
-        if (w && memchr(w, '\0', n))
-            r.bad = 1;
+        const char *w = get_str(&r, p->arena);
         if (!r.bad)
-            *VEC_PUSH(ctx.st.warnings) = rc_arena_strndup(p->arena, (const char *)w, n);
+            *VEC_PUSH(ctx.st.warnings) = w;
     }
     /* the resource names: taken below when every document is a workload, else interned
      * again by the load */
     nres = get_uv(&r);
     if (r.bad || nres > RD_FILE_EXTENDED_MAX)
         goto out;
-    res_at = r.p;
-    for (size_t i = 0; i < nres; i++) {
-        size_t n;
-        if (!get_span(&r, &n))
-            goto out;
-    }
+    for (size_t i = 0; i < nres; i++)
+        res[i] = get_str(&r, p->arena);
+    if (r.bad)
+        goto out;
     ndocs = get_uv(&r);
     if (r.bad || ndocs > limits.max_documents || ndocs > (size_t)(r.end - r.p))
         goto out;
@@ -1197,12 +1192,10 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     if (r.p != r.end)
         goto out;
     if (nwork == ndocs) {
-        struct reader rr = {res_at, r.end, 0};
         for (size_t i = 0; i < nres; i++) {
-            const char *name = get_str(&rr, p->arena);
-            if (!*name || pl_resnames_find(&p->res, name) >= 0)
+            if (!*res[i] || pl_resnames_find(&p->res, res[i]) >= 0)
                 goto out;
-            p->res.name[p->res.n++] = name;
+            p->res.name[p->res.n++] = res[i];
         }
         if (import_derived(&ctx, ndocs, packs, packs_len, root_pos, derived, derived_len) < 0)
             goto out;

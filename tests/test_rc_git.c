@@ -1232,29 +1232,19 @@ static void test_rc_git__two_writers_race_on_file_remote(void **state)
     free(url);
 }
 
-static void test_rc_git__push_declined_by_hook(void **state)
+/* A pre-receive hook declines the push over the daemon: RC_ERROR with the hook's words. */
+static void declined_by_hook(struct fx *f, const char *url, const char *remote)
 {
-    struct fx *f = *state;
     struct rc_err err = RC_ERR_INIT;
-    char *served = th_tmpdir("served"), url[256], remote[2048], hook[4096], *out;
+    char hook[4096], *out;
     char tree[41], c[41], id[41];
     const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, "", 0}};
-    int port = 0;
-    pid_t daemon;
 
-    snprintf(remote, sizeof(remote), "%s/r.git", served);
-    free(th_git_ok(NULL, "init", "-q", "--bare", remote, NULL));
-    free(th_git_commit_files(f->work, "source", "src/job.yaml", "kind: Job\n", NULL));
-    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
     snprintf(hook, sizeof(hook), "%s/hooks/pre-receive", remote);
     th_write_file(remote, "hooks/pre-receive",
                   "#!/bin/sh\necho \"deploy is frozen by policy\" >&2\nexit 1\n", (size_t)-1);
     assert_int_equal(chmod(hook, 0755), 0);
 
-    daemon = th_git_daemon_start(served, &port);
-    if (daemon < 0)
-        fail_msg("cannot start git daemon");
-    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
     f->g = open_ok(url, f->state);
     assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, 1, &err), RC_OK);
     assert_int_equal(rc_git_commit(c, f->g, tree, NULL, "deploy\n", 1700000000, &err), RC_OK);
@@ -1275,10 +1265,11 @@ static void test_rc_git__push_declined_by_hook(void **state)
     out = th_git_ok(remote, "rev-parse", "deploy", NULL);
     assert_string_equal(out, c);
     free(out);
+}
 
-    th_git_daemon_stop(daemon);
-    th_rm_rf(served);
-    free(served);
+static void test_rc_git__push_declined_by_hook(void **state)
+{
+    over_git_daemon(*state, declined_by_hook);
 }
 
 static void race_10(struct fx *f, const char *url, const char *remote)
