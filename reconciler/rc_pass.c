@@ -1323,7 +1323,7 @@ static void drop_bare_namespaces(struct pl_result *res)
 
     for (size_t r = 0; r < res->ndecisions; r++) {
         const struct pl_decision *d = &res->decisions[r];
-        if (!d->policy && d->nobjects == 1 && d->objects[0] && !d->objects[0]->ns &&
+        if (!d->policy && d->nobjects == 1 && d->objects && d->objects[0] && !d->objects[0]->ns &&
             !strcmp(d->objects[0]->kind, "Namespace") && d->state == PL_STATE_UNPLACED)
             continue;
         res->decisions[w++] = res->decisions[r];

@@ -537,12 +537,48 @@ static void test_rc_pass__source_budget_refuses_the_file_past_it(void **state)
     fx_close(&f);
 }
 
+/* A unit of one object that no policy governs (a ConfigMap of its own) whose file is removed:
+ * the removal is a decision with no live objects, not one to read them from. */
+static void test_rc_pass__lone_object_removed(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    (void)state;
+
+    fx_open(&f, NULL);
+    th_write_file(f.repo, "extra/cm.yaml",
+                  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lone\n"
+                  "  namespace: development\ndata:\n  a: b\n",
+                  (size_t)-1);
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "lone", NULL));
+    pass(&f, &res);
+    assert_true(state_of(&res, "development/ConfigMap/lone") >= 0);
+    free(th_git_ok(f.repo, "rm", "-q", "extra/cm.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "no lone", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    {
+        int removed = 0;
+        for (size_t i = 0; i < res.result->ndecisions; i++) {
+            const struct pl_decision *d = &res.result->decisions[i];
+            removed |= d->nobjects == 1 &&
+                       !strcmp(d->object_keys[0], "development/ConfigMap/lone") &&
+                       d->change == PL_CHANGE_REMOVED;
+        }
+        assert_true(removed);
+    }
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pass__noop_parses_no_manifest),
         cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
+        cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
         cmocka_unit_test(test_rc_pass__one_change_parses_one_file),
