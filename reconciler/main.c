@@ -153,8 +153,9 @@ static const struct opt_def opt_defs[] = {
      "requests in flight per cluster while applying (1-256, default 32)"},
     {OPT_FORCE, "force", 0, NULL, "run the pass even when nothing seems to have changed"},
     {OPT_MAX_SOURCE, "max-source-mib", 0, "N",
-     "YAML one pass may hold (default 1024, or $RIGHTPLACE_MAX_SOURCE_MIB);\n"
-     "files past it are refused, each with an error"},
+     "memory one pass may hold parsed (default 1024, or\n"
+     "$RIGHTPLACE_MAX_SOURCE_MIB); past it the largest files are refused,\n"
+     "each with an error"},
     {OPT_NO_PARSE_CACHE, "no-parse-cache", 0, NULL,
      "parse every source file read and the deploy head's record; do not\n"
      "read or write the state directory's parse-cache and record-cache"},

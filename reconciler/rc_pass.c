@@ -140,10 +140,13 @@ static int file_loads_alone(const char *path, const char *data, size_t len, cons
     struct rc_err err = RC_ERR_INIT;
     int ok;
 
+    static const unsigned char uncounted = 1;
+
     memset(&one, 0, sizeof(one));
     memset(&lo, 0, sizeof(lo));
     lo.ids = &id;
     lo.cache = cache;
+    lo.uncounted = &uncounted; /* a test: it must not take the place of a file of the pass */
     if (rd_source_load_ex(&one, &f, 1, &lo, a, &err) < 0)
         return 0;
     *nparsed += one.nparsed;
@@ -200,6 +203,16 @@ static int try_version(const char **data, size_t *len, size_t *nparsed, struct r
 
     *data = NULL;
     *len = 0;
+    if (rd_cache_refused(cache, blob, path)) {
+        /* it loaded, and the pass's budget refused it: its text, for a load that does not
+         * count it (rd_load_options.uncounted) */
+        error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, a, err);
+        if (error == RC_OK) {
+            *data = d;
+            *len = n;
+        }
+        return error == RC_EINVALID ? (rc_err_clear(err), RC_EINVALID) : error;
+    }
     if (!rd_cache_has(cache, blob, path, NULL))
         error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, &tmp, err);
     if (error == RC_OK && !file_loads_alone(path, d, n, blob, cache, nparsed, a))
@@ -362,22 +375,20 @@ static int parse_threads(const struct rc_pass_options *o)
     return n < 1 ? 1 : n > RD_PRIME_THREADS_MAX ? RD_PRIME_THREADS_MAX : (int)n;
 }
 
-/* Parse the batch into the cache and drop its text; the bytes the cache grew by. */
-static size_t prime_flush(struct prime_batch *b, struct rd_file *files, const char **ids,
-                          struct rd_cache *cache, const struct rc_pass_options *o, size_t *nparsed)
+/* Parse the batch into the cache (counted against its budget) and drop its text. */
+static void prime_flush(struct prime_batch *b, struct rd_file *files, const char **ids,
+                        struct rd_cache *cache, const struct rc_pass_options *o, size_t *nparsed)
 {
     struct rd_file f[PRIME_BATCH];
     const char *id[PRIME_BATCH];
-    size_t before = rd_cache_bytes(cache), grown;
 
     if (b->n == 0)
-        return 0;
+        return;
     for (size_t k = 0; k < b->n; k++) {
         f[k] = files[b->idx[k]];
         id[k] = ids[b->idx[k]];
     }
     rd_cache_prime(cache, f, id, b->n, parse_threads(o), nparsed);
-    grown = rd_cache_bytes(cache) - before;
     for (size_t k = 0; k < b->n; k++) {
         files[b->idx[k]].data = NULL;
         files[b->idx[k]].len = 0;
@@ -385,7 +396,6 @@ static size_t prime_flush(struct prime_batch *b, struct rd_file *files, const ch
     rc_arena_release(&b->tmp);
     b->n = 0;
     b->bytes = 0;
-    return grown;
 }
 
 /* The source's YAML files as listed for the no-op check (memo_says_skip), so that the load
@@ -406,11 +416,12 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rc_pcache *pfile = cache ? rc_cache_parse_file(o->cache) : NULL;
     const char *prev_source = prev->source;
     size_t budget = o->max_source_bytes ? o->max_source_bytes : RC_PASS_SOURCE_BYTES_DEFAULT;
-    size_t held = 0, primed = 0;
+    size_t held = 0;
+    const char *over;
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
     const char **refused, **ids;
-    unsigned char *keep;
+    unsigned char *keep, *uncounted;
     struct rd_load_options lo;
     struct placed_arg pa;
     size_t nblobs = 0;
@@ -438,13 +449,22 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
     keep = rc_arena_calloc(a, nblobs + 1, 1);
+    uncounted = rc_arena_calloc(a, nblobs + 1, 1);
+    /* Memory is bounded by what the pass holds parsed: past the budget, the files that take
+     * most are refused, each alone and saying which limit to raise (rd_cache_limit). */
+    over = rc_arena_printf(a,
+                           "the source takes more than %zu MiB of memory parsed, the limit of "
+                           "one pass, and this file is among its largest (raise it with "
+                           "--max-source-mib or RIGHTPLACE_MAX_SOURCE_MIB)",
+                           budget >> 20);
+    if (cache)
+        rd_cache_limit(cache, budget, over);
     if (pfile) {
         /* parsed by an earlier process: taken from the state directory, on every core, not
          * read from git; what is left is read and parsed below */
         double t0 = mono_ms();
         rc_pcache_begin(pfile, o->log);
-        out->nfrom_file =
-            rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), &primed, budget, o->log);
+        out->nfrom_file = rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), o->log);
         out->ms_from_file += mono_ms() - t0;
     }
     for (size_t i = 0; i < nblobs; i++) {
@@ -456,7 +476,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             files[i].path = blobs[i].path;
             continue;
         }
-        if (cache && primed <= budget) {
+        if (cache) {
             /* parsed into the cache now, a batch at a time on every core, the text dropped
              * after its batch: the pass never holds the whole source's text */
             read_source_file(&files[i], &refused[i], g, &blobs[i], &batch.tmp);
@@ -469,13 +489,13 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 batch.bytes += files[i].len;
             }
             if (batch.n == PRIME_BATCH || batch.bytes >= PRIME_BATCH_BYTES)
-                primed += prime_flush(&batch, files, ids, cache, o, &out->nparsed);
+                prime_flush(&batch, files, ids, cache, o, &out->nparsed);
             continue;
         }
+        /* Without a cache (library use: the command line always has one), the load parses
+         * text the pass holds: that text is bounded too, in path order. */
         read_source_file(&files[i], &refused[i], g, &blobs[i], a);
         size = files[i].len;
-        /* Memory is bounded by what the pass holds, in path order: a file past the budget is
-         * refused alone and says which limit to raise. */
         if (!refused[i] && size > budget - held) {
             refused[i] = rc_arena_printf(
                 a,
@@ -497,11 +517,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     lo.placed_fn = placed_keys;
     lo.placed_arg = &pa;
     lo.max_bytes = budget;
-    lo.over_budget = rc_arena_printf(a,
-                                     "the source files up to this one take more than %zu MiB of "
-                                     "memory parsed, the limit of one pass (raise it with "
-                                     "--max-source-mib or RIGHTPLACE_MAX_SOURCE_MIB)",
-                                     budget >> 20);
+    lo.over_budget = over;
     error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;
@@ -558,6 +574,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 files[i].len = n;
                 refused[i] = NULL;
                 ids[i] = rc_arena_strdup(a, kept_id);
+                uncounted[i] = 1;
                 out->kept[out->nkept].path = files[i].path;
                 memcpy(out->kept[out->nkept++].id, kept_id, 41);
                 replaced++;
@@ -582,12 +599,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         for (size_t i = 0; i < nblobs; i++) {
             if (keep[i]) {
                 refused[w] = refused[i];
+                uncounted[w] = uncounted[i];
                 ids[w] = ids[i];
                 files[w++] = files[i];
             }
         }
         nblobs = w;
     }
+    lo.uncounted = uncounted;
     error = rd_source_load_ex(&out->src, files, nblobs, &lo, a, err);
     if (error < 0)
         return error;

@@ -367,8 +367,7 @@ int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, con
 #define TAKE_BATCH_BYTES ((size_t)8 << 20)
 
 size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_git_blob *blobs,
-                      size_t n, int threads, size_t *grown, size_t max_grown,
-                      const struct rc_log *log)
+                      size_t n, int threads, const struct rc_log *log)
 {
     struct rd_import v[TAKE_BATCH];
     struct ent *ents[TAKE_BATCH];
@@ -395,7 +394,6 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
             used += e->size;
         }
         if (nb && (i == n || nb == TAKE_BATCH || used >= TAKE_BATCH_BYTES)) {
-            size_t before = rd_cache_bytes(c);
             /* read: one pread for each run of entries that follow one another in the file
              * (the file lists them in the order passes parsed them: mostly path order) */
             for (size_t k = 0, run; k < nb; k = run) {
@@ -419,11 +417,8 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
                 else if (v[k].data)
                     not_loaded(pc, v[k].id, v[k].path, log);
             }
-            *grown += rd_cache_bytes(c) - before;
             nb = 0;
             used = 0;
-            if (max_grown && *grown > max_grown)
-                break; /* the rest is read and parsed, as far as the memory limit allows */
         }
     }
     free(buf);

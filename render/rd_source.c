@@ -170,8 +170,10 @@ struct parsed {
     size_t ndocs;
     struct pdoc *pdocs; /* each document, in order (rd_cache_export) */
     size_t bytes;
-    size_t len;          /* of the file */
-    unsigned gen;        /* the cache sweep that last saw it used */
+    size_t len;        /* of the file */
+    unsigned gen;      /* the cache sweep that last saw it used */
+    unsigned held_gen; /* the sweep since which the budget counts it (ledger_hold) */
+    int over;          /* refused by the budget: holds the refusal alone; the next sweep frees it */
     struct parsed *next; /* hash chain */
 };
 
@@ -477,6 +479,14 @@ struct rd_cache {
     size_t used; /* entries marked with gen (mark_used) */
     size_t bytes;
     unsigned long anon; /* ids of entries nobody may look up */
+    /* The budget of one pass (rd_cache_limit): the entries counted against it since the last
+     * sweep, a heap with the one to refuse first on top, and their bytes. */
+    size_t limit, ledger;
+    char *over;           /* the problem of a file it refuses */
+    struct parsed **heap; /* a plain list until the budget is first passed (heapified) */
+    size_t nheap, capheap;
+    int heapified;
+    size_t nover; /* entries refused by it, freed at the next sweep */
 };
 
 int rd_cache_new(struct rd_cache **out)
@@ -504,6 +514,8 @@ static struct parsed *cache_get(const struct rd_cache *c, const char *id, const 
     return NULL;
 }
 
+static void ledger_hold(struct rd_cache *c, struct parsed *p);
+
 static void cache_put(struct rd_cache *c, struct parsed *p)
 {
     size_t h;
@@ -529,6 +541,134 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
     c->slot[h] = p;
     c->n++;
     c->bytes += p->bytes;
+    ledger_hold(c, p);
+}
+
+/* ==== The budget of one pass ==== */
+
+/* a is refused before b: it takes more memory parsed, or as much and comes later by path (by
+ * id, for two versions of one path). So which files a budget refuses is decided by the files
+ * alone: not by the order they come in, nor by which were parsed before. */
+static int heavier(const struct parsed *a, const struct parsed *b)
+{
+    int d;
+
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes;
+    d = strcmp(a->path, b->path);
+    return d ? d > 0 : strcmp(a->id, b->id) > 0;
+}
+
+static void heap_push(struct rd_cache *c, struct parsed *p)
+{
+    size_t i;
+
+    c->heap = rc_xgrow(c->heap, &c->capheap, c->nheap + 1, sizeof(*c->heap));
+    if (!c->heapified) { /* within the budget so far: nothing need be ordered */
+        c->heap[c->nheap++] = p;
+        return;
+    }
+    for (i = c->nheap++; i > 0 && heavier(p, c->heap[(i - 1) / 2]); i = (i - 1) / 2)
+        c->heap[i] = c->heap[(i - 1) / 2];
+    c->heap[i] = p;
+}
+
+/* Move heap[i] down to its place among its descendants. */
+static void heap_down(struct rd_cache *c, size_t i)
+{
+    struct parsed *p = c->heap[i];
+
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= c->nheap)
+            break;
+        if (k + 1 < c->nheap && heavier(c->heap[k + 1], c->heap[k]))
+            k++;
+        if (!heavier(c->heap[k], p))
+            break;
+        c->heap[i] = c->heap[k];
+        i = k;
+    }
+    c->heap[i] = p;
+}
+
+static struct parsed *heap_pop(struct rd_cache *c)
+{
+    struct parsed *top;
+
+    if (!c->heapified) {
+        for (size_t i = c->nheap / 2; i-- > 0;)
+            heap_down(c, i);
+        c->heapified = 1;
+    }
+    top = c->heap[0];
+    c->heap[0] = c->heap[--c->nheap];
+    if (c->nheap)
+        heap_down(c, 0);
+    return top;
+}
+
+/* p, which holds what a file parsed to, becomes that file's refusal in place: what it held is
+ * freed, its key and address stay (a load that took p before sees the refusal; the next sweep
+ * frees it, so no later pass finds it). */
+static void refuse_over(struct rd_cache *c, struct parsed *p)
+{
+    size_t was = p->bytes;
+    char *path = rc_xstrdup(p->path), *id = rc_xstrdup(p->id);
+
+    rd_docs_free(p->docs);
+    p->docs = NULL;
+    if (p->arena == &p->own) /* else the caller's arena: its bytes go with it */
+        rc_arena_release(&p->own);
+    p->path = rc_arena_strdup(p->arena, path);
+    p->id = rc_arena_strdup(p->arena, id);
+    free(path);
+    free(id);
+    pl_resnames_init(&p->res);
+    p->nobjects = p->npolicies = p->nclusters = p->nwarnings = p->nkeys = p->ndocs = 0;
+    p->objects = NULL;
+    p->policies = NULL;
+    p->clusters = NULL;
+    p->warnings = NULL;
+    p->keys = NULL;
+    p->pdocs = NULL;
+    p->error = rc_arena_printf(p->arena, "%s: %s (this file takes %zu KiB parsed)", p->path,
+                               c->over, (was + 1023) >> 10);
+    p->over = 1;
+    p->bytes = sizeof(*p) + p->own.used_total;
+    c->bytes = c->bytes - was + p->bytes;
+    c->nover++;
+}
+
+/* Count p against the budget, once per sweep; while the entries counted hold more than it, the
+ * heaviest is refused (p itself, perhaps). Refusing the heaviest first keeps exactly the
+ * lightest files that fit together, whatever order they are counted in. */
+static void ledger_hold(struct rd_cache *c, struct parsed *p)
+{
+    if (!c->limit || p->error || p->held_gen == c->gen)
+        return;
+    p->held_gen = c->gen;
+    heap_push(c, p);
+    c->ledger += p->bytes;
+    while (c->ledger > c->limit) {
+        struct parsed *q = heap_pop(c);
+        c->ledger -= q->bytes;
+        refuse_over(c, q);
+    }
+}
+
+void rd_cache_limit(struct rd_cache *c, size_t max_bytes, const char *over)
+{
+    if (!c)
+        return;
+    free(c->over);
+    c->over = rc_xstrdup(over ? over : "over the memory limit of the load");
+    c->limit = max_bytes;
+    while (c->limit && c->ledger > c->limit) {
+        struct parsed *q = heap_pop(c);
+        c->ledger -= q->bytes;
+        refuse_over(c, q);
+    }
 }
 
 /* ==== Parsing ahead, on several threads ==== */
@@ -618,6 +758,13 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
     return RC_OK;
 }
 
+int rd_cache_refused(const struct rd_cache *c, const char *id, const char *path)
+{
+    const struct parsed *p = c && id ? cache_get(c, id, path) : NULL;
+
+    return p && p->over;
+}
+
 int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len)
 {
     const struct parsed *p = c && id ? cache_get(c, id, path) : NULL;
@@ -640,12 +787,13 @@ void rd_cache_sweep(struct rd_cache *c)
 {
     if (!c)
         return;
-    /* every entry was used: nothing to free, and no entry need be read to know it */
-    for (size_t i = 0; c->used != c->n && i < c->cap; i++) {
+    /* every entry was used and none refused by the budget: nothing to free, and no entry need
+     * be read to know it */
+    for (size_t i = 0; (c->used != c->n || c->nover) && i < c->cap; i++) {
         struct parsed **pp = &c->slot[i];
         while (*pp) {
             struct parsed *p = *pp;
-            if (p->gen != c->gen) {
+            if (p->gen != c->gen || p->over) {
                 *pp = p->next;
                 c->n--;
                 c->bytes -= p->bytes;
@@ -657,6 +805,10 @@ void rd_cache_sweep(struct rd_cache *c)
     }
     c->gen++;
     c->used = 0;
+    c->nover = 0;
+    c->nheap = 0;
+    c->heapified = 0;
+    c->ledger = 0;
 }
 
 void rd_cache_free(struct rd_cache *c)
@@ -671,6 +823,8 @@ void rd_cache_free(struct rd_cache *c)
         }
     }
     free(c->slot);
+    free(c->heap);
+    free(c->over);
     free(c);
 }
 
@@ -1812,7 +1966,6 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
     struct loader l;
     const struct rd_file **order = NULL;
     struct parsed **parsed = NULL;
-    size_t held = 0;
     int rc = RC_OK;
 
     memset(out, 0, sizeof(*out));
@@ -1845,37 +1998,37 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
         }
     }
 
-    /* (1) each file alone, from the cache when its (id, path) was parsed before */
+    /* (1) each file alone, from the cache when its (id, path) was parsed before, counted
+     * against the budget */
+    if (opts && opts->max_bytes)
+        rd_cache_limit(out->cache, opts->max_bytes, opts->over_budget);
     for (size_t i = 0; i < nfiles; i++) {
         size_t k = (size_t)(order[i] - files);
         const char *id = ids && ids[k] && !out->own_cache ? ids[k] : NULL;
         const char *why = refused ? refused[k] : NULL;
+        int uncounted = opts && opts->uncounted && opts->uncounted[k];
         struct parsed *p = id && !why ? cache_get(out->cache, id, order[i]->path) : NULL;
         int fresh = 0;
+        if (p && p->over && uncounted && order[i]->data) {
+            p = NULL; /* refused by the budget, needed all the same: parsed again, kept apart */
+            id = NULL;
+        }
         if (!p) {
             p = parse_file(order[i], why ? NULL : id, why, out->own_cache ? a : NULL);
             fresh = 1;
             if (!why)
                 out->nparsed++;
         }
-        if (opts && opts->max_bytes && !p->error &&
-            (p->bytes > opts->max_bytes || held > opts->max_bytes - p->bytes)) {
-            /* past the pass's memory: refused, and what it parsed to is not kept */
-            if (fresh)
-                parsed_free(p);
-            p = parse_file(order[i], NULL,
-                           opts->over_budget ? opts->over_budget
-                                             : "over the memory limit of the load",
-                           out->own_cache ? a : NULL);
-            fresh = 1;
-        }
+        if (uncounted)
+            p->held_gen = out->cache->gen; /* as if counted: ledger_hold passes it by */
         if (fresh) {
             if (!p->id) /* not to be found again: an id no content has; swept after use */
                 p->id = rc_arena_printf(p->arena, "#%lu", ++out->cache->anon);
-            cache_put(out->cache, p);
+            cache_put(out->cache, p); /* counted against the budget, unless uncounted */
+        } else {
+            ledger_hold(out->cache, p);
         }
-        if (!p->error)
-            held += p->bytes;
+        /* p, or a file before it, may have been refused by the budget: in place, seen below */
         mark_used(out->cache, p);
         parsed[i] = p;
     }

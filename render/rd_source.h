@@ -102,12 +102,15 @@ struct rd_load_options {
      * collision does not need). */
     const char *const *(*placed_fn)(void *arg, size_t *n);
     void *placed_arg;
-    /* Memory the parsed files may hold together (rd_cache_bytes' measure), 0: no limit. In
-     * path order, a file whose parse would take the total past it is refused with
-     * `over_budget` as its problem (the file parsed is freed; so the peak is the limit plus
-     * one file, itself bounded by the YAML limits). */
+    /* Memory the parsed files may hold together, 0: no limit (else rd_cache_limit of the
+     * cache with it and `over_budget`, before the files are taken). */
     size_t max_bytes;
     const char *over_budget;
+    /* Per file, as files (may be NULL): nonzero for a file not counted against the budget,
+     * parsed again if the budget refused it before (a broken file's last good version, loaded
+     * so that its objects keep their placements: it loaded under the budget of the pass that
+     * placed them). */
+    const unsigned char *uncounted;
 };
 
 int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t nfiles,
@@ -137,6 +140,20 @@ void rd_cache_free(struct rd_cache *c);
 #define RD_PRIME_THREADS_MAX 16
 int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *const *ids,
                    size_t n, int threads, size_t *nparsed);
+/*
+ * The budget of one pass: the entries a pass puts in the cache or takes from it (prime,
+ * import, load), counted once each from one sweep to the next, may hold at most max_bytes
+ * together (rd_cache_bytes' measure of each; 0: no limit). While they would hold more, the one
+ * that holds most is refused (of equal ones, the later by path): its entry becomes the file's
+ * error, "<path>: <over> (this file takes N KiB parsed)", what it held is freed, and the next
+ * sweep drops it. So a pass holds at most the limit plus the files being parsed, and the
+ * files refused are exactly those left when the lightest are kept while they fit: decided by
+ * the files alone, not by their order nor by what the cache held. A bad file cannot push
+ * out the files that come after it; the heaviest go first. Errors are not counted.
+ */
+void rd_cache_limit(struct rd_cache *c, size_t max_bytes, const char *over);
+/* 1 when (id, path) loaded and this pass's budget refused it (its entry holds the refusal). */
+int rd_cache_refused(const struct rd_cache *c, const char *id, const char *path);
 /* 1 and *len (the file's size in bytes) when (id, path) is cached, else 0. */
 int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, size_t *len);
 /*

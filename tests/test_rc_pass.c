@@ -537,6 +537,84 @@ static void test_rc_pass__source_budget_refuses_the_file_past_it(void **state)
     fx_close(&f);
 }
 
+/* Past the budget, the files that take most memory parsed are refused, not the files that come
+ * last by path: a big file early in path order cannot push the rest of the fleet out. Which
+ * files go is decided by the files alone: a new process, which takes them from the parse
+ * cache file, refuses the same one. */
+static void test_rc_pass__source_budget_refuses_the_heaviest_not_the_last(void **state)
+{
+    char *dir = th_tmpdir("state");
+    struct fx f;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_result res;
+    struct rc_err err = RC_ERR_INIT;
+    size_t n = 256u << 10, all;
+    char *big = malloc(n + 200), *tree;
+    const char *m;
+    (void)state;
+
+    assert_non_null(big);
+    snprintf(big, 200,
+             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"
+             "  namespace: development\n"
+             "  labels: {app.kubernetes.io/instance: rayservice}\ndata:\n  blob: ");
+    {
+        size_t k = strlen(big);
+        memset(big + k, 'x', n);
+        big[k + n] = '\n';
+        big[k + n + 1] = '\0';
+    }
+    fx_open(&f, dir);
+    th_write_file(f.repo, "aa/big.yaml", big, (size_t)-1);
+    free(big);
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "big", NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_OK);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_int_equal(state_of(&res, "development/ConfigMap/big"), PL_STATE_PLACED);
+    /* what the whole source takes parsed, less one byte: one file must go */
+    all = rd_cache_bytes(rc_cache_parsed(f.cache));
+    for (int proc = 0; proc < 2; proc++) {
+        if (proc == 1) { /* a new process: the files come from the parse cache file */
+            rc_cache_free(f.cache);
+            assert_int_equal(rc_cache_new(&f.cache, dir, &err), RC_OK);
+            o.cache = f.cache;
+        }
+        o.max_source_bytes = all - 1;
+        o.force = 1;
+        if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
+            fail_msg("pass %d: %s", proc, err.msg);
+        if (proc == 1)
+            assert_true(res.nparse_cached > 0);
+        assert_int_equal(res.nfile_errors, 1);
+        m = error_for(&res, "aa/big.yaml");
+        assert_non_null(m);
+        assert_non_null(strstr(m, "among its largest"));
+        assert_non_null(strstr(m, "--max-source-mib"));
+        /* the rest of the fleet, the last file by path included, is placed */
+        assert_int_equal(state_of(&res, "production/RayService/text-summarizer"), PL_STATE_PLACED);
+        assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+        /* the refused file's last good version is itself: loaded apart from the budget,
+         * its objects keep their placements */
+        assert_int_equal(state_of(&res, "development/ConfigMap/big"), PL_STATE_PLACED);
+        tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+        assert_non_null(strstr(tree, "/configmap.big.yaml"));
+        free(tree);
+    }
+    /* removed from the source: its unit (one object, no policy) is removed */
+    free(th_git_ok(f.repo, "rm", "-q", "aa/big.yaml", NULL));
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "no big", NULL));
+    o.max_source_bytes = 0;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_OK);
+    assert_int_equal(res.nfile_errors, 0);
+    fx_close(&f);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 /* A unit of one object that no policy governs (a ConfigMap of its own) whose file is removed:
  * the removal is a decision with no live objects, not one to read them from. */
 static void test_rc_pass__lone_object_removed(void **state)
@@ -579,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
+        cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
         cmocka_unit_test(test_rc_pass__one_change_parses_one_file),

@@ -935,6 +935,146 @@ static void test_rd_source__export_import_loads_the_same(void **state)
     rd_cache_free(other);
 }
 
+/* Files for the budget: a ConfigMap of `kib` KiB of data under each path. */
+#define BUDGET_FILES 5
+static void budget_files(struct rd_file *files, struct rc_arena *a)
+{
+    static const char *const paths[BUDGET_FILES] = {"a/big.yaml", "b/mid.yaml", "c/one.yaml",
+                                                    "d/two.yaml", "e/three.yaml"};
+    static const size_t kib[BUDGET_FILES] = {64, 16, 1, 1, 1};
+
+    for (size_t i = 0; i < BUDGET_FILES; i++) {
+        size_t n = kib[i] << 10;
+        char *head = rc_arena_printf(a,
+                                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%zu\n"
+                                     "  namespace: ns\ndata:\n  blob: ",
+                                     i);
+        size_t h = strlen(head);
+        char *d = rc_arena_alloc(a, h + n + 2);
+        memcpy(d, head, h);
+        memset(d + h, 'x', n);
+        d[h + n] = '\n';
+        d[h + n + 1] = '\0';
+        files[i].path = paths[i];
+        files[i].data = d;
+        files[i].len = h + n + 1;
+    }
+}
+
+/* The load of a pass under a budget of `limit`, its cache prepared as `how` says: 0 nothing
+ * cached; 1 primed in reverse path order on two threads; 2 every file cached by an earlier
+ * pass without a budget; 3 taken up (rd_cache_import_many) in reverse order from another
+ * process's export. Returns the files refused, one bit each, and checks what the cache holds. */
+static unsigned budget_load(const struct rd_file *files, const char *const *ids, size_t limit,
+                            int how, struct rc_arena *a)
+{
+    struct rd_cache *c = NULL;
+    struct rd_load_options lo;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_file rev[BUDGET_FILES];
+    const char *rids[BUDGET_FILES];
+    unsigned refused = 0;
+    size_t np = 0;
+
+    for (size_t i = 0; i < BUDGET_FILES; i++) {
+        rev[i] = files[BUDGET_FILES - 1 - i];
+        rids[i] = ids[BUDGET_FILES - 1 - i];
+    }
+    assert_int_equal(rd_cache_new(&c), RC_OK);
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = c;
+    if (how == 2) {
+        assert_int_equal(rd_source_load_ex(&src, files, BUDGET_FILES, &lo, a, &err), RC_OK);
+        assert_int_equal(src.nerrors, 0);
+        rd_source_release(&src);
+        rd_cache_sweep(c);
+    }
+    rd_cache_limit(c, limit, "over the budget");
+    if (how == 1)
+        assert_int_equal(rd_cache_prime(c, rev, rids, BUDGET_FILES, 2, &np), RC_OK);
+    if (how == 3) {
+        struct rd_cache *other = NULL;
+        struct rd_import v[BUDGET_FILES];
+        struct rc_buf b[BUDGET_FILES];
+        assert_int_equal(rd_cache_new(&other), RC_OK);
+        assert_int_equal(rd_cache_prime(other, files, ids, BUDGET_FILES, 1, &np), RC_OK);
+        for (size_t i = 0; i < BUDGET_FILES; i++) {
+            b[i] = (struct rc_buf)RC_BUF_INIT;
+            assert_int_equal(rd_cache_export(other, rids[i], rev[i].path, &b[i]), RC_OK);
+            memset(&v[i], 0, sizeof(v[i]));
+            v[i].id = rids[i];
+            v[i].path = rev[i].path;
+            v[i].data = b[i].ptr;
+            v[i].len = b[i].len;
+        }
+        rd_cache_free(other);
+        assert_int_equal(rd_cache_import_many(c, v, BUDGET_FILES, 2), BUDGET_FILES);
+        for (size_t i = 0; i < BUDGET_FILES; i++)
+            rc_buf_release(&b[i]);
+    }
+    lo.max_bytes = limit;
+    lo.over_budget = "over the budget";
+    assert_int_equal(rd_source_load_ex(&src, files, BUDGET_FILES, &lo, a, &err), RC_OK);
+    for (size_t e = 0; e < src.nerrors; e++) {
+        for (size_t i = 0; i < BUDGET_FILES; i++) {
+            if (!strcmp(src.errors[e].path, files[i].path))
+                refused |= 1u << i;
+        }
+        assert_non_null(strstr(src.errors[e].msg, "over the budget (this file takes "));
+    }
+    assert_int_equal(src.nobjects + src.nerrors, BUDGET_FILES);
+    /* held: at most the budget, and a small refusal for each file refused */
+    assert_true(rd_cache_bytes(c) <= limit + 4096 * src.nerrors);
+    rd_source_release(&src);
+    /* the refusals last one pass: without the budget, everything loads */
+    rd_cache_sweep(c);
+    rd_cache_limit(c, 0, NULL);
+    lo.max_bytes = 0;
+    assert_int_equal(rd_source_load_ex(&src, files, BUDGET_FILES, &lo, a, &err), RC_OK);
+    assert_int_equal(src.nerrors, 0);
+    assert_int_equal(src.nobjects, BUDGET_FILES);
+    rd_source_release(&src);
+    rd_cache_free(c);
+    return refused;
+}
+
+/* Past the budget, the files that take most memory parsed are refused, not the files that
+ * come last: which ones is decided by the files alone, whatever order they are parsed or taken
+ * up in and whatever the cache held. */
+static void test_rd_source__budget_refuses_the_heaviest_whatever_the_order(void **state)
+{
+    struct fx *f = *state;
+    struct rd_file files[BUDGET_FILES];
+    const char *ids[16];
+    char idbuf[16][41];
+    size_t each[BUDGET_FILES], all = 0;
+
+    budget_files(files, &f->a);
+    fake_ids(ids, idbuf, BUDGET_FILES);
+    for (size_t i = 0; i < BUDGET_FILES; i++) {
+        struct rd_cache *c = NULL;
+        size_t np = 0;
+        assert_int_equal(rd_cache_new(&c), RC_OK);
+        assert_int_equal(rd_cache_prime(c, &files[i], &ids[i], 1, 1, &np), RC_OK);
+        each[i] = rd_cache_bytes(c);
+        all += each[i];
+        rd_cache_free(c);
+    }
+    assert_true(each[0] > each[1] && each[1] > each[2]);
+    for (int how = 0; how < 4; how++) {
+        /* one byte short: the biggest goes, though it comes first by path */
+        assert_int_equal(budget_load(files, ids, all - 1, how, &f->a), 1u << 0);
+        /* short of the biggest and a byte: the next biggest goes too */
+        assert_int_equal(budget_load(files, ids, all - each[0] - 1, how, &f->a), 3u << 0);
+        /* short of the biggest alone: it goes, and the rest fit */
+        assert_int_equal(budget_load(files, ids, all - each[0], how, &f->a), 1u << 0);
+        /* room for all */
+        assert_int_equal(budget_load(files, ids, all, how, &f->a), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -950,6 +1090,7 @@ int main(void)
         T(primed_on_threads_loads_the_same),
         T(export_import_loads_the_same),
         T(import_takes_what_the_parse_derived),
+        T(budget_refuses_the_heaviest_whatever_the_order),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
