@@ -4,7 +4,10 @@
 #include "rc_thread.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "rc_mem.h"
 
 size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max)
 {
@@ -59,4 +62,39 @@ void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t)
         if (s[k].started)
             pthread_join(s[k].tid, NULL);
     }
+}
+
+struct rc_threads_share {
+    struct share s;
+};
+
+void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k), void *arg,
+                      size_t t)
+{
+    bg->work = work;
+    bg->arg = arg;
+    bg->t = t;
+    bg->s = rc_xcalloc(t + 1, sizeof(*bg->s));
+    for (size_t k = 0; k < t; k++) {
+        struct share *s = &bg->s[k].s;
+        s->work = work;
+        s->arg = arg;
+        s->k = k;
+        s->started = pthread_create(&s->tid, NULL, share_run, s) == 0;
+    }
+}
+
+void rc_threads_join(struct rc_threads_bg *bg)
+{
+    for (size_t k = 0; k < bg->t; k++) {
+        if (!bg->s[k].s.started)
+            bg->work(bg->arg, k);
+    }
+    for (size_t k = 0; k < bg->t; k++) {
+        if (bg->s[k].s.started)
+            pthread_join(bg->s[k].s.tid, NULL);
+    }
+    free(bg->s);
+    bg->s = NULL;
+    bg->t = 0;
 }

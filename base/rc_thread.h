@@ -21,4 +21,17 @@ size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max);
  * when every share has. */
 void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t);
 
+/* The same in the background: work(arg, k) for every k in [0, t), each on a thread of its own,
+ * while the caller goes on; rc_threads_join waits for them and runs on the calling thread the
+ * shares whose thread could not be started (so every share has run when it returns). */
+struct rc_threads_bg {
+    void (*work)(void *arg, size_t k);
+    void *arg;
+    size_t t;
+    struct rc_threads_share *s; /* t of them */
+};
+void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k), void *arg,
+                      size_t t);
+void rc_threads_join(struct rc_threads_bg *bg);
+
 #endif

@@ -358,7 +358,8 @@ static const char *const *placed_keys(void *arg, size_t *n)
 }
 
 /* Files read ahead and parsed into the cache together (rd_cache_prime), on every core: at
- * most PRIME_BATCH files or PRIME_BATCH_BYTES of text (plus one file) held at once. */
+ * most PRIME_BATCH files or PRIME_BATCH_BYTES of text (plus one file) a batch. One batch is
+ * parsed in the background while the next is read from git, so two are held at once. */
 #define PRIME_BATCH 256
 #define PRIME_BATCH_BYTES ((size_t)8 << 20)
 
@@ -366,6 +367,9 @@ struct prime_batch {
     size_t *idx; /* indices into the pass's files */
     size_t n, bytes;
     struct rc_arena tmp; /* their text */
+    struct rd_file *f;   /* theirs, as the parse reads them */
+    const char **id;
+    struct rd_prime_job *job; /* parsing in the background */
 };
 
 static int parse_threads(const struct rc_pass_options *o)
@@ -375,20 +379,36 @@ static int parse_threads(const struct rc_pass_options *o)
     return n < 1 ? 1 : n > RD_PRIME_THREADS_MAX ? RD_PRIME_THREADS_MAX : (int)n;
 }
 
-/* Parse the batch into the cache (counted against its budget) and drop its text. */
-static void prime_flush(struct prime_batch *b, struct rd_file *files, const char **ids,
-                        struct rd_cache *cache, const struct rc_pass_options *o, size_t *nparsed)
+static void prime_batch_init(struct prime_batch *b, struct rc_arena *a)
 {
-    struct rd_file f[PRIME_BATCH];
-    const char *id[PRIME_BATCH];
+    memset(b, 0, sizeof(*b));
+    b->idx = rc_arena_calloc(a, PRIME_BATCH, sizeof(*b->idx));
+    b->f = rc_arena_calloc(a, PRIME_BATCH, sizeof(*b->f));
+    b->id = rc_arena_calloc(a, PRIME_BATCH, sizeof(*b->id));
+}
 
+/* Start parsing the batch on threads of their own. */
+static void prime_start(struct prime_batch *b, const struct rd_file *files, const char **ids,
+                        struct rd_cache *cache, const struct rc_pass_options *o)
+{
     if (b->n == 0)
         return;
     for (size_t k = 0; k < b->n; k++) {
-        f[k] = files[b->idx[k]];
-        id[k] = ids[b->idx[k]];
+        b->f[k] = files[b->idx[k]];
+        b->id[k] = ids[b->idx[k]];
     }
-    rd_cache_prime(cache, f, id, b->n, parse_threads(o), nparsed);
+    b->job = rd_cache_prime_start(cache, b->f, b->id, b->n, parse_threads(o));
+}
+
+/* Wait for the batch's parse: into the cache (counted against its budget); its text is
+ * dropped. */
+static void prime_end(struct prime_batch *b, struct rd_file *files, struct rd_cache *cache,
+                      size_t *nparsed)
+{
+    if (b->n == 0)
+        return;
+    rd_cache_prime_finish(cache, b->job, nparsed);
+    b->job = NULL;
     for (size_t k = 0; k < b->n; k++) {
         files[b->idx[k]].data = NULL;
         files[b->idx[k]].len = 0;
@@ -426,13 +446,13 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct placed_arg pa;
     size_t nblobs = 0;
     size_t replaced = 0;
-    struct prime_batch batch;
+    struct prime_batch batches[2], *batch = &batches[0];
     int error;
 
     memset(out, 0, sizeof(*out));
     memset(&lo, 0, sizeof(lo));
-    memset(&batch, 0, sizeof(batch));
-    batch.idx = rc_arena_calloc(a, PRIME_BATCH, sizeof(*batch.idx));
+    prime_batch_init(&batches[0], a);
+    prime_batch_init(&batches[1], a);
     if (listed && listed->source[0] && !strcmp(listed->source, source)) {
         blobs = listed->blobs;
         nblobs = listed->n;
@@ -479,17 +499,22 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (cache) {
             /* parsed into the cache now, a batch at a time on every core, the text dropped
              * after its batch: the pass never holds the whole source's text */
-            read_source_file(&files[i], &refused[i], g, &blobs[i], &batch.tmp);
+            read_source_file(&files[i], &refused[i], g, &blobs[i], &batch->tmp);
             if (refused[i]) {
                 refused[i] = rc_arena_strdup(a, refused[i]);
                 files[i].data = NULL;
                 files[i].len = 0;
             } else {
-                batch.idx[batch.n++] = i;
-                batch.bytes += files[i].len;
+                batch->idx[batch->n++] = i;
+                batch->bytes += files[i].len;
             }
-            if (batch.n == PRIME_BATCH || batch.bytes >= PRIME_BATCH_BYTES)
-                prime_flush(&batch, files, ids, cache, o, &out->nparsed);
+            if (batch->n == PRIME_BATCH || batch->bytes >= PRIME_BATCH_BYTES) {
+                /* the batch before is done with first: two at most are held */
+                struct prime_batch *other = batch == &batches[0] ? &batches[1] : &batches[0];
+                prime_end(other, files, cache, &out->nparsed);
+                prime_start(batch, files, ids, cache, o);
+                batch = other;
+            }
             continue;
         }
         /* Without a cache (library use: the command line always has one), the load parses
@@ -508,7 +533,12 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         }
         held += size;
     }
-    prime_flush(&batch, files, ids, cache, o, &out->nparsed);
+    {
+        struct prime_batch *other = batch == &batches[0] ? &batches[1] : &batches[0];
+        prime_end(other, files, cache, &out->nparsed);
+        prime_start(batch, files, ids, cache, o);
+        prime_end(batch, files, cache, &out->nparsed);
+    }
     lo.refused = refused;
     lo.ids = ids;
     lo.cache = cache;

@@ -723,30 +723,29 @@ static void prime_worker(void *arg)
     }
 }
 
-int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *const *ids,
-                   size_t n, int threads, size_t *nparsed)
+static void prime_setup(struct prime *pr, const struct rd_cache *c, const struct rd_file *files,
+                        const char *const *ids, size_t n)
 {
-    struct prime pr;
-
-    if (!c || !ids)
-        return RC_EINVALID;
-    memset(&pr, 0, sizeof(pr));
-    pr.files = files;
-    pr.ids = ids;
-    pr.n = n;
-    pr.out = rc_xcalloc(n + 1, sizeof(*pr.out));
-    atomic_init(&pr.next, 0);
+    memset(pr, 0, sizeof(*pr));
+    pr->files = files;
+    pr->ids = ids;
+    pr->n = n;
+    pr->out = rc_xcalloc(n + 1, sizeof(*pr->out));
+    atomic_init(&pr->next, 0);
     for (size_t i = 0; i < n; i++) {
         if (!ids[i] || cache_get(c, ids[i], files[i].path))
-            pr.out[i] = (struct parsed *)c; /* not to parse: a marker, never followed */
+            pr->out[i] = (struct parsed *)c; /* not to parse: a marker, never followed */
     }
-    run_on_threads(prime_worker, &pr, threads, n);
-    /* into the cache in the order given, whatever order the threads parsed in */
-    for (size_t i = 0; i < n; i++) {
-        struct parsed *p = pr.out[i];
+}
+
+/* Into the cache in the order given, whatever order the threads parsed in. */
+static void prime_put(struct rd_cache *c, struct prime *pr, size_t *nparsed)
+{
+    for (size_t i = 0; i < pr->n; i++) {
+        struct parsed *p = pr->out[i];
         if (!p || p == (struct parsed *)c)
             continue;
-        if (cache_get(c, p->id, p->path)) { /* the same (id, path) twice in files */
+        if (cache_get(c, p->id, p->path)) { /* the same (id, path) twice, or put meanwhile */
             parsed_free(p);
             continue;
         }
@@ -754,8 +753,57 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
         if (nparsed)
             (*nparsed)++;
     }
-    free(pr.out);
+    free(pr->out);
+    pr->out = NULL;
+}
+
+int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *const *ids,
+                   size_t n, int threads, size_t *nparsed)
+{
+    struct prime pr;
+
+    if (!c || !ids)
+        return RC_EINVALID;
+    prime_setup(&pr, c, files, ids, n);
+    run_on_threads(prime_worker, &pr, threads, n);
+    prime_put(c, &pr, nparsed);
     return RC_OK;
+}
+
+struct rd_prime_job {
+    struct prime pr;
+    struct rc_threads_bg bg;
+};
+
+static void prime_share(void *arg, size_t k)
+{
+    (void)k;
+    prime_worker(arg);
+}
+
+struct rd_prime_job *rd_cache_prime_start(struct rd_cache *c, const struct rd_file *files,
+                                          const char *const *ids, size_t n, int threads)
+{
+    struct rd_prime_job *job = rc_xcalloc(1, sizeof(*job));
+    size_t t = threads > 1 ? (size_t)threads : 1;
+
+    if (t > RD_PRIME_THREADS_MAX)
+        t = RD_PRIME_THREADS_MAX;
+    if (t > n)
+        t = n ? n : 1;
+    prime_setup(&job->pr, c, files, ids, n);
+    rc_threads_start(&job->bg, prime_share, &job->pr, t);
+    return job;
+}
+
+void rd_cache_prime_finish(struct rd_cache *c, struct rd_prime_job *job, size_t *nparsed)
+{
+    if (!job)
+        return;
+    prime_worker(&job->pr); /* this thread takes what is left too */
+    rc_threads_join(&job->bg);
+    prime_put(c, &job->pr, nparsed);
+    free(job);
 }
 
 int rd_cache_refused(const struct rd_cache *c, const char *id, const char *path)

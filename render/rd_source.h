@@ -152,6 +152,19 @@ int rd_cache_prime(struct rd_cache *c, const struct rd_file *files, const char *
  * out the files that come after it; the heaviest go first. Errors are not counted.
  */
 void rd_cache_limit(struct rd_cache *c, size_t max_bytes, const char *over);
+/*
+ * rd_cache_prime in two steps, so that the caller can read the next files while these parse:
+ * rd_cache_prime_start starts up to `threads` threads of their own on files[0..n) (files, ids
+ * and the text must stay as they are until the finish) and returns; meanwhile the caller may
+ * use the cache (the threads do not touch it). rd_cache_prime_finish parses what is left on
+ * the calling thread too, waits for the threads and adds what they parsed in the order of
+ * files, as rd_cache_prime would. Every job started must be
+ * finished.
+ */
+struct rd_prime_job;
+struct rd_prime_job *rd_cache_prime_start(struct rd_cache *c, const struct rd_file *files,
+                                          const char *const *ids, size_t n, int threads);
+void rd_cache_prime_finish(struct rd_cache *c, struct rd_prime_job *job, size_t *nparsed);
 /* 1 when (id, path) loaded and this pass's budget refused it (its entry holds the refusal). */
 int rd_cache_refused(const struct rd_cache *c, const char *id, const char *path);
 /* 1 and *len (the file's size in bytes) when (id, path) is cached, else 0. */

@@ -551,8 +551,9 @@ static void test_rd_source__sweep_frees_what_was_not_used(void **state)
     rd_cache_free(cache);
 }
 
-/* rd_cache_prime parses on several threads what the load would parse, and the load then
- * parses nothing and gives exactly what a load without priming gives. */
+/* rd_cache_prime parses on several threads what the load would parse (and so does
+ * rd_cache_prime_start/finish in the background), and the load then parses nothing and gives
+ * exactly what a load without priming gives. */
 static void test_rd_source__primed_on_threads_loads_the_same(void **state)
 {
     struct fx *f = *state;
@@ -566,7 +567,16 @@ static void test_rd_source__primed_on_threads_loads_the_same(void **state)
 
     fake_ids(ids, idbuf, f->nfiles);
     assert_int_equal(rd_cache_new(&cache), RC_OK);
-    assert_int_equal(rd_cache_prime(cache, f->files, ids, f->nfiles, 4, &np), RC_OK);
+    {
+        /* the first half in the background, while the cache takes the second half */
+        size_t h = f->nfiles / 2;
+        struct rd_prime_job *job = rd_cache_prime_start(cache, f->files, ids, h, 3);
+        assert_int_equal(rd_cache_prime(cache, f->files + h, ids + h, f->nfiles - h, 4, &np),
+                         RC_OK);
+        assert_true(h > 0);
+        assert_false(rd_cache_has(cache, ids[0], f->files[0].path, NULL)); /* not yet */
+        rd_cache_prime_finish(cache, job, &np);
+    }
     assert_int_equal(np, f->nfiles);
     assert_int_equal(rd_cache_count(cache), f->nfiles);
     np = 0;
