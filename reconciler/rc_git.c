@@ -1595,10 +1595,17 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
         if (!strcmp(sorted[i - 1], sorted[i]))
             error = rc_err_set(err, RC_EINVALID, "path '%s' given twice", sorted[i]);
     for (size_t i = 0; i < nfiles && error == RC_OK; i++) {
-        /* every parent directory of sorted[i] must not itself be a file */
-        char *dir = rc_xstrdup(sorted[i]);
+        /* every parent directory of sorted[i] must not itself be a file: checked once per
+         * directory (sorted, the files of one directory follow one another) */
+        const char *slash = strrchr(sorted[i], '/');
+        size_t dlen = slash ? (size_t)(slash - sorted[i]) : 0;
+        char *dir;
 
-        for (char *s = strrchr(dir, '/'); s && error == RC_OK; s = strrchr(dir, '/')) {
+        if (!slash || (i > 0 && !strncmp(sorted[i - 1], sorted[i], dlen + 1) &&
+                       !strchr(sorted[i - 1] + dlen + 1, '/')))
+            continue;
+        dir = rc_xstrndup(sorted[i], dlen);
+        for (char *s = dir + dlen; s && error == RC_OK; s = strrchr(dir, '/')) {
             const char *key = dir;
 
             *s = '\0';
@@ -2027,14 +2034,19 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     }
     if (sink.lent)
         lent_seal(sink.lent);
-    /* Then drop every deploy path that is not in files. */
-    for (size_t i = git_index_entrycount(idx); i-- > 0;) {
+    /* Then drop every deploy path that is not in files: the index and sorted are both in
+     * strcmp order, walked together from the end; a path the walk does not find is looked up
+     * before it goes. */
+    for (size_t i = git_index_entrycount(idx), j = nfiles; i-- > 0;) {
         const git_index_entry *ie = git_index_get_byindex(idx, i);
         const char *key = ie ? ie->path : NULL;
 
+        while (key && j > 0 && strcmp(sorted[j - 1], key) > 0)
+            j--;
         if (!ie || !is_deploy_path(ie->path) ||
             (git_index_entry_stage(ie) == 0 &&
-             bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp)))
+             ((j > 0 && !strcmp(sorted[j - 1], key)) ||
+              bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp))))
             continue;
         if ((ge = git_index_remove(idx, ie->path, git_index_entry_stage(ie))) < 0) {
             error = fail(err, RC_ERROR, "cannot remove '%s'", key);

