@@ -414,6 +414,60 @@ static void test_rc_live__online(void **state)
     free(repo);
 }
 
+/* `rightplace diff` from the command line: after an apply, nothing (exit 0, no output); after a
+ * person changes a ConfigMap on its cluster (kubectl, another field manager), exactly that
+ * object's unified diff, live against what an apply would make of it (exit 1). */
+static void test_rc_live__diff_shows_what_a_person_changed(void **state)
+{
+    struct fleet f;
+    char *repo, *out = NULL, *err = NULL;
+    char edit[TH_PATH + 16];
+    (void)state;
+
+    fleet_start(&f);
+    repo = live_repo(&f);
+    assert_int_equal(reconcile(repo, NULL, NULL), 0);
+    if (th_rp(&out, &err, "diff", "--repo", repo, NULL) != 0)
+        fail_msg("diff after an apply: %s%s", out, err);
+    assert_string_equal(out, "");
+    free(out);
+    free(err);
+
+    snprintf(edit, sizeof(edit), "%s/edit.yaml", f.dir);
+    th_kube_write(edit, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ray-job-code-train\n"
+                        "  namespace: rayjob1\ndata:\n  train_code.py: edited by hand\n");
+    {
+        const char *argv[] = {"kubectl",
+                              "--kubeconfig",
+                              f.kc_static,
+                              "--context",
+                              "test",
+                              "apply",
+                              "--server-side",
+                              "--force-conflicts",
+                              "--field-manager",
+                              "kubectl-edit",
+                              "--validate=false",
+                              "-f",
+                              edit,
+                              NULL};
+        if (th_kube_run(argv) != 0)
+            fail_msg("kubectl apply of the hand edit failed");
+    }
+    assert_int_equal(th_rp(&out, &err, "diff", "--repo", repo, NULL), 1);
+    th_assert_contains(out, "--- live/static-cluster/v1.ConfigMap.rayjob1.ray-job-code-train\n"
+                            "+++ merged/static-cluster/v1.ConfigMap.rayjob1.ray-job-code-train\n");
+    th_assert_contains(out, "-  train_code.py: edited by hand\n");
+    th_assert_contains(out, "+  train_code.py: |\n");
+    assert_null(strstr(out, "managedFields"));
+    assert_int_equal(th_count(out, "--- live/"), 1); /* nothing else drifted */
+    free(out);
+    free(err);
+    th_rm_rf(repo);
+    free(repo);
+    fleet_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest online[] = {
@@ -432,6 +486,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_rc_live__scenarios_applied_then_pruned),
             cmocka_unit_test(test_rc_live__one_change_applies_one_object),
+            cmocka_unit_test(test_rc_live__diff_shows_what_a_person_changed),
             cmocka_unit_test(test_rc_live__finished_rayjob_is_not_recreated),
             cmocka_unit_test(test_rc_live__faulty_cluster_keeps_its_objects),
         };
