@@ -2119,6 +2119,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
     if (error < 0)
         goto done;
+    /* ... nor is any object of a unit that stays (a unit that keeps some of its objects, or
+     * goes from placed to pending): no file may leave a cluster's directory. */
+    for (size_t i = 0; cp->load.unresolved && i < nchanges; i++) {
+        if (changes[i].op != 'D' || strncmp(changes[i].path, "clusters/", 9))
+            continue;
+        error = rc_err_set(err, RC_EINVALID,
+                           "'%s' would leave the deploy branch while a source file that did "
+                           "not load has no earlier version (renamed?); nothing is moved or "
+                           "removed until it is fixed",
+                           changes[i].path);
+        goto done;
+    }
     if (o->cache && !o->last_pass)
         note_memo_blob(o->cache, &cp->tree, ids);
     {

@@ -704,6 +704,53 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
     fx_close(&f);
 }
 
+/* A renamed file that does not load has no earlier version: while it is so nothing leaves the
+ * deploy branch, not even one object of a unit that stays (a Namespace of ns-policy's unit,
+ * which the other Namespaces keep). Found by test_rc_walk. */
+static void test_rc_pass__renamed_broken_file_removes_no_object(void **state)
+{
+    static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.production.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *head, *now, *tree;
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    th_assert_contains(tree, ns_path);
+    free(tree);
+    head = th_git_rev(f.repo, "deploy");
+    free(th_git_ok(f.repo, "mv", "infra/namespace-production.yaml", "infra/ns-production.yaml",
+                   NULL));
+    free(th_git_commit_files(f.repo, "renamed, and broken", "infra/ns-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n\tname: production\n",
+                             NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "nothing is moved or removed");
+    th_assert_contains(err.msg, ns_path);
+    now = th_git_rev(f.repo, "deploy");
+    assert_string_equal(now, head);
+    free(now);
+
+    /* fixed: the Namespace is placed as before */
+    free(th_git_commit_files(f.repo, "fixed", "infra/ns-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n"
+                             "  labels: {app: rayclustersetup}\n",
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    th_assert_contains(tree, ns_path);
+    free(tree);
+    free(head);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -712,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
+        cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
