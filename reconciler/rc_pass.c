@@ -399,8 +399,9 @@ static void prime_flush(struct prime_batch *b, struct rd_file *files, const char
 }
 
 /* Does version `id` of file f define something the deploy branch was made from: a policy, a
- * Cluster, or an object the previous record names (keys, sorted)? One that does not load
- * alone is taken to. */
+ * Cluster, a Namespace (one no policy places is no unit, yet the cluster directories take it
+ * from the source) or an object the previous record names (keys, sorted)? One that does not
+ * load alone is taken to. */
 static int holds_recorded(const struct rd_file *f, const char *id, const char *const *keys,
                           size_t nkeys, struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
 {
@@ -420,8 +421,11 @@ static int holds_recorded(const struct rd_file *f, const char *id, const char *c
         return 1;
     *nparsed += one.nparsed;
     held = one.nerrors || one.npolicies || one.nclusters;
-    for (size_t i = 0; !held && i < one.nobjects; i++)
-        held = bsearch(&one.objects[i].key, keys, nkeys, sizeof(*keys), cmp_str) != NULL;
+    for (size_t i = 0; !held && i < one.nobjects; i++) {
+        const struct pl_object *o = &one.objects[i];
+        held = (!o->ns && !strcmp(o->kind, "Namespace")) ||
+               bsearch(&o->key, keys, nkeys, sizeof(*keys), cmp_str) != NULL;
+    }
     rd_source_release(&one);
     return held;
 }
@@ -645,7 +649,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
      * committed: the copy loads alone, so it is its own last good version, and so is the
      * original). Either side dropping would remove placed objects, so the pass stops here and
      * commits nothing. Only a kept version that holds nothing the deploy branch was made from
-     * (a file never placed, refused again) stays out, as its error says. */
+     * (a file never placed, refused again: holds_recorded) stays out, as its error says. */
     {
         const char *const *keys = NULL;
         size_t nkeys = 0;

@@ -704,6 +704,50 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
     fx_close(&f);
 }
 
+/* The same for a Namespace no policy places: it is no unit of the record, but the cluster
+ * directories take it from the source (labels and all), so dropping both copies would change
+ * what is deployed: the pass refuses instead. */
+static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
+{
+    static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.rayjob1.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *ns, *head, *now;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_ok(f.repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
+    pass(&f, &res);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    free(th_git_commit_files(f.repo, "a copy of Namespace rayjob1", "infra/copy.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: rayjob1\n",
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    head = th_git_rev(f.repo, "deploy");
+    free(th_git_commit_files(f.repo, "later", "infra/later.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n"
+                             "  namespace: development\n",
+                             NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "duplicate object 'Namespace/rayjob1'");
+    now = th_git_rev(f.repo, "deploy");
+    assert_string_equal(now, head);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    free(now);
+    free(head);
+    fx_close(&f);
+}
+
 /* A renamed file that does not load has no earlier version: while it is so nothing leaves the
  * deploy branch, not even one object of a unit that stays (a Namespace of ns-policy's unit,
  * which the other Namespaces keep). Found by test_rc_walk. */
@@ -759,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
+        cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
