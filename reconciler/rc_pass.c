@@ -418,6 +418,38 @@ static void prime_end(struct prime_batch *b, struct rd_file *files, struct rd_ca
     b->bytes = 0;
 }
 
+/* Does version `id` of file f define something the deploy branch was made from: a policy, a
+ * Cluster, a Namespace (one no policy places is no unit, yet the cluster directories take it
+ * from the source) or an object the previous record names (keys, sorted)? One that does not
+ * load alone is taken to. */
+static int holds_recorded(const struct rd_file *f, const char *id, const char *const *keys,
+                          size_t nkeys, struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
+{
+    struct rd_source one;
+    struct rd_load_options lo;
+    struct rc_err err = RC_ERR_INIT;
+    int held;
+
+    static const unsigned char uncounted = 1;
+
+    memset(&one, 0, sizeof(one));
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = cache;
+    lo.uncounted = &uncounted;
+    if (rd_source_load_ex(&one, f, 1, &lo, a, &err) < 0)
+        return 1;
+    *nparsed += one.nparsed;
+    held = one.nerrors || one.npolicies || one.nclusters;
+    for (size_t i = 0; !held && i < one.nobjects; i++) {
+        const struct pl_object *o = &one.objects[i];
+        held = (!o->ns && !strcmp(o->kind, "Namespace")) ||
+               bsearch(&o->key, keys, nkeys, sizeof(*keys), cmp_str) != NULL;
+    }
+    rd_source_release(&one);
+    return held;
+}
+
 /* The source's YAML files as listed for the no-op check (memo_says_skip), so that the load
  * does not walk the same tree and hash the same listing again. */
 struct listing {
@@ -643,17 +675,35 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     out->nparsed += out->src.nparsed;
     out->have_src = 1;
     /* A kept old version may clash with a file that loaded before (an object moved from the
-     * broken file to another one). Either side dropping would remove placed objects, so the
-     * pass stops here and commits nothing. */
-    for (size_t e = 0; e < out->src.nerrors; e++) {
-        int known = 0;
-        for (size_t k = 0; k < out->nerrors; k++)
-            known |= !strcmp(out->src.errors[e].path, out->errors[k].path);
-        if (!known)
+     * broken file to another one), or with another kept version (a copy of an object once
+     * committed: the copy loads alone, so it is its own last good version, and so is the
+     * original). Either side dropping would remove placed objects, so the pass stops here and
+     * commits nothing. Only a kept version that holds nothing the deploy branch was made from
+     * (a file never placed, refused again: holds_recorded) stays out, as its error says. */
+    {
+        const char *const *keys = NULL;
+        size_t nkeys = 0;
+
+        for (size_t e = 0; e < out->src.nerrors; e++) {
+            const char *path = out->src.errors[e].path;
+            size_t i = 0;
+            int known = 0;
+            for (size_t k = 0; k < out->nerrors; k++)
+                known |= !strcmp(path, out->errors[k].path);
+            if (known) {
+                while (i < nblobs && strcmp(files[i].path, path))
+                    i++;
+                if (!keys)
+                    keys = record_keys(&nkeys, prev, a);
+                if (i < nblobs &&
+                    !holds_recorded(&files[i], ids[i], keys, nkeys, cache, &out->nparsed, a))
+                    continue;
+            }
             return rc_err_set(err, RC_EINVALID,
                               "%s (while keeping the last good version of a broken file; "
                               "fix the broken file)",
                               out->src.errors[e].msg);
+        }
     }
 conflicts:
     /* Objects refused alone (colliding output paths): reported with the broken files, but
@@ -2103,6 +2153,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
     if (error < 0)
         goto done;
+    /* ... nor is any object of a unit that stays (a unit that keeps some of its objects, or
+     * goes from placed to pending): no file may leave a cluster's directory. */
+    for (size_t i = 0; cp->load.unresolved && i < nchanges; i++) {
+        if (changes[i].op != 'D' || strncmp(changes[i].path, "clusters/", 9))
+            continue;
+        error = rc_err_set(err, RC_EINVALID,
+                           "'%s' would leave the deploy branch while a source file that did "
+                           "not load has no earlier version (renamed?); nothing is moved or "
+                           "removed until it is fixed",
+                           changes[i].path);
+        goto done;
+    }
     if (o->cache && !o->last_pass)
         note_memo_blob(o->cache, &cp->tree, ids);
     {

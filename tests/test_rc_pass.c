@@ -650,6 +650,151 @@ static void test_rc_pass__lone_object_removed(void **state)
     fx_close(&f);
 }
 
+/* A file that copies an object another file holds: both files are refused and the object
+ * keeps its placement, in the pass that commits that and in the later ones. Once the copy has
+ * been committed it has an earlier version that loads alone (itself), so a later pass keeps
+ * both files' last good versions, which define the object twice: that pass must refuse, not
+ * drop both and remove the object (found by test_rc_walk). */
+static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *cm = dev_workload("v1", "ConfigMap", "x", "data: {a: '1'}\n");
+    char *other = dev_workload("v1", "ConfigMap", "other", "data: {a: '1'}\n");
+    char *head, *tree;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_commit_files(f.repo, "x", "a/x.yaml", cm, NULL));
+    pass(&f, &res);
+    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", cm, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    head = th_git_rev(f.repo, "deploy");
+
+    /* any later change: both files' last good versions are the ones committed */
+    free(th_git_commit_files(f.repo, "other", "c/other.yaml", other, NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "duplicate object 'development/ConfigMap/x'");
+    th_assert_contains(err.msg, "fix the broken file");
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    th_assert_contains(tree, "clusters/static-cluster/development/configmap.x.yaml");
+    free(tree);
+    tree = th_git_rev(f.repo, "deploy");
+    assert_string_equal(tree, head);
+    free(tree);
+
+    /* the copy removed: the object is placed as before, the other one too */
+    free(th_git_ok(f.repo, "rm", "-q", "b/y.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "no copy", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    assert_int_equal(state_of(&res, "development/ConfigMap/other"), PL_STATE_PLACED);
+    free(head);
+    free(cm);
+    free(other);
+    fx_close(&f);
+}
+
+/* The same for a Namespace no policy places: it is no unit of the record, but the cluster
+ * directories take it from the source (labels and all), so dropping both copies would change
+ * what is deployed: the pass refuses instead. */
+static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
+{
+    static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.rayjob1.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *ns, *head, *now;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_ok(f.repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
+    pass(&f, &res);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    free(th_git_commit_files(f.repo, "a copy of Namespace rayjob1", "infra/copy.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: rayjob1\n",
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    head = th_git_rev(f.repo, "deploy");
+    free(th_git_commit_files(f.repo, "later", "infra/later.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n"
+                             "  namespace: development\n",
+                             NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "duplicate object 'Namespace/rayjob1'");
+    now = th_git_rev(f.repo, "deploy");
+    assert_string_equal(now, head);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    free(now);
+    free(head);
+    fx_close(&f);
+}
+
+/* A renamed file that does not load has no earlier version: while it is so nothing leaves the
+ * deploy branch, not even one object of a unit that stays (a Namespace of ns-policy's unit,
+ * which the other Namespaces keep). Found by test_rc_walk. */
+static void test_rc_pass__renamed_broken_file_removes_no_object(void **state)
+{
+    static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.production.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *head, *now, *tree;
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    th_assert_contains(tree, ns_path);
+    free(tree);
+    head = th_git_rev(f.repo, "deploy");
+    free(th_git_ok(f.repo, "mv", "infra/namespace-production.yaml", "infra/ns-production.yaml",
+                   NULL));
+    free(th_git_commit_files(f.repo, "renamed, and broken", "infra/ns-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n\tname: production\n",
+                             NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "nothing is moved or removed");
+    th_assert_contains(err.msg, ns_path);
+    now = th_git_rev(f.repo, "deploy");
+    assert_string_equal(now, head);
+    free(now);
+
+    /* fixed: the Namespace is placed as before */
+    free(th_git_commit_files(f.repo, "fixed", "infra/ns-production.yaml",
+                             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: production\n"
+                             "  labels: {app: rayclustersetup}\n",
+                             NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    th_assert_contains(tree, ns_path);
+    free(tree);
+    free(head);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -657,6 +802,9 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
+        cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
+        cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
+        cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
