@@ -1171,7 +1171,7 @@ static void expect_compute(struct walk *w, const struct tree *t, struct expect *
     }
     /* the files that loaded, and kept versions in place of the broken ones */
     {
-        int rs[NSLOTS], rv[NSLOTS], rerr[NSLOTS];
+        int rs[NSLOTS] = {0}, rv[NSLOTS] = {0}, rerr[NSLOTS] = {0};
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             if (!x->err[slots[i]]) {
