@@ -130,26 +130,38 @@ static char *utf8_clean(struct rc_arena *a, const char *s)
     return (char *)o;
 }
 
-/* Does blob `id` of `path` load alone? Parsed through the cache when there is one. */
+/* Load version `id` of one file alone into *one, through the cache when there is one and not
+ * counted against the pass's budget (a check: it must not take the place of a file of the
+ * pass). *nparsed grows by the files parsed. RC_OK, or the load's error (nothing to release). */
+static int load_alone(struct rd_source *one, const struct rd_file *f, const char *id,
+                      struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
+{
+    static const unsigned char uncounted = 1;
+    struct rd_load_options lo;
+    struct rc_err err = RC_ERR_INIT;
+    int error;
+
+    memset(one, 0, sizeof(*one));
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = cache;
+    lo.uncounted = &uncounted;
+    error = rd_source_load_ex(one, f, 1, &lo, a, &err);
+    if (error == RC_OK)
+        *nparsed += one->nparsed;
+    return error;
+}
+
+/* Does blob `id` of `path` load alone? */
 static int file_loads_alone(const char *path, const char *data, size_t len, const char *id,
                             struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
 {
     struct rd_source one;
     struct rd_file f = {path, data, len};
-    struct rd_load_options lo;
-    struct rc_err err = RC_ERR_INIT;
     int ok;
 
-    static const unsigned char uncounted = 1;
-
-    memset(&one, 0, sizeof(one));
-    memset(&lo, 0, sizeof(lo));
-    lo.ids = &id;
-    lo.cache = cache;
-    lo.uncounted = &uncounted; /* a test: it must not take the place of a file of the pass */
-    if (rd_source_load_ex(&one, &f, 1, &lo, a, &err) < 0)
+    if (load_alone(&one, &f, id, cache, nparsed, a) < 0)
         return 0;
-    *nparsed += one.nparsed;
     ok = one.nerrors == 0;
     rd_source_release(&one);
     return ok;
@@ -426,20 +438,10 @@ static int holds_recorded(const struct rd_file *f, const char *id, const char *c
                           size_t nkeys, struct rd_cache *cache, size_t *nparsed, struct rc_arena *a)
 {
     struct rd_source one;
-    struct rd_load_options lo;
-    struct rc_err err = RC_ERR_INIT;
     int held;
 
-    static const unsigned char uncounted = 1;
-
-    memset(&one, 0, sizeof(one));
-    memset(&lo, 0, sizeof(lo));
-    lo.ids = &id;
-    lo.cache = cache;
-    lo.uncounted = &uncounted;
-    if (rd_source_load_ex(&one, f, 1, &lo, a, &err) < 0)
+    if (load_alone(&one, f, id, cache, nparsed, a) < 0)
         return 1;
-    *nparsed += one.nparsed;
     held = one.nerrors || one.npolicies || one.nclusters;
     for (size_t i = 0; !held && i < one.nobjects; i++) {
         const struct pl_object *o = &one.objects[i];

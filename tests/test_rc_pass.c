@@ -650,6 +650,24 @@ static void test_rc_pass__lone_object_removed(void **state)
     fx_close(&f);
 }
 
+/* A pass that refuses (RC_EINVALID, its message naming `why`) and leaves the deploy head at
+ * `head`. */
+static void pass_refused(struct fx *f, const char *why, const char *head)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_result res;
+    struct rc_err err = RC_ERR_INIT;
+    char *now;
+
+    o.apply = 0;
+    o.cache = f->cache;
+    assert_int_equal(rc_pass_run(&res, f->g, &o, &f->a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, why);
+    now = th_git_rev(f->repo, "deploy");
+    assert_string_equal(now, head);
+    free(now);
+}
+
 /* A file that copies an object another file holds: both files are refused and the object
  * keeps its placement, in the pass that commits that and in the later ones. Once the copy has
  * been committed it has an earlier version that loads alone (itself), so a later pass keeps
@@ -659,8 +677,6 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
 {
     struct fx f;
     struct rc_pass_result res;
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_err err = RC_ERR_INIT;
     char *cm = dev_workload("v1", "ConfigMap", "x", "data: {a: '1'}\n");
     char *other = dev_workload("v1", "ConfigMap", "other", "data: {a: '1'}\n");
     char *head, *tree;
@@ -679,16 +695,10 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
 
     /* any later change: both files' last good versions are the ones committed */
     free(th_git_commit_files(f.repo, "other", "c/other.yaml", other, NULL));
-    o.apply = 0;
-    o.cache = f.cache;
-    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
-    th_assert_contains(err.msg, "duplicate object 'development/ConfigMap/x'");
-    th_assert_contains(err.msg, "fix the broken file");
+    pass_refused(&f, "duplicate object 'development/ConfigMap/x'", head);
+    pass_refused(&f, "fix the broken file", head);
     tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
     th_assert_contains(tree, "clusters/static-cluster/development/configmap.x.yaml");
-    free(tree);
-    tree = th_git_rev(f.repo, "deploy");
-    assert_string_equal(tree, head);
     free(tree);
 
     /* the copy removed: the object is placed as before, the other one too */
@@ -712,9 +722,7 @@ static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
     static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.rayjob1.yaml";
     struct fx f;
     struct rc_pass_result res;
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    char *ns, *head, *now;
+    char *ns, *head;
     (void)state;
 
     fx_open(&f, NULL);
@@ -734,16 +742,10 @@ static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n"
                              "  namespace: development\n",
                              NULL));
-    o.apply = 0;
-    o.cache = f.cache;
-    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
-    th_assert_contains(err.msg, "duplicate object 'Namespace/rayjob1'");
-    now = th_git_rev(f.repo, "deploy");
-    assert_string_equal(now, head);
+    pass_refused(&f, "duplicate object 'Namespace/rayjob1'", head);
     ns = th_git_show(f.repo, "deploy", ns_path);
     th_assert_contains(ns, "app: rayclustersetup");
     free(ns);
-    free(now);
     free(head);
     fx_close(&f);
 }
@@ -756,9 +758,7 @@ static void test_rc_pass__renamed_broken_file_removes_no_object(void **state)
     static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.production.yaml";
     struct fx f;
     struct rc_pass_result res;
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    char *head, *now, *tree;
+    char *head, *tree;
     (void)state;
 
     fx_open(&f, NULL);
@@ -772,14 +772,8 @@ static void test_rc_pass__renamed_broken_file_removes_no_object(void **state)
     free(th_git_commit_files(f.repo, "renamed, and broken", "infra/ns-production.yaml",
                              "apiVersion: v1\nkind: Namespace\nmetadata:\n\tname: production\n",
                              NULL));
-    o.apply = 0;
-    o.cache = f.cache;
-    assert_int_equal(rc_pass_run(&res, f.g, &o, &f.a, &err), RC_EINVALID);
-    th_assert_contains(err.msg, "nothing is moved or removed");
-    th_assert_contains(err.msg, ns_path);
-    now = th_git_rev(f.repo, "deploy");
-    assert_string_equal(now, head);
-    free(now);
+    pass_refused(&f, "nothing is moved or removed", head);
+    pass_refused(&f, ns_path, head);
 
     /* fixed: the Namespace is placed as before */
     free(th_git_commit_files(f.repo, "fixed", "infra/ns-production.yaml",
