@@ -25,7 +25,7 @@ size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max)
     return t ? t : 1;
 }
 
-struct share {
+struct rc_threads_share {
     void (*work)(void *, size_t);
     void *arg;
     size_t k;
@@ -35,7 +35,7 @@ struct share {
 
 static void *share_run(void *p)
 {
-    struct share *s = p;
+    struct rc_threads_share *s = p;
 
     s->work(s->arg, s->k);
     return NULL;
@@ -43,7 +43,7 @@ static void *share_run(void *p)
 
 void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t)
 {
-    struct share s[RC_THREADS_MAX];
+    struct rc_threads_share s[RC_THREADS_MAX];
     size_t on_threads = t < RC_THREADS_MAX ? t : RC_THREADS_MAX;
 
     for (size_t k = 1; k < on_threads; k++) {
@@ -64,10 +64,6 @@ void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t)
     }
 }
 
-struct rc_threads_share {
-    struct share s;
-};
-
 void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k), void *arg,
                       size_t t)
 {
@@ -76,7 +72,7 @@ void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k
     bg->t = t;
     bg->s = rc_xcalloc(t + 1, sizeof(*bg->s));
     for (size_t k = 0; k < t; k++) {
-        struct share *s = &bg->s[k].s;
+        struct rc_threads_share *s = &bg->s[k];
         s->work = work;
         s->arg = arg;
         s->k = k;
@@ -87,12 +83,12 @@ void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k
 void rc_threads_join(struct rc_threads_bg *bg)
 {
     for (size_t k = 0; k < bg->t; k++) {
-        if (!bg->s[k].s.started)
+        if (!bg->s[k].started)
             bg->work(bg->arg, k);
     }
     for (size_t k = 0; k < bg->t; k++) {
-        if (bg->s[k].s.started)
-            pthread_join(bg->s[k].s.tid, NULL);
+        if (bg->s[k].started)
+            pthread_join(bg->s[k].tid, NULL);
     }
     free(bg->s);
     bg->s = NULL;

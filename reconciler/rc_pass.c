@@ -219,11 +219,13 @@ static int try_version(const char **data, size_t *len, size_t *nparsed, struct r
         /* it loaded, and the pass's budget refused it: its text, for a load that does not
          * count it (rd_load_options.uncounted) */
         error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, a, err);
+        if (error == RC_EINVALID)
+            rc_err_clear(err);
         if (error == RC_OK) {
             *data = d;
             *len = n;
         }
-        return error == RC_EINVALID ? (rc_err_clear(err), RC_EINVALID) : error;
+        return error;
     }
     if (!rd_cache_has(cache, blob, path, NULL))
         error = rc_git_read_blob(&d, &n, g, blob, lim.max_bytes, &tmp, err);
@@ -430,6 +432,20 @@ static void prime_end(struct prime_batch *b, struct rd_file *files, struct rd_ca
     b->bytes = 0;
 }
 
+/* `batch` (one of the two) is read: the other one's parse is finished first, so that two at
+ * most are held, then this one's starts. The other one, empty, is read next. */
+static struct prime_batch *prime_next(struct prime_batch batches[2], struct prime_batch *batch,
+                                      struct rd_file *files, const char **ids,
+                                      struct rd_cache *cache, const struct rc_pass_options *o,
+                                      size_t *nparsed)
+{
+    struct prime_batch *other = batch == &batches[0] ? &batches[1] : &batches[0];
+
+    prime_end(other, files, cache, nparsed);
+    prime_start(batch, files, ids, cache, o);
+    return other;
+}
+
 /* Does version `id` of file f define something the deploy branch was made from: a policy, a
  * Cluster, a Namespace (one no policy places is no unit, yet the cluster directories take it
  * from the source) or an object the previous record names (keys, sorted)? One that does not
@@ -542,13 +558,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 batch->idx[batch->n++] = i;
                 batch->bytes += files[i].len;
             }
-            if (batch->n == PRIME_BATCH || batch->bytes >= PRIME_BATCH_BYTES) {
-                /* the batch before is done with first: two at most are held */
-                struct prime_batch *other = batch == &batches[0] ? &batches[1] : &batches[0];
-                prime_end(other, files, cache, &out->nparsed);
-                prime_start(batch, files, ids, cache, o);
-                batch = other;
-            }
+            if (batch->n == PRIME_BATCH || batch->bytes >= PRIME_BATCH_BYTES)
+                batch = prime_next(batches, batch, files, ids, cache, o, &out->nparsed);
             continue;
         }
         /* Without a cache (library use: the command line always has one), the load parses
@@ -568,10 +579,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         held += size;
     }
     {
-        struct prime_batch *other = batch == &batches[0] ? &batches[1] : &batches[0];
-        prime_end(other, files, cache, &out->nparsed);
-        prime_start(batch, files, ids, cache, o);
-        prime_end(batch, files, cache, &out->nparsed);
+        struct prime_batch *last = batch;
+        prime_next(batches, batch, files, ids, cache, o, &out->nparsed);
+        prime_end(last, files, cache, &out->nparsed);
     }
     lo.refused = refused;
     lo.ids = ids;

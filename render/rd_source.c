@@ -640,9 +640,19 @@ static void refuse_over(struct rd_cache *c, struct parsed *p)
     c->nover++;
 }
 
-/* Count p against the budget, once per sweep; while the entries counted hold more than it, the
- * heaviest is refused (p itself, perhaps). Refusing the heaviest first keeps exactly the
- * lightest files that fit together, whatever order they are counted in. */
+/* While the entries counted hold more than the budget, the heaviest is refused. Refusing the
+ * heaviest first keeps exactly the lightest files that fit together, whatever order they are
+ * counted in. */
+static void ledger_trim(struct rd_cache *c)
+{
+    while (c->limit && c->ledger > c->limit) {
+        struct parsed *q = heap_pop(c);
+        c->ledger -= q->bytes;
+        refuse_over(c, q);
+    }
+}
+
+/* Count p against the budget, once per sweep (p itself may be the one refused). */
 static void ledger_hold(struct rd_cache *c, struct parsed *p)
 {
     if (!c->limit || p->error || p->held_gen == c->gen)
@@ -650,11 +660,7 @@ static void ledger_hold(struct rd_cache *c, struct parsed *p)
     p->held_gen = c->gen;
     heap_push(c, p);
     c->ledger += p->bytes;
-    while (c->ledger > c->limit) {
-        struct parsed *q = heap_pop(c);
-        c->ledger -= q->bytes;
-        refuse_over(c, q);
-    }
+    ledger_trim(c);
 }
 
 void rd_cache_limit(struct rd_cache *c, size_t max_bytes, const char *over)
@@ -664,11 +670,7 @@ void rd_cache_limit(struct rd_cache *c, size_t max_bytes, const char *over)
     free(c->over);
     c->over = rc_xstrdup(over ? over : "over the memory limit of the load");
     c->limit = max_bytes;
-    while (c->limit && c->ledger > c->limit) {
-        struct parsed *q = heap_pop(c);
-        c->ledger -= q->bytes;
-        refuse_over(c, q);
-    }
+    ledger_trim(c);
 }
 
 /* ==== Parsing ahead, on several threads ==== */
@@ -689,16 +691,23 @@ static void same_share(void *p, size_t k)
     s->work(s->arg);
 }
 
-static void run_on_threads(void (*work)(void *), void *arg, int threads, size_t n)
+/* The threads for n items: `threads`, at least 1, at most RD_PRIME_THREADS_MAX and n. */
+static size_t threads_for_items(int threads, size_t n)
 {
-    struct same_work s = {work, arg};
     size_t t = threads > 1 ? (size_t)threads : 1;
 
     if (t > RD_PRIME_THREADS_MAX)
         t = RD_PRIME_THREADS_MAX;
     if (t > n)
         t = n ? n : 1;
-    rc_threads_run(same_share, &s, t);
+    return t;
+}
+
+static void run_on_threads(void (*work)(void *), void *arg, int threads, size_t n)
+{
+    struct same_work s = {work, arg};
+
+    rc_threads_run(same_share, &s, threads_for_items(threads, n));
 }
 
 struct prime {
@@ -785,14 +794,9 @@ struct rd_prime_job *rd_cache_prime_start(struct rd_cache *c, const struct rd_fi
                                           const char *const *ids, size_t n, int threads)
 {
     struct rd_prime_job *job = rc_xcalloc(1, sizeof(*job));
-    size_t t = threads > 1 ? (size_t)threads : 1;
 
-    if (t > RD_PRIME_THREADS_MAX)
-        t = RD_PRIME_THREADS_MAX;
-    if (t > n)
-        t = n ? n : 1;
     prime_setup(&job->pr, c, files, ids, n);
-    rc_threads_start(&job->bg, prime_share, &job->pr, t);
+    rc_threads_start(&job->bg, prime_share, &job->pr, threads_for_items(threads, n));
     return job;
 }
 
