@@ -1807,11 +1807,11 @@ static void explain_warnings(FILE *f, cJSON *o, const struct rc_pass_result *res
             if (!arr)
                 arr = cJSON_AddArrayToObject(o, "warnings");
             cJSON_AddItemToArray(arr, cJSON_CreateString(res->warnings[i]));
-            continue;
+        } else if (f) {
+            if (!header++)
+                fprintf(f, "  warnings:\n");
+            fprintf(f, "    %s\n", res->warnings[i]);
         }
-        if (!header++)
-            fprintf(f, "  warnings:\n");
-        fprintf(f, "    %s\n", res->warnings[i]);
     }
 }
 

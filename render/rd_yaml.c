@@ -2037,10 +2037,12 @@ static int put_quoted(struct rc_buf *b, const char *s, struct rc_err *err)
     int error = rc_buf_putc(b, '"', err);
 
     while (error == RC_OK && i < len) {
-        uint32_t cp;
+        uint32_t cp = 0;
         size_t n = utf8_next(u, len, i, &cp);
         const char *esc = NULL;
 
+        if (!n) /* every string was checked as it was read; this would loop forever */
+            return rc_err_set(err, RC_EINVALID, "a string to write is not UTF-8");
         switch (cp) {
         case '"':
             esc = "\\\"";

@@ -39,7 +39,7 @@ static struct pl_selector parse_ok(struct rc_arena *a, const char *text)
     struct rc_err err = RC_ERR_INIT;
 
     if (pl_selector_parse(&sel, text, a, &err) != RC_OK)
-        fail_msg("'%s': %s", text, err.msg);
+        fail_msg("'%s': %s", text ? text : "(null)", err.msg);
     return sel;
 }
 
