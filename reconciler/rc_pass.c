@@ -88,6 +88,11 @@ struct loaded {
     size_t unresolved; /* broken files without a last good version */
     size_t nkept;      /* broken files replaced by their last good version: */
     struct rc_memo_kept *kept;
+    size_t nbroken; /* every broken file and the version kept of it ("": none), by path */
+    struct rd_kept *broken;
+    /* what the previous deploy tree says of the files broken then (read_kept); NULL: nothing */
+    size_t nwas;
+    struct rd_kept *was;
     size_t nparsed;  /* files parsed, history walk included */
     char digest[41]; /* of the (path, blob id) listing at S */
     /* files taken from the parse cache file (not read, not parsed); ms reading and writing it */
@@ -477,9 +482,79 @@ struct listing {
     char digest[41];
 };
 
+/* What the deploy tree of commit `from` says of the broken files it was made from
+ * (RD_KEPT_FILE): *n entries and *listed 1. *listed 0 when there is no such file (no file was
+ * broken, or an older rightplace made the tree) or it does not read (a warning): every broken
+ * file's last good version is then looked for in history. */
+static int read_kept(int *listed, struct rd_kept **kept, size_t *n, struct rc_git *g,
+                     const char *from, const struct rc_log *log, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int error;
+
+    *listed = 0;
+    *kept = NULL;
+    *n = 0;
+    if (!from || !from[0])
+        return RC_OK;
+    error = rc_git_read_file(&text, &len, g, from, RD_KEPT_FILE, a, err);
+    if (error == RC_ENOTFOUND || error == RC_EINVALID) {
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error < 0)
+        return error;
+    if (rd_kept_parse(kept, n, text, len, a, err) < 0) {
+        if (log)
+            rc_log_warn(log, "deploy %.12s: %s (the last good versions are looked for in history)",
+                        from, err->msg);
+        rc_err_clear(err);
+        *kept = NULL;
+        *n = 0;
+        return RC_OK;
+    }
+    *listed = 1;
+    return RC_OK;
+}
+
+/*
+ * The version of broken file `path` to keep: the one the deploy tree of the previous pass was
+ * made from. Where that tree lists the file (read_kept), its version exactly, or nothing;
+ * where it does not, the file was not broken then, and the walk's first step finds the version
+ * it loaded (last_good_version). A listed version that no longer loads (another rightplace
+ * version's rules) is looked for in history instead.
+ */
+static int kept_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
+                        struct rc_git *g, const struct rd_kept *was, const char *from,
+                        const char *path, const char *memo_id, struct rd_cache *cache,
+                        struct rc_arena *a, struct rc_err *err)
+{
+    if (was && !was->id[0])
+        return RC_ENOTFOUND;
+    if (was) {
+        int error = try_version(data, len, nparsed, g, path, was->id, cache, a, err);
+        if (error == RC_OK) {
+            memcpy(kept_id, was->id, 41);
+            return RC_OK;
+        }
+        if (error != RC_EINVALID && error != RC_ENOTFOUND)
+            return error;
+        rc_err_clear(err);
+    }
+    return last_good_version(data, len, kept_id, nparsed, g, from, path, memo_id, cache, a, err);
+}
+
+static int cmp_kept(const void *x, const void *y)
+{
+    return strcmp(((const struct rd_kept *)x)->path, ((const struct rd_kept *)y)->path);
+}
+
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
-                       const struct rd_record *prev, const struct listing *listed,
-                       const struct rc_pass_options *o, struct rc_arena *a, struct rc_err *err)
+                       const struct rd_record *prev, const char *kept_from,
+                       const struct listing *listed, const struct rc_pass_options *o,
+                       struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_memo *memo = o->cache ? rc_cache_memo(o->cache) : NULL;
     struct rd_cache *cache = o->cache ? rc_cache_parsed(o->cache) : NULL;
@@ -500,6 +575,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     int error;
 
     memset(out, 0, sizeof(*out));
+    {
+        int have = 0;
+        error = read_kept(&have, &out->was, &out->nwas, g, kept_from, o->log, a, err);
+        if (error < 0)
+            return error;
+        if (!have)
+            out->was = NULL;
+    }
     memset(&lo, 0, sizeof(lo));
     prime_batch_init(&batches[0], a);
     prime_batch_init(&batches[1], a);
@@ -620,6 +703,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     out->nerrors = out->src.nerrors;
     out->errors = rc_arena_calloc(a, out->nerrors + out->src.nconflicts + 1, sizeof(*out->errors));
     out->kept = rc_arena_calloc(a, out->nerrors, sizeof(*out->kept));
+    out->broken = rc_arena_calloc(a, out->nerrors + 1, sizeof(*out->broken));
     for (size_t e = 0; e < out->nerrors; e++) {
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
         out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
@@ -630,10 +714,16 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             int found;
             if (strcmp(files[i].path, out->src.errors[e].path))
                 continue;
-            found = last_good_version(&d, &n, kept_id, &out->nparsed, g, prev_source, files[i].path,
-                                      memo_kept(memo, files[i].path), cache, a, err);
+            found = kept_version(&d, &n, kept_id, &out->nparsed, g,
+                                 out->was ? rd_kept_find(out->was, out->nwas, files[i].path) : NULL,
+                                 prev_source, files[i].path, memo_kept(memo, files[i].path), cache,
+                                 a, err);
             if (found < 0 && found != RC_ENOTFOUND)
                 return found;
+            out->broken[out->nbroken].path = files[i].path;
+            if (found == RC_OK)
+                memcpy(out->broken[out->nbroken].id, kept_id, 41);
+            out->nbroken++;
             if (found == RC_ENOTFOUND) {
                 /* nothing to keep: left out of the reload, so that it cannot break another
                  * file again (a duplicate breaks both sides); a file refused unread never
@@ -663,6 +753,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             }
         }
     }
+    if (out->nbroken > 1) {
+        size_t w = 1;
+        rc_sort(out->broken, out->nbroken, sizeof(*out->broken), cmp_kept);
+        for (size_t k = 1; k < out->nbroken; k++)
+            if (strcmp(out->broken[k].path, out->broken[w - 1].path))
+                out->broken[w++] = out->broken[k];
+        out->nbroken = w;
+    }
     if (replaced == 0)
         goto conflicts;
     rd_source_release(&out->src);
@@ -687,11 +785,12 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     out->nparsed += out->src.nparsed;
     out->have_src = 1;
     /* A kept old version may clash with a file that loaded before (an object moved from the
-     * broken file to another one), or with another kept version (a copy of an object once
-     * committed: the copy loads alone, so it is its own last good version, and so is the
-     * original). Either side dropping would remove placed objects, so the pass stops here and
-     * commits nothing. Only a kept version that holds nothing the deploy branch was made from
-     * (a file never placed, refused again: holds_recorded) stays out, as its error says. */
+     * broken file to another one), or with another kept version (D written by an older
+     * rightplace, without RD_KEPT_FILE: a committed copy of an object loads alone, so the walk
+     * takes it as its own last good version, and so is the original). Either side dropping
+     * would remove placed objects, so the pass stops here and commits nothing. Only a kept
+     * version that holds nothing the deploy branch was made from (a file never placed, refused
+     * again: holds_recorded) stays out, as its error says, and is listed as kept of nothing. */
     {
         const char *const *keys = NULL;
         size_t nkeys = 0;
@@ -708,8 +807,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 if (!keys)
                     keys = record_keys(&nkeys, prev, a);
                 if (i < nblobs &&
-                    !holds_recorded(&files[i], ids[i], keys, nkeys, cache, &out->nparsed, a))
+                    !holds_recorded(&files[i], ids[i], keys, nkeys, cache, &out->nparsed, a)) {
+                    /* left out: the tree is made from nothing of it */
+                    struct rd_kept *k =
+                        (struct rd_kept *)rd_kept_find(out->broken, out->nbroken, path);
+                    if (k)
+                        k->id[0] = '\0';
                     continue;
+                }
             }
             return rc_err_set(err, RC_EINVALID,
                               "%s (while keeping the last good version of a broken file; "
@@ -1348,6 +1453,9 @@ struct compute {
     struct listing listed; /* the pass's: listed already by memo_says_skip */
     /* the blob id of the deploy head's placements.yaml (NULL or "": none, or not known) */
     const char *base_record;
+    /* the deploy commit whose RD_KEPT_FILE says which version of each broken file to keep:
+     * the one the previous record is of (NULL or "": none) */
+    const char *kept_from;
 };
 
 /* Loop mode: the blob id of the record last written with the cache's memo, as far as the pass
@@ -1509,7 +1617,7 @@ static int compute_load(struct compute *c, struct rc_git *g, const char *source,
 {
     c->replace_unreachable_after = o->replace_unreachable_after;
     c->bounded_verdicts = o->bounded_verdicts;
-    return load_source(&c->load, g, source, prev, &c->listed, o, a, err);
+    return load_source(&c->load, g, source, prev, c->kept_from, &c->listed, o, a, err);
 }
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
@@ -1620,6 +1728,8 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
+    ropts.nkept = c->load.nbroken;
+    ropts.kept = c->load.broken;
     ropts.nwarnings = c->load.src.nwarnings;
     ropts.warnings = c->load.src.warnings;
     error = rd_render_tree(&c->tree, &c->res, &c->in, source, &ropts, a, err);
@@ -2029,11 +2139,17 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     if (error < 0)
         goto done;
     cp->base_record = prev_line.blob;
+    cp->kept_from = out->deploy_old;
     phase_mark(ph, PH_RECORD, &t);
     if (out->deploy_old[0]) {
         error = detect_hand_edits(out, g, a, err);
         if (error < 0)
             goto done;
+    }
+    /* a list of kept versions someone else wrote is not taken: they are looked for in history */
+    for (size_t i = 0; i < out->nhand_edits; i++) {
+        if (!strcmp(out->hand_edits[i].path, RD_KEPT_FILE))
+            cp->kept_from = NULL;
     }
 
     /* what the previous pass loaded and this one may not need goes now (not at the end of
@@ -2398,6 +2514,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
     if (error < 0)
         goto done;
+    c.kept_from = prev.source && prev.source[0] ? parent : NULL;
     error = compute_load(&c, g, rec.source, &prev, o, a, err);
     if (error < 0)
         goto done;
@@ -2468,6 +2585,7 @@ int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char 
     error = rc_git_read_file(&cap, &caplen, g, out->commit, CAPACITY_PATH, a, err);
     if (error < 0)
         goto done;
+    c.kept_from = out->commit;
     error = compute_load(&c, g, rec.source, &rec, o, a, err);
     if (error < 0)
         goto done;

@@ -1105,6 +1105,11 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         const char *src = rc_arena_printf(a, "%s\n", source_commit ? source_commit : "");
         files_add(&f, RD_SOURCE_FILE, src, strlen(src));
     }
+    if (opts->nkept) {
+        rc_buf_reset(&b);
+        rd_kept_emit(&b, opts->kept, opts->nkept);
+        files_add(&f, RD_KEPT_FILE, rc_arena_strndup(a, b.ptr, b.len), b.len);
+    }
 
     rc_sort(f.v, f.n, sizeof(*f.v), cmp_file);
     out->nfiles = f.n;
@@ -1128,4 +1133,121 @@ done:
     free(have.v);
     free(clusters);
     return error;
+}
+
+/* ==== .rightplace/kept ==== */
+
+static int kept_escaped(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f || c == '%';
+}
+
+void rd_kept_emit(struct rc_buf *out, const struct rd_kept *kept, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    rc_buf_puts(out,
+                "# The source files that were broken when this tree was made, and the version\n"
+                "# of each it was made from (-: none). docs/formats.md\n",
+                NULL);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *p = (const unsigned char *)kept[i].path;
+        rc_buf_puts(out, kept[i].id[0] ? kept[i].id : "-", NULL);
+        rc_buf_putc(out, ' ', NULL);
+        for (; *p; p++) {
+            if (kept_escaped(*p)) {
+                char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+                rc_buf_add(out, e, 3, NULL);
+            } else {
+                rc_buf_putc(out, (char)*p, NULL);
+            }
+        }
+        rc_buf_putc(out, '\n', NULL);
+    }
+}
+
+static int blob_id_ok(const char *s)
+{
+    for (int i = 0; i < 40; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int rd_kept_parse(struct rd_kept **out, size_t *n, const char *text, size_t len, struct rc_arena *a,
+                  struct rc_err *err)
+{
+    size_t lines = 0, k = 0, line = 0;
+    struct rd_kept *v;
+
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    v = rc_arena_calloc(a, lines + 1, sizeof(*v));
+    for (size_t i = 0; i < len;) {
+        const char *s = text + i, *nl = memchr(s, '\n', len - i);
+        size_t m = nl ? (size_t)(nl - s) : len - i, idlen;
+        char *path, *w;
+
+        i += m + 1;
+        line++;
+        if (!nl)
+            return rc_err_set(err, RC_EINVALID, "%s:%zu: the last line has no newline",
+                              RD_KEPT_FILE, line);
+        if (m && s[0] == '#')
+            continue;
+        idlen = s[0] == '-' ? 1 : 40;
+        if (m < idlen + 2 || s[idlen] != ' ' || (idlen == 40 && !blob_id_ok(s)))
+            return rc_err_set(err, RC_EINVALID, "%s:%zu: not '<blob id or -> <path>'", RD_KEPT_FILE,
+                              line);
+        if (idlen == 40)
+            memcpy(v[k].id, s, 40);
+        w = path = rc_arena_alloc(a, m - idlen);
+        for (size_t j = idlen + 1; j < m; j++) {
+            unsigned char c = (unsigned char)s[j];
+            if (c == '%') {
+                int hi = j + 2 < m ? hex_value(s[j + 1]) : -1;
+                int lo = hi >= 0 ? hex_value(s[j + 2]) : -1;
+                if (lo < 0 || !kept_escaped((unsigned char)(hi << 4 | lo)) || !(hi | lo))
+                    return rc_err_set(err, RC_EINVALID, "%s:%zu: a bad escape in the path",
+                                      RD_KEPT_FILE, line);
+                *w++ = (char)(hi << 4 | lo);
+                j += 2;
+                continue;
+            }
+            if (kept_escaped(c))
+                return rc_err_set(err, RC_EINVALID, "%s:%zu: a control byte in the path",
+                                  RD_KEPT_FILE, line);
+            *w++ = (char)c;
+        }
+        *w = '\0';
+        if (k && strcmp(v[k - 1].path, path) >= 0)
+            return rc_err_set(err, RC_EINVALID, "%s:%zu: '%s' is out of order or listed twice",
+                              RD_KEPT_FILE, line, path);
+        v[k++].path = path;
+    }
+    *out = v;
+    *n = k;
+    return RC_OK;
+}
+
+const struct rd_kept *rd_kept_find(const struct rd_kept *kept, size_t n, const char *path)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(kept[mid].path, path);
+        if (!c)
+            return &kept[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }

@@ -63,11 +63,15 @@ struct rd_render_options {
      * (the caller knows it by its blob id): a record that would be that one byte for byte is
      * listed with keep = 1 instead of written again (rd_record_emit_unless_same). */
     int record_base_is_memo;
+    /* The broken source files of the pass and the version of each that the tree is made from
+     * (sorted by path, unique): written to RD_KEPT_FILE, none when nkept is 0. */
+    size_t nkept;
+    const struct rd_kept *kept;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0                          \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL                 \
     }
 
 struct rd_tree_file {
@@ -233,6 +237,33 @@ int rd_record_emit_unless_same(struct rc_buf *out, int *same, const struct pl_re
  * newline. A record without it (written before the file existed) names the commit itself, in
  * its `source:` field, which rd_record_parse still reads. */
 #define RD_SOURCE_FILE ".rightplace/source"
+
+/* ==== .rightplace/kept ==== */
+
+/*
+ * The deploy tree's file naming, for each source file that was broken when the tree was made,
+ * the version of it the tree was made from (docs/formats.md): the next pass keeps exactly that
+ * one while the file stays broken. No file: no source file was broken. One line per file,
+ * sorted by path: the blob id (40 hex) or "-" (nothing of it was loaded), a space, the path
+ * with control bytes, DEL and '%' written as %XX. Lines starting with '#' are comments.
+ */
+#define RD_KEPT_FILE ".rightplace/kept"
+
+struct rd_kept {
+    const char *path;
+    char id[41]; /* "": nothing of the file was loaded */
+};
+
+/* Append the file's bytes for kept[0..n) (sorted by path, unique) to out. */
+void rd_kept_emit(struct rc_buf *out, const struct rd_kept *kept, size_t n);
+
+/* Read them back: *out (n entries, in a) is what rd_kept_emit was given. A line that is not
+ * "id path", a path out of order or twice: RC_EINVALID, ".rightplace/kept:line: ...". */
+int rd_kept_parse(struct rd_kept **out, size_t *n, const char *text, size_t len, struct rc_arena *a,
+                  struct rc_err *err);
+
+/* The entry for path in kept[0..n) (sorted), or NULL. */
+const struct rd_kept *rd_kept_find(const struct rd_kept *kept, size_t n, const char *path);
 
 /* ==== .rightplace/capacity.yaml ==== */
 

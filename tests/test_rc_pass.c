@@ -39,6 +39,15 @@ static void fx_open(struct fx *f, const char *state_dir)
     assert_int_equal(rc_cache_new(&f->cache, state_dir, &err), RC_OK);
 }
 
+/* A new process: nothing of the earlier passes in memory. */
+static void fx_new_cache(struct fx *f)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    rc_cache_free(f->cache);
+    assert_int_equal(rc_cache_new(&f->cache, NULL, &err), RC_OK);
+}
+
 static void fx_close(struct fx *f)
 {
     rc_cache_free(f->cache);
@@ -407,31 +416,44 @@ static void test_rc_pass__alias_bombs_fail_alone(void **state)
     fx_close(&f);
 }
 
-/* Rewrite the deploy head's .rightplace/source to name `source` as the commit it was made from
- * (what many passes committing while a file stayed broken would have left). */
-static void record_source_is(struct fx *f, const char *source)
+/* A commit on the deploy branch that rightplace did not make: the head's tree with the file at
+ * `path` holding `data` (its id in *commit when commit is not NULL). */
+static void deploy_hand_edit(struct fx *f, const char *path, const char *data, char *commit)
 {
     struct rc_err err = RC_ERR_INIT;
     struct rc_git_blob *b = NULL;
     struct rc_git_file *files;
-    size_t n = 0;
-    char head[41], tree[41], commit[41];
+    size_t n = 0, k = 0;
+    char head[41], tree[41], id[41];
 
     assert_int_equal(rc_git_resolve(head, f->g, "refs/heads/deploy", &err), RC_OK);
     assert_int_equal(rc_git_read_tree(&b, &n, f->g, head, "", &f->a, &err), RC_OK);
-    files = rc_arena_calloc(&f->a, n, sizeof(*files));
+    files = rc_arena_calloc(&f->a, n + 1, sizeof(*files));
     for (size_t i = 0; i < n; i++) {
-        files[i].path = b[i].path;
-        files[i].data = b[i].data;
-        files[i].len = b[i].len;
-        if (!strcmp(b[i].path, RD_SOURCE_FILE)) {
-            assert_int_equal(b[i].len, 41);
-            memcpy((char *)b[i].data, source, 40);
-        }
+        if (!strcmp(b[i].path, path))
+            continue;
+        files[k].path = b[i].path;
+        files[k].data = b[i].data;
+        files[k++].len = b[i].len;
     }
-    assert_int_equal(rc_git_build_tree(tree, f->g, head, files, n, &err), RC_OK);
-    assert_int_equal(rc_git_commit(commit, f->g, tree, head, "record", 1700000000, &err), RC_OK);
-    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", commit, head, NULL, &err), RC_OK);
+    files[k].path = path;
+    files[k].data = data;
+    files[k++].len = strlen(data);
+    assert_int_equal(rc_git_build_tree(tree, f->g, head, files, k, &err), RC_OK);
+    assert_int_equal(rc_git_commit(id, f->g, tree, head, "by hand", 1700000000, &err), RC_OK);
+    assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", id, head, NULL, &err), RC_OK);
+    if (commit)
+        memcpy(commit, id, 41);
+}
+
+/* Rewrite the deploy head's .rightplace/source to name `source` as the commit it was made from
+ * (what many passes committing while a file stayed broken would have left). */
+static void record_source_is(struct fx *f, const char *source)
+{
+    char text[42];
+
+    snprintf(text, sizeof(text), "%s\n", source);
+    deploy_hand_edit(f, RD_SOURCE_FILE, text, NULL);
 }
 
 /* A file broken for 1,001 of its own versions: the walk for its last good version stops
@@ -669,60 +691,127 @@ static void pass_refused(struct fx *f, const char *why, const char *head)
 }
 
 /* A file that copies an object another file holds: both files are refused and the object
- * keeps its placement, in the pass that commits that and in the later ones. Once the copy has
- * been committed it has an earlier version that loads alone (itself), so a later pass keeps
- * both files' last good versions, which define the object twice: that pass must refuse, not
- * drop both and remove the object (found by test_rc_walk). */
+ * keeps its placement, in the pass that commits that and in every later one. Once the copy
+ * has been committed it loads alone at that commit, yet nothing of it was loaded there: the
+ * deploy tree's RD_KEPT_FILE says so, and later passes keep the original alone. Before it,
+ * a later pass kept both versions and had to stop (found by test_rc_walk). */
 static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state)
 {
     struct fx f;
     struct rc_pass_result res;
     char *cm = dev_workload("v1", "ConfigMap", "x", "data: {a: '1'}\n");
     char *other = dev_workload("v1", "ConfigMap", "other", "data: {a: '1'}\n");
-    char *head, *tree;
+    char *x_id, *kept, *tree, want[128];
     (void)state;
 
     fx_open(&f, NULL);
     free(th_git_commit_files(f.repo, "x", "a/x.yaml", cm, NULL));
     pass(&f, &res);
     assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    x_id = th_git_ok(f.repo, "rev-parse", "main:a/x.yaml", NULL);
+    x_id[40] = '\0';
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    assert_null(strstr(tree, RD_KEPT_FILE)); /* nothing broken: no such file */
+    free(tree);
     free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", cm, NULL));
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 2);
     assert_int_equal(res.committed, 1);
     assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
-    head = th_git_rev(f.repo, "deploy");
+    kept = th_git_show(f.repo, "deploy", RD_KEPT_FILE);
+    snprintf(want, sizeof(want), "%s a/x.yaml\n- b/y.yaml\n", x_id);
+    th_assert_contains(kept, want);
+    free(kept);
 
-    /* any later change: both files' last good versions are the ones committed */
-    free(th_git_commit_files(f.repo, "other", "c/other.yaml", other, NULL));
-    pass_refused(&f, "duplicate object 'development/ConfigMap/x'", head);
-    pass_refused(&f, "fix the broken file", head);
+    /* later changes, in this process and in new ones: the original alone is kept */
+    for (int round = 0; round < 3; round++) {
+        char name[16], path[32], key[64], *text;
+        snprintf(name, sizeof(name), "other%d", round);
+        snprintf(path, sizeof(path), "c/%s.yaml", name);
+        snprintf(key, sizeof(key), "development/ConfigMap/%s", name);
+        text = dev_workload("v1", "ConfigMap", name, "data: {a: '1'}\n");
+        if (round == 2)
+            fx_new_cache(&f);
+        free(th_git_commit_files(f.repo, name, path, text, NULL));
+        pass(&f, &res);
+        assert_int_equal(res.nfile_errors, 2);
+        assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+        assert_int_equal(state_of(&res, key), PL_STATE_PLACED);
+        kept = th_git_show(f.repo, "deploy", RD_KEPT_FILE);
+        th_assert_contains(kept, want);
+        free(kept);
+        free(text);
+    }
     tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
     th_assert_contains(tree, "clusters/static-cluster/development/configmap.x.yaml");
     free(tree);
 
-    /* the copy removed: the object is placed as before, the other one too */
+    /* the copy removed: the object is placed as before, the other one too, nothing kept */
     free(th_git_ok(f.repo, "rm", "-q", "b/y.yaml", NULL));
     free(th_git_ok(f.repo, "commit", "-q", "-m", "no copy", NULL));
+    free(th_git_commit_files(f.repo, "other", "c/other.yaml", other, NULL));
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 0);
     assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
     assert_int_equal(state_of(&res, "development/ConfigMap/other"), PL_STATE_PLACED);
-    free(head);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    assert_null(strstr(tree, RD_KEPT_FILE));
+    free(tree);
+    free(x_id);
     free(cm);
     free(other);
     fx_close(&f);
 }
 
+/* A .rightplace/kept someone else wrote is not taken: here it would keep another object's
+ * YAML in place of a/x.yaml. The versions are looked for in history instead, as for a tree
+ * without the file, where the committed copy clashes with the original: the pass refuses. */
+static void test_rc_pass__kept_list_edited_by_hand_is_not_taken(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char *cm = dev_workload("v1", "ConfigMap", "x", "data: {a: '1'}\n");
+    char *evil = dev_workload("v1", "ConfigMap", "evil", "data: {a: '1'}\n");
+    char *other = dev_workload("v1", "ConfigMap", "other", "data: {a: '1'}\n");
+    char commit[41], list[160], *id, *now;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_commit_files(f.repo, "x", "a/x.yaml", cm, NULL));
+    pass(&f, &res);
+    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", cm, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+
+    /* a hand commit on the deploy branch: a/x.yaml "kept" at a blob of other YAML */
+    th_write_file(f.repo, "evil.tmp", evil, strlen(evil));
+    id = th_git_ok(f.repo, "hash-object", "-w", "evil.tmp", NULL);
+    id[40] = '\0';
+    snprintf(list, sizeof(list), "%s a/x.yaml\n- b/y.yaml\n", id);
+    deploy_hand_edit(&f, RD_KEPT_FILE, list, commit);
+
+    free(th_git_commit_files(f.repo, "other", "c/other.yaml", other, NULL));
+    fx_new_cache(&f);
+    pass_refused(&f, "duplicate object 'development/ConfigMap/x'", commit);
+    now = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    assert_null(strstr(now, "configmap.evil.yaml"));
+    free(now);
+    free(id);
+    free(cm);
+    free(evil);
+    free(other);
+    fx_close(&f);
+}
+
 /* The same for a Namespace no policy places: it is no unit of the record, but the cluster
- * directories take it from the source (labels and all), so dropping both copies would change
- * what is deployed: the pass refuses instead. */
+ * directories take it from the source (labels and all). Dropping both copies would change what
+ * is deployed; the original alone is kept, in later passes too. */
 static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
 {
     static const char ns_path[] = "clusters/static-cluster/_cluster/namespace.rayjob1.yaml";
     struct fx f;
     struct rc_pass_result res;
-    char *ns, *head;
+    char *ns;
     (void)state;
 
     fx_open(&f, NULL);
@@ -737,16 +826,16 @@ static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
                              NULL));
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 2);
-    head = th_git_rev(f.repo, "deploy");
     free(th_git_commit_files(f.repo, "later", "infra/later.yaml",
                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n"
                              "  namespace: development\n",
                              NULL));
-    pass_refused(&f, "duplicate object 'Namespace/rayjob1'", head);
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    assert_int_equal(res.committed, 1);
     ns = th_git_show(f.repo, "deploy", ns_path);
     th_assert_contains(ns, "app: rayclustersetup");
     free(ns);
-    free(head);
     fx_close(&f);
 }
 
@@ -797,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
+        cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),

@@ -190,7 +190,8 @@ enum broken { B_NONE, B_SYNTAX, B_DUP };
 /* One distinct content of a file (interned by its bytes: one blob id each). */
 struct version {
     char *text;
-    int good; /* loads alone */
+    char id[41]; /* its blob id */
+    int good;    /* loads alone */
     int nkeys;
     char keys[MAX_KEYS + 1][KEY_MAX];
 };
@@ -799,6 +800,10 @@ static int make_version(struct walk *w, int e)
             return (int)i;
         }
     }
+    {
+        struct rc_err err = RC_ERR_INIT;
+        assert_int_equal(rc_git_digest(v.id, v.text, len, &err), RC_OK);
+    }
     if (w->nver == w->capver) {
         w->capver = w->capver ? 2 * w->capver : 64;
         w->ver = realloc(w->ver, w->capver * sizeof(*w->ver));
@@ -1061,12 +1066,13 @@ static enum action take_step(struct walk *w, char *what, size_t n, int *entry)
 /* ==== What the model says a pass does ==== */
 
 struct expect {
-    int err[NSLOTS];  /* 1: reported as not loaded */
-    int kept[NSLOTS]; /* for those, the version kept in its place (-1: none) */
-    int unresolved;   /* a broken file without an earlier version */
-    int clash;        /* a kept version collides with another file: the pass refuses */
-    int uncertain;    /* a history longer than the pass walks */
-    struct sset keys; /* the objects loaded (files that loaded, kept versions) */
+    int err[NSLOTS];      /* 1: reported as not loaded */
+    int kept[NSLOTS];     /* for those, the version kept in its place (-1: none) */
+    int left_out[NSLOTS]; /* kept, refused again, holding nothing recorded: not loaded */
+    int unresolved;       /* a broken file without an earlier version */
+    int clash;            /* a kept version collides with another file: the pass refuses */
+    int uncertain;        /* a history longer than the pass walks */
+    struct sset keys;     /* the objects loaded (files that loaded, kept versions) */
 };
 
 /* Files are claimed in path order: a file naming an object an earlier file named is refused,
@@ -1126,6 +1132,46 @@ static int kept_version(const struct walk *w, int slot, int from, int *uncertain
     return -1;
 }
 
+/* What the deploy tree t says of the broken files it was made from (RD_KEPT_FILE): listed[s]
+ * 1 for each slot it names, ver[s] the version kept (-1: none). Returns 0 when t has no such
+ * file. A version the walk never wrote, or a path of no slot, fails. */
+static int tree_kept(struct walk *w, const struct tree *t, int *listed, int *ver)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *text = t->head[0] ? tree_blob(w->g, t, RD_KEPT_FILE, &a) : NULL;
+    struct rd_kept *kept = NULL;
+    size_t n = 0;
+
+    for (int s = 0; s < NSLOTS; s++) {
+        listed[s] = 0;
+        ver[s] = -1;
+    }
+    if (!text) {
+        rc_arena_release(&a);
+        return 0;
+    }
+    if (rd_kept_parse(&kept, &n, text, strlen(text), &a, &err) != RC_OK)
+        wfail(w, "%s does not read: %s", RD_KEPT_FILE, err.msg);
+    for (size_t i = 0; i < n; i++) {
+        int slot = -1;
+        for (int s = 0; s < NSLOTS && slot < 0; s++)
+            if (!strcmp(w->paths[s], kept[i].path))
+                slot = s;
+        if (slot < 0)
+            wfail(w, "%s names %s, a file the walk never made", RD_KEPT_FILE, kept[i].path);
+        listed[slot] = 1;
+        for (size_t v = 0; kept[i].id[0] && v < w->nver && ver[slot] < 0; v++)
+            if (!strcmp(w->ver[v].id, kept[i].id))
+                ver[slot] = (int)v;
+        if (kept[i].id[0] && ver[slot] < 0)
+            wfail(w, "%s keeps %s at %s, a version the walk never wrote", RD_KEPT_FILE,
+                  kept[i].path, kept[i].id);
+    }
+    rc_arena_release(&a);
+    return 1;
+}
+
 /* The commit (index) the deploy tree t was made from; -1: no deploy branch. */
 static int deploy_source(struct walk *w, const struct tree *t)
 {
@@ -1146,9 +1192,10 @@ static int deploy_source(struct walk *w, const struct tree *t)
 /* What a pass on the deploy tree t (the deploy head) may do with the source as it is. */
 static void expect_compute(struct walk *w, const struct tree *t, struct expect *x)
 {
-    int slots[NSLOTS], vers[NSLOTS], errs[NSLOTS];
+    int slots[NSLOTS], vers[NSLOTS], errs[NSLOTS], listed[NSLOTS], lver[NSLOTS];
     size_t n = 0;
     int from = deploy_source(w, t);
+    int have = tree_kept(w, t, listed, lver);
 
     memset(x, 0, sizeof(*x));
     for (int s = 0; s < NSLOTS; s++)
@@ -1165,7 +1212,12 @@ static void expect_compute(struct walk *w, const struct tree *t, struct expect *
         x->err[slots[i]] = errs[i];
         if (!errs[i])
             continue;
-        x->kept[slots[i]] = from < 0 ? -1 : kept_version(w, slots[i], from, &x->uncertain);
+        /* the version the deploy tree was made from: the one it lists, or (not broken then)
+         * the one at its source commit, walking back from there (another version's trees) */
+        if (have && listed[slots[i]])
+            x->kept[slots[i]] = lver[slots[i]];
+        else
+            x->kept[slots[i]] = from < 0 ? -1 : kept_version(w, slots[i], from, &x->uncertain);
         if (x->kept[slots[i]] < 0)
             x->unresolved = 1;
     }
@@ -1190,10 +1242,13 @@ static void expect_compute(struct walk *w, const struct tree *t, struct expect *
              * the pass stops */
             if (rerr[i] && !x->err[rs[i]])
                 x->clash = 1;
+            int held = 0;
             for (int k = 0; rerr[i] && k < v->nkeys; k++) {
                 if (sset_find(&w->recorded, v->keys[k]) >= 0 || is_namespace_key(v->keys[k]))
-                    x->clash = 1;
+                    held = x->clash = 1;
             }
+            if (rerr[i] && x->err[rs[i]] && !held)
+                x->left_out[rs[i]] = 1;
             for (int k = 0; !rerr[i] && k < v->nkeys; k++)
                 sset_add(&x->keys, v->keys[k]);
         }
@@ -1405,6 +1460,26 @@ static void check_loaded(struct walk *w, const struct expect *x, const struct rc
     sset_free(&recorded);
 }
 
+/* After a pass that went on: the deploy tree lists exactly the broken files, each with the
+ * version it was made from (none for one left out). */
+static void check_kept(struct walk *w, const struct expect *x)
+{
+    int listed[NSLOTS], ver[NSLOTS], any = 0;
+    int have = tree_kept(w, &w->after, listed, ver);
+
+    for (int s = 0; s < NSLOTS; s++) {
+        int want = x->left_out[s] ? -1 : x->kept[s];
+        any |= x->err[s];
+        if (listed[s] != x->err[s])
+            wfail(w, "%s %s %s", RD_KEPT_FILE, listed[s] ? "lists" : "does not list", w->paths[s]);
+        if (listed[s] && ver[s] != want)
+            wfail(w, "%s keeps version %d of %s, the model %d", RD_KEPT_FILE, ver[s], w->paths[s],
+                  want);
+    }
+    if (have != any)
+        wfail(w, "the deploy tree %s %s", have ? "has" : "has no", RD_KEPT_FILE);
+}
+
 /* kubectl kustomize of every cluster directory of a checkout of the deploy branch. */
 static void check_kustomize(struct walk *w)
 {
@@ -1561,8 +1636,10 @@ static void pass_and_check(struct walk *w, enum action act, int deleted_ver, int
         read_record(w, &w->after, &rec, &a);
         check_deploy(w, &w->after, &rec);
         /* a quick exit (the YAML files as the last pass that went on saw them) did nothing */
-        if (rc == RC_OK && !x.uncertain && !res.skipped)
+        if (rc == RC_OK && !x.uncertain && !res.skipped) {
             check_loaded(w, &x, &res, &rec);
+            check_kept(w, &x);
+        }
     } else if (rc == RC_OK) {
         wfail(w, "no deploy branch after a pass that succeeded");
     }

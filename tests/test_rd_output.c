@@ -1808,12 +1808,94 @@ static void test_rd_output__threads_same_error(void **state)
     a1->name = name;
 }
 
+/* RD_KEPT_FILE: what rd_kept_emit writes, rd_kept_parse reads back, whatever bytes a path
+ * holds (git allows any but NUL); what it did not write is refused with its line. */
+static void test_rd_output__kept_round_trip(void **state)
+{
+    static const char id[] = "0123456789abcdef0123456789abcdef01234567";
+    struct rd_kept in[6], *out = NULL;
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_render_options o = RD_RENDER_OPTIONS_INIT;
+    struct fx *f = *state;
+    struct rd_tree t;
+    size_t n = 0;
+    int found = -1;
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"- a.yaml", ":1: the last line has no newline"},
+        {"# c\n0123 a.yaml\n", ":2: not '<blob id or -> <path>'"},
+        {"0123456789ABCDEF0123456789ABCDEF01234567 a.yaml\n", ":1: not"},
+        {"-  \n- \n", ":2: not"},
+        {"-a.yaml\n", ":1: not"},
+        {"- b.yaml\n- a.yaml\n", ":2: 'a.yaml' is out of order or listed twice"},
+        {"- a.yaml\n- a.yaml\n", ":2: 'a.yaml' is out of order or listed twice"},
+        {"- a%41.yaml\n", ":1: a bad escape"},
+        {"- a%00.yaml\n", ":1: a bad escape"},
+        {"- a%2.yaml\n", ":1: a bad escape"},
+        {"- a%\n", ":1: a bad escape"},
+        {"- a\tb.yaml\n", ":1: a control byte"},
+    };
+
+    memset(in, 0, sizeof(in));
+    in[0].path = "#hash.yaml";
+    in[1].path = "a b/\tc%d.yaml";
+    memcpy(in[1].id, id, 41);
+    in[2].path = "a b/line\nbreak.yaml";
+    in[3].path = "caf\xc3\xa9/\x7f\xff.yaml";
+    memcpy(in[3].id, id, 41);
+    in[4].path = "z.yaml";
+    rd_kept_emit(&b, in, 5);
+    assert_non_null(strstr(b.ptr, "\n"
+                                  "0123456789abcdef0123456789abcdef01234567 a b/%09c%25d.yaml\n"));
+    assert_non_null(strstr(b.ptr, "\n- a b/line%0Abreak.yaml\n"));
+    assert_int_equal(rd_kept_parse(&out, &n, b.ptr, b.len, &a, &err), RC_OK);
+    assert_int_equal(n, 5);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(out[i].path, in[i].path);
+        assert_string_equal(out[i].id, in[i].id);
+    }
+    assert_ptr_equal(rd_kept_find(out, n, "caf\xc3\xa9/\x7f\xff.yaml"), &out[3]);
+    assert_null(rd_kept_find(out, n, "b.yaml"));
+    assert_int_equal(rd_kept_parse(&out, &n, "", 0, &a, &err), RC_OK);
+    assert_int_equal(n, 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char want[128];
+        snprintf(want, sizeof(want), "%s%s", RD_KEPT_FILE, bad[i].msg);
+        assert_int_equal(rd_kept_parse(&out, &n, bad[i].text, strlen(bad[i].text), &a, &err),
+                         RC_EINVALID);
+        if (strncmp(err.msg, want, strlen(want)))
+            fail_msg("'%s': %s, not %s", bad[i].text, err.msg, want);
+    }
+
+    /* the tree has the file exactly when a file was broken */
+    render(f, &t);
+    for (size_t i = 0; i < t.nfiles; i++)
+        assert_string_not_equal(t.files[i].path, RD_KEPT_FILE);
+    o.nkept = 2;
+    o.kept = &in[3];
+    assert_int_equal(rd_render_tree(&t, &f->result, &f->in, SOURCE, &o, &f->a, &err), RC_OK);
+    for (size_t i = 0; i < t.nfiles; i++)
+        if (!strcmp(t.files[i].path, RD_KEPT_FILE))
+            found = (int)i;
+    assert_true(found >= 0);
+    rc_buf_reset(&b);
+    rd_kept_emit(&b, &in[3], 2);
+    assert_int_equal(t.files[found].len, b.len);
+    assert_memory_equal(t.files[found].data, b.ptr, b.len);
+    rc_buf_release(&b);
+    rc_arena_release(&a);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_rd_output__file_list),
+        T(test_rd_output__kept_round_trip),
         T(test_rd_output__golden_tree),
         T(test_rd_output__kustomization_is_the_emitters),
         T(test_rd_output__labels_on_pod_templates),
