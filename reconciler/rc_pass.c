@@ -1670,8 +1670,10 @@ static int cmp_change_path(const void *key, const void *x)
 
 /* The units whose files the base deploy tree already has as they would be rendered: the
  * same decision (clusters, state, policy digest) and none of their manifests' files changed
- * since the base's source commit. Only their object files are kept; Namespaces,
- * kustomizations and the record are always rendered. */
+ * since the base's source commit, nor broken now or when the base was made (a broken file's
+ * objects come from a kept version, not from its blob at either commit: one whole again
+ * without a change of its own says what it says now). Only their object files are kept;
+ * Namespaces, kustomizations and the record are always rendered. */
 static const unsigned char *
 reusable_units(const struct compute *c, const struct pl_prev_unit *const *kept, struct rc_arena *a)
 {
@@ -1687,7 +1689,9 @@ reusable_units(const struct compute *c, const struct pl_prev_unit *const *kept, 
             const struct pl_object *o = d->objects[k];
             ok = o && o->file &&
                  !bsearch(o->file, c->src_changes, c->nsrc_changes, sizeof(*c->src_changes),
-                          cmp_change_path);
+                          cmp_change_path) &&
+                 !rd_kept_find(c->load.broken, c->load.nbroken, o->file) &&
+                 !rd_kept_find(c->load.was, c->load.nwas, o->file);
         }
         reuse[i] = (unsigned char)ok;
     }

@@ -763,6 +763,51 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
     fx_close(&f);
 }
 
+/* A file kept at an older version while another file copies its object, changed meanwhile,
+ * then whole again when the copy goes: its objects are rendered from what it says now. The
+ * file itself did not change in that last commit, so a render that reused the deploy files of
+ * units whose files did not change kept the old version's bytes (found by test_rc_walk). */
+static void test_rc_pass__file_whole_again_renders_what_it_says_now(void **state)
+{
+    static const char path[] = "clusters/static-cluster/development/configmap.x.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    char *v1 = dev_workload("v1", "ConfigMap", "x", "data: {a: 'one'}\n");
+    char *v2 = dev_workload("v1", "ConfigMap", "x", "data: {a: 'two'}\n");
+    char *z = dev_workload("v1", "ConfigMap", "z", "data: {a: 'z'}\n");
+    char *text;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_commit_files(f.repo, "x", "a/x.yaml", v1, NULL));
+    pass(&f, &res);
+    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", v1, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    free(th_git_commit_files(f.repo, "x changes while refused", "a/x.yaml", v2, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    text = th_git_show(f.repo, "deploy", path);
+    th_assert_contains(text, "a: one"); /* the version kept */
+    free(text);
+    /* a commit of the deploy branch made from a source where x is as it is now */
+    free(th_git_commit_files(f.repo, "z", "c/z.yaml", z, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.committed, 1);
+    free(th_git_ok(f.repo, "rm", "-q", "b/y.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "no copy", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_int_equal(res.committed, 1);
+    text = th_git_show(f.repo, "deploy", path);
+    th_assert_contains(text, "a: two");
+    free(text);
+    free(v1);
+    free(v2);
+    free(z);
+    fx_close(&f);
+}
+
 /* A .rightplace/kept someone else wrote is not taken: here it would keep another object's
  * YAML in place of a/x.yaml. The versions are looked for in history instead, as for a tree
  * without the file, where the committed copy clashes with the original: the pass refuses. */
@@ -886,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
+        cmocka_unit_test(test_rc_pass__file_whole_again_renders_what_it_says_now),
         cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
