@@ -417,7 +417,8 @@ static void test_rc_pass__alias_bombs_fail_alone(void **state)
 }
 
 /* A commit on the deploy branch that rightplace did not make: the head's tree with the file at
- * `path` holding `data` (its id in *commit when commit is not NULL). */
+ * `path` holding `data`, or removed when data is NULL (its id in *commit when commit is not
+ * NULL). */
 static void deploy_hand_edit(struct fx *f, const char *path, const char *data, char *commit)
 {
     struct rc_err err = RC_ERR_INIT;
@@ -436,9 +437,11 @@ static void deploy_hand_edit(struct fx *f, const char *path, const char *data, c
         files[k].data = b[i].data;
         files[k++].len = b[i].len;
     }
-    files[k].path = path;
-    files[k].data = data;
-    files[k++].len = strlen(data);
+    if (data) {
+        files[k].path = path;
+        files[k].data = data;
+        files[k++].len = strlen(data);
+    }
     assert_int_equal(rc_git_build_tree(tree, f->g, head, files, k, &err), RC_OK);
     assert_int_equal(rc_git_commit(id, f->g, tree, head, "by hand", 1700000000, &err), RC_OK);
     assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", id, head, NULL, &err), RC_OK);
@@ -456,8 +459,10 @@ static void record_source_is(struct fx *f, const char *source)
     deploy_hand_edit(f, RD_SOURCE_FILE, text, NULL);
 }
 
-/* A file broken for 1,001 of its own versions: the walk for its last good version stops
- * after 64 and takes the version the last pass kept; everything else is placed. */
+/* A file broken for 1,001 of its own versions: the deploy tree names the version it keeps, so a
+ * new process with no state keeps it too. Without that list (a tree an older rightplace
+ * wrote), the walk for its last good version stops after 64 and takes the version the last
+ * pass kept. Everything else is placed either way. */
 static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
 {
     struct fx f;
@@ -466,6 +471,7 @@ static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
     const char *path = "fill-and-spill/rayjob-rayjob1.yaml";
     char tip[41], broken_tip[41] = "";
     char *web = dev_workload("apps/v1", "Deployment", "web", DEPLOY_SPEC("{cpu: 100m}"));
+    char *web2 = dev_workload("apps/v1", "Deployment", "web2", DEPLOY_SPEC("{cpu: 100m}"));
     (void)state;
 
     fx_open(&f, NULL);
@@ -503,12 +509,21 @@ static void test_rc_pass__long_broken_history_blocks_nothing(void **state)
             assert_int_equal(rc_git_update_ref(f.g, "refs/heads/main", tip, cur, NULL, &e2), RC_OK);
     }
     record_source_is(&f, broken_tip);
+    fx_new_cache(&f);
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 1);
     assert_string_equal(res.file_errors[0].path, path);
     assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
     assert_int_equal(state_of(&res, "development/Deployment/web"), PL_STATE_PLACED);
+
+    deploy_hand_edit(&f, RD_KEPT_FILE, NULL, NULL);
+    free(th_git_commit_files(f.repo, "web2", "right-cluster/web2.yaml", web2, NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 1);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    assert_int_equal(state_of(&res, "development/Deployment/web2"), PL_STATE_PLACED);
     free(web);
+    free(web2);
     fx_close(&f);
 }
 
