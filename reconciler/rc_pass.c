@@ -248,6 +248,16 @@ static int try_version(const char **data, size_t *len, size_t *nparsed, struct r
     return error;
 }
 
+/* The version of `path` a previous pass kept (the memo), or NULL. */
+static const char *memo_kept(const struct rc_memo *m, const char *path)
+{
+    for (size_t i = 0; m && i < m->nkept; i++) {
+        if (!strcmp(m->kept[i].path, path))
+            return m->kept[i].id;
+    }
+    return NULL;
+}
+
 /*
  * The version of `path` that the deploy branch was built from: starting at `from` (the
  * source commit of the previous record), walk first parents back to the newest version that
@@ -259,10 +269,11 @@ static int try_version(const char **data, size_t *len, size_t *nparsed, struct r
  */
 static int last_good_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
                              struct rc_git *g, const char *from, const char *path,
-                             const char *memo_id, struct rd_cache *cache, struct rc_arena *a,
+                             const struct rc_memo *memo, struct rd_cache *cache, struct rc_arena *a,
                              struct rc_err *err)
 {
     char cur[41], blob[41], tested[41] = "";
+    const char *memo_id;
     int versions = 0;
     int error;
 
@@ -301,6 +312,7 @@ static int last_good_version(const char **data, size_t *len, char kept_id[41], s
         memcpy(cur, parent, sizeof(cur));
     }
     /* the walk's bound: what a previous pass kept, if it still loads */
+    memo_id = memo_kept(memo, path);
     if (memo_id && memo_id[0]) {
         error = try_version(data, len, nparsed, g, path, memo_id, cache, a, err);
         if (error == RC_OK) {
@@ -329,15 +341,6 @@ static int listing_digest(char out[41], const struct rc_git_blob *b, size_t n, s
     error = rc_git_digest(out, text.ptr, text.len, err);
     rc_buf_release(&text);
     return error;
-}
-
-static const char *memo_kept(const struct rc_memo *m, const char *path)
-{
-    for (size_t i = 0; m && i < m->nkept; i++) {
-        if (!strcmp(m->kept[i].path, path))
-            return m->kept[i].id;
-    }
-    return NULL;
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -528,7 +531,7 @@ static int read_kept(int *listed, struct rd_kept **kept, size_t *n, struct rc_gi
  */
 static int kept_version(const char **data, size_t *len, char kept_id[41], size_t *nparsed,
                         struct rc_git *g, const struct rd_kept *was, const char *from,
-                        const char *path, const char *memo_id, struct rd_cache *cache,
+                        const char *path, const struct rc_memo *memo, struct rd_cache *cache,
                         struct rc_arena *a, struct rc_err *err)
 {
     if (was && !was->id[0])
@@ -543,7 +546,25 @@ static int kept_version(const char **data, size_t *len, char kept_id[41], size_t
             return error;
         rc_err_clear(err);
     }
-    return last_good_version(data, len, kept_id, nparsed, g, from, path, memo_id, cache, a, err);
+    return last_good_version(data, len, kept_id, nparsed, g, from, path, memo, cache, a, err);
+}
+
+/* The index of `path` in files (n, sorted by path as rc_git_list_yaml lists them), or n. */
+static size_t find_file(const struct rd_file *files, size_t n, const char *path)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(files[mid].path, path);
+        if (!c)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return n;
 }
 
 static int cmp_kept(const void *x, const void *y)
@@ -705,52 +726,50 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     out->kept = rc_arena_calloc(a, out->nerrors, sizeof(*out->kept));
     out->broken = rc_arena_calloc(a, out->nerrors + 1, sizeof(*out->broken));
     for (size_t e = 0; e < out->nerrors; e++) {
+        const char *d = NULL;
+        size_t n = 0, i = find_file(files, nblobs, out->src.errors[e].path);
+        char kept_id[41];
+        int found;
+
         out->errors[e].path = utf8_clean(a, out->src.errors[e].path);
         out->errors[e].msg = utf8_clean(a, out->src.errors[e].msg);
-        for (size_t i = 0; i < nblobs; i++) {
-            const char *d = NULL;
-            size_t n = 0;
-            char kept_id[41];
-            int found;
-            if (strcmp(files[i].path, out->src.errors[e].path))
-                continue;
-            found = kept_version(&d, &n, kept_id, &out->nparsed, g,
-                                 out->was ? rd_kept_find(out->was, out->nwas, files[i].path) : NULL,
-                                 prev_source, files[i].path, memo_kept(memo, files[i].path), cache,
-                                 a, err);
-            if (found < 0 && found != RC_ENOTFOUND)
-                return found;
-            out->broken[out->nbroken].path = files[i].path;
-            if (found == RC_OK)
-                memcpy(out->broken[out->nbroken].id, kept_id, 41);
-            out->nbroken++;
-            if (found == RC_ENOTFOUND) {
-                /* nothing to keep: left out of the reload, so that it cannot break another
-                 * file again (a duplicate breaks both sides); a file refused unread never
-                 * broke another one, so it alone needs no reload */
-                if (!refused[i])
-                    replaced++;
-                keep[i] = 0;
-                out->unresolved++;
-            }
-            if (found == RC_OK) {
-                files[i].data = d;
-                files[i].len = n;
-                refused[i] = NULL;
-                ids[i] = rc_arena_strdup(a, kept_id);
-                uncounted[i] = 1;
-                out->kept[out->nkept].path = files[i].path;
-                memcpy(out->kept[out->nkept++].id, kept_id, 41);
+        if (i == nblobs)
+            continue;
+        found = kept_version(&d, &n, kept_id, &out->nparsed, g,
+                             out->was ? rd_kept_find(out->was, out->nwas, files[i].path) : NULL,
+                             prev_source, files[i].path, memo, cache, a, err);
+        if (found < 0 && found != RC_ENOTFOUND)
+            return found;
+        out->broken[out->nbroken].path = files[i].path;
+        if (found == RC_OK)
+            memcpy(out->broken[out->nbroken].id, kept_id, 41);
+        out->nbroken++;
+        if (found == RC_ENOTFOUND) {
+            /* nothing to keep: left out of the reload, so that it cannot break another
+             * file again (a duplicate breaks both sides); a file refused unread never
+             * broke another one, so it alone needs no reload */
+            if (!refused[i])
                 replaced++;
-                if (o->log) {
-                    struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
-                    rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
-                              out->errors[e].msg);
-                }
-            } else if (o->log) {
+            keep[i] = 0;
+            out->unresolved++;
+        }
+        if (found == RC_OK) {
+            files[i].data = d;
+            files[i].len = n;
+            refused[i] = NULL;
+            ids[i] = rc_arena_strdup(a, kept_id);
+            uncounted[i] = 1;
+            out->kept[out->nkept].path = files[i].path;
+            memcpy(out->kept[out->nkept++].id, kept_id, 41);
+            replaced++;
+            if (o->log) {
                 struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
-                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
+                          out->errors[e].msg);
             }
+        } else if (o->log) {
+            struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
+            rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
         }
     }
     if (out->nbroken > 1) {
@@ -797,13 +816,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
 
         for (size_t e = 0; e < out->src.nerrors; e++) {
             const char *path = out->src.errors[e].path;
-            size_t i = 0;
-            int known = 0;
-            for (size_t k = 0; k < out->nerrors; k++)
-                known |= !strcmp(path, out->errors[k].path);
-            if (known) {
-                while (i < nblobs && strcmp(files[i].path, path))
-                    i++;
+            size_t i = find_file(files, nblobs, path);
+            if (rd_kept_find(out->broken, out->nbroken, path)) { /* broken before the reload */
                 if (!keys)
                     keys = record_keys(&nkeys, prev, a);
                 if (i < nblobs &&
