@@ -764,8 +764,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             replaced++;
             if (o->log) {
                 struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
-                rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (placements of its objects are kept)",
-                          out->errors[e].msg);
+                rc_log_kv(o->log, RC_LOG_WARN, f, 1,
+                          "%s (placements of its objects are kept, from version %.12s of the file)",
+                          out->errors[e].msg, kept_id);
             }
         } else if (o->log) {
             struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};

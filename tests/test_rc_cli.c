@@ -225,6 +225,31 @@ static void test_rc_cli__plan_bad_input_is_3(void **state)
     free(repo);
 }
 
+/* A broken file's warning names the version of it whose objects stay placed: the one the
+ * deploy branch was made from. */
+static void test_rc_cli__broken_file_names_the_version_kept(void **state)
+{
+    static const char path[] = "fill-and-spill/rayjob-rayjob1.yaml";
+    char *repo = th_example_repo(), *id, want[160];
+    char *out = NULL, *err = NULL;
+    (void)state;
+
+    if (th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL) != 0)
+        fail_msg("reconcile: %s", err);
+    free(err);
+    id = th_git_ok(repo, "rev-parse", "HEAD:fill-and-spill/rayjob-rayjob1.yaml", NULL);
+    free(th_git_commit_files(repo, "broken", path, "kind: RayJob\nmetadata:\n\tname: x\n", NULL));
+    assert_int_equal(th_rp(&out, &err, "status", "--repo", repo, NULL), 3);
+    snprintf(want, sizeof(want),
+             "(placements of its objects are kept, from version %.12s of the file)", id);
+    th_assert_contains(err, want);
+    free(out);
+    free(err);
+    free(id);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 static char *cksum_of(const char *path)
 {
     const char *argv[] = {"cksum", path, NULL};
@@ -635,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__interval_takes_units),
         cmocka_unit_test(test_rc_cli__short_output_flag),
         cmocka_unit_test(test_rc_cli__plan_bad_input_is_3),
+        cmocka_unit_test(test_rc_cli__broken_file_names_the_version_kept),
         cmocka_unit_test(test_rc_cli__plan_reads_the_parse_cache),
         cmocka_unit_test(test_rc_cli__status_waits_for_the_lock_and_says_so),
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
