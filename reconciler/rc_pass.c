@@ -567,6 +567,33 @@ static size_t find_file(const struct rd_file *files, size_t n, const char *path)
     return n;
 }
 
+/* rc_pcache_take of the version of each broken file of out->src that the deploy tree names
+ * (out->was) or, for one it does not name, of the file's blob at `from`: where the walk for
+ * its last good version starts. Returns the entries taken. */
+static size_t take_kept(struct rc_pcache *pfile, struct rd_cache *cache,
+                        const struct rd_file *files, size_t nfiles, const struct loaded *out,
+                        const char *from, struct rc_git *g, const struct rc_pass_options *o,
+                        struct rc_arena *a)
+{
+    struct rc_git_blob *want = rc_arena_calloc(a, out->src.nerrors + 1, sizeof(*want));
+    size_t n = 0;
+
+    for (size_t e = 0; e < out->src.nerrors; e++) {
+        const char *path = out->src.errors[e].path;
+        const struct rd_kept *was = rd_kept_find(out->was, out->nwas, path);
+        struct rc_err err = RC_ERR_INIT;
+
+        if (find_file(files, nfiles, path) == nfiles)
+            continue;
+        if (was && was->id[0])
+            memcpy(want[n].id, was->id, 41);
+        else if (was || !from || !from[0] || rc_git_path_id(want[n].id, g, from, path, &err) < 0)
+            continue;
+        want[n++].path = (char *)path;
+    }
+    return rc_pcache_take(pfile, cache, want, n, parse_threads(o), 1, o->log);
+}
+
 static int cmp_kept(const void *x, const void *y)
 {
     return strcmp(((const struct rd_kept *)x)->path, ((const struct rd_kept *)y)->path);
@@ -638,7 +665,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
          * read from git; what is left is read and parsed below */
         double t0 = mono_ms();
         rc_pcache_begin(pfile, o->log);
-        out->nfrom_file = rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), o->log);
+        out->nfrom_file = rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), 0, o->log);
         out->ms_from_file += mono_ms() - t0;
     }
     for (size_t i = 0; i < nblobs; i++) {
@@ -701,6 +728,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         return error;
     out->nparsed += out->src.nparsed;
     out->have_src = 1;
+    if (pfile && out->src.nerrors) {
+        /* the versions to keep of the broken files, as far as they are known without a walk,
+         * taken from the state directory together (before it is written again) and not
+         * counted against the budget: a commit that breaks many files parses none of them */
+        double t0 = mono_ms();
+        out->nfrom_file += take_kept(pfile, cache, files, nblobs, out, prev_source, g, o, a);
+        out->ms_from_file += mono_ms() - t0;
+    }
     if (pfile) {
         /* what this pass parsed, for the next process; only work is saved or lost */
         struct rc_err perr = RC_ERR_INIT;

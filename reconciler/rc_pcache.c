@@ -367,7 +367,7 @@ int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, con
 #define TAKE_BATCH_BYTES ((size_t)8 << 20)
 
 size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_git_blob *blobs,
-                      size_t n, int threads, const struct rc_log *log)
+                      size_t n, int threads, int uncounted, const struct rc_log *log)
 {
     struct rd_import v[TAKE_BATCH];
     struct ent *ents[TAKE_BATCH];
@@ -389,6 +389,7 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
             }
             v[nb].id = blobs[i].id;
             v[nb].path = blobs[i].path;
+            v[nb].uncounted = uncounted;
             ents[nb] = e;
             at[nb++] = used;
             used += e->size;

@@ -52,10 +52,11 @@ int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, con
                    const struct rc_log *log);
 
 /* The same for every file of blobs[0..n) that c lacks, a batch at a time on up to `threads`
- * threads (rd_cache_import_many; what c holds is bounded by its budget, rd_cache_limit).
- * Returns the files taken; the others are for the caller to read and parse. */
+ * threads (rd_cache_import_many; what c holds is bounded by its budget, rd_cache_limit, unless
+ * `uncounted`: versions a pass keeps in place of broken files). Returns the files taken; the
+ * others are for the caller to read and parse. */
 size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_git_blob *blobs,
-                      size_t n, int threads, const struct rc_log *log);
+                      size_t n, int threads, int uncounted, const struct rc_log *log);
 
 /*
  * End of a load: the files of the pass are blobs[0..n); c holds what they parsed to. Appends

@@ -1504,6 +1504,8 @@ size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, i
         if (cache_get(c, v[i].id, v[i].path)) {
             parsed_free(b.out[i]);
         } else {
+            if (v[i].uncounted)
+                b.out[i]->held_gen = c->gen; /* as if counted: ledger_hold passes it by */
             cache_put(c, b.out[i]);
             added++;
         }

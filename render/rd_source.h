@@ -206,7 +206,8 @@ struct rd_import {
     const char *id, *path;
     const void *data;
     size_t len;
-    int ok; /* out */
+    int uncounted; /* 1: not counted against the budget (rd_load_options.uncounted) */
+    int ok;        /* out */
 };
 size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads);
 /* Entries held, and the bytes they hold (arena and trees, approximately). */

@@ -312,6 +312,35 @@ static void test_rc_pass__one_change_parses_one_file(void **state)
     fx_close(&f);
 }
 
+/* A new process after a commit that breaks several files parses their broken versions and no
+ * other: the versions it keeps in their place were parsed by an earlier process and are taken
+ * from the state directory's parse cache (not counted against the budget). */
+static void test_rc_pass__kept_versions_come_from_the_parse_cache(void **state)
+{
+    static const char bad[] = "kind: RayJob\nmetadata:\n\tname: x\n";
+    char *dir = th_tmpdir("rc-pass-state");
+    struct rc_err err = RC_ERR_INIT;
+    struct fx f;
+    struct rc_pass_result res;
+    (void)state;
+
+    fx_open(&f, dir);
+    pass(&f, &res);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    free(th_git_commit_files(f.repo, "break three", "fill-and-spill/rayjob-rayjob1.yaml", bad,
+                             "fill-and-spill/rayjob-rayjob2.yaml", bad,
+                             "right-cluster/rayservice-production.yaml", bad, NULL));
+    rc_cache_free(f.cache);
+    assert_int_equal(rc_cache_new(&f.cache, dir, &err), RC_OK);
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 3);
+    assert_int_equal(res.nparsed, 3);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    fx_close(&f);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 /* Two objects written to one output path (clusters/<c>/development/configmap.shared.yaml):
  * the one placed first keeps it, the newcomer is refused naming both files, and nothing else
  * is held up. */
@@ -954,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
         cmocka_unit_test(test_rc_pass__one_change_parses_one_file),
+        cmocka_unit_test(test_rc_pass__kept_versions_come_from_the_parse_cache),
         cmocka_unit_test(test_rc_pass__colliding_output_paths_block_only_those_objects),
         cmocka_unit_test(test_rc_pass__resource_names_limited_per_file),
         cmocka_unit_test(test_rc_pass__alias_bombs_fail_alone),

@@ -359,7 +359,7 @@ static void test_rc_pcache__reader_takes_any_bytes(void **state)
                 rc_pcache_new(&pc, path);
                 rd_cache_new(&c);
                 rc_pcache_begin(pc, NULL);
-                taken = rc_pcache_take(pc, c, blobs, nblobs, 2, NULL);
+                taken = rc_pcache_take(pc, c, blobs, nblobs, 2, 0, NULL);
                 assert_int_equal(taken, hits);
                 assert_int_equal(rd_cache_count(c), hits);
                 rd_cache_free(c);
@@ -454,7 +454,7 @@ static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
         assert_int_equal(rd_cache_new(&fresh), RC_OK);
         rc_pcache_new(&pc, path);
         rc_pcache_begin(pc, NULL);
-        assert_int_equal(rc_pcache_take(pc, fresh, blobs, 5, 1, NULL), 1);
+        assert_int_equal(rc_pcache_take(pc, fresh, blobs, 5, 1, 0, NULL), 1);
         rc_pcache_free(pc);
         rd_cache_free(fresh);
     }
