@@ -1718,11 +1718,26 @@ static int cmp_change_path(const void *key, const void *x)
     return strcmp(key, ((const struct rc_git_change *)x)->path);
 }
 
+/* Whether the objects of source file `file` are loaded from the version the base deploy tree
+ * was made from. A file broken now is loaded from the version kept of it: the base's exactly
+ * when the base lists the same one (RD_KEPT_FILE), or when the base does not list it (it was
+ * not broken then, and the walk for its last good version starts at its blob at the base's
+ * source commit, which loaded then). A file the base lists and that loads now says what it
+ * says now. Any other is the base's when it did not change since the base's source commit. */
+static int file_as_in_base(const struct compute *c, const char *file)
+{
+    const struct rd_kept *now = rd_kept_find(c->load.broken, c->load.nbroken, file);
+    const struct rd_kept *was = rd_kept_find(c->load.was, c->load.nwas, file);
+
+    if (now)
+        return now->id[0] && (!was || !strcmp(was->id, now->id));
+    return !was && !bsearch(file, c->src_changes, c->nsrc_changes, sizeof(*c->src_changes),
+                            cmp_change_path);
+}
+
 /* The units whose files the base deploy tree already has as they would be rendered: the
- * same decision (clusters, state, policy digest) and none of their manifests' files changed
- * since the base's source commit, nor broken now or when the base was made (a broken file's
- * objects come from a kept version, not from its blob at either commit: one whole again
- * without a change of its own says what it says now). Only their object files are kept;
+ * same decision (clusters, state, policy digest) and every object loaded from the version of
+ * its file the base was made from (file_as_in_base). Only their object files are kept;
  * Namespaces, kustomizations and the record are always rendered. */
 static const unsigned char *
 reusable_units(const struct compute *c, const struct pl_prev_unit *const *kept, struct rc_arena *a)
@@ -1737,11 +1752,7 @@ reusable_units(const struct compute *c, const struct pl_prev_unit *const *kept, 
                  !strcmp(p->policy_digest, d->policy_digest);
         for (size_t k = 0; ok && k < d->nobjects; k++) {
             const struct pl_object *o = d->objects[k];
-            ok = o && o->file &&
-                 !bsearch(o->file, c->src_changes, c->nsrc_changes, sizeof(*c->src_changes),
-                          cmp_change_path) &&
-                 !rd_kept_find(c->load.broken, c->load.nbroken, o->file) &&
-                 !rd_kept_find(c->load.was, c->load.nwas, o->file);
+            ok = o && o->file && file_as_in_base(c, o->file);
         }
         reuse[i] = (unsigned char)ok;
     }

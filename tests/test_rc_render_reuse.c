@@ -134,6 +134,70 @@ static void test_rc_render_reuse__one_change_renders_one_unit(void **state)
     free(repo);
 }
 
+static void replay_matches(const char *repo)
+{
+    char *out = NULL, *err = NULL;
+
+    if (th_rp(&out, &err, "replay", "--repo", repo, "deploy", NULL) != 0)
+        fail_msg("replay: %s%s", out, err);
+    free(out);
+    free(err);
+}
+
+/* Broken files keep their objects' files without rendering them: a kept version that is the
+ * one the deploy head was made from renders nothing. A file whole again renders what it says
+ * now. Each commit is what a full render gives (replay matches). */
+static void test_rc_render_reuse__broken_files_render_nothing(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo();
+    char *job3, *file;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.nrendered, NJOBS);
+
+    /* job-1 does not parse; job-2's file copies job-3's object (both refused) */
+    th_write_file(repo, "jobs/job-1.yaml", "kind: Job\nmetadata:\n\tname: x\n", (size_t)-1);
+    job3 = th_git_show(repo, "HEAD", "jobs/job-3.yaml");
+    th_write_file(repo, "jobs/job-2.yaml", job3, (size_t)-1);
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "break three", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.nfile_errors, 3);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 0);
+    replay_matches(repo);
+
+    /* a later change while they stay broken: its object alone */
+    write_job(repo, 4, "busybox:3");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 image", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.nfile_errors, 3);
+    assert_int_equal(res.nrendered, 1);
+    replay_matches(repo);
+
+    /* fixed: job-1 says something new, job-2 is itself again, job-3 is whole again */
+    write_job(repo, 1, "busybox:4");
+    write_job(repo, 2, "busybox:1");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "fix", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.nfile_errors, 0);
+    assert_int_equal(res.nrendered, 3);
+    file = th_git_show(repo, "deploy", "clusters/c0/team/job.job-1.yaml");
+    assert_non_null(file);
+    assert_non_null(strstr(file, "image: busybox:4"));
+    free(file);
+    replay_matches(repo);
+
+    free(job3);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A file to keep that someone removed from the deploy branch is rendered again. */
 static void test_rc_render_reuse__missing_file_is_rendered(void **state)
 {
@@ -297,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_render_reuse__one_change_renders_one_unit),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
+        cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
     };
     int rc;
