@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# broken.sh - a commit that breaks many files at once, on one or two builds of rightplace.
+#
+#   bench/broken.sh [-w WORK_DIR] [-r ROUNDS] [-k BROKEN] BUILD_A [BUILD_B] [SIZE]
+#   default size 10000x100, 2500 files broken, 2 rounds
+#
+# Writes a source repository with bench/gen_fleet.py (as bench/e2e.sh does) and commits a
+# second commit on it that puts a line of invalid YAML at the top of the first BROKEN job files
+# (by path). Then, ROUNDS times, for each build: a fresh copy of the repository at the first
+# commit, `rightplace reconcile --once --no-apply` on it (the first pass: it makes the deploy
+# head and the state directory, as that build writes them), the branch moved to the breaking
+# commit, and the pass timed: wall time and peak RSS (/usr/bin/time), phase times and what the
+# load parsed and took from the parse cache (debug log), the files reported as not loaded.
+# Prints one markdown row per timed pass. Asserts nothing; builds take turns, so that a busy
+# machine weighs on both.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+work="${TMPDIR:-/tmp}/rp-broken"
+rounds=2
+broken=2500
+while getopts "w:r:k:" opt; do
+    case $opt in
+    w) work=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    k) broken=$OPTARG ;;
+    *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-w DIR] [-r ROUNDS] [-k BROKEN] BUILD_A [BUILD_B] [SIZE]" >&2; exit 2; }
+builds=("$1")
+shift
+if [ $# -ge 1 ] && [ -d "$1" ]; then
+    builds+=("$1")
+    shift
+fi
+size=${1:-10000x100}
+for b in "${builds[@]}"; do
+    [ -x "$b/rightplace" ] || { echo "broken.sh: $b/rightplace not built" >&2; exit 2; }
+done
+export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
+    GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+n=${size%x*} c=${size#*x}
+rm -rf "$work"
+mkdir -p "$work"
+src="$work/src"
+python3 "$here/gen_fleet.py" "$src" "$n" "$c"
+git -C "$src" init -q -b main
+git -C "$src" config gc.auto 0
+git -C "$src" add -A
+git -C "$src" commit -q -m "fleet $size"
+base=$(git -C "$src" rev-parse HEAD)
+git -C "$src" ls-files 'jobs/*' | sort | awk -v k="$broken" 'NR <= k' |
+    (cd "$src" && xargs -r -n 500 sed -i '1i broken: [unclosed')
+git -C "$src" commit -q -a -m "break $broken files"
+brk=$(git -C "$src" rev-parse HEAD)
+
+echo "| build | round | files broken | wall | peak RSS | load | render | parsed (files of the pass) | taken from the parse cache |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for r in $(seq 1 "$rounds"); do
+    for b in "${builds[@]}"; do
+        rp="$b/rightplace"
+        run="$work/run"
+        rm -rf "$run"
+        cp -a "$src" "$run"
+        git -C "$run" update-ref refs/heads/main "$base"
+        "$rp" reconcile --repo "$run" --once --no-apply >/dev/null 2>&1
+        git -C "$run" update-ref refs/heads/main "$brk"
+        st=0
+        /usr/bin/time -f "%e %M" -o "$work/time" "$rp" reconcile --repo "$run" --once --no-apply \
+            --log-level debug >"$work/out" 2>"$work/err" || st=$?
+        read -r wall rss < <(tail -n 1 "$work/time") # after "Command exited with ..." when not 0
+        load=$(sed -n 's/.*pass phases:.* load \([0-9]*\) ms.*/\1/p' "$work/err")
+        render=$(sed -n 's/.*pass phases:.* render \([0-9]*\) ms.*/\1/p' "$work/err")
+        parsed=$(sed -n 's/.*load: \([0-9]*\) files parsed.*/\1/p' "$work/err")
+        taken=$(sed -n 's/.*parsed, \([0-9]*\) taken from the parse cache.*/\1/p' "$work/err")
+        nerr=$(grep -c "warning: .*(placements of its objects are kept\|warning: .*(not loaded)" \
+            "$work/err" || true)
+        echo "| $b | $r | $nerr (exit $st) | $wall s | $((rss / 1024)) MB | $load ms | $render ms | $parsed | $taken |"
+    done
+done
