@@ -734,6 +734,22 @@ static void pass_refused(struct fx *f, const char *why, const char *head)
     free(now);
 }
 
+/* a/x.yaml holds `text` (ConfigMap x), placed by a pass; then b/y.yaml copies it, and the
+ * pass after refuses both files and commits that. */
+static void place_then_copy(struct fx *f, const char *text)
+{
+    struct rc_pass_result res;
+
+    free(th_git_commit_files(f->repo, "x", "a/x.yaml", text, NULL));
+    pass(f, &res);
+    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    free(th_git_commit_files(f->repo, "a copy of x", "b/y.yaml", text, NULL));
+    pass(f, &res);
+    assert_int_equal(res.nfile_errors, 2);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+}
+
 /* A file that copies an object another file holds: both files are refused and the object
  * keeps its placement, in the pass that commits that and in every later one. Once the copy
  * has been committed it loads alone at that commit, yet nothing of it was loaded there: the
@@ -749,19 +765,12 @@ static void test_rc_pass__duplicate_keeps_placement_in_later_passes(void **state
     (void)state;
 
     fx_open(&f, NULL);
-    free(th_git_commit_files(f.repo, "x", "a/x.yaml", cm, NULL));
-    pass(&f, &res);
-    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
+    place_then_copy(&f, cm);
     x_id = th_git_ok(f.repo, "rev-parse", "main:a/x.yaml", NULL);
     x_id[40] = '\0';
-    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
+    tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy~1", NULL);
     assert_null(strstr(tree, RD_KEPT_FILE)); /* nothing broken: no such file */
     free(tree);
-    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", cm, NULL));
-    pass(&f, &res);
-    assert_int_equal(res.nfile_errors, 2);
-    assert_int_equal(res.committed, 1);
-    assert_int_equal(state_of(&res, "development/ConfigMap/x"), PL_STATE_PLACED);
     kept = th_git_show(f.repo, "deploy", RD_KEPT_FILE);
     snprintf(want, sizeof(want), "%s a/x.yaml\n- b/y.yaml\n", x_id);
     th_assert_contains(kept, want);
@@ -823,11 +832,7 @@ static void test_rc_pass__file_whole_again_renders_what_it_says_now(void **state
     (void)state;
 
     fx_open(&f, NULL);
-    free(th_git_commit_files(f.repo, "x", "a/x.yaml", v1, NULL));
-    pass(&f, &res);
-    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", v1, NULL));
-    pass(&f, &res);
-    assert_int_equal(res.nfile_errors, 2);
+    place_then_copy(&f, v1);
     free(th_git_commit_files(f.repo, "x changes while refused", "a/x.yaml", v2, NULL));
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 2);
@@ -858,7 +863,6 @@ static void test_rc_pass__file_whole_again_renders_what_it_says_now(void **state
 static void test_rc_pass__kept_list_edited_by_hand_is_not_taken(void **state)
 {
     struct fx f;
-    struct rc_pass_result res;
     char *cm = dev_workload("v1", "ConfigMap", "x", "data: {a: '1'}\n");
     char *evil = dev_workload("v1", "ConfigMap", "evil", "data: {a: '1'}\n");
     char *other = dev_workload("v1", "ConfigMap", "other", "data: {a: '1'}\n");
@@ -866,11 +870,7 @@ static void test_rc_pass__kept_list_edited_by_hand_is_not_taken(void **state)
     (void)state;
 
     fx_open(&f, NULL);
-    free(th_git_commit_files(f.repo, "x", "a/x.yaml", cm, NULL));
-    pass(&f, &res);
-    free(th_git_commit_files(f.repo, "a copy of x", "b/y.yaml", cm, NULL));
-    pass(&f, &res);
-    assert_int_equal(res.nfile_errors, 2);
+    place_then_copy(&f, cm);
 
     /* a hand commit on the deploy branch: a/x.yaml "kept" at a blob of other YAML */
     th_write_file(f.repo, "evil.tmp", evil, strlen(evil));
