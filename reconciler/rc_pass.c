@@ -1086,6 +1086,35 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int
 
 /* ==== Diffing the rendered tree against a commit ==== */
 
+/* Whether deploy path `path` is a cluster's Namespace file (clusters/<c>/_cluster/
+ * namespace.<name>.yaml) whose Namespace the source as loaded does not define: it is written
+ * minimal, without what the repository's object said. */
+static int lost_namespace(const struct rd_source *src, const char *path, struct rc_arena *a)
+{
+    const char *c = strchr(path + 9, '/'), *name, *end;
+    const char *key;
+    size_t lo = 0, hi = src->nobjects;
+
+    if (!c || strncmp(c, "/_cluster/namespace.", 20))
+        return 0;
+    name = c + 20;
+    end = strstr(name, ".yaml");
+    if (!end || end[5] || end == name)
+        return 0;
+    key = rc_arena_printf(a, "Namespace/%.*s", (int)(end - name), name);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(src->objects[mid].key, key);
+        if (!cmp)
+            return 0;
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 1;
+}
+
 int rc_pass_path_commits(const char *path)
 {
     return strcmp(path, CAPACITY_PATH) && strcmp(path, RD_SOURCE_FILE);
@@ -2347,15 +2376,20 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     if (error < 0)
         goto done;
     /* ... nor is any object of a unit that stays (a unit that keeps some of its objects, or
-     * goes from placed to pending): no file may leave a cluster's directory. */
-    for (size_t i = 0; cp->load.unresolved && i < nchanges; i++) {
-        if (changes[i].op != 'D' || strncmp(changes[i].path, "clusters/", 9))
+     * goes from placed to pending): no file may leave a cluster's directory; nor a Namespace
+     * the repository defined (the broken file may hold it), for a minimal one. */
+    for (size_t k = 0; cp->load.unresolved && k < 2 * nchanges; k++) {
+        const struct rc_path_change *ch = &changes[k % nchanges];
+        if (strncmp(ch->path, "clusters/", 9) ||
+            (k < nchanges ? ch->op != 'D'
+                          : ch->op != 'M' || !lost_namespace(&cp->load.src, ch->path, a)))
             continue;
         error = rc_err_set(err, RC_EINVALID,
-                           "'%s' would leave the deploy branch while a source file that did "
-                           "not load has no earlier version (renamed?); nothing is moved or "
-                           "removed until it is fixed",
-                           changes[i].path);
+                           "'%s' would %s while a source file that did not load has no earlier "
+                           "version (renamed?); nothing is moved or removed until it is fixed",
+                           ch->path,
+                           k < nchanges ? "leave the deploy branch"
+                                        : "lose the Namespace the repository defined");
         goto done;
     }
     if (o->cache && !o->last_pass)

@@ -857,6 +857,41 @@ static void test_rc_pass__file_whole_again_renders_what_it_says_now(void **state
     fx_close(&f);
 }
 
+/* A renamed file that does not load (here it copies an object of another file) may hold a
+ * Namespace the deploy branch took from the source: while it has no earlier version, the
+ * cluster directories do not trade that Namespace for a minimal one (its labels gone). Found
+ * by test_rc_walk (seed 402). */
+static void test_rc_pass__renamed_broken_file_keeps_its_namespace(void **state)
+{
+    static const char ns_path[] = "clusters/dynamic-cluster/_cluster/namespace.production.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    char *ns, *head, *dev, *dup;
+    (void)state;
+
+    fx_open(&f, NULL);
+    free(th_git_ok(f.repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
+    pass(&f, &res);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    head = th_git_rev(f.repo, "deploy");
+    free(th_git_ok(f.repo, "mv", "infra/namespace-production.yaml", "moved.yaml", NULL));
+    dev = th_git_show(f.repo, "HEAD", "infra/namespace-development.yaml");
+    dup = rc_arena_printf(
+        &f.a, "%s---\napiVersion: v1\nkind: Namespace\nmetadata: {name: production}\n", dev);
+    free(th_git_commit_files(f.repo, "moved, and a copy of it", "infra/namespace-development.yaml",
+                             dup, NULL));
+    pass_refused(&f, "'clusters/dynamic-cluster/_cluster/namespace.production.yaml' would", head);
+    ns = th_git_show(f.repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+    free(dev);
+    free(head);
+    fx_close(&f);
+}
+
 /* A .rightplace/kept someone else wrote is not taken: here it would keep another object's
  * YAML in place of a/x.yaml. The versions are looked for in history instead, as for a tree
  * without the file, where the committed copy clashes with the original: the pass refuses. */
@@ -979,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
+        cmocka_unit_test(test_rc_pass__renamed_broken_file_keeps_its_namespace),
         cmocka_unit_test(test_rc_pass__source_budget_refuses_the_heaviest_not_the_last),
         cmocka_unit_test(test_rc_pass__noop_reports_broken_files),
         cmocka_unit_test(test_rc_pass__huge_file_refused_alone),
