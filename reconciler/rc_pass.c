@@ -550,21 +550,16 @@ static int kept_version(const char **data, size_t *len, char kept_id[41], size_t
 }
 
 /* The index of `path` in files (n, sorted by path as rc_git_list_yaml lists them), or n. */
+static int cmp_file_path(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct rd_file *)x)->path);
+}
+
 static size_t find_file(const struct rd_file *files, size_t n, const char *path)
 {
-    size_t lo = 0, hi = n;
+    const struct rd_file *f = n ? bsearch(path, files, n, sizeof(*files), cmp_file_path) : NULL;
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(files[mid].path, path);
-        if (!c)
-            return mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return n;
+    return f ? (size_t)(f - files) : n;
 }
 
 /* rc_pcache_take of the version of each broken file of out->src that the deploy tree names
@@ -1089,11 +1084,14 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int
 /* Whether deploy path `path` is a cluster's Namespace file (clusters/<c>/_cluster/
  * namespace.<name>.yaml) whose Namespace the source as loaded does not define: it is written
  * minimal, without what the repository's object said. */
+static int cmp_object_key(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct pl_object *)x)->key);
+}
+
 static int lost_namespace(const struct rd_source *src, const char *path, struct rc_arena *a)
 {
-    const char *c = strchr(path + 9, '/'), *name, *end;
-    const char *key;
-    size_t lo = 0, hi = src->nobjects;
+    const char *c = strchr(path + 9, '/'), *name, *end, *key;
 
     if (!c || strncmp(c, "/_cluster/namespace.", 20))
         return 0;
@@ -1102,17 +1100,8 @@ static int lost_namespace(const struct rd_source *src, const char *path, struct 
     if (!end || end[5] || end == name)
         return 0;
     key = rc_arena_printf(a, "Namespace/%.*s", (int)(end - name), name);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int cmp = strcmp(src->objects[mid].key, key);
-        if (!cmp)
-            return 0;
-        if (cmp < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return 1;
+    return !src->nobjects ||
+           !bsearch(key, src->objects, src->nobjects, sizeof(*src->objects), cmp_object_key);
 }
 
 int rc_pass_path_commits(const char *path)

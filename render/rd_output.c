@@ -1235,19 +1235,12 @@ int rd_kept_parse(struct rd_kept **out, size_t *n, const char *text, size_t len,
     return RC_OK;
 }
 
+static int cmp_kept_path(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct rd_kept *)x)->path);
+}
+
 const struct rd_kept *rd_kept_find(const struct rd_kept *kept, size_t n, const char *path)
 {
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(kept[mid].path, path);
-        if (!c)
-            return &kept[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return n ? bsearch(path, kept, n, sizeof(*kept), cmp_kept_path) : NULL;
 }
