@@ -1477,6 +1477,35 @@ static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struc
     return RC_OK;
 }
 
+/* Whether RD_KEPT_FILE of deploy commit `commit` is as rightplace wrote it: no commit by
+ * someone else since rightplace's last one there changed it (the hand edits
+ * detect_hand_edits finds). 1 or 0; < 0: git error. */
+static int kept_list_is_ours(struct rc_git *g, const char *commit, struct rc_arena *a,
+                             struct rc_err *err)
+{
+    struct rc_git_change *v = NULL;
+    size_t n = 0;
+    char base[41];
+    int error = rc_git_is_own_commit(g, commit, err);
+
+    if (error != 0)
+        return error < 0 ? error : 1;
+    error = rc_git_last_own_commit(base, g, commit, HAND_EDIT_DEPTH, err);
+    if (error == RC_ENOTFOUND) {
+        rc_err_clear(err);
+        return 1;
+    }
+    if (error == RC_OK)
+        error = rc_git_diff_commits(&v, &n, g, base, commit, a, err);
+    if (error < 0)
+        return error;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(v[i].path, RD_KEPT_FILE))
+            return 0;
+    }
+    return 1;
+}
+
 /* ==== The commit message ==== */
 
 #define MESSAGE_MAX_CONTENT 500 /* content changes read back for the message */
@@ -2602,7 +2631,13 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
     if (error < 0)
         goto done;
-    c.kept_from = prev.source && prev.source[0] ? parent : NULL;
+    if (prev.source && prev.source[0]) {
+        /* the parent's list of kept versions, as the pass that made this commit took it */
+        error = kept_list_is_ours(g, parent, a, err);
+        if (error < 0)
+            goto done;
+        c.kept_from = error ? parent : NULL;
+    }
     error = compute_load(&c, g, rec.source, &prev, o, a, err);
     if (error < 0)
         goto done;

@@ -927,6 +927,43 @@ static void test_rc_pass__kept_list_edited_by_hand_is_not_taken(void **state)
     fx_close(&f);
 }
 
+/* Replay takes the parent's list of kept versions as the pass did: not when someone else wrote
+ * it. Here the hand edit says a broken file kept nothing; the pass walked to its last good
+ * version instead, and so must the replay of the commit it made. */
+static void test_rc_pass__replay_after_a_hand_edited_list(void **state)
+{
+    static const char path[] = "fill-and-spill/rayjob-rayjob1.yaml";
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_replay_result rr;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *z = dev_workload("v1", "ConfigMap", "z", "data: {a: 'z'}\n");
+    char list[256];
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    free(th_git_commit_files(f.repo, "oops", path, "kind: RayJob\nmetadata:\n\tname: x\n", NULL));
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 1);
+    snprintf(list, sizeof(list), "- %s\n", path);
+    deploy_hand_edit(&f, RD_KEPT_FILE, list, NULL);
+    free(th_git_commit_files(f.repo, "z", "c/z.yaml", z, NULL));
+    fx_new_cache(&f);
+    pass(&f, &res);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    o.apply = 0;
+    if (rc_replay(&rr, f.g, "refs/heads/deploy", &o, &f.a, &err) != RC_OK)
+        fail_msg("replay: %s", err.msg);
+    if (!rr.match)
+        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
+                 rr.nmismatch ? rr.mismatch[0].path : "");
+    free(z);
+    fx_close(&f);
+}
+
 /* The same for a Namespace no policy places: it is no unit of the record, but the cluster
  * directories take it from the source (labels and all). Dropping both copies would change what
  * is deployed; the original alone is kept, in later passes too. */
@@ -1012,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
         cmocka_unit_test(test_rc_pass__file_whole_again_renders_what_it_says_now),
         cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
+        cmocka_unit_test(test_rc_pass__replay_after_a_hand_edited_list),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_keeps_its_namespace),
