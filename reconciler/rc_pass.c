@@ -486,18 +486,16 @@ struct listing {
 };
 
 /* What the deploy tree of commit `from` says of the broken files it was made from
- * (RD_KEPT_FILE): *n entries and *listed 1. *listed 0 when there is no such file (no file was
- * broken, or an older rightplace made the tree) or it does not read (a warning): every broken
- * file's last good version is then looked for in history. */
-static int read_kept(int *listed, struct rd_kept **kept, size_t *n, struct rc_git *g,
-                     const char *from, const struct rc_log *log, struct rc_arena *a,
-                     struct rc_err *err)
+ * (RD_KEPT_FILE): *n entries. None when there is no such file (no file was broken, or an older
+ * rightplace made the tree) or it does not read (a warning): every broken file's last good
+ * version is then looked for in history. */
+static int read_kept(struct rd_kept **kept, size_t *n, struct rc_git *g, const char *from,
+                     const struct rc_log *log, struct rc_arena *a, struct rc_err *err)
 {
     char *text = NULL;
     size_t len = 0;
     int error;
 
-    *listed = 0;
     *kept = NULL;
     *n = 0;
     if (!from || !from[0])
@@ -516,9 +514,7 @@ static int read_kept(int *listed, struct rd_kept **kept, size_t *n, struct rc_gi
         rc_err_clear(err);
         *kept = NULL;
         *n = 0;
-        return RC_OK;
     }
-    *listed = 1;
     return RC_OK;
 }
 
@@ -549,12 +545,12 @@ static int kept_version(const char **data, size_t *len, char kept_id[41], size_t
     return last_good_version(data, len, kept_id, nparsed, g, from, path, memo, cache, a, err);
 }
 
-/* The index of `path` in files (n, sorted by path as rc_git_list_yaml lists them), or n. */
 static int cmp_file_path(const void *key, const void *x)
 {
     return strcmp(key, ((const struct rd_file *)x)->path);
 }
 
+/* The index of `path` in files (n, sorted by path as rc_git_list_yaml lists them), or n. */
 static size_t find_file(const struct rd_file *files, size_t n, const char *path)
 {
     const struct rd_file *f = n ? bsearch(path, files, n, sizeof(*files), cmp_file_path) : NULL;
@@ -618,14 +614,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     int error;
 
     memset(out, 0, sizeof(*out));
-    {
-        int have = 0;
-        error = read_kept(&have, &out->was, &out->nwas, g, kept_from, o->log, a, err);
-        if (error < 0)
-            return error;
-        if (!have)
-            out->was = NULL;
-    }
+    error = read_kept(&out->was, &out->nwas, g, kept_from, o->log, a, err);
+    if (error < 0)
+        return error;
     memset(&lo, 0, sizeof(lo));
     prime_batch_init(&batches[0], a);
     prime_batch_init(&batches[1], a);
@@ -766,8 +757,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (i == nblobs)
             continue;
         found = kept_version(&d, &n, kept_id, &out->nparsed, g,
-                             out->was ? rd_kept_find(out->was, out->nwas, files[i].path) : NULL,
-                             prev_source, files[i].path, memo, cache, a, err);
+                             rd_kept_find(out->was, out->nwas, files[i].path), prev_source,
+                             files[i].path, memo, cache, a, err);
         if (found < 0 && found != RC_ENOTFOUND)
             return found;
         out->broken[out->nbroken].path = files[i].path;
@@ -848,16 +839,14 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         for (size_t e = 0; e < out->src.nerrors; e++) {
             const char *path = out->src.errors[e].path;
             size_t i = find_file(files, nblobs, path);
-            if (rd_kept_find(out->broken, out->nbroken, path)) { /* broken before the reload */
+            /* broken before the reload (out->broken is this function's: writable) */
+            struct rd_kept *k = (struct rd_kept *)rd_kept_find(out->broken, out->nbroken, path);
+            if (k) {
                 if (!keys)
                     keys = record_keys(&nkeys, prev, a);
                 if (i < nblobs &&
                     !holds_recorded(&files[i], ids[i], keys, nkeys, cache, &out->nparsed, a)) {
-                    /* left out: the tree is made from nothing of it */
-                    struct rd_kept *k =
-                        (struct rd_kept *)rd_kept_find(out->broken, out->nbroken, path);
-                    if (k)
-                        k->id[0] = '\0';
+                    k->id[0] = '\0'; /* left out: the tree is made from nothing of it */
                     continue;
                 }
             }
@@ -1447,63 +1436,59 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
 
 #define HAND_EDIT_DEPTH 1000 /* commits searched back for rightplace's last one */
 
+/* The managed files someone else changed in deploy commit `commit` since rightplace's last
+ * commit there (base gets that one): none when `commit` is rightplace's own, or when no commit
+ * of rightplace's is found (base ""). */
+static int hand_edits_of(struct rc_git_change **v, size_t *n, char base[41], struct rc_git *g,
+                         const char *commit, struct rc_arena *a, struct rc_err *err)
+{
+    size_t w = 0;
+    int error = rc_git_is_own_commit(g, commit, err);
+
+    *v = NULL;
+    *n = 0;
+    if (error != 0)
+        return error < 0 ? error : RC_OK;
+    error = rc_git_last_own_commit(base, g, commit, HAND_EDIT_DEPTH, err);
+    if (error == RC_ENOTFOUND) {
+        base[0] = '\0';
+        rc_err_clear(err);
+        return RC_OK;
+    }
+    if (error == RC_OK)
+        error = rc_git_diff_commits(v, n, g, base, commit, a, err);
+    if (error < 0)
+        return error;
+    for (size_t i = 0; i < *n; i++) {
+        if (managed_path((*v)[i].path))
+            (*v)[w++] = (*v)[i];
+    }
+    *n = w;
+    return RC_OK;
+}
+
 /* When the deploy head was not written by rightplace, the managed files someone changed since
  * rightplace's last commit there (none found: nothing is reported). */
 static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struct rc_arena *a,
                              struct rc_err *err)
 {
     struct rc_git_change *v = NULL;
-    size_t n = 0, w = 0;
-    int error = rc_git_is_own_commit(g, out->deploy_old, err);
+    int error =
+        hand_edits_of(&v, &out->nhand_edits, out->hand_edit_base, g, out->deploy_old, a, err);
 
-    if (error != 0)
-        return error < 0 ? error : RC_OK;
-    error = rc_git_last_own_commit(out->hand_edit_base, g, out->deploy_old, HAND_EDIT_DEPTH, err);
-    if (error == RC_ENOTFOUND) {
-        out->hand_edit_base[0] = '\0';
-        rc_err_clear(err);
-        return RC_OK;
-    }
-    if (error == RC_OK)
-        error = rc_git_diff_commits(&v, &n, g, out->hand_edit_base, out->deploy_old, a, err);
-    if (error < 0)
-        return error;
-    for (size_t i = 0; i < n; i++) {
-        if (managed_path(v[i].path))
-            v[w++] = v[i];
-    }
     out->hand_edits = v;
-    out->nhand_edits = w;
-    return RC_OK;
+    return error;
 }
 
-/* Whether RD_KEPT_FILE of deploy commit `commit` is as rightplace wrote it: no commit by
- * someone else since rightplace's last one there changed it (the hand edits
- * detect_hand_edits finds). 1 or 0; < 0: git error. */
-static int kept_list_is_ours(struct rc_git *g, const char *commit, struct rc_arena *a,
-                             struct rc_err *err)
+/* Whether hand edits v[0..n) changed RD_KEPT_FILE: a list of kept versions someone else wrote
+ * is not taken (the versions are looked for in history). */
+static int kept_list_edited(const struct rc_git_change *v, size_t n)
 {
-    struct rc_git_change *v = NULL;
-    size_t n = 0;
-    char base[41];
-    int error = rc_git_is_own_commit(g, commit, err);
-
-    if (error != 0)
-        return error < 0 ? error : 1;
-    error = rc_git_last_own_commit(base, g, commit, HAND_EDIT_DEPTH, err);
-    if (error == RC_ENOTFOUND) {
-        rc_err_clear(err);
-        return 1;
-    }
-    if (error == RC_OK)
-        error = rc_git_diff_commits(&v, &n, g, base, commit, a, err);
-    if (error < 0)
-        return error;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(v[i].path, RD_KEPT_FILE))
-            return 0;
+            return 1;
     }
-    return 1;
+    return 0;
 }
 
 /* ==== The commit message ==== */
@@ -2258,11 +2243,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (error < 0)
             goto done;
     }
-    /* a list of kept versions someone else wrote is not taken: they are looked for in history */
-    for (size_t i = 0; i < out->nhand_edits; i++) {
-        if (!strcmp(out->hand_edits[i].path, RD_KEPT_FILE))
-            cp->kept_from = NULL;
-    }
+    if (kept_list_edited(out->hand_edits, out->nhand_edits))
+        cp->kept_from = NULL;
 
     /* what the previous pass loaded and this one may not need goes now (not at the end of
      * that pass: its result pointed into it) */
@@ -2633,10 +2615,13 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
         goto done;
     if (prev.source && prev.source[0]) {
         /* the parent's list of kept versions, as the pass that made this commit took it */
-        error = kept_list_is_ours(g, parent, a, err);
+        struct rc_git_change *edits = NULL;
+        size_t nedits = 0;
+        char base[41];
+        error = hand_edits_of(&edits, &nedits, base, g, parent, a, err);
         if (error < 0)
             goto done;
-        c.kept_from = error ? parent : NULL;
+        c.kept_from = kept_list_edited(edits, nedits) ? NULL : parent;
     }
     error = compute_load(&c, g, rec.source, &prev, o, a, err);
     if (error < 0)

@@ -1166,14 +1166,6 @@ void rd_kept_emit(struct rc_buf *out, const struct rd_kept *kept, size_t n)
     }
 }
 
-static int blob_id_ok(const char *s)
-{
-    for (int i = 0; i < 40; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return 0;
-    return 1;
-}
-
 static int hex_value(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
@@ -1201,7 +1193,7 @@ int rd_kept_parse(struct rd_kept **out, size_t *n, const char *text, size_t len,
         if (m && s[0] == '#')
             continue;
         idlen = s[0] == '-' ? 1 : 40;
-        if (m < idlen + 2 || s[idlen] != ' ' || (idlen == 40 && !blob_id_ok(s)))
+        if (m < idlen + 2 || s[idlen] != ' ' || (idlen == 40 && !rc_is_object_id(s, 40)))
             return rc_err_set(err, RC_EINVALID, "%s:%zu: not '<blob id or -> <path>'", RD_KEPT_FILE,
                               line);
         if (idlen == 40)

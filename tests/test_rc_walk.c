@@ -979,19 +979,11 @@ static enum action take_step(struct walk *w, char *what, size_t n, int *entry)
                      w->f[e].broken ? " (invalid YAML)" : "");
             break;
         case A_MODIFY:
-            if ((e = pick(w, can_modify)) < 0)
-                continue;
-            change_variant(w, e, what, n);
-            write_entry(w, e);
-            break;
         case A_POLICY:
-            if ((e = pick(w, can_policy)) < 0)
-                continue;
-            change_variant(w, e, what, n);
-            write_entry(w, e);
-            break;
         case A_CLUSTER:
-            if ((e = pick(w, can_cluster)) < 0)
+            if ((e = pick(w, a == A_MODIFY   ? can_modify
+                             : a == A_POLICY ? can_policy
+                                             : can_cluster)) < 0)
                 continue;
             change_variant(w, e, what, n);
             write_entry(w, e);
