@@ -29,17 +29,11 @@ a=$1 b=$2 size=${3:-10000x100}
 for f in "$a/rightplace" "$b/rightplace" "$a/bench/bench_yaml_scan"; do
     [ -x "$f" ] || { echo "ab_first_pass.sh: $f not built" >&2; exit 2; }
 done
-export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
-    GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
-n=${size%x*} c=${size#*x}
+. "$here/fleet_repo.sh"
 rm -rf "$work"
 mkdir -p "$work"
 src="$work/src"
-python3 "$here/gen_fleet.py" "$src" "$n" "$c"
-git -C "$src" init -q -b main
-git -C "$src" config gc.auto 0
-git -C "$src" add -A
-git -C "$src" commit -q -m "fleet $size"
+fleet_repo "$src" "$size"
 scan_s=$(find "$src" -name '*.yaml' -not -path '*/.git/*' | "$a/bench/bench_yaml_scan" |
     sed -n 's/.*scan_s \([0-9.]*\).*/\1/p')
 echo "size $size, scan floor ${scan_s} s, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -39,17 +39,11 @@ size=${1:-10000x100}
 for b in "${builds[@]}"; do
     [ -x "$b/rightplace" ] || { echo "broken.sh: $b/rightplace not built" >&2; exit 2; }
 done
-export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
-    GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
-n=${size%x*} c=${size#*x}
+. "$here/fleet_repo.sh"
 rm -rf "$work"
 mkdir -p "$work"
 src="$work/src"
-python3 "$here/gen_fleet.py" "$src" "$n" "$c"
-git -C "$src" init -q -b main
-git -C "$src" config gc.auto 0
-git -C "$src" add -A
-git -C "$src" commit -q -m "fleet $size"
+fleet_repo "$src" "$size"
 base=$(git -C "$src" rev-parse HEAD)
 git -C "$src" ls-files 'jobs/*' | sort | awk -v k="$broken" 'NR <= k' |
     (cd "$src" && xargs -r -n 500 sed -i '1i broken: [unclosed')

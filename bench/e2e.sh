@@ -44,8 +44,7 @@ loop="$build/bench/bench_rc_pass"
 for f in "$rp" "$scan" "$loop"; do
     [ -x "$f" ] || { echo "e2e.sh: $f not built (cmake --build $build)" >&2; exit 2; }
 done
-export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com \
-    GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+. "$here/fleet_repo.sh"
 mkdir -p "$work"
 
 # run LOG CMD...: time CMD, leave "wall_s maxrss_kb status" in $REPLY
@@ -68,13 +67,7 @@ for size in "${sizes[@]}"; do
     rm -rf "$dir"
     mkdir -p "$dir"
     src="$dir/src"
-    python3 "$here/gen_fleet.py" "$src" "$n" "$c"
-    git -C "$src" init -q -b main
-    # no `git gc --auto`: committing 10,000+ loose objects would start one in the background,
-    # repacking the source while the passes below run (and timing them)
-    git -C "$src" config gc.auto 0
-    git -C "$src" add -A
-    git -C "$src" commit -q -m "fleet $size"
+    fleet_repo "$src" "$size"
     bytes=$(find "$src" -name '*.yaml' -not -path '*/.git/*' -printf '%s\n' |
         awk '{ s += $1 } END { printf "%.0f", s / 1048576 }')
     scan_s=$(find "$src" -name '*.yaml' -not -path '*/.git/*' | "$scan" |
