@@ -50,7 +50,7 @@ git -C "$src" ls-files 'jobs/*' | sort | awk -v k="$broken" 'NR <= k' |
 git -C "$src" commit -q -a -m "break $broken files"
 brk=$(git -C "$src" rev-parse HEAD)
 
-echo "| build | round | files broken | wall | peak RSS | load | render | parsed (files of the pass) | taken from the parse cache |"
+echo "| build | round | files broken | wall | peak RSS | load | render | parsed | taken from the parse cache |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for r in $(seq 1 "$rounds"); do
     for b in "${builds[@]}"; do

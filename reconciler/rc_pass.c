@@ -585,6 +585,41 @@ static size_t take_kept(struct rc_pcache *pfile, struct rd_cache *cache,
     return rc_pcache_take(pfile, cache, want, n, parse_threads(o), 1, o->log);
 }
 
+/* What this pass parsed, for the next process (only work is saved or lost): the files of the
+ * pass and the versions kept in place of the broken ones, which a pass while they stay broken
+ * takes again (take_kept). */
+static void save_parse_cache(struct loaded *out, struct rc_pcache *pfile, struct rd_cache *cache,
+                             const struct rc_git_blob *blobs, size_t nblobs, size_t budget,
+                             const struct rc_pass_options *o, struct rc_arena *a)
+{
+    struct rc_err perr = RC_ERR_INIT;
+    const struct rc_git_blob *all = blobs;
+    double t0 = mono_ms();
+
+    if (!pfile)
+        return;
+    if (out->nkept) {
+        struct rc_git_blob *v = rc_arena_calloc(a, nblobs + out->nkept + 1, sizeof(*v));
+        if (nblobs)
+            memcpy(v, blobs, nblobs * sizeof(*v));
+        for (size_t k = 0; k < out->nkept; k++) {
+            v[nblobs + k].path = (char *)out->kept[k].path;
+            memcpy(v[nblobs + k].id, out->kept[k].id, 41);
+        }
+        all = v;
+    }
+    if (!o->dry_run && /* plan, explain, status, diff: the caches are read, not written */
+        rc_pcache_save(pfile, cache, all, nblobs + out->nkept, budget, &perr) < 0 && o->log)
+        rc_log_warn(o->log, "parse cache: %s", perr.msg);
+    out->ms_to_file += mono_ms() - t0;
+    if (o->log)
+        rc_log_debug(o->log,
+                     "load: %zu files parsed, %zu taken from the parse cache (%.0f ms), %zu bytes "
+                     "%s it (%.0f ms)",
+                     out->nparsed, out->nfrom_file, out->ms_from_file, rc_pcache_written(pfile),
+                     rc_pcache_rewritten(pfile) ? "written to" : "appended to", out->ms_to_file);
+}
+
 static int cmp_kept(const void *x, const void *y)
 {
     return strcmp(((const struct rd_kept *)x)->path, ((const struct rd_kept *)y)->path);
@@ -722,24 +757,10 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->nfrom_file += take_kept(pfile, cache, files, nblobs, out, prev_source, g, o, a);
         out->ms_from_file += mono_ms() - t0;
     }
-    if (pfile) {
-        /* what this pass parsed, for the next process; only work is saved or lost */
-        struct rc_err perr = RC_ERR_INIT;
-        double t0 = mono_ms();
-        if (!o->dry_run && /* plan, explain, status, diff: the caches are read, not written */
-            rc_pcache_save(pfile, cache, blobs, nblobs, budget, &perr) < 0 && o->log)
-            rc_log_warn(o->log, "parse cache: %s", perr.msg);
-        out->ms_to_file += mono_ms() - t0;
-        if (o->log)
-            rc_log_debug(o->log,
-                         "load: %zu files parsed, %zu taken from the parse cache (%.0f ms), %zu "
-                         "bytes %s it (%.0f ms)",
-                         out->nparsed, out->nfrom_file, out->ms_from_file, rc_pcache_written(pfile),
-                         rc_pcache_rewritten(pfile) ? "written to" : "appended to",
-                         out->ms_to_file);
-    }
-    if (out->src.nerrors == 0)
+    if (out->src.nerrors == 0) {
+        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, o, a);
         goto conflicts;
+    }
 
     /* Keep the errors as found, then swap each broken file for its last good version. */
     out->nerrors = out->src.nerrors;
@@ -802,6 +823,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 out->broken[w++] = out->broken[k];
         out->nbroken = w;
     }
+    save_parse_cache(out, pfile, cache, blobs, nblobs, budget, o, a);
     if (replaced == 0)
         goto conflicts;
     rd_source_release(&out->src);

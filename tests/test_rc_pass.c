@@ -314,7 +314,8 @@ static void test_rc_pass__one_change_parses_one_file(void **state)
 
 /* A new process after a commit that breaks several files parses their broken versions and no
  * other: the versions it keeps in their place were parsed by an earlier process and are taken
- * from the state directory's parse cache (not counted against the budget). */
+ * from the state directory's parse cache (not counted against the budget), in the first pass
+ * after the break and in the ones after it. */
 static void test_rc_pass__kept_versions_come_from_the_parse_cache(void **state)
 {
     static const char bad[] = "kind: RayJob\nmetadata:\n\tname: x\n";
@@ -335,6 +336,28 @@ static void test_rc_pass__kept_versions_come_from_the_parse_cache(void **state)
     pass(&f, &res);
     assert_int_equal(res.nfile_errors, 3);
     assert_int_equal(res.nparsed, 3);
+    assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
+    /* and in every new process while they stay broken, though the state directory was made
+     * after the break: the pass saves the versions it kept, not only its own files */
+    th_rm_rf(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    free(th_git_commit_files(f.repo, "y", "c/y.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cy, namespace: "
+                             "development}\n",
+                             NULL));
+    rc_cache_free(f.cache);
+    assert_int_equal(rc_cache_new(&f.cache, dir, &err), RC_OK);
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 3);
+    free(th_git_commit_files(f.repo, "z", "c/z.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cz, namespace: "
+                             "development}\n",
+                             NULL));
+    rc_cache_free(f.cache);
+    assert_int_equal(rc_cache_new(&f.cache, dir, &err), RC_OK);
+    pass(&f, &res);
+    assert_int_equal(res.nfile_errors, 3);
+    assert_int_equal(res.nparsed, 4); /* the broken versions again, and c/z.yaml */
     assert_int_equal(state_of(&res, "rayjob1/RayJob/rayjob-train"), PL_STATE_PLACED);
     fx_close(&f);
     th_rm_rf(dir);
