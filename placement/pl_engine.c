@@ -219,9 +219,11 @@ struct eunit {
 
 struct engine {
     const struct pl_input *in;
-    struct rc_arena *a;  /* output */
-    struct rc_arena s;   /* scratch */
-    struct rc_arena *va; /* the decisions' verdict lists: s when they are bounded at the end */
+    struct rc_arena *a;      /* output */
+    struct rc_arena s;       /* scratch */
+    int bounded;             /* the output keeps a bounded few verdicts of each decision */
+    struct pl_verdict *vbuf; /* then: a decision's whole list, reused unit after unit */
+    size_t vcap;
     size_t ncl;
     const struct pl_cluster **cl;
     struct pl_labels *clabels;
@@ -1132,6 +1134,19 @@ static int cmp_target(const void *a, const void *b)
     return strcmp(((const struct pl_target *)a)->cluster, ((const struct pl_target *)b)->cluster);
 }
 
+/* Room for n verdicts, zeroed. When the output keeps every verdict (explain, replay), in the
+ * output arena; else in the engine's one buffer, from which settle_verdicts keeps a few once
+ * the unit is decided. So a pass holds one unit's verdicts at a time, not the units times the
+ * clusters (a million verdicts at 10,000 units on 100 clusters). */
+static struct pl_verdict *verdict_room(struct engine *e, size_t n)
+{
+    if (!e->bounded)
+        return rc_arena_calloc(e->a, n + 1, sizeof(struct pl_verdict));
+    e->vbuf = rc_xgrow(e->vbuf, &e->vcap, n + 1, sizeof(*e->vbuf));
+    memset(e->vbuf, 0, (n + 1) * sizeof(*e->vbuf));
+    return e->vbuf;
+}
+
 static void decide_kept(struct engine *e, struct eunit *u)
 {
     struct pl_decision *d = u->d;
@@ -1144,7 +1159,7 @@ static void decide_kept(struct engine *e, struct eunit *u)
     d->targets[0].cluster = e->cl[ci]->name;
     d->targets[0].percent = 100;
     d->nverdicts = 1;
-    d->verdicts = rc_arena_calloc(e->va, 1, sizeof(*d->verdicts));
+    d->verdicts = verdict_room(e, 1);
     if (!e->cl[ci]->reachable || is_present(e->cl[ci], u->label)) {
         verdict_at(e, u, u->sig, (size_t)ci, &d->verdicts[0]);
         take(e, u, u->sig, (size_t)ci);
@@ -1176,7 +1191,7 @@ static void decide_single(struct engine *e, struct eunit *u)
     size_t nreach = 0;
 
     d->nverdicts = ep->ncand;
-    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = verdict_room(e, ep->ncand);
     for (size_t i = 0; i < ep->ncand; i++) {
         struct pl_verdict *v = &d->verdicts[i];
         verdict_at(e, u, u->sig, ep->cand[i], v);
@@ -1243,7 +1258,7 @@ static void decide_duplicate(struct engine *e, struct eunit *u)
     size_t nt = 0, nroom = 0;
 
     d->nverdicts = ep->ncand;
-    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = verdict_room(e, ep->ncand);
     d->targets = rc_arena_calloc(e->a, ep->ncand + 1, sizeof(*d->targets));
     for (size_t i = 0; i < ep->ncand; i++) {
         const struct pl_cluster *cl = e->cl[ep->cand[i]];
@@ -1354,7 +1369,7 @@ static void decide_divide(struct engine *e, struct eunit *u)
         if (dk[k] >= 0)
             dsig[k] = unit_sig(e, u, dt, ndt, (size_t)dk[k]);
     }
-    d->verdicts = rc_arena_calloc(e->va, ep->ncand + 1, sizeof(*d->verdicts));
+    d->verdicts = verdict_room(e, ep->ncand);
     for (size_t i = 0; i < ep->ncand; i++) {
         if (cdom[i] < 0 || dom[cdom[i]].percent <= 0)
             continue;
@@ -1778,8 +1793,10 @@ size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl
     return omitted;
 }
 
-/* d's verdicts (in the engine's verdict arena) into the output arena: those
- * pl_verdicts_select keeps, with the counts. */
+/* d's verdicts (in the engine's buffer, verdict_room) into the output arena: those
+ * pl_verdicts_select keeps, with the counts. Nothing after decide changes what the selection
+ * reads of a decided unit (its state and targets: follow_dependencies sets those of units no
+ * policy governs, which have no verdicts). */
 static void settle_verdicts(struct engine *e, struct pl_decision *d)
 {
     const struct pl_options *o = &e->in->opts;
@@ -1816,7 +1833,7 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
     memset(&e, 0, sizeof(e));
     e.in = in;
     e.a = a;
-    e.va = in->opts.verdicts_chosen || in->opts.verdicts_passed ? &e.s : a;
+    e.bounded = in->opts.verdicts_chosen || in->opts.verdicts_passed;
     if (!in->res || in->res->n < PL_RES_FIRST_EXTENDED || in->res->n > PL_RES_MAX)
         return rc_err_set(err, RC_EINVALID, "resource table must hold 3 to %d names", PL_RES_MAX);
     if ((error = setup_clusters(&e, err)) < 0)
@@ -1869,16 +1886,13 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
             if (u->pol < 0 || (phase == 1) != (u->keep != 0))
                 continue;
             decide(&e, u);
+            if (e.bounded)
+                settle_verdicts(&e, u->d);
         }
     }
     follow_dependencies(&e);
     for (size_t i = 0; i < e.nunits; i++)
         set_change(&e, &e.units[i]);
-    if (e.va != a) {
-        /* the lists the output keeps; the whole ones go with the scratch */
-        for (size_t i = 0; i < e.nunits; i++)
-            settle_verdicts(&e, e.units[i].d);
-    }
 
     for (size_t i = 0; i < e.nprev; i++)
         nremoved += !e.prev_used[i];
@@ -1921,7 +1935,9 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
     }
 
 done:
+    out->scratch_held = rc_arena_held(&e.s) + e.vcap * sizeof(*e.vbuf);
     pl_fit_free(e.fit);
+    free(e.vbuf);
     free(e.warn);
     free(e.items);
     rc_arena_release(&e.s);

@@ -383,6 +383,7 @@ struct pl_result {
     const char **warnings;
     size_t nusage; /* one per cluster, sorted by name */
     struct pl_usage *usage;
+    size_t scratch_held; /* bytes the engine held besides the output, at most (its scratch) */
 };
 
 #endif

@@ -1235,6 +1235,36 @@ static void test_pl_engine__bounded_verdicts(void **state)
     assert_true(nbounded >= 5);
 }
 
+/* With bounded verdicts, the engine holds one unit's whole list at a time: what it holds
+ * besides its output does not grow with the units times the clusters. 256 units that fit
+ * nowhere on 64 clusters: each is decided on 64 verdicts, and keeps 3. */
+static void test_pl_engine__bounded_verdicts_hold_one_list(void **state)
+{
+    struct fx *f = *state;
+    size_t whole;
+
+    for (int i = 0; i < 64; i++)
+        nodes(f, cluster(f, rc_arena_printf(&f->a, "c%02d", i)), "cpu", 1, 8, 32, 0);
+    policy(f, "cap", "job");
+    for (int i = 0; i < 256; i++)
+        pod(f, object(f, "ns", "Deployment", rc_arena_printf(&f->a, "w%03d", i), "job"), "main", 1,
+            16000, 1, 0);
+    whole = f->nobj * f->ncl * sizeof(struct pl_verdict);
+    f->in.opts.verdicts_chosen = 3;
+    f->in.opts.verdicts_passed = 3;
+    run(f);
+    assert_int_equal(f->out.ndecisions, 256);
+    for (size_t i = 0; i < f->out.ndecisions; i++) {
+        const struct pl_decision *d = &f->out.decisions[i];
+        assert_int_equal(d->state, PL_STATE_PENDING);
+        assert_int_equal(d->nverdicts, 3);
+        assert_int_equal(d->verdicts_omitted, 61);
+        assert_int_equal(d->verdict_counts[PL_VERDICT_DOES_NOT_FIT], 64);
+    }
+    /* the lists would be 256 x 64 verdicts; the scratch holds the units' own state */
+    assert_true(f->out.scratch_held < whole / 4);
+}
+
 static int rnd(uint64_t *seed, int n)
 {
     *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1362,6 +1392,7 @@ int main(void)
         T(input_order_independent),
         T(random_bursts_never_overcommit),
         T(bounded_verdicts),
+        T(bounded_verdicts_hold_one_list),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
