@@ -1796,7 +1796,7 @@ size_t pl_verdicts_select(unsigned char *keep, size_t counts[4], const struct pl
 /* d's verdicts (in the engine's buffer, verdict_room) into the output arena: those
  * pl_verdicts_select keeps, with the counts. Nothing after decide changes what the selection
  * reads of a decided unit (its state and targets: follow_dependencies sets those of units no
- * policy governs, which have no verdicts). */
+ * policy governs, which have no verdicts), nor what set_change reads. */
 static void settle_verdicts(struct engine *e, struct pl_decision *d)
 {
     const struct pl_options *o = &e->in->opts;
@@ -1820,6 +1820,16 @@ static void settle_verdicts(struct engine *e, struct pl_decision *d)
         memset(d->verdict_counts, 0, sizeof(d->verdict_counts));
     if (keep != small)
         free(keep);
+}
+
+/* d's whole list (in the engine's buffer) into the output arena. */
+static void keep_whole(struct engine *e, struct pl_decision *d)
+{
+    struct pl_verdict *v = rc_arena_calloc(e->a, d->nverdicts + 1, sizeof(*v));
+
+    if (d->nverdicts)
+        memcpy(v, d->verdicts, d->nverdicts * sizeof(*v));
+    d->verdicts = v;
 }
 
 int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *a,
@@ -1886,13 +1896,19 @@ int pl_place(struct pl_result *out, const struct pl_input *in, struct rc_arena *
             if (u->pol < 0 || (phase == 1) != (u->keep != 0))
                 continue;
             decide(&e, u);
-            if (e.bounded)
+            /* nothing later changes what set_change and the selection read of this unit */
+            set_change(&e, u);
+            if (e.bounded && in->opts.verdicts_whole_if_changed && u->d->change != PL_CHANGE_NONE)
+                keep_whole(&e, u->d);
+            else if (e.bounded)
                 settle_verdicts(&e, u->d);
         }
     }
     follow_dependencies(&e);
-    for (size_t i = 0; i < e.nunits; i++)
-        set_change(&e, &e.units[i]);
+    for (size_t i = 0; i < e.nunits; i++) {
+        if (e.units[i].pol < 0) /* decided by follow_dependencies, or unplaced */
+            set_change(&e, &e.units[i]);
+    }
 
     for (size_t i = 0; i < e.nprev; i++)
         nremoved += !e.prev_used[i];

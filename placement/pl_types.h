@@ -291,11 +291,15 @@ struct pl_options {
      * and counted does not depend on these being set. */
     size_t verdicts_chosen;
     size_t verdicts_passed;
+    /* With bounds: a decision that changes (pl_decision.change is not PL_CHANGE_NONE) keeps
+     * every verdict all the same, for the commands that print those (plan, status, explain:
+     * a decision that stands shows what its record lists). */
+    int verdicts_whole_if_changed;
 };
 
 #define PL_OPTIONS_INIT                                                                            \
     {                                                                                              \
-        0, 0, 0                                                                                    \
+        0, 0, 0, 0                                                                                 \
     }
 
 struct pl_input {

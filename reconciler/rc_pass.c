@@ -1755,11 +1755,11 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     c->in.clusters = fleet ? fleet : c->load.src.clusters;
     c->in.nprev = nprev;
     c->in.prev = prev;
-    if (c->bounded_verdicts) {
-        /* what the record and the commit message list */
-        c->in.opts.verdicts_chosen = RD_RECORD_CHOSEN_VERDICTS;
-        c->in.opts.verdicts_passed = RD_RECORD_PASSED_VERDICTS;
-    }
+    /* what the record and the commit message list; every verdict of a decision that changes
+     * for the commands that print them (a decision that stands shows its record's) */
+    c->in.opts.verdicts_chosen = RD_RECORD_CHOSEN_VERDICTS;
+    c->in.opts.verdicts_passed = RD_RECORD_PASSED_VERDICTS;
+    c->in.opts.verdicts_whole_if_changed = !c->bounded_verdicts;
     error = pl_place(&c->res, &c->in, a, err);
     if (error < 0)
         return error;
@@ -2735,7 +2735,7 @@ int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char 
         if (!bsearch(&rec.units[i].unit, asked, nunits, sizeof(*asked), cmp_cstr))
             others[nothers++] = rec.units[i];
     }
-    c.bounded_verdicts = 0; /* every verdict is what is asked for */
+    c.bounded_verdicts = 0; /* the units asked about are placed afresh: every verdict */
     error = compute_decide(&c, others, nothers, fleet, nfleet, a, err);
     if (error < 0)
         goto done;

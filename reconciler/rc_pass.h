@@ -73,9 +73,9 @@ struct rc_pass_options {
      * entries' text, rd_record_memo), which would only add to the pass's peak memory. */
     int last_pass;
     /* Decisions keep only the verdicts the record and the commit message list, with counts by
-     * kind (pl_options.verdicts_chosen, ...): what reconcile and replay need. 0: every verdict
-     * of every decision (plan, explain, status print them). The files and the message are the
-     * same either way. */
+     * kind (pl_options.verdicts_chosen, ...): what reconcile and replay need. 0: a decision
+     * that changes keeps every verdict (plan, explain, status print them; one that stands
+     * shows what its record lists). The files and the message are the same either way. */
     int bounded_verdicts;
 };
 

@@ -1265,6 +1265,54 @@ static void test_pl_engine__bounded_verdicts_hold_one_list(void **state)
     assert_true(f->out.scratch_held < whole / 4);
 }
 
+/* What plan, status and explain ask for: bounds, but a decision that changes keeps its whole
+ * list (the same as with no bounds), while one that stands keeps the bounded few. */
+static void test_pl_engine__whole_verdicts_if_changed(void **state)
+{
+    struct fx *f = *state;
+    struct pl_result whole;
+    size_t nchanged = 0, nstands = 0;
+
+    for (int i = 0; i < 8; i++)
+        nodes(f, cluster(f, rc_arena_printf(&f->a, "c%d", i)), "cpu", 1, 8, 32, 0);
+    policy(f, "cap", "job");
+    for (int i = 0; i < 6; i++) {
+        struct pl_object *o =
+            object(f, "ns", "Deployment", rc_arena_printf(&f->a, "w%d", i), "job");
+        pod(f, o, "main", 1, i % 2 ? 16000 : 1000, 1, 0);
+        if (i < 4) /* w0..w3 were decided before: w0 and w2 placed on c0, w1 and w3 pending */
+            prev(f, o->key, "cap", i % 2 ? NULL : "c0");
+    }
+    run(f);
+    whole = f->out;
+    f->in.opts.verdicts_chosen = 1;
+    f->in.opts.verdicts_passed = 1;
+    f->in.opts.verdicts_whole_if_changed = 1;
+    run(f);
+    assert_int_equal(f->out.ndecisions, whole.ndecisions);
+    for (size_t i = 0; i < whole.ndecisions; i++) {
+        const struct pl_decision *w = &whole.decisions[i], *b = &f->out.decisions[i];
+        assert_string_equal(b->unit, w->unit);
+        assert_int_equal(b->change, w->change);
+        if (b->change != PL_CHANGE_NONE) {
+            assert_int_equal(b->verdicts_omitted, 0);
+            assert_int_equal(b->nverdicts, w->nverdicts);
+            for (size_t v = 0; v < w->nverdicts; v++) {
+                assert_string_equal(b->verdicts[v].cluster, w->verdicts[v].cluster);
+                assert_int_equal(b->verdicts[v].kind, w->verdicts[v].kind);
+            }
+            nchanged++;
+        } else {
+            assert_true(b->nverdicts <= 2);
+            assert_int_equal(b->nverdicts + b->verdicts_omitted, w->nverdicts);
+            nstands++;
+        }
+    }
+    assert_int_equal(nchanged, 2); /* w4 and w5 are new */
+    assert_true(nstands >= 2);     /* the pending ones stand, with 8 verdicts each */
+    assert_true(dec(f, "ns/Deployment/w1")->verdicts_omitted > 0);
+}
+
 static int rnd(uint64_t *seed, int n)
 {
     *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1393,6 +1441,7 @@ int main(void)
         T(random_bursts_never_overcommit),
         T(bounded_verdicts),
         T(bounded_verdicts_hold_one_list),
+        T(whole_verdicts_if_changed),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
