@@ -1134,10 +1134,11 @@ static int cmp_target(const void *a, const void *b)
     return strcmp(((const struct pl_target *)a)->cluster, ((const struct pl_target *)b)->cluster);
 }
 
-/* Room for n verdicts, zeroed. When the output keeps every verdict (explain, replay), in the
- * output arena; else in the engine's one buffer, from which settle_verdicts keeps a few once
- * the unit is decided. So a pass holds one unit's verdicts at a time, not the units times the
- * clusters (a million verdicts at 10,000 units on 100 clusters). */
+/* Room for n verdicts, zeroed. When the output keeps every verdict (pl_options without
+ * bounds), in the output arena; else in the engine's one buffer, from which settle_verdicts
+ * keeps a few (or keep_whole all) once the unit is decided. So a pass holds one unit's
+ * verdicts at a time, not the units times the clusters (a million verdicts at 10,000 units
+ * on 100 clusters). */
 static struct pl_verdict *verdict_room(struct engine *e, size_t n)
 {
     if (!e->bounded)
