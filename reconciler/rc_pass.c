@@ -640,7 +640,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     struct rc_git_blob *blobs = NULL;
     struct rd_file *files;
     const char **refused, **ids;
-    unsigned char *keep, *uncounted;
+    unsigned char *keep, *uncounted, *cached;
+    size_t nlack = 0;
     struct rd_load_options lo;
     struct placed_arg pa;
     size_t nblobs = 0;
@@ -672,6 +673,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
     keep = rc_arena_calloc(a, nblobs + 1, 1);
     uncounted = rc_arena_calloc(a, nblobs + 1, 1);
+    cached = rc_arena_calloc(a, nblobs + 1, 1);
     /* Memory is bounded by what the pass holds parsed: past the budget, the files that take
      * most are refused, each alone and saying which limit to raise (rd_cache_limit). */
     over = rc_arena_printf(a,
@@ -681,19 +683,42 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                            budget >> 20);
     if (cache)
         rd_cache_limit(cache, budget, over);
+    /* what the cache in memory holds, one lookup a file: nothing leaves it during the pass
+     * (a file the budget refuses keeps its entry, as its refusal) */
+    for (size_t i = 0; cache && i < nblobs; i++) {
+        cached[i] = (unsigned char)rd_cache_has(cache, blobs[i].id, blobs[i].path, NULL);
+        nlack += !cached[i];
+    }
     if (pfile) {
         /* parsed by an earlier process: taken from the state directory, on every core, not
          * read from git; what is left is read and parsed below */
         double t0 = mono_ms();
         rc_pcache_begin(pfile, o->log);
-        out->nfrom_file = rc_pcache_take(pfile, cache, blobs, nblobs, parse_threads(o), 0, o->log);
+        if (nlack) {
+            struct rc_git_blob *lack = blobs;
+            if (nlack < nblobs) {
+                size_t k = 0;
+                lack = rc_arena_calloc(a, nlack, sizeof(*lack));
+                for (size_t i = 0; i < nblobs; i++) {
+                    if (!cached[i])
+                        lack[k++] = blobs[i];
+                }
+            }
+            out->nfrom_file =
+                rc_pcache_take(pfile, cache, lack, nlack, parse_threads(o), 0, o->log);
+            for (size_t i = 0; out->nfrom_file && i < nblobs; i++) {
+                if (!cached[i])
+                    cached[i] =
+                        (unsigned char)rd_cache_has(cache, blobs[i].id, blobs[i].path, NULL);
+            }
+        }
         out->ms_from_file += mono_ms() - t0;
     }
     for (size_t i = 0; i < nblobs; i++) {
         size_t size = 0;
         ids[i] = blobs[i].id;
         keep[i] = 1;
-        if (rd_cache_has(cache, blobs[i].id, blobs[i].path, &size)) {
+        if (cached[i]) {
             /* parsed by an earlier pass: not even read */
             files[i].path = blobs[i].path;
             continue;
