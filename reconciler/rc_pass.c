@@ -1117,9 +1117,9 @@ static int prev_record(struct rd_record *rec, size_t *nread, size_t *nbytes, int
 
 /* ==== Diffing the rendered tree against a commit ==== */
 
-/* Whether deploy path `path` is a cluster's Namespace file (clusters/<c>/_cluster/
- * namespace.<name>.yaml) whose Namespace the source as loaded does not define: it is written
- * minimal, without what the repository's object said. */
+/* Whether deploy path `path` (under clusters/) is a cluster's Namespace file (clusters/<c>/
+ * _cluster/namespace.<name>.yaml) whose Namespace the source as loaded does not define: it is
+ * written minimal, without what the repository's object said. */
 static int cmp_object_key(const void *key, const void *x)
 {
     return strcmp(key, ((const struct pl_object *)x)->key);
@@ -1138,6 +1138,30 @@ static int lost_namespace(const struct rd_source *src, const char *path, struct 
     key = rc_arena_printf(a, "Namespace/%.*s", (int)(end - name), name);
     return !src->nobjects ||
            !bsearch(key, src->objects, src->nobjects, sizeof(*src->objects), cmp_object_key);
+}
+
+/* While a source file that did not load has no earlier version, nothing it may hold leaves
+ * the clusters: the first change that would remove a file of a cluster's directory, else the
+ * first that would write a cluster's Namespace minimal where the repository defined it (*why
+ * says which); NULL: none. */
+static const struct rc_path_change *unresolved_loss(const struct rc_path_change *changes, size_t n,
+                                                    const struct rd_source *src, const char **why,
+                                                    struct rc_arena *a)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (changes[i].op == 'D' && !strncmp(changes[i].path, "clusters/", 9)) {
+            *why = "leave the deploy branch";
+            return &changes[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (changes[i].op == 'M' && !strncmp(changes[i].path, "clusters/", 9) &&
+            lost_namespace(src, changes[i].path, a)) {
+            *why = "lose the Namespace the repository defined";
+            return &changes[i];
+        }
+    }
+    return NULL;
 }
 
 int rc_pass_path_commits(const char *path)
@@ -2425,19 +2449,18 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* ... nor is any object of a unit that stays (a unit that keeps some of its objects, or
      * goes from placed to pending): no file may leave a cluster's directory; nor a Namespace
      * the repository defined (the broken file may hold it), for a minimal one. */
-    for (size_t k = 0; cp->load.unresolved && k < 2 * nchanges; k++) {
-        const struct rc_path_change *ch = &changes[k % nchanges];
-        if (strncmp(ch->path, "clusters/", 9) ||
-            (k < nchanges ? ch->op != 'D'
-                          : ch->op != 'M' || !lost_namespace(&cp->load.src, ch->path, a)))
-            continue;
-        error = rc_err_set(err, RC_EINVALID,
-                           "'%s' would %s while a source file that did not load has no earlier "
-                           "version (renamed?); nothing is moved or removed until it is fixed",
-                           ch->path,
-                           k < nchanges ? "leave the deploy branch"
-                                        : "lose the Namespace the repository defined");
-        goto done;
+    if (cp->load.unresolved) {
+        const char *why = NULL;
+        const struct rc_path_change *ch =
+            unresolved_loss(changes, nchanges, &cp->load.src, &why, a);
+        if (ch) {
+            error = rc_err_set(err, RC_EINVALID,
+                               "'%s' would %s while a source file that did not load has no "
+                               "earlier version (renamed?); nothing is moved or removed until it "
+                               "is fixed",
+                               ch->path, why);
+            goto done;
+        }
     }
     if (o->cache && !o->last_pass)
         note_memo_blob(o->cache, &cp->tree, ids);
