@@ -880,6 +880,23 @@ static void test_rc_pass__file_whole_again_renders_what_it_says_now(void **state
     fx_close(&f);
 }
 
+/* The example repository with no policy placing its Namespaces (they follow their workloads,
+ * written from the source with their labels), placed: ns_path, a cluster's Namespace file,
+ * holds the source's label. */
+static void namespaces_follow_workloads(struct fx *f, struct rc_pass_result *res,
+                                        const char *ns_path)
+{
+    char *ns;
+
+    fx_open(f, NULL);
+    free(th_git_ok(f->repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
+    free(th_git_ok(f->repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
+    pass(f, res);
+    ns = th_git_show(f->repo, "deploy", ns_path);
+    th_assert_contains(ns, "app: rayclustersetup");
+    free(ns);
+}
+
 /* A renamed file that does not load (here it copies an object of another file) may hold a
  * Namespace the deploy branch took from the source: while it has no earlier version, the
  * cluster directories do not trade that Namespace for a minimal one (its labels gone). Found
@@ -892,13 +909,7 @@ static void test_rc_pass__renamed_broken_file_keeps_its_namespace(void **state)
     char *ns, *head, *dev, *dup;
     (void)state;
 
-    fx_open(&f, NULL);
-    free(th_git_ok(f.repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
-    free(th_git_ok(f.repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
-    pass(&f, &res);
-    ns = th_git_show(f.repo, "deploy", ns_path);
-    th_assert_contains(ns, "app: rayclustersetup");
-    free(ns);
+    namespaces_follow_workloads(&f, &res, ns_path);
     head = th_git_rev(f.repo, "deploy");
     free(th_git_ok(f.repo, "mv", "infra/namespace-production.yaml", "moved.yaml", NULL));
     dev = th_git_show(f.repo, "HEAD", "infra/namespace-development.yaml");
@@ -998,13 +1009,7 @@ static void test_rc_pass__duplicate_namespace_keeps_its_labels(void **state)
     char *ns;
     (void)state;
 
-    fx_open(&f, NULL);
-    free(th_git_ok(f.repo, "rm", "-q", "infra/ns-policy.yaml", NULL));
-    free(th_git_ok(f.repo, "commit", "-q", "-m", "namespaces follow their workloads", NULL));
-    pass(&f, &res);
-    ns = th_git_show(f.repo, "deploy", ns_path);
-    th_assert_contains(ns, "app: rayclustersetup");
-    free(ns);
+    namespaces_follow_workloads(&f, &res, ns_path);
     free(th_git_commit_files(f.repo, "a copy of Namespace rayjob1", "infra/copy.yaml",
                              "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: rayjob1\n",
                              NULL));
