@@ -1215,7 +1215,7 @@ static void print_json(cJSON *o)
 
     if (s) {
         puts(s);
-        free(s);
+        cJSON_free(s);
     }
     cJSON_Delete(o);
 }

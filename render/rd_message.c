@@ -482,7 +482,7 @@ static const char *scalar_text(const cJSON *v, struct rc_arena *a)
         return NULL;
     p = cJSON_PrintUnformatted(v);
     r = p ? rc_arena_strdup(a, p) : NULL;
-    free(p);
+    cJSON_free(p);
     return r;
 }
 

@@ -27,6 +27,7 @@
 #include "rc_thread.h"
 #include "rd_demand.h"
 #include "rd_object.h"
+#include "rd_jarena.h"
 #include "rd_pack.h"
 #include "rd_policy.h"
 #include "rd_yaml.h"
@@ -445,6 +446,7 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
     struct pctx c;
     struct rd_diag diag;
     struct rc_err ferr = RC_ERR_INIT;
+    struct rd_jarena ja;
     int rc;
 
     memset(&c, 0, sizeof(c));
@@ -460,10 +462,13 @@ static struct parsed *parse_file(const struct rd_file *f, const char *id, const 
         p->error = rc_arena_printf(p->arena, "%s: %s", p->path, refused);
         goto done;
     }
+    /* the trees live only until finish: built in an arena, freed at once (rd_jarena.h) */
+    rd_jarena_begin(&ja);
     rc = rd_yaml_load(&p->docs, p->path, f->data ? f->data : "", f->len, &limits, &diag, &ferr);
     if (rc >= 0)
         rc = load_docs(&c, &ferr);
     finish(&c, rc, &ferr);
+    rd_jarena_end(&ja);
 done:
     pstage_free(&c.st);
     p->bytes = sizeof(*p) + p->own.used_total + rd_docs_bytes(p->docs);

@@ -9,12 +9,14 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rd_jarena.h"
 #include "rd_pack.h"
 #include "rd_yaml.h"
 
@@ -1245,6 +1247,133 @@ static void test_rd_yaml__skyray_round_trip(void **state)
     assert_true(n >= 26);
 }
 
+/* ==== Trees built in an arena span (rd_jarena.h) ==== */
+
+/* Every node of a, and b in step: the same positions. */
+static void same_positions(const struct rd_docs *da, const cJSON *a, const struct rd_docs *db,
+                           const cJSON *b)
+{
+    for (; a && b; a = a->next, b = b->next) {
+        struct rd_pos pa = rd_docs_pos(da, a), pb = rd_docs_pos(db, b);
+        assert_int_equal(pa.line, pb.line);
+        assert_int_equal(pa.col, pb.col);
+        same_positions(da, a->child, db, b->child);
+    }
+    assert_true(!a && !b);
+}
+
+/* Each skyray file loaded inside a span is the tree loaded outside one, node for node and
+ * position for position; its nodes and strings are the span's memory and go with it. */
+static void span_dir(const char *dir, int *nfiles)
+{
+    DIR *dh = opendir(dir);
+    struct dirent *de;
+
+    assert_non_null(dh);
+    while ((de = readdir(dh))) {
+        char path[1024];
+        size_t n = strlen(de->d_name);
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (n > 5 && strcmp(de->d_name + n - 5, ".yaml") == 0) {
+            size_t len;
+            char *raw = read_text(path, &len);
+            char *text = substitute(raw);
+            struct rd_docs *out = NULL, *in = NULL;
+            struct rc_err err = RC_ERR_INIT;
+            struct rd_jarena ja;
+            assert_int_equal(rd_yaml_load(&out, path, text, strlen(text), NULL, NULL, &err), RC_OK);
+            assert_false(rd_jarena_owns(rd_docs_get(out, 0)));
+            rd_jarena_begin(&ja);
+            assert_int_equal(rd_yaml_load(&in, path, text, strlen(text), NULL, NULL, &err), RC_OK);
+            assert_int_equal(rd_docs_count(in), rd_docs_count(out));
+            for (size_t i = 0; i < rd_docs_count(in); i++) {
+                const cJSON *r = rd_docs_get(in, i);
+                assert_true(rd_jarena_owns(r));
+                assert_true(rd_jarena_owns(r->child->string));
+                assert_true(rd_yaml_equal(r, rd_docs_get(out, i)));
+                same_positions(in, r, out, rd_docs_get(out, i));
+            }
+            /* a tree of the heap freed inside the span goes to free() (ASan checks it) */
+            rd_docs_free(out);
+            rd_docs_free(in);
+            assert_true(ja.bytes > 0);
+            rd_jarena_end(&ja);
+            free(text);
+            free(raw);
+            (*nfiles)++;
+        } else if (!strchr(de->d_name, '.')) {
+            span_dir(path, nfiles);
+        }
+    }
+    closedir(dh);
+}
+
+static void test_rd_jarena__skyray_loads_the_same_in_a_span(void **state)
+{
+    int n = 0;
+
+    (void)state;
+    span_dir(RP_SOURCE_DIR "/tests/data/skyray", &n);
+    assert_true(n >= 26);
+}
+
+static void *other_thread(void *arg)
+{
+    cJSON *node = cJSON_CreateString("of another thread");
+
+    *(int *)arg = rd_jarena_owns(node);
+    cJSON_Delete(node);
+    return NULL;
+}
+
+/* Spans nest, belong to their thread, and hold big allocations in chunks of their own. */
+static void test_rd_jarena__nesting_threads_and_big_strings(void **state)
+{
+    struct rd_jarena outer, inner;
+    cJSON *before = cJSON_CreateString("before"), *a, *b, *big;
+    char *text = rc_xmalloc(300000);
+    pthread_t t;
+    int owned = -1;
+
+    (void)state;
+    memset(text, 'x', 299999);
+    text[299999] = '\0';
+    rd_jarena_begin(&outer);
+    a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "k", "v");
+    assert_true(rd_jarena_owns(a));
+    assert_false(rd_jarena_owns(before));
+    assert_int_equal(pthread_create(&t, NULL, other_thread, &owned), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(owned, 0); /* the other thread allocated from the heap */
+
+    rd_jarena_begin(&inner);
+    b = cJSON_CreateArray();
+    big = cJSON_CreateString(text);
+    cJSON_AddItemToArray(b, big);
+    assert_true(rd_jarena_owns(b) && rd_jarena_owns(big->valuestring));
+    assert_true(rd_jarena_owns(a)); /* the outer span's memory, seen from the inner one */
+    assert_true(inner.bytes >= 300000);
+    assert_string_equal(big->valuestring, text);
+    cJSON_Delete(b);
+    rd_jarena_end(&inner);
+
+    /* the outer span's tree is intact after the inner one went */
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(a, "k")->valuestring, "v");
+    assert_false(rd_jarena_owns(text));
+    cJSON_Delete(before);
+    cJSON_Delete(a);
+    rd_jarena_end(&outer);
+
+    /* after the span: the heap again */
+    a = cJSON_CreateString("after");
+    assert_false(rd_jarena_owns(a));
+    cJSON_Delete(a);
+    free(text);
+}
+
 /* A deterministic PRNG (xorshift64*), so that failures reproduce. */
 static uint64_t rng_next(uint64_t *s)
 {
@@ -1477,6 +1606,8 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__skyray_round_trip),
         cmocka_unit_test(test_rd_yaml__generated_trees_round_trip),
         cmocka_unit_test(test_rd_pack__exact_and_refuses_corrupt_bytes),
+        cmocka_unit_test(test_rd_jarena__skyray_loads_the_same_in_a_span),
+        cmocka_unit_test(test_rd_jarena__nesting_threads_and_big_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
