@@ -25,6 +25,7 @@
 #include "rc_thread.h"
 #include "rd_demand.h"
 #include "rd_object.h"
+#include "rd_jarena.h"
 #include "rd_output_internal.h"
 #include "rd_policy.h"
 #include "rd_yaml.h"
@@ -576,6 +577,7 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
     struct pl_share share = {1, o->replicas, o->parallelism, o->completions};
     int divides = pl_decision_divides(d);
     size_t len = 0, nt;
+    struct rd_jarena ja;
     int error;
 
     j->written = 0;
@@ -588,8 +590,12 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
     if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
         return rc_err_set(err, RC_EINVALID, "object '%s' has a name unfit for a file name", o->key);
-    if ((error = rd_object_tree(&copy, ro, err)) < 0)
+    /* the tree lives until it is emitted: built in an arena, freed at once (rd_jarena.h) */
+    rd_jarena_begin(&ja);
+    if ((error = rd_object_tree(&copy, ro, err)) < 0) {
+        rd_jarena_end(&ja);
         return error;
+    }
     strip_server_fields(copy);
     if (o->ns)
         set_namespace(copy, o->ns);
@@ -620,6 +626,7 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
     rc_buf_reset(scratch);
     error = rd_yaml_emit(scratch, copy, err);
     cJSON_Delete(copy);
+    rd_jarena_end(&ja);
     if (error < 0)
         return error;
     len = scratch->len;

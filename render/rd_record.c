@@ -40,6 +40,7 @@
 #include "rc_hash.h"
 #include "rc_mem.h"
 #include "rc_thread.h"
+#include "rd_jarena.h"
 #include "rd_output_internal.h"
 #include "rd_pack.h"
 #include "rd_source.h"
@@ -453,6 +454,7 @@ static void unit_worker_run(struct unit_worker *w)
     struct rc_buf one = RC_BUF_INIT;
     unsigned char small[64], *keep = small;
     size_t cap = sizeof(small);
+    struct rd_jarena ja;
 
     w->failed_at = w->to;
     for (size_t i = w->from; i < w->to; i++) {
@@ -467,7 +469,11 @@ static void unit_worker_run(struct unit_worker *w)
         }
         entry_init(&e, j->d, j->kept, keep);
         rc_buf_reset(&one);
-        if ((w->error = item_text(&one, "units", entry_json(&e), &w->err)) < 0) {
+        /* the entry's tree lives until its text is written (rd_jarena.h) */
+        rd_jarena_begin(&ja);
+        w->error = item_text(&one, "units", entry_json(&e), &w->err);
+        rd_jarena_end(&ja);
+        if (w->error < 0) {
             w->failed_at = i;
             break;
         }
