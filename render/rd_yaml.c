@@ -70,18 +70,40 @@ static size_t ptr_hash(const void *p)
 
 static void pos_map_put(struct pos_map *m, const void *key, struct rd_pos pos);
 
-static void pos_map_grow(struct pos_map *m)
+/* The table is allocated as the trees are (cJSON's allocator): inside an arena span of
+ * rd_jarena.h it lives and goes with them. */
+static void pos_map_resize(struct pos_map *m, size_t cap)
 {
     struct pos_ent *old = m->v;
     size_t oldcap = m->cap;
 
-    m->cap = oldcap ? oldcap * 2 : 64;
-    m->v = rc_xcalloc(m->cap, sizeof(*m->v));
+    m->cap = cap;
+    if (cap > SIZE_MAX / sizeof(*m->v) || !(m->v = cJSON_malloc(cap * sizeof(*m->v))))
+        rc_xmalloc(SIZE_MAX); /* out of memory: abort through the policy of rc_mem.h */
+    memset(m->v, 0, cap * sizeof(*m->v));
     m->n = 0;
     for (size_t i = 0; i < oldcap; i++)
         if (old[i].key)
             pos_map_put(m, old[i].key, old[i].pos);
-    free(old);
+    cJSON_free(old);
+}
+
+static void pos_map_grow(struct pos_map *m)
+{
+    pos_map_resize(m, m->cap ? m->cap * 2 : 64);
+}
+
+/* Room for the nodes of `len` bytes of YAML, as manifests run (about one node in 24 bytes),
+ * so that a file's table is not grown and copied four or five times as it fills; at most
+ * 32,768 entries ahead (512 KiB), whatever the input. */
+static void pos_map_reserve(struct pos_map *m, size_t len)
+{
+    size_t want = len / 24 * 4 / 3, cap = 64;
+
+    while (cap < want && cap < ((size_t)1 << 15))
+        cap *= 2;
+    if (cap > m->cap)
+        pos_map_resize(m, cap);
 }
 
 static void pos_map_put(struct pos_map *m, const void *key, struct rd_pos pos)
@@ -202,7 +224,7 @@ void rd_docs_free(struct rd_docs *docs)
         cJSON_Delete(docs->docs[i]);
     free(docs->docs);
     cJSON_Delete(docs->graveyard);
-    free(docs->pos.v);
+    cJSON_free(docs->pos.v);
     free(docs->file);
     free(docs);
 }
@@ -1554,6 +1576,7 @@ static int ld_open(struct ld *l, const char *file, const char *text, size_t len,
                        l->lim.max_bytes);
     l->docs = rc_xcalloc(1, sizeof(*l->docs));
     l->docs->file = rc_xstrdup(l->file);
+    pos_map_reserve(&l->docs->pos, len);
     if (!yaml_parser_initialize(&l->parser))
         abort();
     yaml_parser_set_input_string(&l->parser, (const unsigned char *)(text ? text : ""), len);
