@@ -1828,7 +1828,11 @@ static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload
 
 /* The packer's delta search was most of a large commit's cost (and `git add` does none):
  * give the second handle a configuration whose pack.windowMemory leaves one object in the
- * window, so that objects are only deflated. The file is read at once and removed. */
+ * window, so that each object is tried as a delta of the one before it in the packer's order
+ * (by type and size) and of no other. Copies of one workload still become small deltas,
+ * which deflate faster than whole objects: with no search at all (pack.bigFileThreshold
+ * below every object), a first commit of 10,000 workloads took 1,080 ms instead of 600.
+ * The file is read at once and removed. */
 static int no_delta_search(git_repository *own, struct rc_err *err)
 {
     static const char text[] = "[pack]\n\twindowMemory = 1\n";
@@ -1911,7 +1915,9 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
     out.buf = rc_xmalloc(PACK_CHUNK);
     if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0)
         return fail(err, RC_ERROR, "cannot write the new objects as a pack");
-    git_packbuilder_set_threads(w.pb, 1);
+    /* that search on every core (the objects written are the same; only which pairs become
+     * deltas may differ with the threads' shares) */
+    git_packbuilder_set_threads(w.pb, 0);
     if ((ge = git_repository_odb(&main_odb, g->repo)) < 0 ||
         (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
         (sink_has(s, tree) && (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
