@@ -37,6 +37,7 @@
 
 #include "rc_buf.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 
 #include "rc_banned.h"
 
@@ -1753,6 +1754,7 @@ struct objsink {
     git_odb_backend *mempack; /* owned by own's object database: the new trees */
     struct lent *lent;        /* likewise: the new blobs */
     git_odb *odb;             /* own's object database (pack mode) */
+    size_t nobjects;          /* new objects expected (pack mode) */
 };
 
 /* Pack mode: lend a blob whose id the caller computed to the object store, unless some store
@@ -1803,23 +1805,35 @@ static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struc
     }
     s->odb = odb;
     s->repo = s->own;
+    s->nobjects = nobjects;
     return RC_OK;
 }
 
+/* A commit of many new objects writes them as up to PACK_HALVES packs at once, each by its
+ * own packer on its own thread: the packer deflates and the indexer reads back on one thread
+ * each, so one pack kept a first commit on one core for most of its time. Objects go to the
+ * packs in turn, in the tree's order; a pack's deltas are against objects of the same pack.
+ * A second pack needs PACK_PER_THREAD new objects and a second core, so that the many small
+ * commits of a fleet's life add one pack each. */
+#define PACK_HALVES 2
+#define PACK_PER_THREAD 4096
+
 struct pack_walk {
-    git_packbuilder *pb;
+    git_packbuilder *pb[PACK_HALVES];
+    size_t npb; /* packs being written */
     struct objsink *sink;
+    size_t n;
     int error;
 };
 
-/* Every object of the new tree that is new (in the in-memory store) goes into the pack. */
+/* Every object of the new tree that is new (in the in-memory store) goes into a pack. */
 static int pack_walk_cb(const char *root, const git_tree_entry *e, void *payload)
 {
     struct pack_walk *w = payload;
     const git_oid *id = git_tree_entry_id(e);
 
     (void)root;
-    if (sink_has(w->sink, id) && git_packbuilder_insert(w->pb, id, NULL) < 0) {
+    if (sink_has(w->sink, id) && git_packbuilder_insert(w->pb[w->n++ % w->npb], id, NULL) < 0) {
         w->error = -1;
         return -1;
     }
@@ -1898,11 +1912,38 @@ static int pack_out_cb(void *data, size_t size, void *payload)
     return 0;
 }
 
-/* Pack mode: write the new objects of `tree` as one pack, and let g->repo see it. */
+/* One pack: what its thread needs and what it reports. */
+struct pack_half {
+    git_packbuilder *pb;
+    git_odb *odb; /* where the pack goes: g->repo's object database */
+    struct pack_out out;
+    struct rc_err err;
+    int error;
+};
+
+static void pack_half_write(void *arg, size_t k)
+{
+    struct pack_half *h = &((struct pack_half *)arg)[k];
+    int ge;
+
+    if (git_packbuilder_object_count(h->pb) == 0)
+        return;
+    h->out.buf = rc_xmalloc(PACK_CHUNK);
+    if ((ge = git_odb_write_pack(&h->out.wp, h->odb, NULL, NULL)) < 0 ||
+        (ge = git_packbuilder_foreach(h->pb, pack_out_cb, &h->out)) < 0 ||
+        (ge = pack_out_flush(&h->out)) < 0 ||
+        (ge = h->out.wp->commit(h->out.wp, &h->out.stats)) < 0)
+        h->error = fail(&h->err, RC_ERROR, "cannot write the new objects as a pack");
+    if (h->out.wp)
+        h->out.wp->free(h->out.wp);
+    free(h->out.buf);
+}
+
+/* Pack mode: write the new objects of `tree` as packs, and let g->repo see them. */
 static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, struct rc_err *err)
 {
-    struct pack_walk w = {NULL, s, 0};
-    struct pack_out out;
+    struct pack_walk w;
+    struct pack_half half[PACK_HALVES];
     git_tree *t = NULL;
     git_odb *main_odb = NULL;
     int ge, error = RC_OK;
@@ -1911,31 +1952,44 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
         return RC_OK;
     if ((error = no_delta_search(s->own, err)) < 0)
         return error;
-    memset(&out, 0, sizeof(out));
-    out.buf = rc_xmalloc(PACK_CHUNK);
-    if ((ge = git_packbuilder_new(&w.pb, s->own)) < 0)
-        return fail(err, RC_ERROR, "cannot write the new objects as a pack");
-    /* that search on every core (the objects written are the same; only which pairs become
-     * deltas may differ with the threads' shares) */
-    git_packbuilder_set_threads(w.pb, 0);
+    memset(&w, 0, sizeof(w));
+    memset(half, 0, sizeof(half));
+    w.sink = s;
+    w.npb = rc_threads_for(0, s->nobjects, PACK_PER_THREAD, PACK_HALVES);
+    for (size_t k = 0; k < w.npb; k++) {
+        if ((ge = git_packbuilder_new(&w.pb[k], s->own)) < 0) {
+            error = fail(err, RC_ERROR, "cannot write the new objects as a pack");
+            goto done;
+        }
+        /* the halves run side by side: one thread each for the delta search */
+        git_packbuilder_set_threads(w.pb[k], 1);
+    }
     if ((ge = git_repository_odb(&main_odb, g->repo)) < 0 ||
         (ge = git_tree_lookup(&t, s->own, tree)) < 0 ||
-        (sink_has(s, tree) && (ge = git_packbuilder_insert(w.pb, tree, NULL)) < 0) ||
-        (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0 ||
-        (ge = git_odb_write_pack(&out.wp, main_odb, NULL, NULL)) < 0 ||
-        (ge = git_packbuilder_foreach(w.pb, pack_out_cb, &out)) < 0 ||
-        (ge = pack_out_flush(&out)) < 0 || (ge = out.wp->commit(out.wp, &out.stats)) < 0) {
+        (sink_has(s, tree) && (ge = git_packbuilder_insert(w.pb[w.n++ % w.npb], tree, NULL)) < 0) ||
+        (ge = git_tree_walk(t, GIT_TREEWALK_PRE, pack_walk_cb, &w)) < 0 || w.error < 0) {
         error = fail(err, RC_ERROR, "cannot write the new objects as a pack");
         goto done;
     }
-    if ((ge = git_odb_refresh(main_odb)) < 0)
+    for (size_t k = 0; k < w.npb; k++) {
+        half[k].pb = w.pb[k];
+        half[k].odb = main_odb;
+        half[k].err = (struct rc_err)RC_ERR_INIT;
+    }
+    rc_threads_run(pack_half_write, half, w.npb);
+    for (size_t k = 0; k < w.npb && error == RC_OK; k++) {
+        if (half[k].error < 0) {
+            *err = half[k].err;
+            error = half[k].error;
+        }
+    }
+    /* the packs written, even when one of them failed: the other's objects are not lost */
+    if ((ge = git_odb_refresh(main_odb)) < 0 && error == RC_OK)
         error = fail(err, RC_ERROR, "cannot read the new pack");
 done:
-    if (out.wp)
-        out.wp->free(out.wp);
-    free(out.buf);
     git_tree_free(t);
-    git_packbuilder_free(w.pb);
+    for (size_t k = 0; k < w.npb; k++)
+        git_packbuilder_free(w.pb[k]);
     git_odb_free(main_odb);
     return error;
 }
@@ -1956,7 +2010,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     unsigned char *changed = NULL;
     git_oid *ids = NULL;
     size_t nchanged = 0;
-    struct objsink sink = {NULL, NULL, NULL, NULL, NULL};
+    struct objsink sink = {NULL, NULL, NULL, NULL, NULL, 0};
     git_oid tree_id;
     int ge, error;
 

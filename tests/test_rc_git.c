@@ -684,6 +684,50 @@ static void test_rc_git__build_tree_writes_the_pack_in_large_pieces(void **state
     free(files);
 }
 
+/* A commit of many thousands of new objects (a first pass on a large fleet) writes them as two
+ * packs at once when the machine has two cores; git reads every object back from either. */
+static void test_rc_git__build_tree_splits_a_large_pack_over_cores(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    enum { N = 9000 };
+    struct rc_git_file *files = calloc(N, sizeof(*files));
+    char tree[41], commit[41], *base, *fsck, *count, *ls, *blob, want[64];
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *in_pack;
+
+    base = th_git_commit_files(f->work, "base", "README.md", "deploy branch\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    for (size_t i = 0; i < N; i++) {
+        files[i].path = rc_arena_printf(&f->a, "clusters/c%zu/ns/job-%zu.yaml", i % 90, i);
+        files[i].data = rc_arena_printf(&f->a, "kind: RayJob\nmetadata: {name: job-%zu}\n", i);
+        files[i].len = strlen(files[i].data);
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, base, files, N, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, base, "many\n", 1700000000, &err), RC_OK);
+    fsck = th_git_ok(f->work, "fsck", "--no-dangling", "--strict", commit, NULL);
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    assert_non_null(strstr(count, cores >= 2 ? "packs: 2\n" : "packs: 1\n"));
+    /* 9,000 blobs and 182 trees (the root, clusters/, 90 clusters and their ns/) */
+    in_pack = strstr(count, "in-pack: ");
+    assert_non_null(in_pack);
+    assert_true(strtol(in_pack + 9, NULL, 10) >= N + 182);
+    ls = th_git_ok(f->work, "ls-tree", "-r", "--name-only", commit, NULL);
+    assert_int_equal(th_count(ls, "\n") + 1, N + 1);
+    for (size_t i = 8990; i < N; i++) { /* objects of both packs */
+        blob = th_git_ok(f->work, "show", rc_arena_printf(&f->a, "%s:%s", commit, files[i].path),
+                         NULL);
+        snprintf(want, sizeof(want), "kind: RayJob\nmetadata: {name: job-%zu}", i);
+        assert_string_equal(blob, want);
+        free(blob);
+    }
+    free(ls);
+    free(count);
+    free(fsck);
+    free(base);
+    free(files);
+}
+
 static void test_rc_git__build_tree_refuses_bad_paths(void **state)
 {
     struct fx *f = *state;
@@ -1484,6 +1528,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_splits_a_large_pack_over_cores,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_writes_the_pack_in_large_pieces,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_refuses_bad_paths, setup, teardown),
