@@ -1749,6 +1749,7 @@ static void lent_seal(struct lent *l)
 }
 
 struct objsink {
+    git_odb *packed;          /* the repository's packs alone (pack mode), see sink_write_blob */
     git_repository *repo;     /* where objects are written: g->repo, or `own` */
     git_repository *own;      /* the second handle (pack mode) */
     git_odb_backend *mempack; /* owned by own's object database: the new trees */
@@ -1757,14 +1758,18 @@ struct objsink {
     size_t nobjects;          /* new objects expected (pack mode) */
 };
 
-/* Pack mode: lend a blob whose id the caller computed to the object store, unless some store
- * has it already. git_blob_create_from_buffer would copy it, hash it again and, for every
- * object that is new (all of them, in a first commit), touch its would-be loose file and
- * then rescan the pack directory (an odb "freshen" that misses is followed by a refresh and
- * a second try): two directory reads and a utimensat per object. */
+/* Pack mode: lend a blob whose id the caller computed to the object store, unless the
+ * repository's packs have it already. git_blob_create_from_buffer would copy it, hash it
+ * again and, for every object that is new (all of them, in a first commit), touch its
+ * would-be loose file and then rescan the pack directory (an odb "freshen" that misses is
+ * followed by a refresh and a second try): two directory reads and a utimensat per object.
+ * Loose objects are not asked: a stat of a would-be file per blob was a tenth of a large
+ * commit, and they are few (small commits write them, and git gc packs them); one that is
+ * packed again costs only its bytes in the new pack. Blobs lent twice are kept once
+ * (lent_seal). */
 static int sink_write_blob(struct objsink *s, const git_oid *id, const char *data, size_t len)
 {
-    if (!git_odb_exists_ext(s->odb, id, GIT_ODB_LOOKUP_NO_REFRESH))
+    if (!s->packed || !git_odb_exists_ext(s->packed, id, GIT_ODB_LOOKUP_NO_REFRESH))
         lent_add(s->lent, id, data, len);
     return 0;
 }
@@ -1806,6 +1811,22 @@ static int sink_open(struct objsink *s, struct rc_git *g, size_t nobjects, struc
     s->odb = odb;
     s->repo = s->own;
     s->nobjects = nobjects;
+    {
+        /* the packs alone: asked whether a blob is new (sink_write_blob); without them, every
+         * blob is lent */
+        git_odb_backend *pb = NULL;
+        char objdir[4096];
+        int fits = snprintf(objdir, sizeof(objdir), "%sobjects", git_repository_path(g->repo)) <
+                   (int)sizeof(objdir);
+        if (!fits || git_odb_new(&s->packed) < 0 || git_odb_backend_pack(&pb, objdir) < 0 ||
+            git_odb_add_backend(s->packed, pb, 1) < 0) {
+            if (pb)
+                pb->free(pb);
+            git_odb_free(s->packed);
+            s->packed = NULL;
+            git_error_clear();
+        }
+    }
     return RC_OK;
 }
 
@@ -1996,6 +2017,7 @@ done:
 
 static void sink_close(struct objsink *s)
 {
+    git_odb_free(s->packed);
     git_odb_free(s->odb);
     git_repository_free(s->own); /* frees the in-memory store with its object database */
     memset(s, 0, sizeof(*s));
@@ -2010,7 +2032,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     unsigned char *changed = NULL;
     git_oid *ids = NULL;
     size_t nchanged = 0;
-    struct objsink sink = {NULL, NULL, NULL, NULL, NULL, 0};
+    struct objsink sink = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
     git_oid tree_id;
     int ge, error;
 

@@ -684,6 +684,55 @@ static void test_rc_git__build_tree_writes_the_pack_in_large_pieces(void **state
     free(files);
 }
 
+/* A large commit packs only objects the repository's packs lack: blobs packed by an earlier
+ * commit, now at other paths, are not packed again. */
+static void test_rc_git__build_tree_packs_only_what_the_packs_lack(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    enum { N = 600, M = 300 };
+    struct rc_git_file *files = calloc(N + M, sizeof(*files));
+    char tree[41], commit[41], commit2[41], *base, *count, *fsck;
+    const char *in_pack;
+    long first, second;
+
+    base = th_git_commit_files(f->work, "base", "README.md", "deploy branch\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    for (size_t i = 0; i < N; i++) {
+        files[i].path = rc_arena_printf(&f->a, "clusters/a/ns/job-%zu.yaml", i);
+        files[i].data = rc_arena_printf(&f->a, "kind: RayJob\nmetadata: {name: job-%zu}\n", i);
+        files[i].len = strlen(files[i].data);
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, base, files, N, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, base, "first\n", 1700000000, &err), RC_OK);
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    in_pack = strstr(count, "in-pack: ");
+    assert_non_null(in_pack);
+    first = strtol(in_pack + 9, NULL, 10);
+    assert_true(first >= N);
+    free(count);
+    /* the same contents moved to another cluster, and 300 new files */
+    for (size_t i = 0; i < N + M; i++) {
+        files[i].path = rc_arena_printf(&f->a, "clusters/b/ns/job-%zu.yaml", i);
+        files[i].data = rc_arena_printf(&f->a, "kind: RayJob\nmetadata: {name: job-%zu}\n", i);
+        files[i].len = strlen(files[i].data);
+    }
+    assert_int_equal(rc_git_build_tree(tree, f->g, commit, files, N + M, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit2, f->g, tree, commit, "moved\n", 1700000001, &err),
+                     RC_OK);
+    fsck = th_git_ok(f->work, "fsck", "--no-dangling", commit2, NULL);
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    in_pack = strstr(count, "in-pack: ");
+    assert_non_null(in_pack);
+    second = strtol(in_pack + 9, NULL, 10);
+    /* 300 blobs and 4 trees (the root, clusters/, b/, b/ns/) */
+    assert_int_equal(second - first, M + 4);
+    free(count);
+    free(fsck);
+    free(base);
+    free(files);
+}
+
 /* A commit of many thousands of new objects (a first pass on a large fleet) writes them as two
  * packs at once when the machine has two cores; git reads every object back from either. */
 static void test_rc_git__build_tree_splits_a_large_pack_over_cores(void **state)
@@ -1528,6 +1577,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_replaces_deploy_paths, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_only_what_the_packs_lack,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_splits_a_large_pack_over_cores,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_writes_the_pack_in_large_pieces,
