@@ -2609,7 +2609,6 @@ int rc_pass_run(struct rc_pass_result *out, struct rc_git *g, const struct rc_pa
     char last[RC_ERR_MSG_MAX] = "";
     int error = RC_OK;
 
-    rc_arena_set_bulk(a); /* a large fleet's pass puts tens of MB in it */
     for (int i = 0; i < attempts; i++) {
         memset(out, 0, sizeof(*out));
         out->attempts = i + 1;
