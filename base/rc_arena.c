@@ -1,6 +1,5 @@
 /*
- * rc_arena.c - bump allocator in 64 KiB blocks, 4 MiB for a bulk arena (bigger requests get a
- * block of their own).
+ * rc_arena.c - bump allocator in 64 KiB blocks (bigger requests get a block of their own).
  */
 #include "rc_arena.h"
 #include "rc_mem.h"
@@ -10,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define BLOCK_SIZE (64 * 1024)
 #define FIRST_BLOCK (4 * 1024)
@@ -25,8 +23,6 @@ struct rc_arena_block {
     _Alignas(16) unsigned char data[];
 };
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
 static struct rc_arena_block *new_block(size_t size)
 {
     struct rc_arena_block *b = rc_xmalloc(sizeof(*b) + size);
@@ -39,47 +35,17 @@ static struct rc_arena_block *new_block(size_t size)
     return b;
 }
 
-/* A bulk arena's block of RC_ARENA_BULK_BLOCK bytes in all: aligned to a huge page and
- * marked for huge pages (a hint: where the kernel has none, it is ordinary memory). */
-static struct rc_arena_block *new_bulk_block(void)
-{
-    struct rc_arena_block *b = NULL;
-
-    if (posix_memalign((void **)&b, HUGE_PAGE, RC_ARENA_BULK_BLOCK) != 0 || !b)
-        rc_xmalloc(SIZE_MAX); /* out of memory: abort through the policy of rc_mem.h */
-#ifdef MADV_HUGEPAGE
-    (void)madvise(b, RC_ARENA_BULK_BLOCK, MADV_HUGEPAGE);
-#endif
-    b->next = NULL;
-    b->size = RC_ARENA_BULK_BLOCK - sizeof(*b);
-    b->used = 0;
-    b->taken = NULL;
-    b->taken_len = 0;
-    return b;
-}
-
-/* Blocks grow from FIRST_BLOCK, doubling up to BLOCK_SIZE (a bulk arena: up to its bulk
- * block): an arena holding little (one parsed file of many) holds little more than it uses. */
-static size_t block_cap(const struct rc_arena *a)
-{
-    return a->bulk ? RC_ARENA_BULK_BLOCK - sizeof(struct rc_arena_block) : BLOCK_SIZE;
-}
-
-static size_t next_block_size(const struct rc_arena *a, const struct rc_arena_block *head,
-                              size_t need)
+/* Blocks grow from FIRST_BLOCK, doubling up to BLOCK_SIZE: an arena holding little (one
+ * parsed file of many) holds little more than it uses. */
+static size_t next_block_size(const struct rc_arena_block *head, size_t need)
 {
     size_t size = head && head->size ? head->size * 2 : FIRST_BLOCK; /* size 0: taken */
 
-    if (size > block_cap(a))
-        size = block_cap(a);
+    if (size > BLOCK_SIZE)
+        size = BLOCK_SIZE;
     while (size < need)
         size *= 2;
     return size;
-}
-
-void rc_arena_set_bulk(struct rc_arena *a)
-{
-    a->bulk = 1;
 }
 
 void *rc_arena_alloc(struct rc_arena *a, size_t n)
@@ -91,7 +57,7 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
     if (need < n)
         rc_xmalloc(SIZE_MAX); /* overflow: abort through the OOM path */
     if (!b || b->size - b->used < need) {
-        if (need > block_cap(a) / 4 || (b && need > next_block_size(a, b, need) / 2)) {
+        if (need > BLOCK_SIZE / 4 || (b && need > next_block_size(b, need) / 2)) {
             /* big (for the arena's size so far): own block of the exact size, linked behind
              * the current head so the head keeps filling */
             struct rc_arena_block *big = new_block(need);
@@ -106,8 +72,7 @@ void *rc_arena_alloc(struct rc_arena *a, size_t n)
             memset(big->data, 0, need);
             return big->data;
         }
-        size_t size = next_block_size(a, a->head, need);
-        b = a->bulk && size == block_cap(a) ? new_bulk_block() : new_block(size);
+        b = new_block(next_block_size(a->head, need));
         b->next = a->head;
         a->head = b;
     }

@@ -15,20 +15,12 @@ struct rc_arena_block;
 struct rc_arena {
     struct rc_arena_block *head;
     size_t used_total; /* bytes handed out, for reporting */
-    int bulk;          /* rc_arena_set_bulk */
 };
 
 #define RC_ARENA_INIT                                                                              \
     {                                                                                              \
-        NULL, 0, 0                                                                                 \
+        NULL, 0                                                                                    \
     }
-
-/* An arena that will hold tens of MB (a pass's): its blocks grow past 64 KiB to
- * RC_ARENA_BULK_BLOCK, each aligned and marked for transparent huge pages (MADV_HUGEPAGE)
- * where the kernel offers them, so that memory first touched costs a fault per 2 MiB, not per
- * 4 KiB page. Kept across rc_arena_release. */
-#define RC_ARENA_BULK_BLOCK ((size_t)4 << 20)
-void rc_arena_set_bulk(struct rc_arena *a);
 
 void *rc_arena_alloc(struct rc_arena *a, size_t n);
 /* count * n bytes, zeroed, aborting on overflow. */
@@ -54,7 +46,7 @@ void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);
 /* Bytes the arena holds from malloc (its blocks, used or not, and the buffers it took);
  * used_total counts what it handed out. */
 size_t rc_arena_held(const struct rc_arena *a);
-/* Free every block; the arena is back to RC_ARENA_INIT (a bulk arena stays bulk). */
+/* Free every block; the arena is back to RC_ARENA_INIT. */
 void rc_arena_release(struct rc_arena *a);
 
 #endif

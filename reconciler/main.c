@@ -1399,11 +1399,6 @@ static int cmd_reconcile_once(struct run *r)
     double start;
     long long ms;
 
-    /* A process of one pass: its arena in bulk blocks on huge pages (rc_arena.h). A loop's
-     * passes reuse the heap's memory warm from the pass before instead. */
-    if (!r->cli->interval)
-        rc_arena_set_bulk(&a);
-
     /* One pass at a time per state directory. */
     lock_fd = take_lock(r->state_dir, 0, &r->cli->log, &locked_by_other);
     if (lock_fd < 0) {

@@ -696,8 +696,6 @@ static int render_jobs(struct rjob *jobs, size_t njobs, const struct rd_render_o
         w[k].stop = &stop;
         w[k].opts = opts;
         w[k].a = k ? &w[k].own : a;
-        if (a->bulk) /* the rendered text, adopted by `a` below */
-            rc_arena_set_bulk(&w[k].own);
         rc_buf_init(&w[k].buf, 0);
         w[k].failed_at = njobs;
     }

@@ -3,7 +3,6 @@
  */
 #include "th.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #include "rc_arena.h"
@@ -88,42 +87,6 @@ static void test_rc_base__arena_strings_and_big_blocks(void **state)
     }
     rc_arena_release(&a);
     assert_null(a.head);
-}
-
-/* A bulk arena grows past 64 KiB blocks to RC_ARENA_BULK_BLOCK, each aligned to a 2 MiB huge
- * page (and marked for them); a plain one stays at 64 KiB. Both hand out zeroed memory, and
- * a bulk arena stays bulk after a release. */
-static void test_rc_base__arena_bulk_blocks(void **state)
-{
-    struct rc_arena plain = RC_ARENA_INIT, bulk = RC_ARENA_INIT;
-    const size_t huge = (size_t)2 << 20;
-    size_t aligned = 0, n = 0;
-
-    (void)state;
-    rc_arena_set_bulk(&bulk);
-    while (rc_arena_held(&bulk) < 3 * RC_ARENA_BULK_BLOCK) {
-        size_t before = rc_arena_held(&bulk);
-        unsigned char *p = rc_arena_alloc(&bulk, 1000), *q = rc_arena_alloc(&plain, 1000);
-        for (size_t i = 0; i < 1000; i++)
-            assert_true(p[i] == 0 && q[i] == 0);
-        memset(p, 0xab, 1000);
-        memset(q, 0xab, 1000);
-        /* the first allocation of a new block of the bulk size: at its start */
-        if (rc_arena_held(&bulk) - before >= RC_ARENA_BULK_BLOCK) {
-            assert_true((uintptr_t)p % huge < 256);
-            aligned++;
-        }
-        n++;
-    }
-    assert_true(aligned >= 2);
-    /* the plain arena held the same allocations in 64 KiB blocks: no block of 4 MiB */
-    assert_true(rc_arena_held(&plain) < rc_arena_held(&bulk));
-    assert_true(rc_arena_held(&plain) >= n * 1000);
-    rc_arena_release(&bulk);
-    assert_int_equal(rc_arena_held(&bulk), 0);
-    assert_true(bulk.bulk);
-    rc_arena_release(&plain);
-    assert_false(plain.bulk);
 }
 
 /* A buffer handed to an arena lives as long as the arena, also after it moved to another
@@ -414,7 +377,6 @@ int main(void)
         cmocka_unit_test(test_rc_base__err_is_one_line),
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
-        cmocka_unit_test(test_rc_base__arena_bulk_blocks),
         cmocka_unit_test(test_rc_base__arena_take),
         cmocka_unit_test(test_rc_base__arena_pass_on),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
