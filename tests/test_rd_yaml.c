@@ -1202,7 +1202,10 @@ static void test_rd_yaml__emit_long_key(void **state)
 
 /* ==== round trips ==== */
 
-static void round_trip_dir(const char *dir, int *nfiles)
+/* Every .yaml file under dir (its subdirectories too), its text with the fixtures'
+ * placeholders substituted, to one_file(path, text); *nfiles counts them. */
+static void each_yaml_file(const char *dir, void (*one_file)(const char *path, const char *text),
+                           int *nfiles)
 {
     DIR *dh = opendir(dir);
     struct dirent *de;
@@ -1218,24 +1221,30 @@ static void round_trip_dir(const char *dir, int *nfiles)
             size_t len;
             char *raw = read_text(path, &len);
             char *text = substitute(raw);
-            struct rd_docs *d = NULL;
-            struct rc_err err = RC_ERR_INIT;
-            int rc = rd_yaml_load(&d, path, text, strlen(text), NULL, NULL, &err);
-            if (rc != RC_OK)
-                print_error("%s\n", err.msg);
-            assert_int_equal(rc, RC_OK);
-            assert_true(rd_docs_count(d) >= 1);
-            for (size_t i = 0; i < rd_docs_count(d); i++)
-                check_round_trip(path, rd_docs_get(d, i));
-            rd_docs_free(d);
+            one_file(path, text);
             free(text);
             free(raw);
             (*nfiles)++;
         } else if (!strchr(de->d_name, '.')) {
-            round_trip_dir(path, nfiles);
+            each_yaml_file(path, one_file, nfiles);
         }
     }
     closedir(dh);
+}
+
+static void round_trip_file(const char *path, const char *text)
+{
+    struct rd_docs *d = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    int rc = rd_yaml_load(&d, path, text, strlen(text), NULL, NULL, &err);
+
+    if (rc != RC_OK)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, RC_OK);
+    assert_true(rd_docs_count(d) >= 1);
+    for (size_t i = 0; i < rd_docs_count(d); i++)
+        check_round_trip(path, rd_docs_get(d, i));
+    rd_docs_free(d);
 }
 
 static void test_rd_yaml__skyray_round_trip(void **state)
@@ -1243,7 +1252,7 @@ static void test_rd_yaml__skyray_round_trip(void **state)
     int n = 0;
 
     (void)state;
-    round_trip_dir(RP_SOURCE_DIR "/tests/data/skyray", &n);
+    each_yaml_file(RP_SOURCE_DIR "/tests/data/skyray", round_trip_file, &n);
     assert_true(n >= 26);
 }
 
@@ -1264,50 +1273,29 @@ static void same_positions(const struct rd_docs *da, const cJSON *a, const struc
 
 /* Each skyray file loaded inside a span is the tree loaded outside one, node for node and
  * position for position; its nodes and strings are the span's memory and go with it. */
-static void span_dir(const char *dir, int *nfiles)
+static void span_file(const char *path, const char *text)
 {
-    DIR *dh = opendir(dir);
-    struct dirent *de;
+    struct rd_docs *out = NULL, *in = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_jarena ja;
 
-    assert_non_null(dh);
-    while ((de = readdir(dh))) {
-        char path[1024];
-        size_t n = strlen(de->d_name);
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (n > 5 && strcmp(de->d_name + n - 5, ".yaml") == 0) {
-            size_t len;
-            char *raw = read_text(path, &len);
-            char *text = substitute(raw);
-            struct rd_docs *out = NULL, *in = NULL;
-            struct rc_err err = RC_ERR_INIT;
-            struct rd_jarena ja;
-            assert_int_equal(rd_yaml_load(&out, path, text, strlen(text), NULL, NULL, &err), RC_OK);
-            assert_false(rd_jarena_owns(rd_docs_get(out, 0)));
-            rd_jarena_begin(&ja);
-            assert_int_equal(rd_yaml_load(&in, path, text, strlen(text), NULL, NULL, &err), RC_OK);
-            assert_int_equal(rd_docs_count(in), rd_docs_count(out));
-            for (size_t i = 0; i < rd_docs_count(in); i++) {
-                const cJSON *r = rd_docs_get(in, i);
-                assert_true(rd_jarena_owns(r));
-                assert_true(rd_jarena_owns(r->child->string));
-                assert_true(rd_yaml_equal(r, rd_docs_get(out, i)));
-                same_positions(in, r, out, rd_docs_get(out, i));
-            }
-            /* a tree of the heap freed inside the span goes to free() (ASan checks it) */
-            rd_docs_free(out);
-            rd_docs_free(in);
-            assert_true(ja.bytes > 0);
-            rd_jarena_end(&ja);
-            free(text);
-            free(raw);
-            (*nfiles)++;
-        } else if (!strchr(de->d_name, '.')) {
-            span_dir(path, nfiles);
-        }
+    assert_int_equal(rd_yaml_load(&out, path, text, strlen(text), NULL, NULL, &err), RC_OK);
+    assert_false(rd_jarena_owns(rd_docs_get(out, 0)));
+    rd_jarena_begin(&ja);
+    assert_int_equal(rd_yaml_load(&in, path, text, strlen(text), NULL, NULL, &err), RC_OK);
+    assert_int_equal(rd_docs_count(in), rd_docs_count(out));
+    for (size_t i = 0; i < rd_docs_count(in); i++) {
+        const cJSON *r = rd_docs_get(in, i);
+        assert_true(rd_jarena_owns(r));
+        assert_true(rd_jarena_owns(r->child->string));
+        assert_true(rd_yaml_equal(r, rd_docs_get(out, i)));
+        same_positions(in, r, out, rd_docs_get(out, i));
     }
-    closedir(dh);
+    /* a tree of the heap freed inside the span goes to free() (ASan checks it) */
+    rd_docs_free(out);
+    rd_docs_free(in);
+    assert_true(ja.bytes > 0);
+    rd_jarena_end(&ja);
 }
 
 static void test_rd_jarena__skyray_loads_the_same_in_a_span(void **state)
@@ -1315,7 +1303,7 @@ static void test_rd_jarena__skyray_loads_the_same_in_a_span(void **state)
     int n = 0;
 
     (void)state;
-    span_dir(RP_SOURCE_DIR "/tests/data/skyray", &n);
+    each_yaml_file(RP_SOURCE_DIR "/tests/data/skyray", span_file, &n);
     assert_true(n >= 26);
 }
 
