@@ -1316,3 +1316,16 @@ size_t rd_pod_templates(cJSON *root, cJSON **out, size_t max)
     }
     return n;
 }
+
+size_t rd_pod_components(cJSON *root, cJSON **out, size_t max)
+{
+    static const char *const parts[] = {"predictor", "transformer", "explainer"};
+    cJSON *spec = member(root, "spec");
+    size_t n = 0;
+
+    if (annotation(root, RD_POD_TEMPLATES_ANNOTATION) || kind_of(root) != K_ISVC)
+        return 0;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        push(member(spec, parts[i]), out, max, &n);
+    return n;
+}

@@ -58,4 +58,15 @@ int rd_demand_extract(struct pl_object *obj, const cJSON *root, const struct rd_
  */
 size_t rd_pod_templates(cJSON *root, cJSON **out, size_t max);
 
+/*
+ * The components whose `labels` map a workload's controller copies onto the pods it makes,
+ * for kinds that have no pod template: KServe InferenceService -> predictor, transformer and
+ * explainer, those present ("Labels that will be added to the component pod"). Labels for
+ * the pods go in <component>.labels, not in metadata.labels. None for a kind whose pod
+ * templates are declared (the annotation wins, as in rd_pod_templates). Only mappings are
+ * returned, in that order; returns the number found (at most max written; borrowed from root).
+ */
+#define RD_POD_COMPONENTS_MAX 3
+size_t rd_pod_components(cJSON *root, cJSON **out, size_t max);
+
 #endif

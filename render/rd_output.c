@@ -277,7 +277,9 @@ void rd_render_digest(char out[17], const struct rd_render_options *opts)
 
     if (!opts)
         opts = &defaults;
-    h = rc_fnv1a_str(h, "rightplace " RP_VERSION " render 1\n");
+    /* "render N": bumped whenever the same input renders differently (2: KServe components'
+     * pod labels), so that a tree made before is rendered again, not reused */
+    h = rc_fnv1a_str(h, "rightplace " RP_VERSION " render 2\n");
     h = rc_fnv1a_str(h, opts->luna_key ? opts->luna_key : "");
     h = rc_fnv1a(h, "=", 1);
     h = rc_fnv1a_str(h, opts->luna_value ? opts->luna_value : "");
@@ -359,21 +361,29 @@ static void set_str(cJSON *obj, const char *key, const char *value)
     rd_out_add_str(obj, key, value);
 }
 
-/* managed: add app.kubernetes.io/managed-by (not in pull mode). Adds no empty labels map. */
-static void set_labels(cJSON *obj, int managed, const char *unit_label, const char *luna_key,
-                       const char *luna_value)
+/* Into obj's labels map `key` (NULL: metadata.labels). managed: add
+ * app.kubernetes.io/managed-by (not in pull mode). Adds no empty labels map. */
+static void put_labels(cJSON *obj, const char *key, int managed, const char *unit_label,
+                       const char *luna_key, const char *luna_value)
 {
     cJSON *labels;
 
     if (!managed && !unit_label && !luna_key)
         return;
-    labels = ensure_object(ensure_object(obj, "metadata"), "labels");
+    labels =
+        key ? ensure_object(obj, key) : ensure_object(ensure_object(obj, "metadata"), "labels");
     if (managed)
         set_str(labels, PL_LABEL_MANAGED, PL_LABEL_MANAGED_VALUE);
     if (unit_label)
         set_str(labels, PL_LABEL_UNIT, unit_label);
     if (luna_key)
         set_str(labels, luna_key, luna_value ? luna_value : "true");
+}
+
+static void set_labels(cJSON *obj, int managed, const char *unit_label, const char *luna_key,
+                       const char *luna_value)
+{
+    put_labels(obj, NULL, managed, unit_label, luna_key, luna_value);
 }
 
 /* Pull mode: neither Flux nor Argo CD may prune a Namespace (deleting it deletes everything
@@ -572,11 +582,11 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
     size_t t = j->t;
     const struct rd_object *ro = o->payload;
     const char *cluster = d->targets[t].cluster;
-    cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small;
+    cJSON *copy = NULL, *small[RD_MAX_TEMPLATES], **tmpl = small, *comp[RD_POD_COMPONENTS_MAX];
     const char *data = NULL;
     struct pl_share share = {1, o->replicas, o->parallelism, o->completions};
     int divides = pl_decision_divides(d);
-    size_t len = 0, nt;
+    size_t len = 0, nt, nc;
     struct rd_jarena ja;
     int error;
 
@@ -614,6 +624,10 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
         set_labels(tmpl[i], !opts->pull, j->unit_label, opts->luna_key, opts->luna_value);
     if (tmpl != small)
         free(tmpl);
+    /* kinds without pod templates whose controller copies a component's labels to its pods */
+    nc = rd_pod_components(copy, comp, RD_POD_COMPONENTS_MAX);
+    for (size_t i = 0; i < nc && i < RD_POD_COMPONENTS_MAX; i++)
+        put_labels(comp[i], "labels", !opts->pull, j->unit_label, opts->luna_key, opts->luna_value);
     if (divides && pl_split_of(o) == PL_SPLIT_REPLICAS) {
         set_spec_int(copy, "replicas", share.replicas);
     } else if (divides && pl_split_of(o) == PL_SPLIT_JOB) {

@@ -849,6 +849,36 @@ static void test_rd_output__kustomize_builds(void **state)
 }
 
 /* Real manifests through rd_source_load: each object its own unit on cluster c1. */
+/* Everything src loaded placed whole on one cluster "c1" (c1 and the input are the caller's). */
+static void place_all_on_c1(struct fx *f, const struct rd_source *src, struct pl_cluster *c1,
+                            struct pl_input *in, struct pl_result *res)
+{
+    memset(c1, 0, sizeof(*c1));
+    c1->name = "c1";
+    c1->reachable = 1;
+    memset(in, 0, sizeof(*in));
+    in->res = &src->res;
+    in->nobjects = src->nobjects;
+    in->objects = src->objects;
+    in->nclusters = 1;
+    in->clusters = c1;
+    memset(res, 0, sizeof(*res));
+    res->ndecisions = src->nobjects;
+    res->decisions = rc_arena_calloc(&f->a, src->nobjects, sizeof(*res->decisions));
+    for (size_t i = 0; i < src->nobjects; i++) {
+        struct pl_decision *d = &res->decisions[i];
+        d->unit = src->objects[i].key;
+        d->policy = "p";
+        d->nobjects = 1;
+        d->objects = rc_arena_calloc(&f->a, 1, sizeof(*d->objects));
+        d->objects[0] = &src->objects[i];
+        d->object_keys = &src->objects[i].key;
+        d->state = PL_STATE_PLACED;
+        d->targets = targets(&f->a, "c1", 100, NULL, 0, &d->ntargets);
+        d->change = PL_CHANGE_NEW;
+    }
+}
+
 static void test_rd_output__renders_loaded_source(void **state)
 {
     static const char *const paths[] = {"tests/data/skyray/deploy-scripts/ray-job.train.yaml",
@@ -878,33 +908,10 @@ static void test_rd_output__renders_loaded_source(void **state)
     assert_int_equal(src.nerrors, 0);
     assert_true(src.nobjects >= 3);
 
-    memset(&c1, 0, sizeof(c1));
-    c1.name = "c1";
-    c1.reachable = 1;
-    memset(&in, 0, sizeof(in));
-    in.res = &src.res;
-    in.nobjects = src.nobjects;
-    in.objects = src.objects;
-    in.nclusters = 1;
-    in.clusters = &c1;
-    memset(&res, 0, sizeof(res));
-    res.ndecisions = src.nobjects;
-    res.decisions = rc_arena_calloc(&f->a, src.nobjects, sizeof(*res.decisions));
+    place_all_on_c1(f, &src, &c1, &in, &res);
     for (size_t i = 0; i < src.nobjects; i++) {
-        struct pl_decision *d = &res.decisions[i];
-        const struct rd_object *ro = src.objects[i].payload;
-        cJSON *tmpl[32];
-        d->unit = src.objects[i].key;
-        d->policy = "p";
-        d->nobjects = 1;
-        d->objects = rc_arena_calloc(&f->a, 1, sizeof(*d->objects));
-        d->objects[0] = &src.objects[i];
-        d->object_keys = &src.objects[i].key;
-        d->state = PL_STATE_PLACED;
-        d->targets = targets(&f->a, "c1", 100, NULL, 0, &d->ntargets);
-        d->change = PL_CHANGE_NEW;
-        cJSON *tree = NULL;
-        assert_int_equal(rd_object_tree(&tree, ro, &err), RC_OK);
+        cJSON *tmpl[32], *tree = NULL;
+        assert_int_equal(rd_object_tree(&tree, src.objects[i].payload, &err), RC_OK);
         templates += rd_pod_templates(tree, tmpl, 32);
         cJSON_Delete(tree);
     }
@@ -941,6 +948,111 @@ static void test_rd_output__renders_loaded_source(void **state)
     rd_source_release(&src);
     free(data[0]);
     free(data[1]);
+}
+
+/* A KServe InferenceService has no pod template: its controller copies each component's
+ * `labels` to the component's pods, so that is where rightplace's pod labels go (Luna's among
+ * them: without it Luna never scales a cluster up for the predictor). */
+static const char *const isvc_yaml =
+    "apiVersion: serving.kserve.io/v1beta1\n"
+    "kind: InferenceService\n"
+    "metadata: {name: llm, namespace: serve, labels: {app: llm}}\n"
+    "spec:\n"
+    "  predictor:\n"
+    "    labels: {team: ml}\n"
+    "    model: {modelFormat: {name: huggingface}, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    "  transformer:\n"
+    "    containers: [{name: t, image: t:1}]\n"
+    "---\n"
+    "apiVersion: serving.kserve.io/v1beta1\n"
+    "kind: InferenceService\n"
+    "metadata:\n"
+    "  name: declared\n"
+    "  namespace: serve\n"
+    "  annotations: {rightplace.dev/pod-templates: spec.predictor.podTemplate=1}\n"
+    "spec:\n"
+    "  predictor:\n"
+    "    labels: {team: ml}\n"
+    "    podTemplate: {metadata: {}, spec: {containers: [{name: p, image: p:1}]}}\n";
+
+static const cJSON *labels_at(const cJSON *root, const char *component)
+{
+    return cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "spec"), component),
+        "labels");
+}
+
+static void assert_label(const cJSON *labels, const char *key, const char *want)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, key));
+
+    if (!v || strcmp(v, want))
+        fail_msg("label %s: '%s', want '%s'", key, v ? v : "(none)", want);
+}
+
+static void test_rd_output__labels_on_kserve_components(void **state)
+{
+    struct fx *f = *state;
+    struct rd_source src = RD_SOURCE_INIT;
+    struct rd_file file = {"serve/llm.yaml", isvc_yaml, strlen(isvc_yaml)};
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_render_options pull = RD_RENDER_OPTIONS_INIT;
+    struct pl_cluster c1;
+    struct pl_input in;
+    struct pl_result res;
+    struct rd_tree t;
+    char unit[17];
+    cJSON *isvc, *tree = NULL, *comp[RD_POD_COMPONENTS_MAX];
+    const cJSON *l;
+
+    if (rd_source_load(&src, &file, 1, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(src.nerrors, 0);
+    assert_int_equal(src.nobjects, 2);
+    for (size_t i = 0; i < 2; i++) { /* declared: none; llm: predictor and transformer */
+        int llm = !strcmp(src.objects[i].name, "llm");
+        assert_int_equal(rd_object_tree(&tree, src.objects[i].payload, &err), RC_OK);
+        assert_int_equal(rd_pod_components(tree, comp, RD_POD_COMPONENTS_MAX), llm ? 2 : 0);
+        if (llm)
+            assert_non_null(cJSON_GetObjectItemCaseSensitive(comp[1], "containers"));
+        cJSON_Delete(tree);
+    }
+    place_all_on_c1(f, &src, &c1, &in, &res);
+    pl_unit_label("serve/InferenceService/llm", unit); /* the unit is the object (see above) */
+
+    if (rd_render_tree(&t, &res, &in, SOURCE, NULL, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    isvc = load(find(&t, "clusters/c1/serve/inferenceservice.llm.yaml"));
+    for (const char *const *c = (const char *const[]){"predictor", "transformer", NULL}; *c; c++) {
+        l = labels_at(isvc, *c);
+        assert_non_null(l);
+        assert_label(l, PL_LABEL_MANAGED, "rightplace");
+        assert_label(l, PL_LABEL_UNIT, unit);
+        assert_label(l, "elotl-luna", "true");
+    }
+    assert_label(labels_at(isvc, "predictor"), "team", "ml"); /* its own kept */
+    assert_null(labels_at(isvc, "explainer"));                /* none made up */
+    assert_null(cJSON_GetObjectItemCaseSensitive(isvc, "explainer"));
+    assert_our_labels(isvc, unit, 0); /* the object's own labels: no Luna label */
+    cJSON_Delete(isvc);
+    /* declared pod templates win: the component map is left as written */
+    isvc = load(find(&t, "clusters/c1/serve/inferenceservice.declared.yaml"));
+    l = labels_at(isvc, "predictor");
+    assert_int_equal(cJSON_GetArraySize(l), 1);
+    assert_label(l, "team", "ml");
+    cJSON_Delete(isvc);
+
+    /* pull mode: no managed-by, the rest as in push mode */
+    pull.pull = 1;
+    if (rd_render_tree(&t, &res, &in, SOURCE, &pull, &f->a, &err) < 0)
+        fail_msg("%s", err.msg);
+    isvc = load(find(&t, "clusters/c1/serve/inferenceservice.llm.yaml"));
+    l = labels_at(isvc, "predictor");
+    assert_null(cJSON_GetObjectItemCaseSensitive(l, PL_LABEL_MANAGED));
+    assert_label(l, PL_LABEL_UNIT, unit);
+    assert_label(l, "elotl-luna", "true");
+    cJSON_Delete(isvc);
+    rd_source_release(&src);
 }
 
 /* ==== Tests: placements.yaml ==== */
@@ -1905,6 +2017,7 @@ int main(void)
         T(test_rd_output__system_namespaces_not_followed),
         T(test_rd_output__kustomize_builds),
         T(test_rd_output__renders_loaded_source),
+        T(test_rd_output__labels_on_kserve_components),
         T(test_rd_output__record_round_trip),
         T(test_rd_output__record_removed_units_dropped),
         T(test_rd_output__record_parse_errors),
