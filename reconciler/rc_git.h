@@ -137,11 +137,14 @@ int rc_git_list_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
                      struct rc_err *err);
 /* rc_git_list_yaml calls on this handle so far (a pass lists its source once). */
 size_t rc_git_listings(const struct rc_git *g);
+/* Object headers rc_git_read_blob read to learn a blob's size before reading it. */
+size_t rc_git_headers_read(const struct rc_git *g);
 
 /* Blob `id` (40 hex) into *data (NUL-terminated, *len bytes, allocated in `a`) if it holds at
- * most `max` bytes. The size comes from the object header first, so a larger blob is refused
- * without being read: RC_EINVALID with *len set to its size and "<N> bytes; the limit is <max>"
- * as the message. RC_ENOTFOUND when there is no such object. */
+ * most `max` bytes. A larger blob is refused without being read: RC_EINVALID with *len set to
+ * its size and "<N> bytes; the limit is <max>" as the message. RC_ENOTFOUND when there is no
+ * such object. The size comes from the object's header, read first, unless the blob is a loose
+ * object whose file is too small to inflate past `max` (deflate inflates at most 1032-fold). */
 int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id, size_t max,
                      struct rc_arena *a, struct rc_err *err);
 

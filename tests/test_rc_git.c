@@ -343,6 +343,80 @@ static void test_rc_git__read_file_and_tree(void **state)
     free(c1);
 }
 
+/* A blob's header is read before the blob only when its size could pass the limit: a loose
+ * object whose file deflate cannot inflate past it (1032-fold) is read at once. Whatever the
+ * way, the same bytes, the same refusals. */
+static void test_rc_git__read_blob_reads_a_header_only_when_it_must(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    size_t big = (size_t)1 << 20, len = 0, headers;
+    char *runs = malloc(big + 1), noise[1001], *data = NULL, *c, *small, *noisy, *long_run, *tree;
+    uint32_t x = 1;
+
+    memset(runs, 'a', big);
+    runs[big] = '\0';
+    for (size_t i = 0; i < 1000; i++) { /* printable, but deflate finds little to share */
+        x = x * 1664525u + 1013904223u;
+        noise[i] = (char)('!' + (x >> 24) % 90);
+    }
+    noise[1000] = '\0';
+    c = th_git_commit_files(f->work, "blobs", "small.yaml", "a: 1\n", "noise.txt", noise,
+                            "runs.txt", runs, NULL);
+    small = th_git_rev(f->work, "HEAD:small.yaml");
+    noisy = th_git_rev(f->work, "HEAD:noise.txt");
+    long_run = th_git_rev(f->work, "HEAD:runs.txt");
+    tree = th_git_rev(f->work, "HEAD^{tree}");
+    f->g = open_ok(f->work, NULL);
+
+    /* loose and small: no header */
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, small, 8 << 20, &f->a, &err), RC_OK);
+    assert_string_equal(data, "a: 1\n");
+    assert_int_equal(rc_git_headers_read(f->g), 0);
+    /* 1 MiB of one letter deflates to a few KiB (git's loose level 1): within 8 MiB, read at once
+     */
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, long_run, 8 << 20, &f->a, &err), RC_OK);
+    assert_int_equal(len, big);
+    assert_memory_equal(data, runs, big);
+    assert_int_equal(rc_git_headers_read(f->g), 0);
+    /* ... but a few KiB may inflate past 512 KiB: the header first, and the refusal */
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, long_run, 512 << 10, &f->a, &err),
+                     RC_EINVALID);
+    assert_int_equal(len, big);
+    assert_string_equal(err.msg, "1048576 bytes; the limit is 524288");
+    assert_int_equal(rc_git_headers_read(f->g), 1);
+    /* 1000 bytes that hardly deflate may pass 64 KiB as far as their file shows */
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, noisy, 64 << 10, &f->a, &err), RC_OK);
+    assert_string_equal(data, noise);
+    assert_int_equal(rc_git_headers_read(f->g), 2);
+    /* not a blob, not there: as before */
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, tree, 8 << 20, &f->a, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "is not a blob"));
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, "0123456789012345678901234567890123456789",
+                                      8 << 20, &f->a, &err),
+                     RC_ENOTFOUND);
+
+    /* packed: every header is read, however many blobs in a row find no loose file */
+    free(th_git_ok(f->work, "gc", "-q", "--prune=now", NULL));
+    rc_git_free(f->g);
+    f->g = open_ok(f->work, NULL);
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(rc_git_read_blob(&data, &len, f->g, small, 8 << 20, &f->a, &err), RC_OK);
+        assert_string_equal(data, "a: 1\n");
+    }
+    headers = rc_git_headers_read(f->g);
+    assert_int_equal(headers, 100);
+    assert_int_equal(rc_git_read_blob(&data, &len, f->g, long_run, 512 << 10, &f->a, &err),
+                     RC_EINVALID);
+    assert_int_equal(len, big);
+    free(c);
+    free(small);
+    free(noisy);
+    free(long_run);
+    free(tree);
+    free(runs);
+}
+
 /* ==== Building trees and commits ==== */
 
 static void test_rc_git__build_tree_replaces_deploy_paths(void **state)
@@ -1571,6 +1645,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__read_yaml_matches_git_ls_files, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__read_blob_reads_a_header_only_when_it_must,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_many_new_objects, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_few_changes_equal_a_full_build,
