@@ -17,6 +17,9 @@
 # Then loop mode on a clone of the same source (build/bench/bench_rc_pass, passes in one
 # process as `reconcile --interval` runs them, with a state directory): the same one-workload
 # change, its time and the process's peak RSS over all its passes.
+# The first pass runs again on a clone made as a fetch makes it (`git clone --no-local`: the
+# objects in one pack, where `git commit` leaves them loose), with a state of its own: what a
+# polled repository looks like (column "first, packed").
 # Beside them, the floors measured in the same run on the same bytes:
 #   scan   a bare libyaml scan of the source's YAML (build/bench/bench_yaml_scan)
 #   git    `git add -A && git commit` of the first pass's deploy tree in a fresh work tree
@@ -58,8 +61,11 @@ timed() {
 
 mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
-echo "| workloads x clusters | source | scan floor | first pass | RSS | no-op pass | RSS | one change | RSS | loop: one change | loop RSS | git CLI commit | record | snapshot | status |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+# x(a, b): "a/b" with two decimals, the multiple of the scan floor
+x() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "?" }'; }
+
+echo "| workloads x clusters | source | scan floor | first pass | RSS | first, packed | no-op pass | RSS | one change | RSS | loop: one change | loop RSS | git CLI commit | record | snapshot | status |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for size in "${sizes[@]}"; do
     n=${size%x*}
     c=${size#*x}
@@ -73,11 +79,16 @@ for size in "${sizes[@]}"; do
     scan_s=$(find "$src" -name '*.yaml' -not -path '*/.git/*' | "$scan" |
         sed -n 's/.*scan_s \([0-9.]*\).*/\1/p')
 
-    # loop mode starts from the same source, in a clone of its own
+    # loop mode starts from the same source, in a clone of its own; the packed first pass too
     git clone -q "$src" "$dir/loop"
     git -C "$dir/loop" config gc.auto 0
+    git clone -q --no-local "$src" "$dir/packed"
+    git -C "$dir/packed" config gc.auto 0
     timed "$dir/first" "${tun[@]}" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t1 r1 s1 <<<"$REPLY"
+    timed "$dir/firstp" "${tun[@]}" "$rp" reconcile --repo "$dir/packed" --once --no-apply \
+        --log-level debug
+    read -r t5 r5 s5 <<<"$REPLY"
     timed "$dir/noop" "${tun[@]}" "$rp" reconcile --repo "$src" --once --no-apply --log-level debug
     read -r t2 r2 s2 <<<"$REPLY"
     python3 "$here/gen_fleet.py" "$src" "$n" "$c" --change $((n / 2))
@@ -107,8 +118,8 @@ for size in "${sizes[@]}"; do
     git_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
     rec=$(git -C "$src" cat-file -s deploy:placements.yaml)
     cap=$(git -C "$src" cat-file -s deploy:.rightplace/capacity.yaml)
-    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s | $(mb "$r1") MB | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s2/$s3/$s4 |"
-    for p in first noop change; do
+    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s ($(x "$t1" "$scan_s")) | $(mb "$r1") MB | ${t5} s ($(x "$t5" "$scan_s")) | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s5/$s2/$s3/$s4 |"
+    for p in first firstp noop change; do
         grep -h "phase\|duration" "$dir/$p.err" 2>/dev/null | sed "s/^/    $size $p: /" | head -5 >&2 || true
     done
     # the loop's last pass that logs phases is its one-change pass (no-op passes stop early)
