@@ -694,6 +694,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
          * read from git; what is left is read and parsed below */
         double t0 = mono_ms();
         rc_pcache_begin(pfile, o->log);
+        /* the process's last pass renders few of what it takes: their packed manifests stay
+         * in the file until then (rd_import.payloads) */
+        rc_pcache_leave_payloads(pfile, o->last_pass);
         if (nlack) {
             struct rc_git_blob *lack = blobs;
             if (nlack < nblobs) {

@@ -52,7 +52,8 @@ struct rc_pcache {
     char *path;
     char *header;
     size_t header_len;
-    int fd; /* open from rc_pcache_begin to rc_pcache_save, else -1 */
+    int fd;             /* open from rc_pcache_begin to rc_pcache_save, else -1 */
+    int leave_payloads; /* rc_pcache_leave_payloads */
     /* the file as this process last read or wrote it: the index is valid while it stays so */
     struct rc_fstate file;
     int rewrite; /* absent, foreign or damaged: written whole at the end of the load */
@@ -366,6 +367,12 @@ int rc_pcache_load(struct rc_pcache *pc, struct rd_cache *c, const char *id, con
 #define TAKE_BATCH 256
 #define TAKE_BATCH_BYTES ((size_t)8 << 20)
 
+void rc_pcache_leave_payloads(struct rc_pcache *pc, int on)
+{
+    if (pc)
+        pc->leave_payloads = on;
+}
+
 size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_git_blob *blobs,
                       size_t n, int threads, int uncounted, const struct rc_log *log)
 {
@@ -376,8 +383,15 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
     unsigned char *buf = NULL;
     size_t cap = 0;
 
+    struct rd_payload_file *payloads = NULL;
+
     if (!pc || pc->fd < 0 || !c)
         return 0;
+    if (pc->leave_payloads) { /* a descriptor of its own: the entries outlive pc->fd */
+        int fd = fcntl(pc->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0)
+            payloads = rd_payload_file_new(fd);
+    }
     for (size_t i = 0; i <= n; i++) {
         struct ent *e = NULL;
         if (i < n && !rd_cache_has(c, blobs[i].id, blobs[i].path, NULL))
@@ -405,10 +419,13 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
                 failed = rc_file_read_at(pc->fd, buf + at[k], (size_t)(end - ents[k]->off),
                                          ents[k]->off) < 0;
                 for (size_t r = k; r < run; r++) {
+                    uint64_t at_file = ents[r]->off; /* a damaged entry is dropped below */
                     size_t off =
                         check_entry(pc, ents[r], v[r].id, v[r].path, buf + at[r], failed, log);
                     v[r].data = off ? buf + at[r] + off : NULL; /* NULL: damaged, skipped */
                     v[r].len = off ? ents[r]->size - off : 0;
+                    v[r].payloads = payloads;
+                    v[r].off = at_file + off;
                 }
             }
             rd_cache_import_many(c, v, nb, threads);
@@ -423,6 +440,7 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
         }
     }
     free(buf);
+    rd_payload_file_unref(payloads); /* the entries hold their own references */
     pc->hits += taken;
     return taken;
 }

@@ -8,7 +8,8 @@
  * An entry is keyed by (blob id, path) and holds what rd_cache_export writes for a file that
  * loaded (broken files are not kept: they are parsed again, so their errors stay exact).
  * Taking an entry up (rd_cache_import) loads its documents again with the same code as a
- * parse, so the file saves work and never changes an outcome.
+ * parse, so the file saves work and never changes an outcome. A pass that is its process's
+ * last leaves a workload file's packed manifests in the file (rc_pcache_leave_payloads).
  *
  * The file is untrusted input. It is used only when it is a regular file of this user whose
  * header names this exact build of the Load step (the program's version, a digest of the
@@ -45,6 +46,12 @@ void rc_pcache_free(struct rc_pcache *pc);
 /* Start of a load: read the file's header and list its entries, unless this process already
  * knows the file as it is. Problems are logged (log may be NULL) and leave the cache empty. */
 void rc_pcache_begin(struct rc_pcache *pc, const struct rc_log *log);
+
+/* A pass that is its process's last (reconcile --once): the entries taken leave their packed
+ * manifests in the file, read again only for the objects the pass renders (rd_import.payloads;
+ * the file is only appended to or replaced by a rename, so the bytes stay where they were).
+ * Off by default: a cache that outlives the pass copies them. */
+void rc_pcache_leave_payloads(struct rc_pcache *pc, int on);
 
 /* Take (id, path) from the file into c: 1 when an entry was there and was taken up (the
  * blob need not be read nor parsed), 0 otherwise (a damaged entry is logged). */

@@ -12,6 +12,7 @@
 
 #include "pl_basics.h"
 #include "rd_pack.h"
+#include "rd_source.h"
 #include "rc_banned.h"
 
 /* ==== Name and label rules ==== */
@@ -445,8 +446,22 @@ int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err)
             abort(); /* out of memory, as rc_mem */
         return RC_OK;
     }
+    if (o && !o->packed && o->lazy) {
+        unsigned char *bytes = NULL;
+        int error =
+            rd_payload_read(&bytes, o->lazy, o->lazy_off, o->packed_len, o->lazy_sum, o->key, err);
+        if (error == RC_OK)
+            error = rd_unpack(out, bytes, o->packed_len, err);
+        free(bytes);
+        return error;
+    }
     if (!o || !o->packed)
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest",
                           o && o->key ? o->key : "?");
     return rd_unpack(out, o->packed, o->packed_len, err);
+}
+
+int rd_object_has_manifest(const struct rd_object *o)
+{
+    return o && (o->root || o->packed || o->lazy);
 }

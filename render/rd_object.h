@@ -16,17 +16,26 @@
 #define RD_OBJECT_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "pl_types.h"
 #include "rc_arena.h"
 #include "rc_err.h"
 #include "rd_yaml.h"
 
+struct rd_payload_file; /* rd_source.h */
+
 struct rd_object {
     cJSON *root; /* the manifest while it is loaded; owned by whoever built the object. rd_source
                     packs a workload's tree and sets root NULL (rd_pack.h) */
     const unsigned char *packed; /* the manifest packed (when root is NULL), in the arena */
     size_t packed_len;
+    /* Or, for an object taken up from the parse cache by a pass that is its process's last
+     * (rd_import.payloads): packed and root NULL, the packed manifest's packed_len bytes are
+     * at lazy_off of that file, read when a tree is asked for and checked against lazy_sum
+     * (XXH64). NULL: root or packed holds the manifest. */
+    const struct rd_payload_file *lazy;
+    uint64_t lazy_off, lazy_sum;
     const char *api_version; /* "ray.io/v1"   (all strings: arena copies) */
     const char *group;       /* "ray.io"; "" for the core group */
     const char *version;     /* "v1" */
@@ -51,9 +60,13 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
  * unique)? For objects taken from bytes other than the YAML (rd_cache_import). */
 int rd_object_identity_ok(const struct rd_object *o);
 
-/* A new tree of the manifest (root copied, or the packed bytes expanded) for the caller to
- * change and cJSON_Delete; RC_EINVALID when the object holds neither. */
+/* A new tree of the manifest (root copied, or the packed bytes expanded, read from the
+ * payload file first when the object is lazy) for the caller to change and cJSON_Delete;
+ * RC_EINVALID when the object holds none, RC_ERROR when the payload file cannot be read or
+ * no longer holds the bytes taken up. */
 int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err);
+/* Does o hold a manifest (root, packed or lazy)? */
+int rd_object_has_manifest(const struct rd_object *o);
 
 /* Is group/kind ("" or NULL for the core group) cluster-scoped? Built-in Kubernetes kinds,
  * plus SchedulePolicy (policy.elotl.co, rightplace.dev) and Cluster (rightplace.dev,

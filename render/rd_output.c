@@ -596,7 +596,7 @@ static int render_object(struct rjob *j, const struct rd_render_options *opts,
         if (!share.present)
             return 0;
     }
-    if (!ro || (!ro->root && !ro->packed))
+    if (!rd_object_has_manifest(ro))
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest", o->key);
     if (!path_part_ok(o->name) || !path_part_ok(o->kind) || (o->ns && !path_part_ok(o->ns)))
         return rc_err_set(err, RC_EINVALID, "object '%s' has a name unfit for a file name", o->key);
@@ -750,7 +750,7 @@ static void nsobjs_init(struct nsobjs *s, const struct pl_input *in, struct rc_a
     for (size_t i = 0; i < in->nobjects; i++) {
         const struct pl_object *o = &in->objects[i];
         const struct rd_object *ro = o->payload;
-        if (is_namespace_object(o) && ro && (ro->root || ro->packed))
+        if (is_namespace_object(o) && rd_object_has_manifest(ro))
             s->v[s->n++] = o;
     }
     rc_sort(s->v, s->n, sizeof(*s->v), cmp_obj_name);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pl_basics.h"
 #include "rc_arena.h"
@@ -175,7 +176,8 @@ struct parsed {
     unsigned gen;      /* the cache sweep that last saw it used */
     unsigned held_gen; /* the sweep since which the budget counts it (ledger_hold) */
     int over;          /* refused by the budget: holds the refusal alone; the next sweep frees it */
-    struct parsed *next; /* hash chain */
+    struct rd_payload_file *payloads; /* its objects' packed manifests are there (rd_import) */
+    struct parsed *next;              /* hash chain */
 };
 
 struct pstage {
@@ -313,7 +315,72 @@ static void parsed_free(struct parsed *p)
         return;
     rd_docs_free(p->docs);
     rc_arena_release(&p->own);
+    rd_payload_file_unref(p->payloads);
     free(p);
+}
+
+/* ==== Packed manifests left in the parse cache's file (rd_import.payloads) ==== */
+
+struct rd_payload_file {
+    atomic_size_t refs;
+    int fd;
+};
+
+static atomic_size_t payload_reads;
+
+struct rd_payload_file *rd_payload_file_new(int fd)
+{
+    struct rd_payload_file *f = rc_xcalloc(1, sizeof(*f));
+
+    atomic_init(&f->refs, 1);
+    f->fd = fd;
+    return f;
+}
+
+static struct rd_payload_file *payload_file_ref(struct rd_payload_file *f)
+{
+    if (f)
+        atomic_fetch_add(&f->refs, 1);
+    return f;
+}
+
+void rd_payload_file_unref(struct rd_payload_file *f)
+{
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f);
+}
+
+int rd_payload_read(unsigned char **out, const struct rd_payload_file *f, uint64_t off, size_t len,
+                    uint64_t sum, const char *what, struct rc_err *err)
+{
+    unsigned char *b = rc_xmalloc(len ? len : 1);
+
+    *out = NULL;
+    atomic_fetch_add(&payload_reads, 1);
+    if (!f || rc_file_read_at(f->fd, b, len, off) < 0) {
+        free(b);
+        return rc_err_set(err, RC_ERROR,
+                          "parse cache changed under the pass (object %s): cannot read its "
+                          "manifest",
+                          what ? what : "?");
+    }
+    if (rc_xxh64(b, len) != sum) {
+        free(b);
+        return rc_err_set(err, RC_ERROR,
+                          "parse cache changed under the pass (object %s): its manifest's "
+                          "bytes differ",
+                          what ? what : "?");
+    }
+    *out = b;
+    return RC_OK;
+}
+
+size_t rd_payload_reads(void)
+{
+    return atomic_load(&payload_reads);
 }
 
 /* The positions of every node under n (n included, its siblings not), in pre-order. */
@@ -1050,7 +1117,18 @@ int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, 
             const struct rd_object *ro = obj->payload;
             struct rc_buf derived = RC_BUF_INIT;
             put_uv(out, 1);
-            put_bytes(out, ro->packed, ro->packed_len);
+            if (!ro->packed && ro->lazy) {
+                unsigned char *bytes = NULL;
+                struct rc_err rerr = RC_ERR_INIT;
+                int error = rd_payload_read(&bytes, ro->lazy, ro->lazy_off, ro->packed_len,
+                                            ro->lazy_sum, ro->key, &rerr);
+                if (error < 0)
+                    return error; /* not kept: the caller drops what was appended */
+                put_bytes(out, bytes, ro->packed_len);
+                free(bytes);
+            } else {
+                put_bytes(out, ro->packed, ro->packed_len);
+            }
             put_uv(out, (size_t)(ro->pos.line > 0 ? ro->pos.line : 0));
             put_uv(out, (size_t)(ro->pos.col > 0 ? ro->pos.col : 0));
             put_object(&derived, obj, ro);
@@ -1273,7 +1351,8 @@ static int demand_ok(const struct pl_object *obj)
  * what load_docs and finish would have left in p. 0, or -1 when the bytes do not decode. */
 static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *const *packs,
                           const size_t *packs_len, const struct rd_pos *pos,
-                          const unsigned char *const *derived, const size_t *derived_len)
+                          const unsigned char *const *derived, const size_t *derived_len,
+                          const unsigned char *data, struct rd_payload_file *payloads, uint64_t off)
 {
     struct parsed *p = c->p;
     size_t total = 0;
@@ -1303,6 +1382,16 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
         k->line = pos[i].line;
         k->col = pos[i].col;
     }
+    if (payloads) { /* left in the file: read when a tree is asked for */
+        for (size_t i = 0; i < ndocs; i++) {
+            struct rd_object *o = c->st.objects.v[i].payload;
+            o->lazy = payloads;
+            o->lazy_off = off + (uint64_t)(packs[i] - data);
+            o->lazy_sum = rc_xxh64(packs[i], packs_len[i]);
+        }
+        p->payloads = payload_file_ref(payloads);
+        return 0;
+    }
     /* one allocation for the packed manifests, as load_docs makes */
     at = rc_arena_take(p->arena, rc_xmalloc(total + 1), total + 1);
     for (size_t i = 0; i < ndocs; i++) {
@@ -1316,7 +1405,8 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
 
 /* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
  * not decode or do not load. Touches nothing shared: callable on several threads. */
-static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len)
+static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len,
+                                 struct rd_payload_file *payloads, uint64_t off)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct reader r = {data, (const unsigned char *)data + len, 0};
@@ -1408,7 +1498,8 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
                 goto out;
             p->res.name[p->res.n++] = res[i];
         }
-        if (import_derived(&ctx, ndocs, packs, packs_len, root_pos, derived, derived_len) < 0)
+        if (import_derived(&ctx, ndocs, packs, packs_len, root_pos, derived, derived_len, data,
+                           payloads, off) < 0)
             goto out;
         finish(&ctx, RC_OK, &ferr);
         rc = RC_OK;
@@ -1464,7 +1555,7 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
         return RC_EINVALID;
     if (cache_get(c, id, path))
         return RC_OK;
-    if (!(p = import_one(id, path, data, len)))
+    if (!(p = import_one(id, path, data, len, NULL, 0)))
         return RC_EINVALID;
     cache_put(c, p);
     return RC_OK;
@@ -1486,7 +1577,8 @@ static void import_worker(void *arg)
         if (i >= b->n)
             return;
         if (b->v[i].data)
-            b->out[i] = import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len);
+            b->out[i] = import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len,
+                                   b->v[i].payloads, b->v[i].off);
     }
 }
 

@@ -207,9 +207,29 @@ struct rd_import {
     const void *data;
     size_t len;
     int uncounted; /* 1: not counted against the budget (rd_load_options.uncounted) */
-    int ok;        /* out */
+    /* When not NULL: data is at offset `off` of this file, and an object's packed manifest
+     * is not copied but read from it when a tree of the object is asked for (rd_object.lazy).
+     * For a cache that lives one pass: the file must hold these bytes as long as the entry
+     * lives (rc_pcache only appends to a file, and replaces it by a rename). */
+    struct rd_payload_file *payloads;
+    uint64_t off;
+    int ok; /* out */
 };
 size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads);
+
+/* A file that packed manifests are read from when a tree is asked for (rd_import.payloads):
+ * an open file descriptor (the new file owns it), shared by the entries taken up from it and
+ * closed with the last of them and the caller's reference. */
+struct rd_payload_file;
+struct rd_payload_file *rd_payload_file_new(int fd);
+void rd_payload_file_unref(struct rd_payload_file *f);
+/* len bytes at off of f into *out (malloc'd, the caller frees) when their XXH64 is sum: else
+ * RC_ERROR "parse cache changed under the pass (object <what>): ..." and *out NULL.
+ * Callable on several threads. */
+int rd_payload_read(unsigned char **out, const struct rd_payload_file *f, uint64_t off, size_t len,
+                    uint64_t sum, const char *what, struct rc_err *err);
+/* Payload reads so far, over every file (for tests: work done). */
+size_t rd_payload_reads(void);
 /* Entries held, and the bytes they hold (arena and trees, approximately). */
 size_t rd_cache_count(const struct rd_cache *c);
 size_t rd_cache_bytes(const struct rd_cache *c);

@@ -20,6 +20,7 @@
 #include "rc_git.h"
 #include "rc_pass.h"
 #include "rc_pcache.h"
+#include "rd_source.h"
 #include "th_git.h"
 #include "th_inputs.h"
 #include "th_rp.h"
@@ -74,10 +75,21 @@ static void fx_close(struct fx *f)
 
 /* One `rightplace reconcile --once --no-apply --force` run: state NULL is a run without a
  * state directory (no parse cache); log (may be NULL) gets its log. *tree: the deploy tree. */
+static void run_with(struct rc_pass_result *res, char tree[41], struct fx *f, const char *state,
+                     FILE *log, const struct rc_pass_options *with);
+
 static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, const char *state,
                      FILE *log)
 {
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    run_with(res, tree, f, state, log, NULL);
+}
+
+/* The same with the options `with` (NULL: the defaults) */
+static void run_with(struct rc_pass_result *res, char tree[41], struct fx *f, const char *state,
+                     FILE *log, const struct rc_pass_options *with)
+{
+    static const struct rc_pass_options defaults = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_options o = with ? *with : defaults;
     struct rc_log lg = RC_LOG_INIT;
     struct rc_err err = RC_ERR_INIT;
     struct rc_cache *cache = NULL;
@@ -207,6 +219,50 @@ static void test_rc_pcache__once_after_one_change_parses_one_file(void **state)
         rc_git_free(g);
         rc_cache_free(cache);
     }
+    free(base);
+    fx_close(&f);
+}
+
+/* A pass that is its process's last (`--once`) leaves the packed manifests of what it takes
+ * from the cache in the file, and reads those of the units it renders: here all of them, as
+ * another Luna label makes no file of the base tree fit to reuse. The tree is the one a pass
+ * without a state directory makes. */
+static void test_rc_pcache__last_pass_reads_manifests_from_the_file(void **state)
+{
+    struct fx f;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_pass_result first, cached, plain;
+    char tree[41], want[41], *base;
+    size_t reads;
+    (void)state;
+
+    fx_open(&f);
+    o.last_pass = 1;
+    run_with(&first, tree, &f, f.state, NULL, &o);
+    assert_int_equal(first.nparse_cached, 0);
+    base = th_git_rev(f.repo, "refs/heads/deploy");
+
+    o.render.luna_key = "example.com/scale-me";
+    o.render.luna_value = "yes";
+    reads = rd_payload_reads();
+    run_with(&cached, tree, &f, f.state, NULL, &o);
+    assert_int_equal(cached.nparse_cached, EXAMPLE_FILES + 2);
+    assert_int_equal(cached.committed, 1);
+    assert_true(rd_payload_reads() - reads >= EXAMPLE_FILES / 2); /* rendered from the file */
+    {
+        char *text = th_git_ok(f.repo, "grep", "-c", "example.com/scale-me", "refs/heads/deploy",
+                               "--", "clusters", NULL);
+        assert_non_null(strstr(text, ":"));
+        free(text);
+    }
+
+    free(th_git_ok(f.repo, "update-ref", "refs/heads/deploy", base, NULL));
+    reads = rd_payload_reads();
+    run_with(&plain, want, &f, NULL, NULL, &o);
+    assert_int_equal(plain.nparse_cached, 0);
+    assert_int_equal(rd_payload_reads(), reads);
+    assert_string_equal(tree, want);
+    assert_same_report(&cached, &plain);
     free(base);
     fx_close(&f);
 }
@@ -483,6 +539,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pcache__once_after_one_change_parses_one_file),
+        cmocka_unit_test(test_rc_pcache__last_pass_reads_manifests_from_the_file),
         cmocka_unit_test(test_rc_pcache__damaged_file_costs_work_only),
         cmocka_unit_test(test_rc_pcache__reader_takes_any_bytes),
         cmocka_unit_test(test_rc_pcache__appends_then_compacts_within_its_bound),

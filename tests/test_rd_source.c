@@ -5,6 +5,8 @@
 #include "th.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -866,6 +868,151 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
     }
 }
 
+static const char with_policy[] = "apiVersion: v1\n"
+                                  "kind: ConfigMap\n"
+                                  "metadata: {name: beside, namespace: ml}\n"
+                                  "data: {a: b}\n"
+                                  "---\n"
+                                  "apiVersion: policy.elotl.co/v1alpha1\n"
+                                  "kind: SchedulePolicy\n"
+                                  "metadata: {name: beside}\n"
+                                  "spec:\n"
+                                  "  namespaceSelector: {matchLabels: {team: a}}\n"
+                                  "  resourceSelectors: {labelSelectors: [{matchLabels: "
+                                  "{app: x}}]}\n";
+
+/* Taken up for a pass that is its process's last, a file of workloads leaves its objects'
+ * packed manifests in the parse cache's file: read (and checked) when a tree is asked for,
+ * and for an export; bytes changed under the pass are an error, never another manifest. */
+static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
+{
+    struct fx *f = *state;
+    struct rd_file files[64];
+    char *texts[64], path[] = "/tmp/rd_payloads_XXXXXX";
+    const char *ids[64];
+    char idbuf[64][41];
+    size_t n = 0, np = 0, off[64], len[64], lazy = 0, reads, exported = 0;
+    struct rd_cache *cache = NULL, *other = NULL;
+    struct rd_import v[64];
+    struct rc_buf all = RC_BUF_INIT;
+    struct rd_load_options lo;
+    struct rc_err err = RC_ERR_INIT;
+    struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
+    const struct rd_object *first = NULL;
+    struct rd_payload_file *pf;
+    int fd;
+
+    collect(files, texts, &n, 60, "");
+    files[n++] = (struct rd_file)F("rich/gpu.yaml", rich_gpu);
+    files[n++] = (struct rd_file)F("rich/jobs.yaml", rich_jobs);
+    files[n++] = (struct rd_file)F("rich/mixed.yaml", rich_mixed);
+    files[n++] = (struct rd_file)F("rich/with-policy.yaml", with_policy);
+    fake_ids(ids, idbuf, n);
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, files, ids, n, 1, &np), RC_OK);
+    /* every export one after another in one file, behind bytes of something else */
+    rc_buf_add(&all, "not an entry ", 13, NULL);
+    for (size_t i = 0; i < n; i++) { /* a broken file has nothing to export */
+        off[i] = all.len;
+        if (rd_cache_export(cache, ids[i], files[i].path, &all) == RC_OK)
+            exported++;
+        len[i] = all.len - off[i];
+    }
+    assert_true(exported > 12);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, all.ptr, all.len), (ssize_t)all.len);
+    unlink(path); /* as a rewrite renames another file over it: the descriptor still reads */
+    pf = rd_payload_file_new(fd);
+    memset(v, 0, sizeof(v));
+    for (size_t i = 0; i < n; i++) {
+        v[i].id = ids[i];
+        v[i].path = files[i].path;
+        v[i].data = len[i] ? all.ptr + off[i] : NULL; /* NULL: skipped */
+        v[i].len = len[i];
+        v[i].payloads = pf;
+        v[i].off = off[i];
+    }
+    assert_int_equal(rd_cache_import_many(other, v, n, 2), exported);
+    rd_payload_file_unref(pf);   /* the entries hold theirs */
+    memset(all.ptr, 0, all.len); /* nothing is read from the bytes taken up but the file */
+
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.cache = other;
+    assert_int_equal(rd_source_load_ex(&imported, files, n, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nparsed, n - exported);
+    assert_int_equal(rd_source_load(&plain, files, n, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nobjects, plain.nobjects);
+    reads = rd_payload_reads();
+    for (size_t i = 0; i < plain.nobjects; i++) {
+        const struct rd_object *ro = imported.objects[i].payload;
+        cJSON *x = NULL, *y = NULL;
+        assert_true(rd_object_has_manifest(ro));
+        if (ro->lazy) { /* workloads' files: nothing of the manifest in memory */
+            assert_null(ro->packed);
+            lazy++;
+            first = first ? first : ro;
+        }
+        assert_int_equal(rd_object_tree(&x, ro, &err), RC_OK);
+        assert_int_equal(rd_object_tree(&y, plain.objects[i].payload, &err), RC_OK);
+        assert_true(cJSON_Compare(x, y, 1));
+        cJSON_Delete(x);
+        cJSON_Delete(y);
+    }
+    /* the ConfigMap beside a SchedulePolicy is loaded from trees: its manifest in memory */
+    assert_true(lazy >= 9 && lazy == plain.nobjects - 1);
+    assert_non_null(
+        ((const struct rd_object *)object(&imported, "ml/ConfigMap/beside")->payload)->packed);
+    assert_int_equal(rd_payload_reads() - reads, lazy);
+    /* exported again, each is the bytes it was taken from */
+    for (size_t i = 0; i < n; i++) {
+        struct rc_buf b = RC_BUF_INIT;
+        struct rc_buf want = RC_BUF_INIT;
+        if (!len[i])
+            continue;
+        assert_int_equal(rd_cache_export(other, ids[i], files[i].path, &b), RC_OK);
+        assert_int_equal(rd_cache_export(cache, ids[i], files[i].path, &want), RC_OK);
+        assert_int_equal(b.len, want.len);
+        assert_memory_equal(b.ptr, want.ptr, b.len);
+        rc_buf_release(&b);
+        rc_buf_release(&want);
+    }
+    /* one byte of a manifest changed in the file: refused, by name */
+    {
+        unsigned char c;
+        cJSON *x = NULL;
+        struct rc_buf b = RC_BUF_INIT;
+        size_t before = 0;
+        assert_non_null(first);
+        assert_int_equal(pread(fd, &c, 1, (off_t)first->lazy_off + 1), 1);
+        c ^= 0x20;
+        assert_int_equal(pwrite(fd, &c, 1, (off_t)first->lazy_off + 1), 1);
+        assert_int_equal(rd_object_tree(&x, first, &err), RC_ERROR);
+        assert_null(x);
+        assert_non_null(strstr(err.msg, "parse cache changed under the pass"));
+        assert_non_null(strstr(err.msg, first->key));
+        for (size_t i = 0; i < n; i++) { /* its file's export fails, the others' do not */
+            rc_buf_reset(&b);
+            if (len[i] && rd_cache_export(other, ids[i], files[i].path, &b) < 0)
+                before++;
+        }
+        assert_int_equal(before, 1);
+        rc_buf_release(&b);
+    }
+    rd_source_release(&imported);
+    rd_source_release(&plain);
+    rd_cache_free(cache);
+    rd_cache_free(other); /* the last entry closes the file */
+    assert_int_equal(fcntl(fd, F_GETFD), -1);
+    rc_buf_release(&all);
+    for (size_t i = 0; i + 4 < n; i++) {
+        free((char *)files[i].path);
+        free(texts[i]);
+    }
+}
+
 /* What a file parsed to, exported and imported into another cache, loads exactly as the
  * parse did (objects, their lines and packed trees, warnings, policies, clusters; broken files
  * are not exported); any prefix of the bytes, and any byte changed, is refused or loads,
@@ -1100,6 +1247,7 @@ int main(void)
         T(primed_on_threads_loads_the_same),
         T(export_import_loads_the_same),
         T(import_takes_what_the_parse_derived),
+        T(import_leaves_manifests_in_the_file),
         T(budget_refuses_the_heaviest_whatever_the_order),
 #undef T
     };
