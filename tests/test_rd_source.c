@@ -777,29 +777,89 @@ static const char rich_mixed[] =
     "spec:\n"
     "  nodes: [{name: n, count: 2, allocatable: {cpu: 8, memory: 32Gi, example.com/fpga: 2}}]\n";
 
+static const char with_policy[] = "apiVersion: v1\n"
+                                  "kind: ConfigMap\n"
+                                  "metadata: {name: beside, namespace: ml}\n"
+                                  "data: {a: b}\n"
+                                  "---\n"
+                                  "apiVersion: policy.elotl.co/v1alpha1\n"
+                                  "kind: SchedulePolicy\n"
+                                  "metadata: {name: beside}\n"
+                                  "spec:\n"
+                                  "  namespaceSelector: {matchLabels: {team: a}}\n"
+                                  "  resourceSelectors: {labelSelectors: [{matchLabels: "
+                                  "{app: x}}]}\n";
+
+/* The skyray files and the rich ones above (with_policy too when asked), their ids, a cache
+ * that parsed them all and an empty one. */
+struct rich {
+    struct rd_file files[64];
+    char *texts[64];
+    const char *ids[64];
+    char idbuf[64][41];
+    size_t n, ncollected;
+    struct rd_cache *cache, *other;
+};
+
+static void rich_open(struct rich *r, int with_policy_file)
+{
+    size_t np = 0;
+
+    memset(r, 0, sizeof(*r));
+    collect(r->files, r->texts, &r->n, 60, "");
+    r->ncollected = r->n;
+    r->files[r->n++] = (struct rd_file)F("rich/gpu.yaml", rich_gpu);
+    r->files[r->n++] = (struct rd_file)F("rich/jobs.yaml", rich_jobs);
+    r->files[r->n++] = (struct rd_file)F("rich/mixed.yaml", rich_mixed);
+    if (with_policy_file)
+        r->files[r->n++] = (struct rd_file)F("rich/with-policy.yaml", with_policy);
+    fake_ids(r->ids, r->idbuf, r->n);
+    assert_int_equal(rd_cache_new(&r->cache), RC_OK);
+    assert_int_equal(rd_cache_new(&r->other), RC_OK);
+    assert_int_equal(rd_cache_prime(r->cache, r->files, r->ids, r->n, 1, &np), RC_OK);
+}
+
+/* imported: r's files loaded through r->other, which holds all but n - exported of them;
+ * plain: the same files parsed. Both have the same objects. */
+static void load_both(struct rich *r, size_t exported, struct rd_source *imported,
+                      struct rd_source *plain, struct rc_arena *a)
+{
+    struct rd_load_options lo;
+    struct rc_err err = RC_ERR_INIT;
+
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = r->ids;
+    lo.cache = r->other;
+    assert_int_equal(rd_source_load_ex(imported, r->files, r->n, &lo, a, &err), RC_OK);
+    assert_int_equal(imported->nparsed, r->n - exported);
+    assert_int_equal(rd_source_load(plain, r->files, r->n, a, &err), RC_OK);
+    assert_int_equal(imported->nobjects, plain->nobjects);
+}
+
+static void rich_close(struct rich *r)
+{
+    rd_cache_free(r->cache);
+    rd_cache_free(r->other);
+    for (size_t i = 0; i < r->ncollected; i++) {
+        free((char *)r->files[i].path);
+        free(r->texts[i]);
+    }
+}
+
 /* A file of workloads alone is taken up from what its parse derived, without its trees: every
  * field of every object is the parse's (the skyray files and the rich ones above). */
 static void test_rd_source__import_takes_what_the_parse_derived(void **state)
 {
     struct fx *f = *state;
-    struct rd_file files[64];
-    char *texts[64];
-    const char *ids[64];
-    char idbuf[64][41];
-    size_t n = 0, np = 0, exported = 0;
-    struct rd_cache *cache = NULL, *other = NULL;
-    struct rd_load_options lo;
-    struct rc_err err = RC_ERR_INIT;
+    struct rich r;
+    size_t exported = 0;
     struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
 
-    collect(files, texts, &n, 60, "");
-    files[n++] = (struct rd_file)F("rich/gpu.yaml", rich_gpu);
-    files[n++] = (struct rd_file)F("rich/jobs.yaml", rich_jobs);
-    files[n++] = (struct rd_file)F("rich/mixed.yaml", rich_mixed);
-    fake_ids(ids, idbuf, n);
-    assert_int_equal(rd_cache_new(&cache), RC_OK);
-    assert_int_equal(rd_cache_new(&other), RC_OK);
-    assert_int_equal(rd_cache_prime(cache, files, ids, n, 1, &np), RC_OK);
+    rich_open(&r, 0);
+    const struct rd_file *files = r.files;
+    const char **ids = r.ids;
+    size_t n = r.n;
+    struct rd_cache *cache = r.cache, *other = r.other;
     for (size_t i = 0; i < n; i++) {
         struct rc_buf b = RC_BUF_INIT;
         if (rd_cache_export(cache, ids[i], files[i].path, &b) == RC_OK) {
@@ -832,13 +892,7 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
         rd_cache_free(scratch);
         rc_buf_release(&b);
     }
-    memset(&lo, 0, sizeof(lo));
-    lo.ids = ids;
-    lo.cache = other;
-    assert_int_equal(rd_source_load_ex(&imported, files, n, &lo, &f->a, &err), RC_OK);
-    assert_int_equal(imported.nparsed, n - exported);
-    assert_int_equal(rd_source_load(&plain, files, n, &f->a, &err), RC_OK);
-    assert_int_equal(imported.nobjects, plain.nobjects);
+    load_both(&r, exported, &imported, &plain, &f->a);
     assert_true(plain.nobjects >= 9);
     for (size_t i = 0; i < plain.nobjects; i++)
         assert_same_object(&imported.objects[i], &imported, &plain.objects[i], &plain);
@@ -860,26 +914,8 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
     assert_int_equal(imported.nerrors, plain.nerrors);
     rd_source_release(&imported);
     rd_source_release(&plain);
-    rd_cache_free(cache);
-    rd_cache_free(other);
-    for (size_t i = 0; i + 3 < n; i++) {
-        free((char *)files[i].path);
-        free(texts[i]);
-    }
+    rich_close(&r);
 }
-
-static const char with_policy[] = "apiVersion: v1\n"
-                                  "kind: ConfigMap\n"
-                                  "metadata: {name: beside, namespace: ml}\n"
-                                  "data: {a: b}\n"
-                                  "---\n"
-                                  "apiVersion: policy.elotl.co/v1alpha1\n"
-                                  "kind: SchedulePolicy\n"
-                                  "metadata: {name: beside}\n"
-                                  "spec:\n"
-                                  "  namespaceSelector: {matchLabels: {team: a}}\n"
-                                  "  resourceSelectors: {labelSelectors: [{matchLabels: "
-                                  "{app: x}}]}\n";
 
 /* Taken up for a pass that is its process's last, a file of workloads leaves its objects'
  * packed manifests in the parse cache's file: read (and checked) when a tree is asked for,
@@ -887,30 +923,22 @@ static const char with_policy[] = "apiVersion: v1\n"
 static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
 {
     struct fx *f = *state;
-    struct rd_file files[64];
-    char *texts[64], path[] = "/tmp/rd_payloads_XXXXXX";
-    const char *ids[64];
-    char idbuf[64][41];
-    size_t n = 0, np = 0, off[64], len[64], lazy = 0, reads, exported = 0;
-    struct rd_cache *cache = NULL, *other = NULL;
+    struct rich r;
+    char path[] = "/tmp/rd_payloads_XXXXXX";
+    size_t off[64], len[64], lazy = 0, reads, exported = 0;
     struct rd_import v[64];
     struct rc_buf all = RC_BUF_INIT;
-    struct rd_load_options lo;
     struct rc_err err = RC_ERR_INIT;
     struct rd_source imported = RD_SOURCE_INIT, plain = RD_SOURCE_INIT;
     const struct rd_object *first = NULL;
     struct rd_payload_file *pf;
     int fd;
 
-    collect(files, texts, &n, 60, "");
-    files[n++] = (struct rd_file)F("rich/gpu.yaml", rich_gpu);
-    files[n++] = (struct rd_file)F("rich/jobs.yaml", rich_jobs);
-    files[n++] = (struct rd_file)F("rich/mixed.yaml", rich_mixed);
-    files[n++] = (struct rd_file)F("rich/with-policy.yaml", with_policy);
-    fake_ids(ids, idbuf, n);
-    assert_int_equal(rd_cache_new(&cache), RC_OK);
-    assert_int_equal(rd_cache_new(&other), RC_OK);
-    assert_int_equal(rd_cache_prime(cache, files, ids, n, 1, &np), RC_OK);
+    rich_open(&r, 1);
+    const struct rd_file *files = r.files;
+    const char **ids = r.ids;
+    size_t n = r.n;
+    struct rd_cache *cache = r.cache, *other = r.other;
     /* every export one after another in one file, behind bytes of something else */
     rc_buf_add(&all, "not an entry ", 13, NULL);
     for (size_t i = 0; i < n; i++) { /* a broken file has nothing to export */
@@ -938,13 +966,7 @@ static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
     rd_payload_file_unref(pf);   /* the entries hold theirs */
     memset(all.ptr, 0, all.len); /* nothing is read from the bytes taken up but the file */
 
-    memset(&lo, 0, sizeof(lo));
-    lo.ids = ids;
-    lo.cache = other;
-    assert_int_equal(rd_source_load_ex(&imported, files, n, &lo, &f->a, &err), RC_OK);
-    assert_int_equal(imported.nparsed, n - exported);
-    assert_int_equal(rd_source_load(&plain, files, n, &f->a, &err), RC_OK);
-    assert_int_equal(imported.nobjects, plain.nobjects);
+    load_both(&r, exported, &imported, &plain, &f->a);
     reads = rd_payload_reads();
     for (size_t i = 0; i < plain.nobjects; i++) {
         const struct rd_object *ro = imported.objects[i].payload;
@@ -1003,14 +1025,9 @@ static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
     }
     rd_source_release(&imported);
     rd_source_release(&plain);
-    rd_cache_free(cache);
-    rd_cache_free(other); /* the last entry closes the file */
+    rich_close(&r); /* the last entry closes the file */
     assert_int_equal(fcntl(fd, F_GETFD), -1);
     rc_buf_release(&all);
-    for (size_t i = 0; i + 4 < n; i++) {
-        free((char *)files[i].path);
-        free(texts[i]);
-    }
 }
 
 /* What a file parsed to, exported and imported into another cache, loads exactly as the
