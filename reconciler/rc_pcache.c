@@ -382,7 +382,6 @@ size_t rc_pcache_take(struct rc_pcache *pc, struct rd_cache *c, const struct rc_
     size_t taken = 0, nb = 0, used = 0;
     unsigned char *buf = NULL;
     size_t cap = 0;
-
     struct rd_payload_file *payloads = NULL;
 
     if (!pc || pc->fd < 0 || !c)

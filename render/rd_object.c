@@ -440,25 +440,40 @@ int rd_object_identity_ok(const struct rd_object *o)
 
 int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err)
 {
+    const unsigned char *bytes;
+    unsigned char *owned = NULL;
+    int error;
+
     *out = NULL;
     if (o && o->root) {
         if (!(*out = cJSON_Duplicate(o->root, 1)))
             abort(); /* out of memory, as rc_mem */
         return RC_OK;
     }
-    if (o && !o->packed && o->lazy) {
-        unsigned char *bytes = NULL;
-        int error =
-            rd_payload_read(&bytes, o->lazy, o->lazy_off, o->packed_len, o->lazy_sum, o->key, err);
-        if (error == RC_OK)
-            error = rd_unpack(out, bytes, o->packed_len, err);
-        free(bytes);
-        return error;
+    error = rd_object_packed(&bytes, &owned, o, err);
+    if (error == RC_OK)
+        error = rd_unpack(out, bytes, o->packed_len, err);
+    free(owned);
+    return error;
+}
+
+int rd_object_packed(const unsigned char **bytes, unsigned char **owned, const struct rd_object *o,
+                     struct rc_err *err)
+{
+    int error;
+
+    *bytes = NULL;
+    *owned = NULL;
+    if (o && o->packed) {
+        *bytes = o->packed;
+        return RC_OK;
     }
-    if (!o || !o->packed)
+    if (!o || !o->lazy)
         return rc_err_set(err, RC_EINVALID, "object '%s' has no manifest",
                           o && o->key ? o->key : "?");
-    return rd_unpack(out, o->packed, o->packed_len, err);
+    error = rd_payload_read(owned, o->lazy, o->lazy_off, o->packed_len, o->lazy_sum, o->key, err);
+    *bytes = *owned;
+    return error;
 }
 
 int rd_object_has_manifest(const struct rd_object *o)

@@ -65,6 +65,11 @@ int rd_object_identity_ok(const struct rd_object *o);
  * RC_EINVALID when the object holds none, RC_ERROR when the payload file cannot be read or
  * no longer holds the bytes taken up. */
 int rd_object_tree(cJSON **out, const struct rd_object *o, struct rc_err *err);
+/* The packed manifest of an object without a root: o->packed, or the bytes read back from
+ * the payload file into *owned (malloc'd, the caller frees; NULL otherwise). *bytes holds
+ * o->packed_len bytes on RC_OK; RC_EINVALID when o holds none, RC_ERROR as rd_object_tree. */
+int rd_object_packed(const unsigned char **bytes, unsigned char **owned, const struct rd_object *o,
+                     struct rc_err *err);
 /* Does o hold a manifest (root, packed or lazy)? */
 int rd_object_has_manifest(const struct rd_object *o);
 

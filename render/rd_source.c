@@ -1116,19 +1116,14 @@ int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, 
             const struct pl_object *obj = &p->objects[d->object];
             const struct rd_object *ro = obj->payload;
             struct rc_buf derived = RC_BUF_INIT;
+            const unsigned char *bytes;
+            unsigned char *owned = NULL;
+            struct rc_err rerr = RC_ERR_INIT;
+            if (rd_object_packed(&bytes, &owned, ro, &rerr) < 0)
+                return RC_ERROR; /* not kept: the caller drops what was appended */
             put_uv(out, 1);
-            if (!ro->packed && ro->lazy) {
-                unsigned char *bytes = NULL;
-                struct rc_err rerr = RC_ERR_INIT;
-                int error = rd_payload_read(&bytes, ro->lazy, ro->lazy_off, ro->packed_len,
-                                            ro->lazy_sum, ro->key, &rerr);
-                if (error < 0)
-                    return error; /* not kept: the caller drops what was appended */
-                put_bytes(out, bytes, ro->packed_len);
-                free(bytes);
-            } else {
-                put_bytes(out, ro->packed, ro->packed_len);
-            }
+            put_bytes(out, bytes, ro->packed_len);
+            free(owned);
             put_uv(out, (size_t)(ro->pos.line > 0 ? ro->pos.line : 0));
             put_uv(out, (size_t)(ro->pos.col > 0 ? ro->pos.col : 0));
             put_object(&derived, obj, ro);
