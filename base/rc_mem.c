@@ -3,6 +3,7 @@
  */
 #include "rc_mem.h"
 
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,4 +72,14 @@ char *rc_xstrndup(const char *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
+}
+
+void rc_mem_tune(void)
+{
+#ifdef M_TOP_PAD
+    const char *t = getenv("GLIBC_TUNABLES");
+
+    if (!getenv("MALLOC_TOP_PAD_") && !(t && strstr(t, "malloc.top_pad")))
+        mallopt(M_TOP_PAD, RC_MEM_TOP_PAD);
+#endif
 }

@@ -20,4 +20,12 @@ void *rc_xgrow(void *p, size_t *cap, size_t need, size_t elem);
 char *rc_xstrdup(const char *s);
 char *rc_xstrndup(const char *s, size_t n);
 
+/* Set the process's allocator up for rightplace's work (main, before anything allocates):
+ * glibc's heaps grow by RC_MEM_TOP_PAD bytes beyond each request instead of 128 KiB. A first
+ * pass on a large fleet allocates a few hundred MB in small blocks, so its heaps grew some
+ * thousand times, each a brk or mprotect and fresh page faults; pages never touched cost no
+ * memory. Leaves alone a pad the environment sets (MALLOC_TOP_PAD_, GLIBC_TUNABLES). */
+#define RC_MEM_TOP_PAD (64 << 20)
+void rc_mem_tune(void);
+
 #endif

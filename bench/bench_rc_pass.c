@@ -25,6 +25,7 @@
 #include "rc_err.h"
 #include "rc_git.h"
 #include "rc_log.h"
+#include "rc_mem.h"
 #include "rc_pass.h"
 
 #include "rc_banned.h"
@@ -134,6 +135,7 @@ int main(int argc, char **argv)
     struct rc_buf content = RC_BUF_INIT;
     int rc = 1;
 
+    rc_mem_tune(); /* as rightplace's main */
     if (argc != 4 && argc != 5) {
         fprintf(stderr, "usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]\n");
         return 2;

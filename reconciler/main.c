@@ -33,6 +33,7 @@
 #include "rc_kube.h"
 #include "rc_kubeconfig.h"
 #include "rc_log.h"
+#include "rc_mem.h"
 #include "rc_metrics.h"
 #include "rc_pass.h"
 #include "rc_version.h"
@@ -2193,6 +2194,7 @@ int main(int argc, char **argv)
     int dry; /* a command that runs a pass without committing */
     int error;
 
+    rc_mem_tune();
     memset(&c, 0, sizeof(c));
     c.pass = pass_init;
     c.git = git_init;
