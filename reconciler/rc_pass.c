@@ -98,10 +98,27 @@ struct loaded {
     /* files taken from the parse cache file (not read, not parsed); ms reading and writing it */
     size_t nfrom_file;
     double ms_from_file, ms_to_file;
+    /* the parse cache file being written on a thread of its own (save_parse_cache) */
+    struct pcache_save {
+        struct rc_threads_bg bg;
+        int started;
+        struct rc_pcache *pfile;
+        const struct rd_cache *cache;
+        const struct rc_git_blob *blobs;
+        size_t nblobs, budget;
+        int error;
+        struct rc_err err;
+        double ms;
+        const struct rc_log *log; /* written to only after the join */
+    } save;
 };
+
+/* Wait for the parse cache file (when it is being written), then report it. */
+static void save_join(struct loaded *l);
 
 static void loaded_release(struct loaded *l)
 {
+    save_join(l); /* the writer reads the parsed files */
     if (l->have_src)
         rd_source_release(&l->src);
     l->have_src = 0;
@@ -585,16 +602,53 @@ static size_t take_kept(struct rc_pcache *pfile, struct rd_cache *cache,
     return rc_pcache_take(pfile, cache, want, n, parse_threads(o), 1, o->log);
 }
 
+static void save_run(void *arg, size_t k)
+{
+    struct pcache_save *sv = arg;
+    double t0 = mono_ms();
+
+    (void)k;
+    sv->error = rc_pcache_save(sv->pfile, sv->cache, sv->blobs, sv->nblobs, sv->budget, &sv->err);
+    sv->ms = mono_ms() - t0;
+}
+
+static void save_report(struct loaded *l)
+{
+    struct pcache_save *sv = &l->save;
+
+    l->ms_to_file += sv->ms;
+    if (sv->error < 0 && sv->log)
+        rc_log_warn(sv->log, "parse cache: %s", sv->err.msg);
+    if (sv->log)
+        rc_log_debug(sv->log,
+                     "load: %zu files parsed, %zu taken from the parse cache (%.0f ms), %zu bytes "
+                     "%s it (%.0f ms)",
+                     l->nparsed, l->nfrom_file, l->ms_from_file, rc_pcache_written(sv->pfile),
+                     rc_pcache_rewritten(sv->pfile) ? "written to" : "appended to", sv->ms);
+}
+
+static void save_join(struct loaded *l)
+{
+    if (!l->save.started)
+        return;
+    rc_threads_join(&l->save.bg);
+    l->save.started = 0;
+    save_report(l);
+}
+
 /* What this pass parsed, for the next process (only work is saved or lost): the files of the
  * pass and the versions kept in place of the broken ones, which a pass while they stay broken
- * takes again (take_kept). */
+ * takes again (take_kept). In the background (`background`, a pass that loaded without
+ * errors): the writer only reads the parsed files, which nothing changes until the pass
+ * releases them (loaded_release joins it first), so it runs beside place and render; the
+ * pass joins it before it ends (save_join). Otherwise the load goes on to reload files into
+ * the cache, and the file is written first. */
 static void save_parse_cache(struct loaded *out, struct rc_pcache *pfile, struct rd_cache *cache,
                              const struct rc_git_blob *blobs, size_t nblobs, size_t budget,
-                             const struct rc_pass_options *o, struct rc_arena *a)
+                             int background, const struct rc_pass_options *o, struct rc_arena *a)
 {
-    struct rc_err perr = RC_ERR_INIT;
+    struct pcache_save *sv = &out->save;
     const struct rc_git_blob *all = blobs;
-    double t0 = mono_ms();
 
     if (!pfile)
         return;
@@ -608,16 +662,26 @@ static void save_parse_cache(struct loaded *out, struct rc_pcache *pfile, struct
         }
         all = v;
     }
-    if (!o->dry_run && /* plan, explain, status, diff: the caches are read, not written */
-        rc_pcache_save(pfile, cache, all, nblobs + out->nkept, budget, &perr) < 0 && o->log)
-        rc_log_warn(o->log, "parse cache: %s", perr.msg);
-    out->ms_to_file += mono_ms() - t0;
-    if (o->log)
-        rc_log_debug(o->log,
-                     "load: %zu files parsed, %zu taken from the parse cache (%.0f ms), %zu bytes "
-                     "%s it (%.0f ms)",
-                     out->nparsed, out->nfrom_file, out->ms_from_file, rc_pcache_written(pfile),
-                     rc_pcache_rewritten(pfile) ? "written to" : "appended to", out->ms_to_file);
+    save_join(out);
+    memset(sv, 0, sizeof(*sv));
+    sv->pfile = pfile;
+    sv->cache = cache;
+    sv->blobs = all;
+    sv->nblobs = nblobs + out->nkept;
+    sv->budget = budget;
+    sv->err = (struct rc_err)RC_ERR_INIT;
+    sv->log = o->log;
+    if (o->dry_run) { /* plan, explain, status, diff: the caches are read, not written */
+        save_report(out);
+        return;
+    }
+    if (background) {
+        rc_threads_start(&sv->bg, save_run, sv, 1);
+        sv->started = 1;
+        return;
+    }
+    save_run(sv, 0);
+    save_report(out);
 }
 
 static int cmp_kept(const void *x, const void *y)
@@ -786,7 +850,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->ms_from_file += mono_ms() - t0;
     }
     if (out->src.nerrors == 0) {
-        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, o, a);
+        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 1, o, a);
         goto conflicts;
     }
 
@@ -851,7 +915,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 out->broken[w++] = out->broken[k];
         out->nbroken = w;
     }
-    save_parse_cache(out, pfile, cache, blobs, nblobs, budget, o, a);
+    save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 0, o, a);
     if (replaced == 0)
         goto conflicts;
     rd_source_release(&out->src);
@@ -2389,6 +2453,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         rc_err_clear(err);
     }
     error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
+    save_join(&cp->load); /* the parse cache file, written beside observe, place and render */
     if (error < 0)
         goto done;
     t = mono_ms();

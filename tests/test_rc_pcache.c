@@ -275,6 +275,65 @@ static char *cache_path(const struct fx *f)
     return p;
 }
 
+/* A pass whose files all load writes the cache file on a thread of its own, beside place and
+ * render: when the pass returns the file is whole (the next process takes every file from
+ * it) and the pass has said so once; a file that cannot be written is a warning that costs
+ * the next process work, never the pass. */
+static void test_rc_pcache__written_beside_the_pass(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    char tree[41], want[41];
+    char *path, *tmp, *text, *at;
+    FILE *log = tmpfile();
+    (void)state;
+
+    memset(&f, 0, sizeof(f));
+    f.repo = th_example_repo();
+    f.state = th_tmpdir("pcache-state");
+    run_once(&res, tree, &f, f.state, log);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    assert_int_equal(res.nfile_errors, 0);
+    text = th_slurp(log);
+    at = strstr(text, " bytes written to it (");
+    assert_non_null(at);
+    assert_null(strstr(at + 1, " bytes written to it ("));
+    assert_null(strstr(text, "parse cache:"));
+    free(text);
+    fclose(log);
+    run_once(&res, want, &f, f.state, NULL);
+    assert_int_equal(res.nparsed, 0);
+    assert_int_equal(res.nparse_cached, EXAMPLE_FILES);
+    assert_string_equal(tree, want);
+
+    /* the file is rewritten through <file>.tmp.<pid>: a directory there refuses it */
+    path = cache_path(&f);
+    unlink(path);
+    tmp = malloc(strlen(path) + 32);
+    snprintf(tmp, strlen(path) + 32, "%s.tmp.%ld", path, (long)getpid());
+    assert_int_equal(mkdir(tmp, 0700), 0);
+    log = tmpfile();
+    run_once(&res, want, &f, f.state, log);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    assert_string_equal(tree, want);
+    text = th_slurp(log);
+    if (!strstr(text, "parse cache: cannot write '"))
+        fail_msg("no warning in:\n%s", text);
+    free(text);
+    fclose(log);
+    assert_int_equal(access(path, F_OK), -1);
+    run_once(&res, want, &f, f.state, NULL); /* the next process parses again, and writes */
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    assert_int_equal(rmdir(tmp), 0);
+    run_once(&res, want, &f, f.state, NULL);
+    assert_int_equal(res.nparsed, EXAMPLE_FILES);
+    run_once(&res, want, &f, f.state, NULL);
+    assert_int_equal(res.nparse_cached, EXAMPLE_FILES);
+    free(tmp);
+    free(path);
+    fx_close(&f);
+}
+
 /* A damaged, truncated or foreign cache file: a warning, the right tree, and the file
  * rewritten whole (the run after it takes everything from the cache again). */
 static void test_rc_pcache__damaged_file_costs_work_only(void **state)
@@ -540,6 +599,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pcache__once_after_one_change_parses_one_file),
         cmocka_unit_test(test_rc_pcache__last_pass_reads_manifests_from_the_file),
+        cmocka_unit_test(test_rc_pcache__written_beside_the_pass),
         cmocka_unit_test(test_rc_pcache__damaged_file_costs_work_only),
         cmocka_unit_test(test_rc_pcache__reader_takes_any_bytes),
         cmocka_unit_test(test_rc_pcache__appends_then_compacts_within_its_bound),
