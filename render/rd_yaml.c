@@ -1925,13 +1925,26 @@ struct str_info {
 static void str_scan(const char *s, struct str_info *info)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t len = strlen(s), i = 0;
-    int line_start = 1;
+    size_t i = 0, len;
+    int line_start = 1, only_breaks = 1;
 
     info->valid = 1;
     info->all_plain = 1;
     info->literal_ok = 1;
     info->has_newline = 0;
+    /* printable ASCII, what nearly every string of a manifest is, without decoding */
+    while (u[i] >= 0x20 && u[i] <= 0x7E)
+        i++;
+    if (i) {
+        line_start = 0;
+        only_breaks = 0;
+    }
+    if (!u[i]) {
+        if (!i) /* "": only line breaks, as below */
+            info->literal_ok = 0;
+        return;
+    }
+    len = i + strlen(s + i);
     while (i < len) {
         uint32_t cp;
         size_t n = utf8_next(u, len, i, &cp);
@@ -1946,6 +1959,7 @@ static void str_scan(const char *s, struct str_info *info)
             i += n;
             continue;
         }
+        only_breaks = 0;
         if (!cp_plain_ok(cp)) {
             info->all_plain = 0;
             if (cp != '\t' || line_start)
@@ -1955,7 +1969,7 @@ static void str_scan(const char *s, struct str_info *info)
         i += n;
     }
     /* a string of only line breaks reads back as "" under clip chomping: quote it */
-    if (strspn(s, "\n") == len)
+    if (only_breaks)
         info->literal_ok = 0;
 }
 
@@ -1976,8 +1990,8 @@ static int yaml11_number(const char *s)
         p += 2;
         return *p && strspn(p, set) == strlen(p);
     }
-    if (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF") || !strcmp(p, ".nan") ||
-        !strcmp(p, ".NaN") || !strcmp(p, ".NAN"))
+    if (*p == '.' && (!strcmp(p, ".inf") || !strcmp(p, ".Inf") || !strcmp(p, ".INF") ||
+                      !strcmp(p, ".nan") || !strcmp(p, ".NaN") || !strcmp(p, ".NAN")))
         return 1;
     n = strspn(p, "0123456789_");
     if (n && !is_digit(p[0]))
@@ -2196,6 +2210,18 @@ static int put_number(struct rc_buf *b, const cJSON *n, struct rc_err *err)
     return rc_buf_puts(b, tmp, err);
 }
 
+/* A string on the line after "key: " or "- ": plain when every reader takes it back as the
+ * same string, else double-quoted. */
+static int put_string(struct rc_buf *b, const char *s, const struct str_info *info,
+                      struct rc_err *err)
+{
+    if (!info->valid)
+        return rc_err_set(err, RC_EINVALID, "string is not valid UTF-8");
+    if (plain_ok(s, info))
+        return rc_buf_puts(b, s, err);
+    return put_quoted(b, s, err);
+}
+
 /* Scalars that fit on the line after "key: " or "- ". */
 static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
 {
@@ -2211,23 +2237,27 @@ static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
         struct str_info info;
         const char *s = n->valuestring ? n->valuestring : "";
         str_scan(s, &info);
-        if (!info.valid)
-            return rc_err_set(err, RC_EINVALID, "string is not valid UTF-8");
-        if (plain_ok(s, &info))
-            return rc_buf_puts(b, s, err);
-        return put_quoted(b, s, err);
+        return put_string(b, s, &info, err);
     }
     return rc_err_set(err, RC_ERROR, "cannot emit a cJSON node of type %d", n->type & 0xFF);
 }
 
-static int is_block_string(const cJSON *n)
+/* A string node's text and what str_scan says of it (valuestring NULL reads as ""); NULL for
+ * any other node. Scanned once, for the choice of a block and for the scalar. */
+static const char *scan_string(const cJSON *n, struct str_info *info)
 {
-    struct str_info info;
+    const char *s;
 
-    if (!cJSON_IsString(n) || !n->valuestring)
-        return 0;
-    str_scan(n->valuestring, &info);
-    return info.valid && info.has_newline && info.literal_ok;
+    if (!cJSON_IsString(n))
+        return NULL;
+    s = n->valuestring ? n->valuestring : "";
+    str_scan(s, info);
+    return s;
+}
+
+static int is_block(const char *s, const struct str_info *info)
+{
+    return s && info->valid && info->has_newline && info->literal_ok;
 }
 
 static int is_nonempty_coll(const cJSON *n)
@@ -2242,18 +2272,22 @@ static int emit_node(struct rc_buf *b, const cJSON *n, int indent, int inline_fi
 static int emit_after(struct rc_buf *b, const cJSON *v, int indent, int seq_indent, int depth,
                       int after_dash, struct rc_err *err)
 {
+    struct str_info info;
+    const char *s = scan_string(v, &info);
     int error;
 
-    if (is_block_string(v)) {
+    if (is_block(s, &info)) {
         error = rc_buf_putc(b, ' ', err);
         if (error == RC_OK)
-            error = put_literal(b, v->valuestring, indent + 2, err);
+            error = put_literal(b, s, indent + 2, err);
         return error;
     }
     if (!is_nonempty_coll(v)) {
         error = rc_buf_putc(b, ' ', err);
         if (error == RC_OK) {
-            if (cJSON_IsObject(v))
+            if (s)
+                error = put_string(b, s, &info, err);
+            else if (cJSON_IsObject(v))
                 error = rc_buf_puts(b, "{}", err);
             else if (cJSON_IsArray(v))
                 error = rc_buf_puts(b, "[]", err);
@@ -2350,15 +2384,18 @@ static int emit_node(struct rc_buf *b, const cJSON *n, int indent, int inline_fi
 int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err)
 {
     size_t start = out->len;
+    struct str_info info;
+    const char *s;
     int error;
 
     assert(out);
     if (!root)
         return rc_err_set(err, RC_ERROR, "no document to emit");
+    s = scan_string(root, &info);
     if (is_nonempty_coll(root)) {
         error = emit_node(out, root, 0, 0, 0, err);
-    } else if (is_block_string(root)) {
-        error = put_literal(out, root->valuestring, 2, err);
+    } else if (is_block(s, &info)) {
+        error = put_literal(out, s, 2, err);
     } else {
         if (cJSON_IsObject(root))
             error = rc_buf_puts(out, "{}", err);
