@@ -2397,7 +2397,9 @@ int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err)
     } else if (is_block(s, &info)) {
         error = put_literal(out, s, 2, err);
     } else {
-        if (cJSON_IsObject(root))
+        if (s)
+            error = put_string(out, s, &info, err);
+        else if (cJSON_IsObject(root))
             error = rc_buf_puts(out, "{}", err);
         else if (cJSON_IsArray(root))
             error = rc_buf_puts(out, "[]", err);
