@@ -95,9 +95,10 @@ struct loaded {
     struct rd_kept *was;
     size_t nparsed;  /* files parsed, history walk included */
     char digest[41]; /* of the (path, blob id) listing at S */
-    /* files taken from the parse cache file (not read, not parsed); ms reading and writing it */
+    /* files taken from the parse cache file (not read, not parsed); ms reading it (the
+     * writing is timed by the writer: save.ms) */
     size_t nfrom_file;
-    double ms_from_file, ms_to_file;
+    double ms_from_file;
     /* the parse cache file being written on a thread of its own (save_parse_cache) */
     struct pcache_save {
         struct rc_threads_bg bg;
@@ -616,7 +617,6 @@ static void save_report(struct loaded *l)
 {
     struct pcache_save *sv = &l->save;
 
-    l->ms_to_file += sv->ms;
     if (sv->error < 0 && sv->log)
         rc_log_warn(sv->log, "parse cache: %s", sv->err.msg);
     if (sv->log)

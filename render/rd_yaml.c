@@ -2222,7 +2222,7 @@ static int put_string(struct rc_buf *b, const char *s, const struct str_info *in
     return put_quoted(b, s, err);
 }
 
-/* Scalars that fit on the line after "key: " or "- ". */
+/* The other scalars on that line (a string is scanned by its caller: scan_string, put_string). */
 static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
 {
     if (cJSON_IsNull(n))
@@ -2233,12 +2233,6 @@ static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
         return rc_buf_puts(b, "false", err);
     if (cJSON_IsNumber(n))
         return put_number(b, n, err);
-    if (cJSON_IsString(n)) {
-        struct str_info info;
-        const char *s = n->valuestring ? n->valuestring : "";
-        str_scan(s, &info);
-        return put_string(b, s, &info, err);
-    }
     return rc_err_set(err, RC_ERROR, "cannot emit a cJSON node of type %d", n->type & 0xFF);
 }
 
