@@ -2060,8 +2060,10 @@ static int plain_ok(const char *s, const struct str_info *info)
         return 0;
     if (s[len - 1] == ' ' || s[len - 1] == ':')
         return 0;
-    if (strstr(s, ": ") || strstr(s, " #"))
-        return 0;
+    for (const char *q = s; *q; q++) { /* ": " or " #": one pass, no strstr setup twice */
+        if ((q[0] == ':' && q[1] == ' ') || (q[0] == ' ' && q[1] == '#'))
+            return 0;
+    }
     if (strncmp(s, "...", 3) == 0)
         return 0;
     return 1;
@@ -2200,8 +2202,21 @@ static int put_number(struct rc_buf *b, const cJSON *n, struct rc_err *err)
         return rc_buf_puts(b, n->valuestring, err);
     if (d == 0 && signbit(d))
         return rc_buf_puts(b, "-0.0", err);
-    if (is_integral(d) && d >= -9007199254740992.0 && d <= 9007199254740992.0)
-        return rc_buf_printf(b, err, "%.0f", d);
+    if (is_integral(d) && d >= -9007199254740992.0 && d <= 9007199254740992.0) {
+        /* what "%.0f" writes, without printf's arbitrary-precision path */
+        char *p = tmp + sizeof(tmp);
+        int64_t v = (int64_t)d;
+        uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+        *--p = '\0';
+        do {
+            *--p = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v < 0)
+            *--p = '-';
+        return rc_buf_puts(b, p, err);
+    }
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
         if (strtod(tmp, NULL) == d)
