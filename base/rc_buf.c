@@ -78,10 +78,13 @@ int rc_buf_reserve(struct rc_buf *b, size_t n, struct rc_err *err)
 
 int rc_buf_add(struct rc_buf *b, const void *data, size_t n, struct rc_err *err)
 {
-    int error = grow(b, n, err);
-
-    if (error < 0)
-        return error;
+    /* room for n and the NUL, within the limit: no call (the emitter adds a few bytes at a
+     * time) */
+    if (n >= b->cap - b->len || (b->max && b->len + n > b->max)) {
+        int error = grow(b, n, err);
+        if (error < 0)
+            return error;
+    }
     if (n)
         memcpy(b->ptr + b->len, data, n);
     b->len += n;
@@ -96,6 +99,11 @@ int rc_buf_puts(struct rc_buf *b, const char *s, struct rc_err *err)
 
 int rc_buf_putc(struct rc_buf *b, char c, struct rc_err *err)
 {
+    if (b->len + 1 < b->cap && (!b->max || b->len < b->max)) {
+        b->ptr[b->len++] = c;
+        b->ptr[b->len] = '\0';
+        return RC_OK;
+    }
     return rc_buf_add(b, &c, 1, err);
 }
 
