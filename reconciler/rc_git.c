@@ -1208,6 +1208,18 @@ static int is_regular(const git_tree_entry *e)
     return m == GIT_FILEMODE_BLOB || m == GIT_FILEMODE_BLOB_EXECUTABLE;
 }
 
+/* "<a><b><c>" in the arena: a path made for every file a walk lists, without printf. */
+static char *cat3(struct rc_arena *ar, const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *p = rc_arena_alloc(ar, la + lb + lc + 1);
+
+    memcpy(p, a, la);
+    memcpy(p + la, b, lb);
+    memcpy(p + la + lb, c, lc + 1);
+    return p;
+}
+
 /* Append the blob of entry `e` at path "<a><b><c>" to w. */
 static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, const char *b,
                     const char *c)
@@ -1221,7 +1233,7 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
         w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
         out = &w->v[w->n++];
         memset(out, 0, sizeof(*out));
-        out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+        out->path = cat3(w->a, a, b, c);
         oid_hex(out->id, git_tree_entry_id(e));
         return RC_OK;
     }
@@ -1229,7 +1241,7 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
         return w->error = fail(w->err, RC_ERROR, "cannot read '%s%s%s'", a, b, c);
     w->v = rc_xgrow(w->v, &w->cap, w->n + 1, sizeof(*w->v));
     out = &w->v[w->n++];
-    out->path = rc_arena_printf(w->a, "%s%s%s", a, b, c);
+    out->path = cat3(w->a, a, b, c);
     oid_hex(out->id, git_tree_entry_id(e));
     len = (size_t)git_blob_rawsize(blob);
     out->data = rc_arena_alloc(w->a, len + 1);

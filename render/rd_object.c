@@ -360,12 +360,12 @@ int rd_object_init(struct rd_object *out, cJSON *root, const char *file, struct 
     }
     if (rd_kind_is_cluster_scoped(o.group, o.kind)) {
         o.ns = NULL;
-        o.key = rc_arena_printf(a, "%s/%s", o.kind, o.name);
+        o.key = rc_arena_join(a, '/', (const char *const[]){o.kind, o.name}, 2);
     } else {
         o.ns = nsnode && cJSON_IsString(nsnode) && nsnode->valuestring[0]
                    ? rc_arena_strdup(a, nsnode->valuestring)
                    : "default";
-        o.key = rc_arena_printf(a, "%s/%s/%s", o.ns, o.kind, o.name);
+        o.key = rc_arena_join(a, '/', (const char *const[]){o.ns, o.kind, o.name}, 3);
     }
 
     labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");

@@ -1295,8 +1295,8 @@ static int get_object(struct reader *r, struct rd_object *o, struct pl_object *o
     slash = strchr(o->api_version, '/');
     o->group = slash ? rc_arena_strndup(a, o->api_version, (size_t)(slash - o->api_version)) : "";
     o->version = slash ? slash + 1 : o->api_version;
-    o->key = o->ns ? rc_arena_printf(a, "%s/%s/%s", o->ns, o->kind, o->name)
-                   : rc_arena_printf(a, "%s/%s", o->kind, o->name);
+    o->key = o->ns ? rc_arena_join(a, '/', (const char *const[]){o->ns, o->kind, o->name}, 3)
+                   : rc_arena_join(a, '/', (const char *const[]){o->kind, o->name}, 2);
     get_labels(r, &o->labels, a);
     o->file = p->path;
     o->pos = pos;
