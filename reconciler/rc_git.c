@@ -2107,6 +2107,115 @@ static void sink_close(struct objsink *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* A build with no base tree (a first pass): the trees are made straight from the sorted paths,
+ * without an index. In strcmp order of whole paths the entries of each directory come in
+ * git's tree order (a directory sorts as its name and '/'), and a subdirectory's files follow
+ * one another. */
+struct fresh {
+    const struct rc_git_file **order; /* files sorted by path */
+    const git_oid *ids;               /* the blob id of each, in that order */
+    git_odb *odb;                     /* where the trees go: the sink's store */
+};
+
+static int file_path_cmp(const void *x, const void *y)
+{
+    return strcmp((*(const struct rc_git_file *const *)x)->path,
+                  (*(const struct rc_git_file *const *)y)->path);
+}
+
+/* The tree of order[lo..hi), every path of which starts with the plen bytes of a directory
+ * prefix ("" or "a/b/"), into out. */
+static int fresh_tree(git_oid *out, struct fresh *fr, size_t lo, size_t hi, size_t plen,
+                      struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    int error = RC_OK;
+
+    for (size_t k = lo; k < hi && error == RC_OK;) {
+        const char *rest = fr->order[k]->path + plen;
+        const char *slash = strchr(rest, '/');
+        size_t nlen = slash ? (size_t)(slash - rest) : strlen(rest);
+        git_oid sub;
+        const git_oid *id = &fr->ids[k];
+        size_t end = k + 1;
+
+        if (slash) {
+            while (end < hi && !strncmp(fr->order[end]->path + plen, rest, nlen + 1))
+                end++;
+            error = fresh_tree(&sub, fr, k, end, plen + nlen + 1, err);
+            id = &sub;
+        }
+        if (error == RC_OK)
+            error = rc_buf_puts(&b, slash ? "40000 " : "100644 ", err);
+        if (error == RC_OK)
+            error = rc_buf_add(&b, rest, nlen, err);
+        if (error == RC_OK)
+            error = rc_buf_add(&b, "", 1, err); /* the name's NUL */
+        if (error == RC_OK)
+            error = rc_buf_add(&b, id->id, GIT_OID_RAWSZ, err);
+        k = end;
+    }
+    if (error == RC_OK &&
+        git_odb_write(out, fr->odb, b.len ? b.ptr : "", b.len, GIT_OBJECT_TREE) < 0)
+        error = fail(err, RC_ERROR, "cannot write tree");
+    rc_buf_release(&b);
+    return error;
+}
+
+static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_file *files,
+                       size_t nfiles, struct rc_err *err)
+{
+    struct fresh fr;
+    git_oid *ids = rc_xcalloc(nfiles + 1, sizeof(*ids));
+    struct objsink sink = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
+    int ge, error = RC_OK;
+
+    memset(&fr, 0, sizeof(fr));
+    fr.order = rc_xcalloc(nfiles + 1, sizeof(*fr.order));
+    for (size_t i = 0; i < nfiles; i++)
+        fr.order[i] = &files[i];
+    rc_sort(fr.order, nfiles, sizeof(*fr.order), file_path_cmp);
+    for (size_t k = 0; k < nfiles && error == RC_OK; k++) {
+        if (fr.order[k]->keep)
+            error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
+                               fr.order[k]->path);
+    }
+    if (error == RC_OK)
+        error = sink_open(&sink, g, nfiles, err);
+    for (size_t k = 0; k < nfiles && error == RC_OK; k++) {
+        const struct rc_git_file *f = fr.order[k];
+        const char *data = f->data ? f->data : "";
+        if (sink.mempack) {
+            if (!(f->id[0] && parse_oid(&ids[k], f->id, "blob", err) == RC_OK)) {
+                rc_err_clear(err);
+                ge = git_odb_hash(&ids[k], data, f->len, GIT_OBJECT_BLOB);
+            } else {
+                ge = 0;
+            }
+            if (ge >= 0)
+                ge = sink_write_blob(&sink, &ids[k], data, f->len);
+        } else {
+            ge = git_blob_create_from_buffer(&ids[k], sink.repo, data, f->len);
+        }
+        if (ge < 0)
+            error = fail(err, RC_ERROR, "cannot write '%s'", f->path);
+    }
+    if (sink.lent)
+        lent_seal(sink.lent);
+    fr.ids = ids;
+    if (error == RC_OK && (ge = git_repository_odb(&fr.odb, sink.repo)) < 0)
+        error = fail(err, RC_ERROR, "cannot open the object database");
+    if (error == RC_OK)
+        error = fresh_tree(tree_id, &fr, 0, nfiles, 0, err);
+    if (error == RC_OK)
+        error = sink_flush(&sink, g, tree_id, err);
+    git_odb_free(fr.odb);
+    sink_close(&sink);
+    free(fr.order);
+    free(ids);
+    return error;
+}
+
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
 {
@@ -2122,6 +2231,16 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
 
     if ((error = check_files(&sorted, files, nfiles, err)) < 0)
         return error;
+    if (!base_commit) {
+        free(sorted);
+        /* no index describes the tree built: a next build over it reads it */
+        git_index_free(g->built);
+        g->built = NULL;
+        error = build_fresh(&tree_id, g, files, nfiles, err);
+        if (error == RC_OK)
+            oid_hex(out_tree, &tree_id);
+        return error;
+    }
     if ((ge = git_index_new(&idx)) < 0) {
         error = fail(err, RC_ERROR, "cannot create an in-memory index");
         goto done;

@@ -851,6 +851,76 @@ static void test_rc_git__build_tree_splits_a_large_pack_over_cores(void **state)
     free(files);
 }
 
+/* A build with no base makes its trees from the sorted paths alone: the same tree id as
+ * `git write-tree` of the same files, names that sort around '/' included (a-b, a.b and a0
+ * beside the directory a; a file beside a deeper directory of the same prefix), loose and
+ * in a pack. */
+static void test_rc_git__build_tree_fresh_equals_git(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    static const char *const paths[] = {
+        "a-b",
+        "a.b",
+        "a/x",
+        "a/y/z",
+        "a0",
+        "A",
+        "b/c/d/e.yaml",
+        "b/c/d.yaml",
+        "b/c-d/f",
+        "b/c.d",
+        "b/cd",
+        "clusters/c1/ns/job.yaml",
+        "placements.yaml",
+        "z",
+    };
+    enum { NP = sizeof(paths) / sizeof(paths[0]), MANY = 300 };
+    struct rc_git_file files[NP + MANY];
+    char tree[41], *cli, *dir = th_git_init("fresh", 0);
+
+    for (size_t i = 0; i < NP; i++) {
+        char *data = rc_arena_printf(&f->a, "file %zu\n", i);
+        memset(&files[i], 0, sizeof(files[i]));
+        files[i].path = paths[NP - 1 - i]; /* given in no order */
+        files[i].data = data;
+        files[i].len = strlen(data);
+        th_write_file(dir, files[i].path, data, (size_t)-1);
+    }
+    f->g = open_ok(dir, NULL);
+    free(th_git_ok(dir, "add", "-A", NULL));
+    cli = th_git_ok(dir, "write-tree", NULL);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, NP, &err), RC_OK);
+    assert_string_equal(tree, cli); /* few objects: loose */
+    free(cli);
+    /* enough new objects for a pack */
+    for (size_t i = 0; i < MANY; i++) {
+        struct rc_git_file *x = &files[NP + i];
+        memset(x, 0, sizeof(*x));
+        x->path = rc_arena_printf(&f->a, "clusters/c%zu/ns%zu/job-%zu.yaml", i % 7, i % 5, i);
+        x->data = rc_arena_printf(&f->a, "job: %zu\n", i);
+        x->len = strlen(x->data);
+        x->differs = i % 2;
+        th_write_file(dir, x->path, x->data, (size_t)-1);
+    }
+    free(th_git_ok(dir, "add", "-A", NULL));
+    cli = th_git_ok(dir, "write-tree", NULL);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, NP + MANY, &err), RC_OK);
+    assert_string_equal(tree, cli);
+    free(cli);
+    free(th_git_ok(dir, "fsck", "--no-dangling", NULL));
+    /* nothing at all: the empty tree, written */
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, NULL, 0, &err), RC_OK);
+    assert_string_equal(tree, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+    free(th_git_ok(dir, "cat-file", "-e", tree, NULL));
+    /* a kept file needs a base */
+    files[0].keep = 1;
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, NP, &err), RC_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "is not in the base tree to keep"));
+    th_rm_rf(dir);
+    free(dir);
+}
+
 static void test_rc_git__build_tree_refuses_bad_paths(void **state)
 {
     struct fx *f = *state;
@@ -1659,6 +1729,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_writes_the_pack_in_large_pieces,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__build_tree_fresh_equals_git, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_refuses_bad_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__commit_is_valid_and_deterministic, setup,
                                         teardown),
