@@ -204,7 +204,8 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err);
 /* Base trees rc_git_build_tree read into an index so far: a build over the tree the handle's
  * last build wrote reuses that build's index instead (a loop pass over the commit the pass
- * before it made). */
+ * before it made), unless that build had no base (its trees were written from the sorted
+ * paths, with no index). */
 size_t rc_git_trees_read(const struct rc_git *g);
 
 /* The tree id of a commit (40 hex). */
