@@ -2237,9 +2237,18 @@ static int put_string(struct rc_buf *b, const char *s, const struct str_info *in
     return put_quoted(b, s, err);
 }
 
-/* The other scalars on that line (a string is scanned by its caller: scan_string, put_string). */
-static int put_scalar(struct rc_buf *b, const cJSON *n, struct rc_err *err)
+/* What fits on the line after "key: " or "- " (or stands alone as a document): a scalar, or
+ * an empty mapping or sequence. s and info: what scan_string gave for n (s NULL: n is not a
+ * string), so that a string is scanned once. */
+static int put_inline(struct rc_buf *b, const cJSON *n, const char *s, const struct str_info *info,
+                      struct rc_err *err)
 {
+    if (s)
+        return put_string(b, s, info, err);
+    if (cJSON_IsObject(n))
+        return rc_buf_puts(b, "{}", err);
+    if (cJSON_IsArray(n))
+        return rc_buf_puts(b, "[]", err);
     if (cJSON_IsNull(n))
         return rc_buf_puts(b, "null", err);
     if (cJSON_IsTrue(n))
@@ -2293,16 +2302,8 @@ static int emit_after(struct rc_buf *b, const cJSON *v, int indent, int seq_inde
     }
     if (!is_nonempty_coll(v)) {
         error = rc_buf_putc(b, ' ', err);
-        if (error == RC_OK) {
-            if (s)
-                error = put_string(b, s, &info, err);
-            else if (cJSON_IsObject(v))
-                error = rc_buf_puts(b, "{}", err);
-            else if (cJSON_IsArray(v))
-                error = rc_buf_puts(b, "[]", err);
-            else
-                error = put_scalar(b, v, err);
-        }
+        if (error == RC_OK)
+            error = put_inline(b, v, s, &info, err);
         if (error == RC_OK)
             error = rc_buf_putc(b, '\n', err);
         return error;
@@ -2406,14 +2407,7 @@ int rd_yaml_emit(struct rc_buf *out, const cJSON *root, struct rc_err *err)
     } else if (is_block(s, &info)) {
         error = put_literal(out, s, 2, err);
     } else {
-        if (s)
-            error = put_string(out, s, &info, err);
-        else if (cJSON_IsObject(root))
-            error = rc_buf_puts(out, "{}", err);
-        else if (cJSON_IsArray(root))
-            error = rc_buf_puts(out, "[]", err);
-        else
-            error = put_scalar(out, root, err);
+        error = put_inline(out, root, s, &info, err);
         if (error == RC_OK)
             error = rc_buf_putc(out, '\n', err);
     }
