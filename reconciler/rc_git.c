@@ -1667,20 +1667,32 @@ static int str_cmp(const void *x, const void *y)
 
 /* Paths valid, no duplicates, no path that is both a file and a directory. On success
  * *sorted_out gets the paths sorted (malloc'd array of borrowed strings). */
-static int check_files(const char ***sorted_out, const struct rc_git_file *files, size_t nfiles,
-                       struct rc_err *err)
+static int file_path_cmp(const void *x, const void *y)
+{
+    return strcmp((*(const struct rc_git_file *const *)x)->path,
+                  (*(const struct rc_git_file *const *)y)->path);
+}
+
+/* Validate files' paths; *sorted_out gets their paths sorted by strcmp, and *order_out (may
+ * be NULL) the files in that order (both malloc'd). */
+static int check_files(const char ***sorted_out, const struct rc_git_file ***order_out,
+                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err)
 {
     const char **sorted = rc_xcalloc(nfiles ? nfiles : 1, sizeof(char *));
+    const struct rc_git_file **order = rc_xcalloc(nfiles ? nfiles : 1, sizeof(*order));
     int error = RC_OK;
 
     for (size_t i = 0; i < nfiles && error == RC_OK; i++) {
         if (!files[i].path || (!files[i].data && files[i].len))
             error = rc_err_set(err, RC_EINVALID, "file %zu has no path or data", i);
-        else if ((error = check_path(files[i].path, 0, err)) == RC_OK)
-            sorted[i] = files[i].path;
+        else
+            error = check_path(files[i].path, 0, err);
+        order[i] = &files[i];
     }
     if (error == RC_OK && nfiles)
-        rc_sort(sorted, nfiles, sizeof(char *), str_cmp);
+        rc_sort(order, nfiles, sizeof(*order), file_path_cmp);
+    for (size_t i = 0; i < nfiles && error == RC_OK; i++)
+        sorted[i] = order[i]->path;
     for (size_t i = 1; i < nfiles && error == RC_OK; i++)
         if (!strcmp(sorted[i - 1], sorted[i]))
             error = rc_err_set(err, RC_EINVALID, "path '%s' given twice", sorted[i]);
@@ -1708,8 +1720,13 @@ static int check_files(const char ***sorted_out, const struct rc_git_file *files
     if (error == RC_OK) {
         *sorted_out = sorted;
         sorted = NULL;
+        if (order_out) {
+            *order_out = order;
+            order = NULL;
+        }
     }
     free(sorted);
+    free(order);
     return error;
 }
 
@@ -2117,12 +2134,6 @@ struct fresh {
     git_odb *odb;                     /* where the trees go: the sink's store */
 };
 
-static int file_path_cmp(const void *x, const void *y)
-{
-    return strcmp((*(const struct rc_git_file *const *)x)->path,
-                  (*(const struct rc_git_file *const *)y)->path);
-}
-
 /* The tree of order[lo..hi), every path of which starts with the plen bytes of a directory
  * prefix ("" or "a/b/"), into out. */
 static int fresh_tree(git_oid *out, struct fresh *fr, size_t lo, size_t hi, size_t plen,
@@ -2162,7 +2173,8 @@ static int fresh_tree(git_oid *out, struct fresh *fr, size_t lo, size_t hi, size
     return error;
 }
 
-static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_file *files,
+/* order: the nfiles files sorted by path (check_files) */
+static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_file **order,
                        size_t nfiles, struct rc_err *err)
 {
     struct fresh fr;
@@ -2171,10 +2183,7 @@ static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_f
     int ge, error = RC_OK;
 
     memset(&fr, 0, sizeof(fr));
-    fr.order = rc_xcalloc(nfiles + 1, sizeof(*fr.order));
-    for (size_t i = 0; i < nfiles; i++)
-        fr.order[i] = &files[i];
-    rc_sort(fr.order, nfiles, sizeof(*fr.order), file_path_cmp);
+    fr.order = order;
     for (size_t k = 0; k < nfiles && error == RC_OK; k++) {
         if (fr.order[k]->keep)
             error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
@@ -2211,7 +2220,6 @@ static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_f
         error = sink_flush(&sink, g, tree_id, err);
     git_odb_free(fr.odb);
     sink_close(&sink);
-    free(fr.order);
     free(ids);
     return error;
 }
@@ -2222,6 +2230,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     git_index *idx = NULL;
     git_tree *base = NULL;
     const char **sorted = NULL;
+    const struct rc_git_file **order = NULL;
     unsigned char *changed = NULL;
     git_oid *ids = NULL;
     size_t nchanged = 0;
@@ -2229,16 +2238,17 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     git_oid tree_id;
     int ge, error;
 
-    if ((error = check_files(&sorted, files, nfiles, err)) < 0)
+    if ((error = check_files(&sorted, base_commit ? NULL : &order, files, nfiles, err)) < 0)
         return error;
     if (!base_commit) {
         free(sorted);
         /* no index describes the tree built: a next build over it reads it */
         git_index_free(g->built);
         g->built = NULL;
-        error = build_fresh(&tree_id, g, files, nfiles, err);
+        error = build_fresh(&tree_id, g, order, nfiles, err);
         if (error == RC_OK)
             oid_hex(out_tree, &tree_id);
+        free(order);
         return error;
     }
     if ((ge = git_index_new(&idx)) < 0) {
