@@ -8,14 +8,124 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <curl/curl.h>
 
 #include "rc_banned.h"
+
+/*
+ * libcurl is loaded when the first connection context is made, not linked. A process that
+ * talks to no API server (a pass over a fleet of simulated clusters, explain, replay, a
+ * command that fails before it observes) never sends a request, and loading libcurl with
+ * what it links (TLS, Kerberos, LDAP, HTTP/2, IDN, ...) took 8 ms of every process's start, a
+ * quarter of such a pass with nothing to do (bench/RESULTS.md, note 67). A pass that
+ * observes live clusters pays the same 8 ms at its first connection instead. Each function
+ * is typed from curl.h, so a call is checked as a linked call would be (but for curl's
+ * GCC-only setopt type check, which needs the linked name). The soname is the ABI that
+ * curl.h describes: libcurl's 4.
+ */
+#define CURL_SONAME "libcurl.so.4"
+
+/* The same, for packagers: an ELF note naming the library the program loads with dlopen, in
+ * the freedesktop.org "ELF dlopen metadata" format (section .note.dlopen, owner "FDO", a
+ * JSON array), which tests/install/container.sh reads as ldd reads the linked ones. */
+#define CURL_NOTE_JSON                                                                             \
+    "[{\"feature\":\"http\",\"description\":\"requests to the clusters' API servers\","            \
+    "\"priority\":\"required\",\"soname\":[\"" CURL_SONAME "\"]}]"
+__attribute__((used, section(".note.dlopen"))) _Alignas(4) static const struct {
+    struct {
+        uint32_t n_namesz, n_descsz, n_type;
+    } nhdr;
+    char name[sizeof("FDO")];
+    _Alignas(4) char json[sizeof(CURL_NOTE_JSON)];
+} curl_note = {{sizeof("FDO"), sizeof(CURL_NOTE_JSON), 0x407c0c0a}, "FDO", CURL_NOTE_JSON};
+
+#define CURL_FUNCTIONS(X)                                                                          \
+    X(global_init)                                                                                 \
+    X(global_cleanup)                                                                              \
+    X(easy_init)                                                                                   \
+    X(easy_cleanup)                                                                                \
+    X(easy_setopt)                                                                                 \
+    X(easy_getinfo)                                                                                \
+    X(easy_perform)                                                                                \
+    X(easy_strerror)                                                                               \
+    X(free)                                                                                        \
+    X(multi_init)                                                                                  \
+    X(multi_cleanup)                                                                               \
+    X(multi_setopt)                                                                                \
+    X(multi_add_handle)                                                                            \
+    X(multi_remove_handle)                                                                         \
+    X(multi_perform)                                                                               \
+    X(multi_poll)                                                                                  \
+    X(multi_timeout)                                                                               \
+    X(multi_info_read)                                                                             \
+    X(slist_append)                                                                                \
+    X(slist_free_all)                                                                              \
+    X(url)                                                                                         \
+    X(url_cleanup)                                                                                 \
+    X(url_get)                                                                                     \
+    X(url_set)
+
+static struct {
+#define CURL_MEMBER(f) __typeof__(curl_##f) *f;
+    CURL_FUNCTIONS(CURL_MEMBER)
+#undef CURL_MEMBER
+} curl;
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_ready;         /* set once, inside curl_once */
+static char curl_problem[256]; /* why it is not, for every caller */
+
+static void curl_load(void)
+{
+    void *lib = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+    CURLcode rc;
+
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(curl_problem, sizeof(curl_problem), "cannot load %s: %s", CURL_SONAME,
+                 why ? why : "unknown error");
+        return;
+    }
+#define CURL_RESOLVE(f)                                                                            \
+    if (!(*(void **)&curl.f = dlsym(lib, "curl_" #f))) {                                           \
+        snprintf(curl_problem, sizeof(curl_problem), "%s lacks curl_%s", CURL_SONAME, #f);         \
+        return;                                                                                    \
+    }
+    CURL_FUNCTIONS(CURL_RESOLVE)
+#undef CURL_RESOLVE
+    /* libcurl is never unloaded: what it initialises (OpenSSL) stays for the process */
+    if ((rc = curl.global_init(CURL_GLOBAL_DEFAULT)) != CURLE_OK) {
+        snprintf(curl_problem, sizeof(curl_problem), "cannot initialise libcurl: %s",
+                 curl.easy_strerror(rc));
+        return;
+    }
+    curl_ready = 1;
+}
+
+/* libcurl, loaded and initialised once for the process (on any thread) */
+static int curl_need(struct rc_err *err)
+{
+    if (pthread_once(&curl_once, curl_load) != 0)
+        return rc_err_set(err, RC_ERROR, "cannot load libcurl");
+    if (!curl_ready)
+        return rc_err_set(err, RC_ERROR, "%s", curl_problem);
+    return RC_OK;
+}
+
+int rc_http_loaded(void)
+{
+    return curl_ready;
+}
 
 struct slot; /* one transfer of rc_http_do_many */
 
@@ -49,19 +159,17 @@ struct attempt {
 
 int rc_http_global_init(struct rc_err *err)
 {
-    CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-
+    (void)err;
     /* CURLOPT_NOSIGNAL (needed with threads) leaves SIGPIPE to us: a server that drops the
      * connection must not kill the process */
     signal(SIGPIPE, SIG_IGN);
-    if (rc != CURLE_OK)
-        return rc_err_set(err, RC_ERROR, "cannot initialise libcurl: %s", curl_easy_strerror(rc));
     return RC_OK;
 }
 
 void rc_http_global_cleanup(void)
 {
-    curl_global_cleanup();
+    if (curl_ready)
+        curl.global_cleanup();
 }
 
 static char *dupmem(const char *p, size_t n)
@@ -168,54 +276,54 @@ static void set_blob(CURL *c, CURLoption opt, const char *data, size_t len)
     blob.data = (void *)data;
     blob.len = len;
     blob.flags = CURL_BLOB_COPY;
-    curl_easy_setopt(c, opt, &blob);
+    curl.easy_setopt(c, opt, &blob);
 }
 
 static void apply_client_cert(struct rc_http *h, CURL *c)
 {
     if (h->cert) {
         set_blob(c, CURLOPT_SSLCERT_BLOB, h->cert, h->cert_len);
-        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+        curl.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
     } else if (h->cert_file) {
-        curl_easy_setopt(c, CURLOPT_SSLCERT, h->cert_file);
-        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+        curl.easy_setopt(c, CURLOPT_SSLCERT, h->cert_file);
+        curl.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
     }
     if (h->key) {
         set_blob(c, CURLOPT_SSLKEY_BLOB, h->key, h->key_len);
-        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+        curl.easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
     } else if (h->key_file) {
-        curl_easy_setopt(c, CURLOPT_SSLKEY, h->key_file);
-        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+        curl.easy_setopt(c, CURLOPT_SSLKEY, h->key_file);
+        curl.easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
     }
 }
 
 /* Everything an easy handle of h needs besides the request itself. */
 static void configure(struct rc_http *h, CURL *c, char *errbuf)
 {
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "rightplace/" RP_VERSION);
+    curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
+    curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
+    curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl.easy_setopt(c, CURLOPT_USERAGENT, "rightplace/" RP_VERSION);
     /* HTTP/2 when the server offers it in the TLS handshake (ALPN), else HTTP/1.1 keep-alive */
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     if (h->ca)
         set_blob(c, CURLOPT_CAINFO_BLOB, h->ca, h->ca_len);
     else if (h->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+        curl.easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
     /* a cluster CA replaces the system store entirely, as in kubectl: no CA directory */
     if (h->ca || h->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+        curl.easy_setopt(c, CURLOPT_CAPATH, NULL);
     apply_client_cert(h, c);
     if (h->insecure) {
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+        curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
 }
 
@@ -226,6 +334,8 @@ int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
     struct rc_http *h;
 
     *out = NULL;
+    if (curl_need(err) < 0)
+        return RC_ERROR;
     h = rc_xcalloc(1, sizeof(*h));
     h->o = o ? *o : def;
     if (h->o.max_attempts < 1)
@@ -233,7 +343,7 @@ int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
     if (!h->o.sleep_ms)
         h->o.sleep_ms = default_sleep;
     h->log = log;
-    h->curl = curl_easy_init();
+    h->curl = curl.easy_init();
     if (!h->curl) {
         free(h);
         return rc_err_set(err, RC_ERROR, "cannot create a libcurl handle");
@@ -287,7 +397,7 @@ void rc_http_set_client_cert(struct rc_http *h, const char *cert, size_t cert_le
     h->key_len = key ? key_len : 0;
     apply_client_cert(h, h->curl);
     /* new credentials: do not reuse a connection authenticated with the old ones */
-    curl_easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
+    curl.easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
     h->cert_gen++;
 }
 
@@ -298,7 +408,7 @@ void rc_http_free(struct rc_http *h)
     if (!h)
         return;
     slots_free(h);
-    curl_easy_cleanup(h->curl);
+    curl.easy_cleanup(h->curl);
     wipe(&h->cert, &h->cert_len);
     wipe(&h->key, &h->key_len);
     free(h->ca);
@@ -368,14 +478,14 @@ static int finish_attempt(CURL *c, const char *errbuf, CURLcode rc, const struct
                           struct rc_err *e)
 {
     *fatal = 0;
-    curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 0L);
+    curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 0L);
     if (at->too_big) {
         *fatal = 1;
         return rc_err_set(e, RC_ERROR, "response from '%s' is too large: %s", where,
                           at->body_err.msg);
     }
     if (rc != CURLE_OK) {
-        const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+        const char *why = errbuf[0] ? errbuf : curl.easy_strerror(rc);
 
         if (!retryable_curl(rc)) {
             *fatal = 1;
@@ -387,7 +497,7 @@ static int finish_attempt(CURL *c, const char *errbuf, CURLcode rc, const struct
             return rc_err_set(e, RC_ETRANSPORT, "request to '%s' timed out: %s", where, why);
         return rc_err_set(e, RC_ETRANSPORT, "no answer from '%s': %s", where, why);
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
     return RC_OK;
 }
 
@@ -402,9 +512,9 @@ static int attempt_once(struct rc_http *h, const char *where, struct rc_http_res
     at.resp = resp;
     reset_response(resp);
     h->errbuf[0] = '\0';
-    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &at);
-    curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &at);
-    rc = curl_easy_perform(h->curl);
+    curl.easy_setopt(h->curl, CURLOPT_WRITEDATA, &at);
+    curl.easy_setopt(h->curl, CURLOPT_HEADERDATA, &at);
+    rc = curl.easy_perform(h->curl);
     return finish_attempt(h->curl, h->errbuf, rc, &at, where, resp, fatal, e);
 }
 
@@ -443,30 +553,30 @@ static long retry_wait(struct rc_http *h, const struct rc_http_request *req, con
 static int url_with_server_name(char **url_out, struct curl_slist **connect_to, const char *url,
                                 const char *server_name, struct rc_err *err)
 {
-    CURLU *u = curl_url();
+    CURLU *u = curl.url();
     char *host = NULL, *port = NULL, *out = NULL;
     struct rc_buf line = RC_BUF_INIT;
     int error = RC_OK;
 
     if (!u)
         return rc_err_set(err, RC_ERROR, "cannot parse url");
-    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-        curl_url_set(u, CURLUPART_HOST, server_name, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
+    if (curl.url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl.url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl.url_set(u, CURLUPART_HOST, server_name, 0) != CURLUE_OK ||
+        curl.url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
         error = rc_err_set(err, RC_EINVALID, "cannot use tls-server-name '%s'", server_name);
         goto done;
     }
     rc_buf_printf(&line, NULL, "%s:%s:%s:%s", server_name, port, host, port);
-    *connect_to = curl_slist_append(NULL, line.ptr);
+    *connect_to = curl.slist_append(NULL, line.ptr);
     *url_out = rc_xstrdup(out);
 done:
     rc_buf_release(&line);
-    curl_free(host);
-    curl_free(port);
-    curl_free(out);
-    curl_url_cleanup(u);
+    curl.free(host);
+    curl.free(port);
+    curl.free(out);
+    curl.url_cleanup(u);
     return error;
 }
 
@@ -479,8 +589,8 @@ struct prepared {
 
 static void prepared_release(struct prepared *p)
 {
-    curl_slist_free_all(p->headers);
-    curl_slist_free_all(p->connect_to);
+    curl.slist_free_all(p->headers);
+    curl.slist_free_all(p->connect_to);
     free(p->url);
     memset(p, 0, sizeof(*p));
 }
@@ -499,43 +609,43 @@ static int prepare(struct rc_http *h, const struct rc_http_request *req, struct 
             return error;
     }
     rc_buf_printf(&line, NULL, "Accept: %s", req->accept ? req->accept : "application/json");
-    p->headers = curl_slist_append(p->headers, line.ptr);
+    p->headers = curl.slist_append(p->headers, line.ptr);
     if (req->content_type) {
         rc_buf_reset(&line);
         rc_buf_printf(&line, NULL, "Content-Type: %s", req->content_type);
-        p->headers = curl_slist_append(p->headers, line.ptr);
+        p->headers = curl.slist_append(p->headers, line.ptr);
     }
     if (req->bearer) {
         rc_buf_reset(&line);
         rc_buf_printf(&line, NULL, "Authorization: Bearer %s", req->bearer);
-        p->headers = curl_slist_append(p->headers, line.ptr);
+        p->headers = curl.slist_append(p->headers, line.ptr);
         memset(line.ptr, 0, line.len);
     }
-    p->headers = curl_slist_append(p->headers, "Expect:");
+    p->headers = curl.slist_append(p->headers, "Expect:");
     rc_buf_release(&line);
     return RC_OK;
 }
 
 static void set_request(CURL *c, const struct rc_http_request *req, const struct prepared *p)
 {
-    curl_easy_setopt(c, CURLOPT_URL, p->url ? p->url : req->url);
-    curl_easy_setopt(c, CURLOPT_CONNECT_TO, p->connect_to);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl.easy_setopt(c, CURLOPT_URL, p->url ? p->url : req->url);
+    curl.easy_setopt(c, CURLOPT_CONNECT_TO, p->connect_to);
+    curl.easy_setopt(c, CURLOPT_HTTPGET, 1L);
     if (req->body) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+        curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl.easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
     }
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
+    curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+    curl.easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
 }
 
 /* Do not keep pointers to the caller's strings in the handle. */
 static void clear_request(CURL *c)
 {
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(c, CURLOPT_CONNECT_TO, NULL);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl.easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl.easy_setopt(c, CURLOPT_CONNECT_TO, NULL);
+    curl.easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+    curl.easy_setopt(c, CURLOPT_HTTPGET, 1L);
 }
 
 int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_http_response *resp,
@@ -562,7 +672,7 @@ int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_h
         if (wait < 0)
             break;
         if (error < 0) /* a connection that failed must not be reused */
-            curl_easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
+            curl.easy_setopt(h->curl, CURLOPT_FRESH_CONNECT, 1L);
         h->o.sleep_ms(h->o.sleep_payload, wait);
     }
     if (error < 0)
@@ -601,26 +711,26 @@ static void slots_free(struct rc_http *h)
 {
     for (size_t i = 0; i < h->nslots; i++) {
         if (h->slots[i]->busy && !h->slots[i]->waiting)
-            curl_multi_remove_handle(h->multi, h->slots[i]->c);
+            curl.multi_remove_handle(h->multi, h->slots[i]->c);
         prepared_release(&h->slots[i]->p);
-        curl_easy_cleanup(h->slots[i]->c);
+        curl.easy_cleanup(h->slots[i]->c);
         free(h->slots[i]);
     }
     free(h->slots);
     h->slots = NULL;
     h->nslots = 0;
     if (h->multi)
-        curl_multi_cleanup(h->multi);
+        curl.multi_cleanup(h->multi);
     h->multi = NULL;
 }
 
 static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
 {
     if (!h->multi) {
-        h->multi = curl_multi_init();
+        h->multi = curl.multi_init();
         if (!h->multi)
             return rc_err_set(err, RC_ERROR, "cannot create a libcurl multi handle");
-        curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        curl.multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     }
     if (want <= h->nslots)
         return RC_OK;
@@ -628,7 +738,7 @@ static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
     for (size_t i = h->nslots; i < want; i++) {
         struct slot *s = rc_xcalloc(1, sizeof(*s));
 
-        s->c = curl_easy_init();
+        s->c = curl.easy_init();
         if (!s->c) {
             free(s);
             return rc_err_set(err, RC_ERROR, "cannot create a libcurl handle");
@@ -638,11 +748,11 @@ static int slots_make(struct rc_http *h, size_t want, struct rc_err *err)
         configure(h, s->c, s->errbuf);
         /* wait for a connection that may multiplex (h2) rather than open one per transfer:
          * without it, transfers started together each open a connection, h2 or not */
-        curl_easy_setopt(s->c, CURLOPT_PIPEWAIT, 1L);
+        curl.easy_setopt(s->c, CURLOPT_PIPEWAIT, 1L);
         s->cert_gen = h->cert_gen;
     }
-    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)want);
-    curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)want);
+    curl.multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)want);
+    curl.multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)want);
     return RC_OK;
 }
 
@@ -653,9 +763,9 @@ static void slot_go(struct rc_http *h, struct slot *s, struct rc_http_response *
     reset_response(resp);
     s->errbuf[0] = '\0';
     s->waiting = 0;
-    curl_easy_setopt(s->c, CURLOPT_WRITEDATA, &s->at);
-    curl_easy_setopt(s->c, CURLOPT_HEADERDATA, &s->at);
-    curl_multi_add_handle(h->multi, s->c);
+    curl.easy_setopt(s->c, CURLOPT_WRITEDATA, &s->at);
+    curl.easy_setopt(s->c, CURLOPT_HEADERDATA, &s->at);
+    curl.multi_add_handle(h->multi, s->c);
 }
 
 int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
@@ -703,7 +813,7 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
                 }
                 if (s->cert_gen != h->cert_gen) {
                     apply_client_cert(h, s->c);
-                    curl_easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
+                    curl.easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
                     s->cert_gen = h->cert_gen;
                 }
                 set_request(s->c, &reqs[i], &s->p);
@@ -717,8 +827,8 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
         }
         if (active == 0)
             break;
-        curl_multi_perform(h->multi, &running);
-        while ((m = curl_multi_info_read(h->multi, &left))) {
+        curl.multi_perform(h->multi, &running);
+        while ((m = curl.multi_info_read(h->multi, &left))) {
             struct slot *s = NULL;
             struct rc_err e = RC_ERR_INIT;
             int fatal = 0, max;
@@ -736,12 +846,12 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
             max = reqs[i].no_retry ? 1 : h->o.max_attempts;
             error = finish_attempt(s->c, s->errbuf, m->data.result, &s->at, s->p.where, &resps[i],
                                    &fatal, &e);
-            curl_multi_remove_handle(h->multi, s->c);
+            curl.multi_remove_handle(h->multi, s->c);
             wait =
                 retry_wait(h, &reqs[i], s->p.where, error, fatal, &resps[i], &e, s->attempt, max);
             if (wait >= 0) {
                 if (error < 0) /* a connection that failed must not be reused */
-                    curl_easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
+                    curl.easy_setopt(s->c, CURLOPT_FRESH_CONNECT, 1L);
                 s->attempt++;
                 resps[i].attempts = s->attempt;
                 s->waiting = 1;
@@ -779,7 +889,7 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
             long ct = -1;
 
             /* libcurl's own timers (connect phases, its resolver) */
-            if (curl_multi_timeout(h->multi, &ct) == CURLM_OK && ct >= 0 && ct < timeout)
+            if (curl.multi_timeout(h->multi, &ct) == CURLM_OK && ct >= 0 && ct < timeout)
                 timeout = ct;
             /* a response already read from the socket into the TLS layer wakes no poll: seen
              * with libcurl 7.88 on a connection's first response (after the server's session
@@ -789,7 +899,7 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
         }
         /* waits for socket activity or the timeout, also with no transfer running */
         if (timeout > 0)
-            curl_multi_poll(h->multi, NULL, 0, (int)timeout, NULL);
+            curl.multi_poll(h->multi, NULL, 0, (int)timeout, NULL);
     }
     return RC_OK;
 }

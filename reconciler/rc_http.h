@@ -91,13 +91,19 @@ struct rc_http_response {
         0, RC_BUF_INIT, {0}, -1, 0                                                                 \
     }
 
-/* Process-wide libcurl setup; main calls it once before any thread starts. It also ignores
- * SIGPIPE (libcurl runs with CURLOPT_NOSIGNAL, so dropped connections are ours to survive). */
+/* Process-wide setup; main calls it once before any thread starts: it ignores SIGPIPE
+ * (libcurl runs with CURLOPT_NOSIGNAL, so dropped connections are ours to survive). libcurl
+ * itself is loaded (dlopen) and initialised by the first rc_http_new, on whatever thread, so
+ * that a process that sends no request never loads it; rc_http_global_cleanup releases it
+ * when it was. */
 int rc_http_global_init(struct rc_err *err);
 void rc_http_global_cleanup(void);
+/* Whether this process has loaded libcurl (an rc_http_new succeeded). */
+int rc_http_loaded(void);
 
 /* A connection context for one server. tls may be NULL (system CAs, no client cert),
- * o may be NULL (RC_HTTP_OPTIONS_INIT), log may be NULL. Free with rc_http_free. */
+ * o may be NULL (RC_HTTP_OPTIONS_INIT), log may be NULL. Free with rc_http_free. RC_ERROR
+ * when libcurl cannot be loaded (err says why). */
 int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
                 const struct rc_http_options *o, const struct rc_log *log, struct rc_err *err);
 void rc_http_free(struct rc_http *h);

@@ -5,6 +5,7 @@
  */
 #include "th.h"
 #include "th_kube.h"
+#include <dlfcn.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,24 @@ static struct rc_http *open_ca_file(struct fixture *f)
     tls.ca_file = f->ca;
     assert_int_equal(rc_http_new(&h, &tls, &f->o, NULL, NULL), RC_OK);
     return h;
+}
+
+/* libcurl is not linked: the first connection context loads it (first in the group, so
+ * that nothing has made one yet). */
+static void test_rc_http__libcurl_loaded_by_the_first_context(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_http *h;
+    void *lib;
+
+    assert_false(rc_http_loaded());
+    assert_null(dlopen("libcurl.so.4", RTLD_NOLOAD | RTLD_LAZY));
+    h = open_ca_file(f);
+    assert_true(rc_http_loaded());
+    lib = dlopen("libcurl.so.4", RTLD_NOLOAD | RTLD_LAZY);
+    assert_non_null(lib);
+    dlclose(lib); /* the reference NOLOAD took */
+    rc_http_free(h);
 }
 
 static void test_rc_http__token_and_ca_file(void **state)
@@ -393,6 +412,8 @@ static void test_rc_http__token_never_logged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rc_http__libcurl_loaded_by_the_first_context, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_http__token_and_ca_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_http__ca_data_and_client_cert_data, setup,
                                         teardown),

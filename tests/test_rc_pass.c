@@ -4,6 +4,7 @@
  */
 #include "th.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "rc_cache.h"
 #include "rc_git.h"
+#include "rc_http.h"
 #include "rc_pass.h"
 #include "th_git.h"
 #include "th_rp.h"
@@ -106,6 +108,24 @@ static void test_rc_pass__noop_parses_no_manifest(void **state)
     pass(&f, &res);
     assert_int_equal(res.skipped, 0);
     assert_true(res.nparsed > 0);
+    fx_close(&f);
+}
+
+/* A pass that sends no request (no live cluster, nothing applied) does not load libcurl,
+ * which rightplace does not link (rc_http.c loads it for the first connection). */
+static void test_rc_pass__no_request_loads_no_libcurl(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    (void)state;
+
+    fx_open(&f, NULL);
+    pass(&f, &res);
+    assert_int_equal(res.committed, 1);
+    pass(&f, &res);
+    assert_int_equal(res.skipped, 1);
+    assert_false(rc_http_loaded());
+    assert_null(dlopen("libcurl.so.4", RTLD_NOLOAD | RTLD_LAZY));
     fx_close(&f);
 }
 
@@ -1071,6 +1091,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_pass__noop_parses_no_manifest),
+        cmocka_unit_test(test_rc_pass__no_request_loads_no_libcurl),
         cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
         cmocka_unit_test(test_rc_pass__lone_object_removed),

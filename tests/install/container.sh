@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Containerfile's runtime stage installs exactly what the binary needs: every library
-# the built binary loads (ldd), mapped to its Debian package with dpkg -S, is a listed
+# the built binary loads (ldd, and the libraries its .note.dlopen names with theirs), mapped to its Debian package with dpkg -S, is a listed
 # package or a dependency of one (dpkg's Depends, followed recursively) or part of the base
 # image (Priority: required); every listed package but ca-certificates provides a library the
 # binary loads; the stages are Debian 12, the runtime runs as a numeric non-root USER without
@@ -47,6 +47,23 @@ pkg_of() {
 }
 ldd "$RP_BINARY" | awk '/=> \// {print $3} /^\t\/[^ ]+ \(/ {print $1}' >"$TMP/libs"
 check "ldd lists libraries" test -s "$TMP/libs"
+
+# Libraries the binary loads with dlopen, as its .note.dlopen names them (the freedesktop.org
+# "ELF dlopen metadata" note): each soname as the dynamic linker's cache resolves it, plus
+# what that library links in turn. They count as NEEDED below.
+readelf -p .note.dlopen "$RP_BINARY" 2>/dev/null | grep -o '"soname":\[[^]]*\]' |
+    grep -o '"[^"]*"' | grep -v '"soname"' | tr -d '"' | sort -u >"$TMP/dlopened"
+check "the binary's .note.dlopen names libcurl.so.4" grep -qx libcurl.so.4 "$TMP/dlopened"
+: >"$TMP/dlpaths"
+while read -r so; do
+    path=$(ldconfig -p | awk -v so="$so" '$1 == so {print $NF; exit}')
+    check "the dynamic linker finds $so (.note.dlopen)" test -n "$path" -a -f "$path"
+    [ -n "$path" ] || continue
+    echo "$so $path" >>"$TMP/dlpaths"
+    echo "$path" >>"$TMP/libs"
+    ldd "$path" | awk '/=> \// {print $3} /^\t\/[^ ]+ \(/ {print $1}' >>"$TMP/libs"
+done <"$TMP/dlopened"
+sort -u -o "$TMP/libs" "$TMP/libs"
 : >"$TMP/libpkgs"
 while read -r lib; do
     p=$(pkg_of "$lib") || { bad "no Debian package owns $lib"; continue; }
@@ -54,10 +71,13 @@ while read -r lib; do
 done <"$TMP/libs"
 sort -u -o "$TMP/libpkgs" "$TMP/libpkgs"
 
-# Libraries the binary itself names (NEEDED): their packages must be listed by name.
+# Libraries the binary itself names (NEEDED, or in .note.dlopen): their packages must be
+# listed by name.
 readelf -d "$RP_BINARY" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' >"$TMP/needed"
+cut -d' ' -f1 "$TMP/dlpaths" >>"$TMP/needed"
 while read -r so; do
     path=$(ldd "$RP_BINARY" | awk -v so="$so" '$1 == so {print $3}')
+    [ -n "$path" ] || path=$(awk -v so="$so" '$1 == so {print $2}' "$TMP/dlpaths")
     p=$(pkg_of "$path") || { bad "no package owns $so ($path)"; continue; }
     [ "$p" = libc6 ] && continue # in every Debian image
     check "the binary needs $so from $p, which RUNTIME_PACKAGES does not list" \
