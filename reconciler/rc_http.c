@@ -112,13 +112,15 @@ static void curl_load(void)
     curl_ready = 1;
 }
 
-/* libcurl, loaded and initialised once for the process (on any thread) */
-static int curl_need(struct rc_err *err)
+int rc_http_load(struct rc_err *err)
 {
     if (pthread_once(&curl_once, curl_load) != 0)
         return rc_err_set(err, RC_ERROR, "cannot load libcurl");
     if (!curl_ready)
-        return rc_err_set(err, RC_ERROR, "%s", curl_problem);
+        return rc_err_set(err, RC_ERROR,
+                          "%s; rightplace needs it to reach the clusters' API servers (Debian: "
+                          "the libcurl4 package)",
+                          curl_problem);
     return RC_OK;
 }
 
@@ -334,7 +336,7 @@ int rc_http_new(struct rc_http **out, const struct rc_http_tls *tls,
     struct rc_http *h;
 
     *out = NULL;
-    if (curl_need(err) < 0)
+    if (rc_http_load(err) < 0)
         return RC_ERROR;
     h = rc_xcalloc(1, sizeof(*h));
     h->o = o ? *o : def;

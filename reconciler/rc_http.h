@@ -98,7 +98,9 @@ struct rc_http_response {
  * when it was. */
 int rc_http_global_init(struct rc_err *err);
 void rc_http_global_cleanup(void);
-/* Whether this process has loaded libcurl (an rc_http_new succeeded). */
+/* Load and initialise libcurl now, once for the process, on any thread (rc_http_new does it
+ * otherwise): RC_ERROR, with the reason, when it cannot be. Whether it has been. */
+int rc_http_load(struct rc_err *err);
 int rc_http_loaded(void);
 
 /* A connection context for one server. tls may be NULL (system CAs, no client cert),

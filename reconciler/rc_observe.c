@@ -14,6 +14,7 @@
 
 #include "pl_basics.h"
 #include "pl_quantity.h"
+#include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_mem.h"
 #include "rd_demand.h"
@@ -390,7 +391,6 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
     struct fetch *fs = rc_xcalloc(src->nclusters + 1, sizeof(*fs));
     size_t nlive = 0;
 
-    (void)err;
     if (rep)
         memset(rep, 0, sizeof(*rep));
     for (size_t i = 0; i < src->nclusters; i++) {
@@ -401,6 +401,12 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         fs[nlive].ko = ko ? ko : &defaults;
         fs[nlive].log = log;
         nlive++;
+    }
+    /* without libcurl no cluster can be reached: a broken installation, not an outage of
+     * the clusters nor a mistake in their kubeconfigs */
+    if (nlive && rc_http_load(err) < 0) {
+        free(fs);
+        return RC_ERROR;
     }
     fetch_all(fs, nlive);
     for (size_t i = 0, f = 0; i < src->nclusters; i++) {

@@ -442,6 +442,60 @@ static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
     free(repo);
 }
 
+/* libcurl is loaded when a pass first needs it (rc_http.c): one that cannot be loaded is a
+ * broken installation, reported as such (status 4) before anything is written, not blamed
+ * on the clusters or their kubeconfigs. A file that is no library stands in for it. */
+static void test_rc_cli__unloadable_libcurl_is_a_system_error(void **state)
+{
+    static const char kubeconfig[] =
+        "apiVersion: v1\nkind: Config\n"
+        "clusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+        "users:\n- name: u\n  user: {token: abc}\n"
+        "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+        "current-context: x\n";
+    char *repo = th_example_repo();
+    char *kcdir = th_tmpdir("kubeconfigs");
+    char *libdir = th_tmpdir("libs");
+    char *err = NULL, *deploy;
+    (void)state;
+
+    free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
+                             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
+                             "metadata:\n  name: live-east\nspec:\n"
+                             "  kubeconfig: {name: live-east}\n"
+                             "  autoscaler: {type: none}\n",
+                             NULL));
+    th_write_file(kcdir, "live-east", kubeconfig, sizeof(kubeconfig) - 1);
+    th_write_file(libdir, "libcurl.so.4", "not a library\n", 14);
+    setenv("LD_LIBRARY_PATH", libdir, 1);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--once", "--repo", repo, "--no-apply",
+                           "--kubeconfig-dir", kcdir, NULL),
+                     4);
+    unsetenv("LD_LIBRARY_PATH");
+    th_assert_contains(err, "cannot load libcurl.so.4: ");
+    th_assert_contains(err, "the libcurl4 package");
+    assert_null(strstr(err, "kubeconfig"));
+    free(err);
+    deploy = th_git_show(repo, "deploy", "placements.yaml");
+    assert_null(deploy); /* nothing committed */
+
+    /* with the real one the same pass runs: the cluster is unreachable, the rest is placed */
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--once", "--repo", repo, "--no-apply",
+                           "--kubeconfig-dir", kcdir, NULL),
+                     1);
+    th_assert_contains(err, "cluster 'live-east': unreachable");
+    free(err);
+    deploy = th_git_show(repo, "deploy", "placements.yaml");
+    assert_non_null(deploy);
+    free(deploy);
+    th_rm_rf(libdir);
+    free(libdir);
+    th_rm_rf(kcdir);
+    free(kcdir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* "2026-01-02T03:04:05.678Z" */
 static int is_rfc3339_utc(const char *t)
 {
@@ -666,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
         cmocka_unit_test(test_rc_cli__deploy_branch_equal_to_source_refused),
         cmocka_unit_test(test_rc_cli__missing_kubeconfig_is_configuration),
+        cmocka_unit_test(test_rc_cli__unloadable_libcurl_is_a_system_error),
         cmocka_unit_test(test_rc_cli__log_json_has_time_and_fields_once),
         cmocka_unit_test(test_rc_cli__quiet_pass_logs_at_debug),
         cmocka_unit_test(test_rc_cli__commit_messages_a_reviewer_wants),
