@@ -2280,10 +2280,17 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         git_oid id;
 
         if (files[i].keep) {
-            if (!have || have->mode != GIT_FILEMODE_BLOB) {
+            if (!have ||
+                (have->mode != GIT_FILEMODE_BLOB && have->mode != GIT_FILEMODE_BLOB_EXECUTABLE)) {
                 error = rc_err_set(err, RC_ENOTFOUND, "'%s' is not in the base tree to keep",
                                    files[i].path);
                 goto done;
+            }
+            if (have->mode == GIT_FILEMODE_BLOB_EXECUTABLE) {
+                /* the base's blob, as a plain file like every other (no object to write) */
+                ids[i] = have->id;
+                changed[i] = 3;
+                nchanged++;
             }
             continue;
         }
@@ -2313,7 +2320,10 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         if (!changed[i])
             continue;
         memset(&ie, 0, sizeof(ie));
-        if (sink.mempack) {
+        if (changed[i] == 3) {
+            ie.id = ids[i];
+            ge = 0;
+        } else if (sink.mempack) {
             ie.id = ids[i];
             ge = changed[i] == 2 ? git_odb_hash(&ie.id, data, files[i].len, GIT_OBJECT_BLOB) : 0;
             if (ge >= 0)

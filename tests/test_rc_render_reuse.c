@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rc_git.h"
 #include "rc_pass.h"
@@ -243,6 +245,60 @@ static void commit_as_rightplace(const char *wt, const char *subject, const char
     setenv("GIT_COMMITTER_NAME", "Test Author", 1);
 }
 
+/* A deploy head with an executable file and a symlink under clusters/ that someone committed
+ * as rightplace commits (so not reported as a hand edit): the next pass, which keeps that
+ * file, commits the tree a whole build makes, with every deploy file a plain file and the
+ * symlink gone, instead of failing on the file it keeps ("not in the base tree to keep"). */
+static void test_rc_render_reuse__odd_entries_of_the_head_put_right(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo();
+    char *wt, *main_id, *ls, *out = NULL, *err = NULL;
+    char trailer[80], link[4096];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    main_id = th_git_rev(repo, "main");
+    snprintf(trailer, sizeof(trailer), "Rightplace-Source: %s", main_id);
+    wt = th_tmpdir("odd-wt");
+    th_rm_rf(wt);
+    free(th_git_ok(repo, "worktree", "add", "-q", wt, "deploy", NULL));
+    snprintf(link, sizeof(link), "%s/clusters/c0/team/job.job-3.yaml", wt);
+    assert_int_equal(chmod(link, 0755), 0);
+    snprintf(link, sizeof(link), "%s/clusters/c0/team/link.yaml", wt);
+    assert_int_equal(symlink("job.job-3.yaml", link), 0);
+    free(th_git_ok(wt, "add", "clusters/c0/team/link.yaml", NULL));
+    commit_as_rightplace(wt, "odd entries", trailer);
+    ls = th_git_ok(repo, "ls-tree", "-r", "deploy", "clusters/c0/team/", NULL);
+    assert_non_null(strstr(ls, "100755 blob"));
+    assert_non_null(strstr(ls, "120000 blob"));
+    free(ls);
+
+    write_job(repo, 4, "busybox:2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 image", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    ls = th_git_ok(repo, "ls-tree", "-r", "deploy", NULL);
+    assert_null(strstr(ls, "100755 blob"));
+    assert_null(strstr(ls, "120000 blob"));
+    assert_non_null(strstr(ls, "clusters/c0/team/job.job-3.yaml"));
+    free(ls);
+    assert_int_equal(th_rp(&out, &err, "replay", "--repo", repo, "deploy", NULL), 0);
+    free(out);
+    free(err);
+
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(wt);
+    free(main_id);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A deploy head written before .rightplace/source existed names its source commit in
  * placements.yaml: the pass reads it there (the head is not rewritten for that alone, and a
  * one-file change still renders one unit), and its next commit moves it to
@@ -363,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
         cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
+        cmocka_unit_test(test_rc_render_reuse__odd_entries_of_the_head_put_right),
     };
     int rc;
 
