@@ -1192,6 +1192,7 @@ struct walk {
     size_t n, cap;
     struct rc_err *err;
     int error;
+    size_t odd; /* deploy-path entries other than plain blobs (rc_git_list_tree_odd) */
 };
 
 static int is_yaml_name(const char *name)
@@ -1253,13 +1254,31 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
     return RC_OK;
 }
 
+static int is_deploy_path(const char *p);
+
+/* Whether root/name (under the walk's prefix) is a deploy path */
+static int odd_deploy_entry(const struct walk *w, const char *root, const char *name)
+{
+    char path[4096];
+
+    if ((size_t)snprintf(path, sizeof(path), "%s%s%s", w->prefix, root, name) >= sizeof(path))
+        return 1; /* too long to tell: counted */
+    return is_deploy_path(path);
+}
+
 static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
 {
     struct walk *w = payload;
     const char *name = git_tree_entry_name(e);
 
+    if (git_tree_entry_type(e) == GIT_OBJECT_TREE)
+        return 0; /* descended into */
+    if (git_tree_entry_filemode(e) != GIT_FILEMODE_BLOB && odd_deploy_entry(w, root, name))
+        w->odd++;
+    else if (!*root && !*w->prefix && (!strcmp(name, "clusters") || !strcmp(name, ".rightplace")))
+        w->odd++; /* a file where a deploy directory goes */
     if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || !is_regular(e))
-        return 0; /* trees are descended into; symlinks and submodules skipped */
+        return 0; /* symlinks and submodules skipped */
     if (w->yaml_only && !is_yaml_name(name))
         return 0;
     return walk_add(w, e, w->prefix, root, name) < 0 ? -1 : 0;
@@ -1337,7 +1356,7 @@ static int read_yaml(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
                      const char *const *paths, size_t npaths, int list_only, struct rc_arena *a,
                      struct rc_err *err)
 {
-    struct walk w = {g, a, "", 1, list_only, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 1, list_only, NULL, 0, 0, err, RC_OK, 0};
     git_tree *tree = NULL;
     int error;
 
@@ -1489,10 +1508,11 @@ int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err
     return RC_OK;
 }
 
-static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
-                     const char *prefix, int list_only, struct rc_arena *a, struct rc_err *err)
+static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
+                     const char *commit, const char *prefix, int list_only, struct rc_arena *a,
+                     struct rc_err *err)
 {
-    struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK};
+    struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK, 0};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
     int error;
@@ -1506,6 +1526,9 @@ static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
         for (size_t i = 0; i < git_index_entrycount(g->built); i++) {
             const git_index_entry *ie = git_index_get_byindex(g->built, i);
             struct rc_git_blob *b;
+            if (ie && ((ie->mode != GIT_FILEMODE_BLOB && is_deploy_path(ie->path)) ||
+                       !strcmp(ie->path, "clusters") || !strcmp(ie->path, ".rightplace")))
+                w.odd++;
             if (!ie || git_index_entry_stage(ie) != 0 ||
                 (ie->mode != GIT_FILEMODE_BLOB && ie->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
                 continue; /* as the walk: symlinks and submodules skipped */
@@ -1520,6 +1543,8 @@ static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
     }
     if (error == RC_OK)
         walk_finish(out, n, &w);
+    if (error == RC_OK && nodd)
+        *nodd = w.odd;
     free(w.v);
     free(p);
     git_tree_free(tree);
@@ -1529,13 +1554,19 @@ static int read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
 int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err)
 {
-    return read_tree(out, n, g, commit, prefix, 0, a, err);
+    return read_tree(out, n, NULL, g, commit, prefix, 0, a, err);
 }
 
 int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err)
 {
-    return read_tree(out, n, g, commit, prefix, 1, a, err);
+    return read_tree(out, n, NULL, g, commit, prefix, 1, a, err);
+}
+
+int rc_git_list_tree_odd(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
+                         const char *commit, struct rc_arena *a, struct rc_err *err)
+{
+    return read_tree(out, n, nodd, g, commit, "", 1, a, err);
 }
 
 int rc_git_read_file(char **data, size_t *len, struct rc_git *g, const char *commit,
@@ -2381,6 +2412,129 @@ done:
     free(sorted);
     git_tree_free(base);
     git_index_free(idx);
+    return error;
+}
+
+static int str_ptr_cmp(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Whether one of the paths is a directory of another ("a" and "a/b"): a file that becomes a
+ * directory or the reverse, which git_tree_create_updated cannot do in one go. Sorted, every
+ * path under "a/" comes after "a/" and before "a0" ('/' + 1), so one search per path. */
+static int df_change(const struct rc_git_file *up, size_t nup, const char *const *rm, size_t nrm)
+{
+    size_t n = nup + nrm, lo, hi;
+    const char **v = rc_xcalloc(n + 1, sizeof(*v));
+    char dir[4096];
+    int found = 0;
+
+    for (size_t i = 0; i < nup; i++)
+        v[i] = up[i].path;
+    for (size_t i = 0; i < nrm; i++)
+        v[nup + i] = rm[i];
+    qsort(v, n, sizeof(*v), str_ptr_cmp);
+    for (size_t i = 0; i < n && !found; i++) {
+        size_t len = strlen(v[i]);
+        if (len + 2 > sizeof(dir)) {
+            found = 1; /* not decided here: the build through the index checks it */
+            break;
+        }
+        memcpy(dir, v[i], len);
+        dir[len] = '/';
+        dir[len + 1] = '\0';
+        /* the first path >= "a/" */
+        for (lo = i + 1, hi = n; lo < hi;) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(v[mid], dir) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        found = lo < n && !strncmp(v[lo], dir, len + 1);
+    }
+    free(v);
+    return found;
+}
+
+/* The base commit's tree with `up` written over it (added or replaced blobs) and `rm` taken
+ * out, through git_tree_create_updated: only the trees on those paths are read and written. */
+int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
+                       const struct rc_git_file *up, size_t nup, const char *const *rm, size_t nrm,
+                       struct rc_err *err)
+{
+    git_tree *base = NULL, *own_base = NULL;
+    git_tree_update *ups = NULL;
+    struct objsink sink = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
+    git_oid tree_id;
+    int ge, error;
+
+    for (size_t i = 0; i < nup; i++) {
+        if ((error = check_path(up[i].path, 0, err)) < 0)
+            return error;
+        if (up[i].keep)
+            return rc_err_set(err, RC_EINVALID, "'%s': nothing to write", up[i].path);
+    }
+    for (size_t i = 0; i < nrm; i++) {
+        if ((error = check_path(rm[i], 0, err)) < 0)
+            return error;
+    }
+    if (df_change(up, nup, rm, nrm))
+        return rc_err_set(err, RC_ECONFLICT,
+                          "a file becomes a directory or a directory a file: build the tree whole");
+    if ((error = lookup_tree(&base, g, base_commit, err)) < 0)
+        return error;
+    if ((error = sink_open(&sink, g, nup, err)) < 0)
+        goto done;
+    ups = rc_xcalloc(nup + nrm + 1, sizeof(*ups));
+    for (size_t i = 0; i < nup; i++) {
+        const char *data = up[i].data ? up[i].data : "";
+        git_oid id;
+
+        if (up[i].id[0]) {
+            if ((error = parse_oid(&id, up[i].id, "blob", err)) < 0)
+                goto done;
+            ge = 0;
+        } else {
+            ge = git_odb_hash(&id, data, up[i].len, GIT_OBJECT_BLOB);
+        }
+        if (ge >= 0)
+            ge = sink.mempack ? sink_write_blob(&sink, &id, data, up[i].len)
+                              : git_blob_create_from_buffer(&id, sink.repo, data, up[i].len);
+        if (ge < 0) {
+            error = fail(err, RC_ERROR, "cannot write '%s'", up[i].path);
+            goto done;
+        }
+        ups[i].action = GIT_TREE_UPDATE_UPSERT;
+        ups[i].id = id;
+        ups[i].filemode = GIT_FILEMODE_BLOB;
+        ups[i].path = up[i].path;
+    }
+    for (size_t i = 0; i < nrm; i++) {
+        ups[nup + i].action = GIT_TREE_UPDATE_REMOVE;
+        ups[nup + i].filemode = GIT_FILEMODE_BLOB; /* ignored */
+        ups[nup + i].path = rm[i];
+    }
+    if (sink.lent)
+        lent_seal(sink.lent);
+    /* the trees are read and written where the blobs went */
+    if ((ge = git_tree_lookup(&own_base, sink.repo, git_tree_id(base))) < 0 ||
+        (ge = git_tree_create_updated(&tree_id, sink.repo, own_base, nup + nrm, ups)) < 0) {
+        error = fail(err, RC_ERROR, "cannot update the tree of '%s'", base_commit);
+        goto done;
+    }
+    if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
+        goto done;
+    oid_hex(out_tree, &tree_id);
+    /* the last build's index, if any, describes another tree now */
+    git_index_free(g->built);
+    g->built = NULL;
+done:
+    git_tree_free(own_base);
+    sink_close(&sink);
+    free(ups);
+    git_tree_free(base);
     return error;
 }
 

@@ -168,6 +168,12 @@ int rc_git_read_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
  * NULL, len 0). */
 int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, const char *commit,
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
+/* rc_git_list_tree of the whole tree, and in *nodd how many entries under the deploy paths
+ * (see rc_git_build_tree) are not plain files of mode 100644 (executables, symlinks,
+ * submodules), plus a file named "clusters" or ".rightplace": what only rc_git_build_tree,
+ * not rc_git_update_tree, puts right. */
+int rc_git_list_tree_odd(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
+                         const char *commit, struct rc_arena *a, struct rc_err *err);
 
 /* The blob id (40 hex) of the regular file at `path` in a commit, as rc_git_read_file would
  * find it: RC_ENOTFOUND when absent, RC_EINVALID when not a regular file. */
@@ -202,6 +208,19 @@ struct rc_git_file {
 };
 int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
                       const struct rc_git_file *files, size_t nfiles, struct rc_err *err);
+/* rc_git_build_tree over base_commit when the caller knows how the result differs from the
+ * base: the files of `up` are written over it (each a blob to add or replace: keep must be 0;
+ * id as in rc_git_file) and the paths of `rm` are taken out (a directory left empty goes with
+ * them). Only the trees on those paths are read and written, not the whole base, so a change
+ * of a few files costs a few trees whatever the size of the deploy tree. The result is
+ * rc_git_build_tree's over the same base when `up` and `rm` are exactly the files that differ
+ * from it and the deploy paths it has that the files do not. RC_EINVALID for an invalid path
+ * or a file to keep; RC_ECONFLICT when a file becomes a directory or a directory a file (one
+ * path under another across or within the lists), which git_tree_create_updated cannot do:
+ * rc_git_build_tree can. */
+int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_commit,
+                       const struct rc_git_file *up, size_t nup, const char *const *rm, size_t nrm,
+                       struct rc_err *err);
 /* Base trees rc_git_build_tree read into an index so far: a build over the tree the handle's
  * last build wrote reuses that build's index instead (a loop pass over the commit the pass
  * before it made), unless that build had no base (its trees were written from the sorted

@@ -1475,10 +1475,10 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
  * (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree, but "" for a placements.yaml not known to be the base's blob
  * (rc_git_file.differs: hashed once, when written). */
-static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], struct rc_git *g,
-                     struct rc_cache *cache, const struct known_line *kl, int lazy_record,
-                     size_t *nread, size_t *ncompared, const char *base, const struct rd_tree *tree,
-                     struct rc_arena *a, struct rc_err *err)
+static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], size_t *nodd,
+                     struct rc_git *g, struct rc_cache *cache, const struct known_line *kl,
+                     int lazy_record, size_t *nread, size_t *ncompared, const char *base,
+                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_git_blob *rec_old = NULL;
     size_t rec_j = 0, rec_at = 0;
@@ -1489,11 +1489,15 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
     size_t i = 0, j = 0;
     int error;
 
+    size_t odd = 0;
+
     if (base && base[0]) {
-        error = rc_git_list_tree(&old, &nold, g, base, "", a, err);
+        error = rc_git_list_tree_odd(&old, &nold, &odd, g, base, a, err);
         if (error < 0)
             return error;
     }
+    if (nodd)
+        *nodd = odd;
     error = digest_files(id, tree, base && base[0], err);
     if (error < 0)
         return error;
@@ -1648,6 +1652,50 @@ static int find_tree_file(const struct rd_tree *t, const char *path)
             hi = mid;
     }
     return -1;
+}
+
+/* The deploy tree of the files: over the deploy head, by the changes the diff found
+ * (rc_git_update_tree: only the trees on those paths are read and written); built whole
+ * (rc_git_build_tree) without a head, when the head has deploy-path entries only a whole
+ * build puts right (base_odd: rc_git_list_tree_odd) and when a file becomes a directory or
+ * the reverse. Either way the same tree. files[i] is t->files[i] as rc_git_build_tree takes
+ * it. */
+static int build_deploy_tree(char tree[41], struct rc_git *g, const char *base, size_t base_odd,
+                             const struct rc_git_file *files, const struct rd_tree *t,
+                             const struct rc_path_change *ch, size_t nch, struct rc_arena *a,
+                             struct rc_err *err)
+{
+    struct rc_git_file *up;
+    const char **rm;
+    size_t nup = 0, nrm = 0;
+    int rec = find_tree_file(t, RECORD_PATH), rec_listed = 0, error;
+
+    if (!base[0])
+        return rc_git_build_tree(tree, g, NULL, files, t->nfiles, err);
+    if (base_odd)
+        return rc_git_build_tree(tree, g, base, files, t->nfiles, err);
+    up = rc_arena_calloc(a, nch + 2, sizeof(*up));
+    rm = rc_arena_calloc(a, nch + 1, sizeof(*rm));
+    for (size_t i = 0; i < nch; i++) {
+        int k;
+        if (ch[i].op == 'D') {
+            rm[nrm++] = ch[i].path;
+            continue;
+        }
+        if ((k = find_tree_file(t, ch[i].path)) < 0 || files[k].keep)
+            return rc_err_set(err, RC_ERROR, "'%s' changed but is not a file to write", ch[i].path);
+        rec_listed = rec_listed || k == rec;
+        up[nup++] = files[k];
+    }
+    /* the diff compares the record without its source line: written whatever it found */
+    if (rec >= 0 && !files[rec].keep && !rec_listed)
+        up[nup++] = files[rec];
+    error = rc_git_update_tree(tree, g, base, up, nup, rm, nrm, err);
+    if (error == RC_ECONFLICT) {
+        rc_err_clear(err);
+        error = rc_git_build_tree(tree, g, base, files, t->nfiles, err);
+    }
+    return error;
 }
 
 /* ==== The computation shared by pass and replay ==== */
@@ -2300,6 +2348,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     int decisions_changed = 0;
     double ph[PH_N] = {0}, t = mono_ms();
     char(*ids)[41] = NULL;
+    size_t base_odd = 0; /* deploy-path entries of the head only a whole build puts right */
     int quiet = 0;
 
     memset(&rjob, 0, sizeof(rjob));
@@ -2499,7 +2548,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
-    error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, !o->dry_run,
+    error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line, !o->dry_run,
                       &out->nrecord_bytes_read, &out->nrecord_compared, out->deploy_old, &cp->tree,
                       a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
@@ -2508,9 +2557,9 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         cp->reuse_ok = 0;
         error = compute_place(cp, out->source, &prev, fleet, nfleet, o, a, err);
         if (error == RC_OK)
-            error = diff_tree(&changes, &nchanges, &ids, g, o->cache, &prev_line, !o->dry_run,
-                              &out->nrecord_bytes_read, &out->nrecord_compared, out->deploy_old,
-                              &cp->tree, a, err);
+            error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line,
+                              !o->dry_run, &out->nrecord_bytes_read, &out->nrecord_compared,
+                              out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -2577,8 +2626,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
         if (!propose_ref[0])
             record_job_start(&rjob, o, cp, a);
-        error = rc_git_build_tree(tree, g, out->deploy_old[0] ? out->deploy_old : NULL, files,
-                                  cp->tree.nfiles, err);
+        error = build_deploy_tree(tree, g, out->deploy_old, base_odd, files, &cp->tree, changes,
+                                  nchanges, a, err);
         if (error < 0)
             goto done;
         int64_t when = rc_git_commit_time(g, out->source);
@@ -2772,7 +2821,8 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, g, NULL, NULL, 0, NULL, NULL, id, &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, NULL, g, NULL, NULL, 0, NULL, NULL, id, &c.tree, a,
+                      err);
     if (error < 0)
         goto done;
     /* a commit of the older form names its source in its record (compared but for that line)

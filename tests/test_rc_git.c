@@ -532,6 +532,51 @@ static void same_listing(struct fx *f, struct rc_git *other, const char *commit)
     }
 }
 
+static int cmp_file_path(const void *x, const void *y)
+{
+    return strcmp(((const struct rc_git_file *)x)->path, ((const struct rc_git_file *)y)->path);
+}
+
+/* rc_git_update_tree over base with what a pass's diff gives it (here every file is written,
+ * the same blob or not, and every deploy path of the base that the files lack is removed)
+ * makes the tree `want` that a build from the files alone made; or, when a path turns from a
+ * file into a directory or back, it refuses (RC_ECONFLICT: returns 1), and the pass builds
+ * through the index instead. */
+static int update_equals(struct fx *f, struct rc_git *g, const char *base,
+                         const struct rc_git_file *files, size_t n, const char *want, int round)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *old = NULL;
+    struct rc_git_file *up = calloc(n + 1, sizeof(*up));
+    const char **rm;
+    size_t nold = 0, nrm = 0, j = 0;
+    char tree[41];
+    int rc;
+
+    memcpy(up, files, n * sizeof(*up));
+    qsort(up, n, sizeof(*up), cmp_file_path);
+    assert_int_equal(rc_git_list_tree(&old, &nold, g, base, "", &f->a, &err), RC_OK);
+    rm = calloc(nold + 1, sizeof(*rm));
+    for (size_t i = 0; i < nold; i++) {
+        int c = 1;
+        while (j < n && (c = strcmp(up[j].path, old[i].path)) < 0)
+            j++;
+        if ((c != 0 || j >= n) &&
+            (!strncmp(old[i].path, "clusters/", 9) || !strcmp(old[i].path, "placements.yaml")))
+            rm[nrm++] = old[i].path;
+    }
+    rc = rc_git_update_tree(tree, g, base, up, n, rm, nrm, &err);
+    free(rm);
+    free(up);
+    if (rc == RC_ECONFLICT)
+        return 1;
+    if (rc != RC_OK)
+        fail_msg("round %d: update: %s", round, err.msg);
+    if (strcmp(tree, want))
+        fail_msg("round %d: %s by update, %s from the files alone", round, tree, want);
+    return 0;
+}
+
 static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
 {
     struct fx *f = *state;
@@ -540,10 +585,11 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
     int ver[SLOTS], inbase[SLOTS]; /* 0: absent, else the content's version */
     char base[41] = "", tree[41], full[41], commit[41];
     unsigned seed = 12345;
-    struct rc_git *alone;
+    struct rc_git *alone, *upd;
 
     f->g = open_ok(f->work, NULL);
     alone = open_ok(f->work, NULL); /* the builds from the files alone: f->g's index stays */
+    upd = open_ok(f->work, NULL);   /* the builds by update (rc_git_update_tree) */
     memset(ver, 0, sizeof(ver));
     memset(inbase, 0, sizeof(inbase));
     for (int r = 0; r < ROUNDS; r++) {
@@ -601,6 +647,9 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
             assert_int_equal(rc_git_build_tree(tree, f->g, base, files, n, &err), RC_OK);
             if (strcmp(tree, full))
                 fail_msg("round %d: %s from the base, %s from the files alone", r, tree, full);
+            /* refused exactly when clusters/c9/odd turned into a directory or back */
+            assert_int_equal(update_equals(f, upd, base, plain, n + 1, full, r),
+                             (r % 7 == 3) != ((r - 1) % 7 == 3));
         } else {
             memcpy(tree, full, sizeof(tree));
         }
@@ -647,7 +696,95 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
         same_listing(f, alone, commit);
         free(head);
     }
+    rc_git_free(upd);
     rc_git_free(alone);
+}
+
+/* rc_git_update_tree with many updates (new objects into a pack) and with a few (loose),
+ * each against a build from the files alone; git reads the result back whole. */
+static void test_rc_git__update_tree_many_and_few(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    enum { N = 600 };
+    struct rc_git_file *files = calloc(N + 1, sizeof(*files)), *up = calloc(N + 1, sizeof(*up));
+    const char **rm = calloc(N + 1, sizeof(*rm));
+    char tree[41], full[41], commit[41], *base, *fsck, *count;
+    struct rc_git *alone;
+    size_t nup = 0, nrm = 0, nfiles = 0;
+
+    base = th_git_commit_files(f->work, "base", "README.md", "deploy branch\n", NULL);
+    base[strcspn(base, "\n")] = '\0';
+    f->g = open_ok(f->work, NULL);
+    alone = open_ok(f->work, NULL);
+    for (size_t i = 0; i < N; i++) {
+        files[i].path =
+            rc_arena_printf(&f->a, "clusters/c%zu/ns%zu/job-%03zu.yaml", i % 7, i % 3, i);
+        files[i].data = rc_arena_printf(&f->a, "job: %zu\n", i);
+        files[i].len = strlen(files[i].data);
+    }
+    /* over the README commit: every file new, written as a pack */
+    assert_int_equal(rc_git_update_tree(tree, f->g, base, files, N, NULL, 0, &err), RC_OK);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, base, "many\n", 1700000000, &err), RC_OK);
+    files[N] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, "", 0};
+    assert_int_equal(rc_git_build_tree(full, alone, NULL, files, N + 1, &err), RC_OK);
+    assert_string_equal(tree, full);
+    count = th_git_ok(f->work, "count-objects", "-v", NULL);
+    {
+        /* the 600 blobs and their trees went into packs: only the base's objects are loose */
+        const char *loose = strstr(count, "count: "), *packed = strstr(count, "in-pack: ");
+        assert_non_null(loose);
+        assert_non_null(packed);
+        assert_true(strtol(loose + 7, NULL, 10) < 10);
+        assert_true(strtol(packed + 9, NULL, 10) >= N);
+    }
+    free(count);
+
+    /* then 300 changed (the odd ones), every file of c2 gone (its directories with them), a
+     * new cluster directory: a pack again */
+    for (size_t i = 0; i < N; i++) {
+        if (i % 7 == 2) {
+            rm[nrm++] = files[i].path;
+            continue;
+        }
+        if (i % 2) {
+            files[i].data = rc_arena_printf(&f->a, "job: %zu\nchanged: true\n", i);
+            files[i].len = strlen(files[i].data);
+            up[nup++] = files[i];
+        }
+        files[nfiles++] = files[i];
+    }
+    up[nup++] = (struct rc_git_file){"clusters/new/ns/x.yaml", "x: 1\n", 5, 0, "", 0};
+    files[nfiles++] = up[nup - 1];
+    files[nfiles++] = (struct rc_git_file){"README.md", "deploy branch\n", 14, 0, "", 0};
+    assert_int_equal(rc_git_update_tree(tree, f->g, commit, up, nup, rm, nrm, &err), RC_OK);
+    assert_int_equal(rc_git_build_tree(full, alone, NULL, files, nfiles, &err), RC_OK);
+    assert_string_equal(tree, full);
+    assert_int_equal(rc_git_commit(commit, f->g, tree, commit, "changes\n", 1700000001, &err),
+                     RC_OK);
+    fsck = th_git_ok(f->work, "fsck", "--no-dangling", commit, NULL);
+    free(fsck);
+
+    /* a few: one changed, one removed, loose; a path that turns into a directory is refused */
+    up[0] = (struct rc_git_file){files[0].path, "job: 0\nagain: 1\n", 16, 0, "", 0};
+    rm[0] = files[1].path;
+    assert_int_equal(rc_git_update_tree(tree, f->g, commit, up, 1, rm, 1, &err), RC_OK);
+    files[0] = up[0];
+    memmove(&files[1], &files[2], (nfiles - 2) * sizeof(*files));
+    assert_int_equal(rc_git_build_tree(full, alone, NULL, files, nfiles - 1, &err), RC_OK);
+    assert_string_equal(tree, full);
+    up[0] = (struct rc_git_file){"clusters/c0/ns0/job-000.yaml/inner.yaml", "x: 1\n", 5, 0, "", 0};
+    rm[0] = "clusters/c0/ns0/job-000.yaml";
+    assert_int_equal(rc_git_update_tree(tree, f->g, commit, up, 1, rm, 1, &err), RC_ECONFLICT);
+    up[0].path = "../escape.yaml";
+    assert_int_equal(rc_git_update_tree(tree, f->g, commit, up, 1, NULL, 0, &err), RC_EINVALID);
+    fsck = th_git_ok(f->work, "fsck", "--no-dangling", NULL);
+    free(fsck);
+    rc_git_free(alone);
+    free(base);
+    free(rm);
+    free(up);
+    free(files);
 }
 
 /* A large commit (a first pass on a big fleet) writes its new objects as one pack, not a loose
@@ -1717,6 +1854,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__read_file_and_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__read_blob_reads_a_header_only_when_it_must,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__update_tree_many_and_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_many_new_objects, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_few_changes_equal_a_full_build,

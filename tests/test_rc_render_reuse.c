@@ -246,9 +246,9 @@ static void commit_as_rightplace(const char *wt, const char *subject, const char
 }
 
 /* A deploy head with an executable file and a symlink under clusters/ that someone committed
- * as rightplace commits (so not reported as a hand edit): the next pass, which keeps that
- * file, commits the tree a whole build makes, with every deploy file a plain file and the
- * symlink gone, instead of failing on the file it keeps ("not in the base tree to keep"). */
+ * as rightplace commits (so not reported as a hand edit): a one-change pass only writes what
+ * changed over the head (rc_git_update_tree), but the tree it commits is still the one a
+ * whole build makes, with every deploy file a plain file and the symlink gone. */
 static void test_rc_render_reuse__odd_entries_of_the_head_put_right(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
