@@ -1799,8 +1799,8 @@ static const struct blobref *lent_find(git_odb_backend *b, const git_oid *id)
     struct lent *l = (struct lent *)b;
     struct blobref key;
 
-    if (!l->sealed)
-        return NULL;
+    if (!l->sealed || !l->n)
+        return NULL; /* nothing lent (bsearch may not be given a null array) */
     key.id = *id;
     return bsearch(&key, l->v, l->n, sizeof(*l->v), blobref_cmp);
 }
