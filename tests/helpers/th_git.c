@@ -324,13 +324,35 @@ char *th_git_commit_files(const char *dir, const char *message, ...)
     return th_git_ok(dir, "rev-parse", "HEAD", NULL);
 }
 
+/* Whether nothing listens on 127.0.0.1:port (a bind there succeeds). */
+static int port_free(int port)
+{
+    struct sockaddr_in sa;
+    int s = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok;
+
+    if (s < 0)
+        return 1;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok = bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(s);
+    return ok;
+}
+
 pid_t th_git_daemon_start(const char *base, int *port_out)
 {
     for (int attempt = 0; attempt < 20; attempt++) {
-        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 20000);
+        /* below Linux's ephemeral ports (32768-60999): a probe of a port in that range can
+         * connect to itself when nothing listens there, and an outgoing connection can hold it */
+        int port = 20000 + (int)((getpid() * 7 + attempt * 131) % 12000);
         char portarg[32], basearg[4096];
         pid_t pid;
 
+        if (!port_free(port))
+            continue;
         snprintf(portarg, sizeof(portarg), "--port=%d", port);
         snprintf(basearg, sizeof(basearg), "--base-path=%s", base);
         pid = fork();
@@ -355,6 +377,8 @@ pid_t th_git_daemon_start(const char *base, int *port_out)
             sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
             if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
                 close(s);
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                    break; /* something else answered there: the daemon could not listen */
                 *port_out = port;
                 return pid;
             }
