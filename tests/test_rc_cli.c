@@ -411,6 +411,17 @@ static void test_rc_cli__deploy_branch_equal_to_source_refused(void **state)
     free(repo);
 }
 
+/* A Cluster live-east whose kubeconfig is the file live-east of --kubeconfig-dir. */
+static void commit_live_cluster(const char *repo)
+{
+    free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
+                             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
+                             "metadata:\n  name: live-east\nspec:\n"
+                             "  kubeconfig: {name: live-east}\n"
+                             "  autoscaler: {type: none}\n",
+                             NULL));
+}
+
 /* A Cluster whose kubeconfig file does not exist in the operator's kubeconfig directory: a
  * configuration error (2) naming the Cluster and the path, not an outage (1) */
 static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
@@ -420,12 +431,7 @@ static void test_rc_cli__missing_kubeconfig_is_configuration(void **state)
     char *err = NULL;
     (void)state;
 
-    free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
-                             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
-                             "metadata:\n  name: live-east\nspec:\n"
-                             "  kubeconfig: {name: live-east}\n"
-                             "  autoscaler: {type: none}\n",
-                             NULL));
+    commit_live_cluster(repo);
     assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply",
                            "--kubeconfig-dir", kcdir, NULL),
                      2);
@@ -459,12 +465,7 @@ static void test_rc_cli__unloadable_libcurl_is_a_system_error(void **state)
     char *err = NULL, *deploy;
     (void)state;
 
-    free(th_git_commit_files(repo, "a live cluster", "fleet/live.yaml",
-                             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
-                             "metadata:\n  name: live-east\nspec:\n"
-                             "  kubeconfig: {name: live-east}\n"
-                             "  autoscaler: {type: none}\n",
-                             NULL));
+    commit_live_cluster(repo);
     th_write_file(kcdir, "live-east", kubeconfig, sizeof(kubeconfig) - 1);
     th_write_file(libdir, "libcurl.so.4", "not a library\n", 14);
     setenv("LD_LIBRARY_PATH", libdir, 1);
