@@ -1256,14 +1256,12 @@ static int walk_add(struct walk *w, const git_tree_entry *e, const char *a, cons
 
 static int is_deploy_path(const char *p);
 
-/* Whether root/name (under the walk's prefix) is a deploy path */
-static int odd_deploy_entry(const struct walk *w, const char *root, const char *name)
+/* A deploy-path entry only rc_git_build_tree puts right (rc_git_list_tree_odd): not a plain
+ * file (an executable, a symlink, a submodule), or a file where a deploy directory goes. */
+static int odd_deploy_entry(const char *path, git_filemode_t mode)
 {
-    char path[4096];
-
-    if ((size_t)snprintf(path, sizeof(path), "%s%s%s", w->prefix, root, name) >= sizeof(path))
-        return 1; /* too long to tell: counted */
-    return is_deploy_path(path);
+    return is_deploy_path(path) &&
+           (mode != GIT_FILEMODE_BLOB || !strcmp(path, "clusters") || !strcmp(path, ".rightplace"));
 }
 
 static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
@@ -1273,10 +1271,14 @@ static int walk_cb(const char *root, const git_tree_entry *e, void *payload)
 
     if (git_tree_entry_type(e) == GIT_OBJECT_TREE)
         return 0; /* descended into */
-    if (git_tree_entry_filemode(e) != GIT_FILEMODE_BLOB && odd_deploy_entry(w, root, name))
-        w->odd++;
-    else if (!*root && !*w->prefix && (!strcmp(name, "clusters") || !strcmp(name, ".rightplace")))
-        w->odd++; /* a file where a deploy directory goes */
+    if (git_tree_entry_filemode(e) != GIT_FILEMODE_BLOB || (!*root && !*w->prefix)) {
+        /* only these can be odd, so only their path is made; one too long to tell counts */
+        char path[4096];
+        int len = snprintf(path, sizeof(path), "%s%s%s", w->prefix, root, name);
+        if (len < 0 || (size_t)len >= sizeof(path) ||
+            odd_deploy_entry(path, git_tree_entry_filemode(e)))
+            w->odd++;
+    }
     if (git_tree_entry_type(e) != GIT_OBJECT_BLOB || !is_regular(e))
         return 0; /* symlinks and submodules skipped */
     if (w->yaml_only && !is_yaml_name(name))
@@ -1526,8 +1528,7 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
         for (size_t i = 0; i < git_index_entrycount(g->built); i++) {
             const git_index_entry *ie = git_index_get_byindex(g->built, i);
             struct rc_git_blob *b;
-            if (ie && ((ie->mode != GIT_FILEMODE_BLOB && is_deploy_path(ie->path)) ||
-                       !strcmp(ie->path, "clusters") || !strcmp(ie->path, ".rightplace")))
+            if (ie && odd_deploy_entry(ie->path, (git_filemode_t)ie->mode))
                 w.odd++;
             if (!ie || git_index_entry_stage(ie) != 0 ||
                 (ie->mode != GIT_FILEMODE_BLOB && ie->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
@@ -1696,6 +1697,32 @@ static int str_cmp(const void *x, const void *y)
     return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
+/* A path of sorted[0..n) (strcmp order) that is also a directory of another ("a" beside
+ * "a/b"), malloc'd, or NULL. Every parent directory of a path is looked up, once per
+ * directory: sorted, the files of one directory follow one another. */
+static char *file_and_dir(const char *const *sorted, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *slash = strrchr(sorted[i], '/');
+        size_t dlen = slash ? (size_t)(slash - sorted[i]) : 0;
+        char *dir;
+
+        if (!slash || (i > 0 && !strncmp(sorted[i - 1], sorted[i], dlen + 1) &&
+                       !strchr(sorted[i - 1] + dlen + 1, '/')))
+            continue;
+        dir = rc_xstrndup(sorted[i], dlen);
+        for (char *s = dir + dlen; s; s = strrchr(dir, '/')) {
+            const char *key = dir;
+
+            *s = '\0';
+            if (bsearch(&key, sorted, n, sizeof(char *), str_cmp))
+                return dir;
+        }
+        free(dir);
+    }
+    return NULL;
+}
+
 /* Paths valid, no duplicates, no path that is both a file and a directory. On success
  * *sorted_out gets the paths sorted (malloc'd array of borrowed strings). */
 static int file_path_cmp(const void *x, const void *y)
@@ -1727,25 +1754,10 @@ static int check_files(const char ***sorted_out, const struct rc_git_file ***ord
     for (size_t i = 1; i < nfiles && error == RC_OK; i++)
         if (!strcmp(sorted[i - 1], sorted[i]))
             error = rc_err_set(err, RC_EINVALID, "path '%s' given twice", sorted[i]);
-    for (size_t i = 0; i < nfiles && error == RC_OK; i++) {
-        /* every parent directory of sorted[i] must not itself be a file: checked once per
-         * directory (sorted, the files of one directory follow one another) */
-        const char *slash = strrchr(sorted[i], '/');
-        size_t dlen = slash ? (size_t)(slash - sorted[i]) : 0;
-        char *dir;
-
-        if (!slash || (i > 0 && !strncmp(sorted[i - 1], sorted[i], dlen + 1) &&
-                       !strchr(sorted[i - 1] + dlen + 1, '/')))
-            continue;
-        dir = rc_xstrndup(sorted[i], dlen);
-        for (char *s = dir + dlen; s && error == RC_OK; s = strrchr(dir, '/')) {
-            const char *key = dir;
-
-            *s = '\0';
-            if (bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp))
-                error =
-                    rc_err_set(err, RC_EINVALID, "path '%s' is both a file and a directory", dir);
-        }
+    if (error == RC_OK) {
+        char *dir = file_and_dir(sorted, nfiles);
+        if (dir)
+            error = rc_err_set(err, RC_EINVALID, "path '%s' is both a file and a directory", dir);
         free(dir);
     }
     if (error == RC_OK) {
@@ -2415,46 +2427,24 @@ done:
     return error;
 }
 
-static int str_ptr_cmp(const void *x, const void *y)
-{
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
 /* Whether one of the paths is a directory of another ("a" and "a/b"): a file that becomes a
- * directory or the reverse, which git_tree_create_updated cannot do in one go. Sorted, every
- * path under "a/" comes after "a/" and before "a0" ('/' + 1), so one search per path. */
+ * directory or the reverse, which git_tree_create_updated cannot do in one go. */
 static int df_change(const struct rc_git_file *up, size_t nup, const char *const *rm, size_t nrm)
 {
-    size_t n = nup + nrm, lo, hi;
+    size_t n = nup + nrm;
     const char **v = rc_xcalloc(n + 1, sizeof(*v));
-    char dir[4096];
-    int found = 0;
+    char *dir;
+    int found;
 
     for (size_t i = 0; i < nup; i++)
         v[i] = up[i].path;
     for (size_t i = 0; i < nrm; i++)
         v[nup + i] = rm[i];
-    qsort(v, n, sizeof(*v), str_ptr_cmp);
-    for (size_t i = 0; i < n && !found; i++) {
-        size_t len = strlen(v[i]);
-        if (len + 2 > sizeof(dir)) {
-            found = 1; /* not decided here: the build through the index checks it */
-            break;
-        }
-        memcpy(dir, v[i], len);
-        dir[len] = '/';
-        dir[len + 1] = '\0';
-        /* the first path >= "a/" */
-        for (lo = i + 1, hi = n; lo < hi;) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (strcmp(v[mid], dir) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        found = lo < n && !strncmp(v[lo], dir, len + 1);
-    }
+    rc_sort(v, n, sizeof(*v), str_cmp);
+    dir = file_and_dir(v, n);
+    found = dir != NULL;
     free(v);
+    free(dir);
     return found;
 }
 
