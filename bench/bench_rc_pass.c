@@ -4,7 +4,9 @@
  * a commit changing one YAML file. Prints each pass's time, files parsed and the process's
  * peak RSS so far; asserts nothing. BENCH_PHASES=1 logs each pass's phases (debug log).
  * BENCH_PERF_CTL=FIFO writes "enable" to FIFO before the one-change pass and "disable" after
- * it, so that `perf record --control=fifo:FIFO -D -1` profiles that pass alone.
+ * it, so that `perf record --control=fifo:FIFO -D -1` profiles that pass alone. Under
+ * `valgrind --tool=callgrind --collect-atstart=no` the instructions counted are that pass's
+ * alone (where the build found valgrind's headers): a count the host's noise does not move.
  *
  * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]
  *   REPO: a local repository whose branch main holds the source (bench/gen_fleet.py makes
@@ -18,6 +20,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND 1
+#endif
+#endif
 
 #include "rc_arena.h"
 #include "rc_buf.h"
@@ -63,6 +71,10 @@ static void perf_ctl(const char *cmd)
     const char *path = getenv("BENCH_PERF_CTL");
     FILE *f;
 
+#ifdef HAVE_CALLGRIND
+    /* under valgrind --tool=callgrind --collect-atstart=no: the one-change pass alone */
+    CALLGRIND_TOGGLE_COLLECT;
+#endif
     if (path == NULL || (f = fopen(path, "w")) == NULL)
         return;
     fprintf(f, "%s\n", cmd);
