@@ -135,6 +135,7 @@ struct cluster_ent {
 
 struct fkey {
     const char *key;
+    uint64_t hash; /* key_hash(key): the load claims every key of every file on each pass */
     int line, col;
 };
 
@@ -177,6 +178,7 @@ struct parsed {
     unsigned held_gen; /* the sweep since which the budget counts it (ledger_hold) */
     int over;          /* refused by the budget: holds the refusal alone; the next sweep frees it */
     struct rd_payload_file *payloads; /* its objects' packed manifests are there (rd_import) */
+    size_t hash;                      /* cache_hash(id, path), once in a cache */
     struct parsed *next;              /* hash chain */
 };
 
@@ -236,6 +238,7 @@ static int file_claim(struct pctx *c, const char *key, const struct rd_object *o
     }
     k = VEC_PUSH(c->st.keys);
     k->key = key;
+    k->hash = key_hash(key);
     k->line = pos.line > 0 ? pos.line : o->pos.line;
     k->col = pos.line > 0 ? pos.col : o->pos.col;
     return RC_OK;
@@ -579,8 +582,11 @@ static size_t cache_hash(const char *id, const char *path)
 
 static struct parsed *cache_get(const struct rd_cache *c, const char *id, const char *path)
 {
-    for (struct parsed *p = c->slot[cache_hash(id, path) & (c->cap - 1)]; p; p = p->next) {
-        if (!strcmp(p->id, id) && !strcmp(p->path, path))
+    size_t h = cache_hash(id, path);
+
+    /* the hash first: an entry's strings are in its own arena, a cache miss away */
+    for (struct parsed *p = c->slot[h & (c->cap - 1)]; p; p = p->next) {
+        if (p->hash == h && !strcmp(p->id, id) && !strcmp(p->path, path))
             return p;
     }
     return NULL;
@@ -599,7 +605,7 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
             struct parsed *q = c->slot[i], *next;
             for (; q; q = next) {
                 next = q->next;
-                h = cache_hash(q->id, q->path) & (ncap - 1);
+                h = q->hash & (ncap - 1);
                 q->next = ns[h];
                 ns[h] = q;
             }
@@ -608,7 +614,8 @@ static void cache_put(struct rd_cache *c, struct parsed *p)
         c->slot = ns;
         c->cap = ncap;
     }
-    h = cache_hash(p->id, p->path) & (c->cap - 1);
+    p->hash = cache_hash(p->id, p->path);
+    h = p->hash & (c->cap - 1);
     p->next = c->slot[h];
     c->slot[h] = p;
     c->n++;
@@ -1374,6 +1381,7 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
         p->pdocs[i].object = (long)i;
         k = VEC_PUSH(c->st.keys);
         k->key = o->key;
+        k->hash = key_hash(o->key);
         k->line = pos[i].line;
         k->col = pos[i].col;
     }
@@ -1655,7 +1663,7 @@ static void add_error(struct loader *l, const char *path, const char *msg)
 static int claim_file(struct loader *l, const struct parsed *p)
 {
     for (size_t i = 0; i < p->nkeys; i++) {
-        const struct keyent *prev = keyset_find(&l->seen, p->keys[i].key, key_hash(p->keys[i].key));
+        const struct keyent *prev = keyset_find(&l->seen, p->keys[i].key, p->keys[i].hash);
         if (!prev)
             continue;
         struct collision *c = VEC_PUSH(l->collisions);
@@ -1671,7 +1679,7 @@ static int claim_file(struct loader *l, const struct parsed *p)
         return -1;
     }
     for (size_t i = 0; i < p->nkeys; i++) {
-        uint64_t h = key_hash(p->keys[i].key);
+        uint64_t h = p->keys[i].hash;
         if (!keyset_find(&l->seen, p->keys[i].key, h)) /* a key the file names twice: once */
             keyset_add(&l->seen, p->keys[i].key, h, p->path, p->keys[i].line);
     }
