@@ -364,6 +364,22 @@ static long find_ns(const struct engine *e, const char *name)
     return -1;
 }
 
+/* find_ns over objects in key order, where one namespace's objects are adjacent: the last
+ * answer is asked for again, and one comparison gives it. */
+struct ns_memo {
+    const char *name;
+    long idx;
+};
+
+static long find_ns_memo(const struct engine *e, struct ns_memo *m, const char *name)
+{
+    if (!m->name || (m->name != name && strcmp(m->name, name))) {
+        m->name = name;
+        m->idx = find_ns(e, name);
+    }
+    return m->idx;
+}
+
 static const struct pl_prev_unit *find_prev(struct engine *e, const char *unit)
 {
     size_t lo = 0, hi = e->nprev;
@@ -439,6 +455,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     const struct pl_input *in = e->in;
     size_t n = 0, cap = in->nnamespaces + in->nobjects + 1;
     struct ens *all = rc_arena_calloc(&e->s, cap, sizeof(*all));
+    struct ns_memo memo = {NULL, -1};
 
     e->nobj = in->nobjects;
     e->obj = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->obj));
@@ -478,7 +495,7 @@ static int setup_namespaces_and_objects(struct engine *e, struct rc_err *err)
     for (size_t i = 0; i < e->nobj; i++) {
         const char *ns = e->obj[i]->ns;
         /* objects are sorted by key, so one namespace's objects are adjacent */
-        if (ns && find_ns(e, ns) < 0 && (n == e->nns || strcmp(all[n - 1].name, ns))) {
+        if (ns && find_ns_memo(e, &memo, ns) < 0 && (n == e->nns || strcmp(all[n - 1].name, ns))) {
             struct pl_labels *l = rc_arena_calloc(&e->s, 1, sizeof(*l));
             pl_labels_set(l, &e->s, PL_LABEL_CLUSTER_NAME, ns);
             all[n].name = ns;
@@ -833,11 +850,12 @@ static void assign_policies(struct engine *e)
 {
     size_t ninc = 0;
     const struct incumbent *inc = NULL; /* built when an object first matches two policies */
+    struct ns_memo memo = {NULL, -1};
 
     e->objpol = rc_arena_calloc(&e->s, e->nobj + 1, sizeof(*e->objpol));
     for (size_t i = 0; i < e->nobj; i++) {
         const struct pl_object *o = e->obj[i];
-        long ns = o->ns ? find_ns(e, o->ns) : -1;
+        long ns = o->ns ? find_ns_memo(e, &memo, o->ns) : -1;
         int first = -1, kept = -1, nmatch = 0;
         const char *names[3] = {NULL, NULL, NULL}, *avalue = NULL;
 
