@@ -37,7 +37,8 @@
 
 struct nstate {
     int64_t free[PL_RES_MAX];
-    int vshape; /* -1: a real node; else index into cstate.shapes (a virtual node) */
+    int vshape;     /* -1: a real node; else index into cstate.shapes (a virtual node) */
+    uint32_t stamp; /* the pack that last placed pods here (pl_fit.pack_serial) */
 };
 
 struct cstate {
@@ -61,6 +62,12 @@ struct cstate {
     int64_t *shape_used;            /* nodes of each shape: existing + virtual */
     struct nstate *shape_free;      /* an empty node of each shape */
     uint64_t version;               /* starts at 1; +1 per commit */
+    /* Per pod shape (by index): how many of the shape's eligible nodes, from the first, no
+     * pod of it fits on as committed. Commits only take capacity (a pack that does not commit
+     * gives back exactly what it took), so a node found full for a shape stays full for the
+     * rest of the decisions, and first fit starts past those nodes (first_fit_eligible). */
+    uint32_t *full_for;
+    size_t nfull_for;
     int64_t committed[PL_RES_MAX];
     int64_t nodes_added;
 };
@@ -133,6 +140,7 @@ struct pl_fit {
     struct htab sig_tab;
     size_t nundo, capundo;
     struct undo *undo;
+    uint32_t pack_serial; /* +1 per pack */
     /* scratch for building signatures */
     size_t captmp;
     struct pl_demand_item *tmp;
@@ -466,8 +474,10 @@ void pl_fit_free(struct pl_fit *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->nclusters; i++)
+    for (size_t i = 0; i < f->nclusters; i++) {
         free(f->cl[i].nodes);
+        free(f->cl[i].full_for);
+    }
     free(f->cl);
     for (size_t i = 0; i < f->nsigs; i++) {
         free(f->sigs[i].shape);
@@ -775,6 +785,7 @@ static void place(struct pl_fit *f, struct cstate *cs, uint32_t node, uint32_t s
 
     for (int j = 0; j < s->nnz; j++)
         ns->free[s->nz[j]] -= count * s->req[s->nz[j]];
+    ns->stamp = f->pack_serial;
     f->undo = rc_xgrow(f->undo, &f->capundo, f->nundo + 1, sizeof(*f->undo));
     f->undo[f->nundo].node = node;
     f->undo[f->nundo].shape = shape;
@@ -804,6 +815,39 @@ static void first_fit(struct pl_fit *f, struct cstate *cs, uint32_t sh, const ui
         if (k > 0) {
             place(f, cs, idx[i], sh, k);
             *rem -= k;
+        }
+    }
+}
+
+/* first_fit over the nodes eligible for shape sh, from the first that may still take a pod
+ * of it: the same placements, without trying again, decision after decision, the nodes the
+ * committed ones have filled (cstate.full_for). A node this pack has placed pods on holds
+ * less than it has as committed, so it does not tell. */
+static void first_fit_eligible(struct pl_fit *f, struct cstate *cs, uint32_t sh,
+                               const struct elig *e, int64_t *rem)
+{
+    const struct podshape *s = &f->shapes[sh];
+    uint32_t *full;
+    int ahead = 1; /* every node tried so far is full for sh as committed */
+
+    if (sh >= cs->nfull_for) {
+        size_t old = cs->nfull_for;
+        cs->full_for =
+            rc_xgrow(cs->full_for, &cs->nfull_for, (size_t)sh + 1, sizeof(*cs->full_for));
+        memset(cs->full_for + old, 0, (cs->nfull_for - old) * sizeof(*cs->full_for));
+    }
+    full = &cs->full_for[sh];
+    for (size_t i = *full; *rem > 0 && i < e->n; i++) {
+        struct nstate *ns = &cs->nodes[e->nodes[i]];
+        int64_t k = fit_count(ns->free, s, *rem);
+        if (k > 0) {
+            place(f, cs, e->nodes[i], sh, k);
+            *rem -= k;
+            ahead = 0;
+        } else if (ahead && ns->stamp != f->pack_serial) {
+            *full = (uint32_t)(i + 1);
+        } else {
+            ahead = 0;
         }
     }
 }
@@ -957,11 +1001,12 @@ static void pack(struct pl_fit *f, uint32_t sig, size_t ci, int commit, int want
     memset(pi, 0, sizeof(*pi));
     pi->fail1 = pi->fail2 = -1;
     pi->best_r = -1;
+    f->pack_serial++;
     f->rem = rc_xgrow(f->rem, &f->caprem, s->n + 1, sizeof(*f->rem));
     for (size_t g = 0; g < s->n; g++) {
         struct elig *e = get_elig(f, &f->shapes[s->shape[g]], ci);
         f->rem[g] = s->count[g];
-        first_fit(f, cs, s->shape[g], e->nodes, e->n, &f->rem[g]);
+        first_fit_eligible(f, cs, s->shape[g], e, &f->rem[g]);
         pi->placed_now += s->count[g] - f->rem[g];
         if (f->rem[g] > 0) {
             need_scale = 1;

@@ -587,6 +587,34 @@ static void test_pl_engine__burst_never_overcommits(void **state)
     assert_int_equal(dec(f, "ns/RayCluster/r19")->state, PL_STATE_PENDING);
 }
 
+/* First fit starts past the nodes the committed units have filled for a pod shape; a node
+ * that only a unit's trial filled, and that the trial gave back, is not among them. x (tried
+ * on a and b, fits neither): its head fills a's n-0, so its workers find n-0 full; then y0
+ * and y1, pods like x's workers, take n-0 and n-1. Were n-0 taken as full for them, y1 would
+ * wait. */
+static void test_pl_engine__first_fit_after_a_trial(void **state)
+{
+    struct fx *f = *state;
+    struct pl_cluster *a = cluster(f, "a"), *b = cluster(f, "b");
+    struct pl_object *x;
+
+    nodes(f, a, "n", 2, 8, 32, 0);
+    nodes(f, b, "n", 1, 1, 32, 0);
+    policy(f, "p", "job");
+    x = object(f, "ns", "RayCluster", "a-x", "job");
+    pod(f, x, "head", 1, 8000, 1, 0);
+    pod(f, x, "worker", 2, 6000, 1, 0);
+    for (int i = 0; i < 3; i++)
+        pod(f, object(f, "ns", "RayCluster", rc_arena_printf(&f->a, "b-y%d", i), "job"), "worker",
+            1, 6000, 1, 0);
+    run(f);
+    assert_int_equal(dec(f, "ns/RayCluster/a-x")->state, PL_STATE_PENDING);
+    assert_on(dec(f, "ns/RayCluster/b-y0"), "a");
+    assert_on(dec(f, "ns/RayCluster/b-y1"), "a");
+    assert_int_equal(dec(f, "ns/RayCluster/b-y2")->state, PL_STATE_PENDING);
+    assert_int_equal(f->out.usage[0].committed.v[0], CPU(12));
+}
+
 static void test_pl_engine__sticky_after_capacity_frees(void **state)
 {
     struct fx *f = *state;
@@ -1416,6 +1444,7 @@ int main(void)
         T(max_nodes_reached),
         T(virtual_nodes_shared),
         T(burst_never_overcommits),
+        T(first_fit_after_a_trial),
         T(sticky_after_capacity_frees),
         T(committed_present_not_deducted),
         T(committed_first),
