@@ -241,6 +241,7 @@ struct engine {
     const struct pl_prev_unit **prev;
     unsigned char *prev_used;
     struct pl_fit *fit;
+    const char **kept_reason; /* per cluster: "kept on <name> (sticky)", made once */
     size_t nwarn, capwarn;
     const char **warn;
     /* scratch for demand items */
@@ -1187,7 +1188,12 @@ static void decide_kept(struct engine *e, struct eunit *u)
         d->verdicts[0].cluster = e->cl[ci]->name;
         pl_fit_verdict_commit(e->fit, u->sig, (size_t)ci, &d->verdicts[0], e->a);
     }
-    d->reason = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
+    /* the same words for every unit kept on the cluster: one string */
+    if (!e->kept_reason)
+        e->kept_reason = rc_arena_calloc(&e->s, e->ncl + 1, sizeof(*e->kept_reason));
+    if (!e->kept_reason[ci])
+        e->kept_reason[ci] = rc_arena_printf(e->a, "kept on %s (sticky)", c0);
+    d->reason = e->kept_reason[ci];
 }
 
 static const char *no_candidate_reason(struct engine *e, const struct epol *ep)

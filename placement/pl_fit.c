@@ -109,6 +109,10 @@ struct sig {
     int64_t *count;
     int64_t npods;
     struct vcache *cache; /* per cluster, lazily */
+    /* "N pods fit on existing nodes", the detail of every fits-now verdict, made once (in
+     * fits_now_in) */
+    const char *fits_now;
+    const struct rc_arena *fits_now_in;
 };
 
 struct htab {
@@ -1077,10 +1081,15 @@ static const char *detail_for(struct pl_fit *f, uint32_t sig, size_t ci, const s
     char head[160] = "", tail[200] = "", need[PL_QUANTITY_STR], have[PL_QUANTITY_STR];
 
     if (pi->kind == PL_VERDICT_FITS_NOW) {
+        struct sig *ms = &f->sigs[sig];
         if (s->npods == 0)
             return "no pods to place";
-        return rc_arena_printf(a, "%" PRId64 " pod%s fit%s on existing nodes", s->npods,
-                               s->npods == 1 ? "" : "s", s->npods == 1 ? "s" : "");
+        if (ms->fits_now_in != a) {
+            ms->fits_now = rc_arena_printf(a, "%" PRId64 " pod%s fit%s on existing nodes", s->npods,
+                                           s->npods == 1 ? "" : "s", s->npods == 1 ? "s" : "");
+            ms->fits_now_in = a;
+        }
+        return ms->fits_now;
     }
     if (pi->kind == PL_VERDICT_FITS_AFTER_SCALE_UP) {
         if (pi->nodes_added == 0)
