@@ -66,6 +66,8 @@ struct rc_git {
      * loop pass builds over the commit the pass before made): not read from the tree again */
     git_index *built;
     git_oid built_tree;
+    struct listed *listed; /* see struct listed */
+    size_t tree_walks;     /* whole trees listed by walking them (rc_git_tree_walks) */
     size_t trees_read;
     size_t listings;     /* rc_git_list_yaml calls */
     size_t headers_read; /* rc_git_read_blob's object headers */
@@ -73,6 +75,130 @@ struct rc_git {
     size_t loose_misses; /* blobs in a row that loose_within found no loose file for */
     size_t loose_skip;   /* blobs still to read without looking for one (a packed repository) */
 };
+
+/* The whole-tree listing of one tree (rc_git_list_tree_odd), kept by the handle so that
+ * listing that tree again reads nothing: the tree it last walked, or the tree
+ * rc_git_update_tree made from that one, its listing changed by the same paths. A loop pass
+ * lists the deploy commit the pass before it made. Paths point into text. */
+struct listed {
+    git_oid tree;
+    size_t n, odd;
+    char **path;
+    char (*id)[41];
+    char *text;
+};
+
+static void listed_free(struct listed *l)
+{
+    if (!l)
+        return;
+    free(l->path);
+    free(l->id);
+    free(l->text);
+    free(l);
+}
+
+/* A listing of n entries, whose paths take `bytes` bytes with their NULs. */
+static struct listed *listed_new(const git_oid *tree, size_t n, size_t bytes, size_t odd)
+{
+    struct listed *l = rc_xcalloc(1, sizeof(*l));
+
+    l->tree = *tree;
+    l->odd = odd;
+    l->path = rc_xcalloc(n + 1, sizeof(*l->path));
+    l->id = rc_xcalloc(n + 1, sizeof(*l->id));
+    l->text = rc_xmalloc(bytes + 1);
+    return l;
+}
+
+/* Append entry (path, id) to l, whose text has room for it. at: the next byte of text. */
+static void listed_put(struct listed *l, char **at, const char *path, const char *id)
+{
+    size_t len = strlen(path) + 1;
+
+    memcpy(*at, path, len);
+    l->path[l->n] = *at;
+    memcpy(l->id[l->n], id, 41);
+    l->n++;
+    *at += len;
+}
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int odd_deploy_entry(const char *path, git_filemode_t mode);
+static void oid_hex(char out[41], const git_oid *id);
+
+/* The listing of `tree`, which git_tree_create_updated made from l's tree by u[0..nup)
+ * (upserts of plain files) and u[nup..nup+nrm) (removals): NULL when that cannot be told from
+ * l alone (l counts odd entries; a path named twice; a removed path that l does not list as a
+ * file, such as a directory). */
+static struct listed *listed_updated(const struct listed *l, const git_oid *tree,
+                                     const git_tree_update *u, size_t nup, size_t nrm)
+{
+    struct change {
+        const char *path; /* first: cmp_cstr sorts by it */
+        const git_oid *id;
+    } *ups = rc_xcalloc(nup + 1, sizeof(*ups)), *rms = rc_xcalloc(nrm + 1, sizeof(*rms));
+    struct listed *out = NULL;
+    size_t bytes = 0, odd = 0, i = 0, j = 0, k = 0;
+    char hex[41], *at;
+
+    if (l->odd)
+        goto done;
+    for (size_t x = 0; x < nup; x++) {
+        ups[x].path = u[x].path;
+        ups[x].id = &u[x].id;
+        odd += odd_deploy_entry(u[x].path, GIT_FILEMODE_BLOB) != 0;
+        bytes += strlen(u[x].path) + 1;
+    }
+    for (size_t x = 0; x < nrm; x++)
+        rms[x].path = u[nup + x].path;
+    rc_sort(ups, nup, sizeof(*ups), cmp_cstr);
+    rc_sort(rms, nrm, sizeof(*rms), cmp_cstr);
+    for (size_t x = 0; x + 1 < nup; x++)
+        if (!strcmp(ups[x].path, ups[x + 1].path))
+            goto done;
+    for (size_t x = 0; x + 1 < nrm; x++)
+        if (!strcmp(rms[x].path, rms[x + 1].path))
+            goto done;
+    for (size_t x = 0; x < l->n; x++)
+        bytes += strlen(l->path[x]) + 1;
+    out = listed_new(tree, l->n + nup, bytes, odd);
+    at = out->text;
+    while (i < l->n || j < nup) {
+        int c = i >= l->n ? 1 : j >= nup ? -1 : strcmp(l->path[i], ups[j].path);
+        if (c <= 0 && k < nrm) {
+            int r = strcmp(rms[k].path, l->path[i]);
+            if (r < 0 || (r == 0 && c == 0))
+                break; /* removed but not listed as a file; or written and removed */
+            if (r == 0) {
+                i++;
+                k++;
+                continue;
+            }
+        }
+        if (c < 0) {
+            listed_put(out, &at, l->path[i], l->id[i]);
+            i++;
+        } else {
+            oid_hex(hex, ups[j].id);
+            listed_put(out, &at, ups[j].path, hex);
+            i += c == 0;
+            j++;
+        }
+    }
+    if (i < l->n || j < nup || k < nrm) {
+        listed_free(out);
+        out = NULL;
+    }
+done:
+    free(ups);
+    free(rms);
+    return out;
+}
 
 /* ==== Errors and redaction ==== */
 
@@ -1051,6 +1177,7 @@ void rc_git_free(struct rc_git *g)
     if (!g)
         return;
     git_index_free(g->built);
+    listed_free(g->listed);
     git_repository_free(g->repo);
     free(g->url);
     wipe_free(g->url_user);
@@ -1079,6 +1206,11 @@ size_t rc_git_headers_read(const struct rc_git *g)
 size_t rc_git_trees_read(const struct rc_git *g)
 {
     return g->trees_read;
+}
+
+size_t rc_git_tree_walks(const struct rc_git *g)
+{
+    return g->tree_walks;
 }
 
 int rc_git_is_remote(const struct rc_git *g)
@@ -1539,13 +1671,40 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
             b->path = rc_arena_strdup(a, ie->path);
             oid_hex(b->id, &ie->id);
         }
+    } else if (error == RC_OK && list_only && !*p && g->listed &&
+               git_oid_equal(&g->listed->tree, git_tree_id(tree))) {
+        /* kept from the walk of this tree, or from the update that made it */
+        const struct listed *l = g->listed;
+        w.v = rc_xcalloc(l->n + 1, sizeof(*w.v));
+        w.cap = l->n + 1;
+        for (size_t i = 0; i < l->n; i++) {
+            w.v[i].path = rc_arena_strdup(a, l->path[i]);
+            memcpy(w.v[i].id, l->id[i], 41);
+        }
+        w.n = l->n;
+        w.odd = l->odd;
     } else if (error == RC_OK) {
         error = walk_path(&w, tree, p, 1, commit);
+        if (error == RC_OK && !*p)
+            g->tree_walks++;
     }
     if (error == RC_OK)
         walk_finish(out, n, &w);
     if (error == RC_OK && nodd)
         *nodd = w.odd;
+    if (error == RC_OK && list_only && !*p &&
+        !(g->listed && git_oid_equal(&g->listed->tree, git_tree_id(tree)))) {
+        /* kept for the next listing of this tree, or of the tree an update makes from it */
+        size_t bytes = 0;
+        char *at;
+        for (size_t i = 0; i < *n; i++)
+            bytes += strlen((*out)[i].path) + 1;
+        listed_free(g->listed);
+        g->listed = listed_new(git_tree_id(tree), *n, bytes, w.odd);
+        at = g->listed->text;
+        for (size_t i = 0; i < *n; i++)
+            listed_put(g->listed, &at, (*out)[i].path, (*out)[i].id);
+    }
     free(w.v);
     free(p);
     git_tree_free(tree);
@@ -2261,6 +2420,22 @@ static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_f
         error = fresh_tree(tree_id, &fr, 0, nfiles, 0, err);
     if (error == RC_OK)
         error = sink_flush(&sink, g, tree_id, err);
+    if (error == RC_OK) {
+        /* the listing of the new tree is its files, in this order: kept (struct listed) */
+        size_t bytes = 0, odd = 0;
+        char hex[41], *at;
+        for (size_t k = 0; k < nfiles; k++) {
+            bytes += strlen(order[k]->path) + 1;
+            odd += odd_deploy_entry(order[k]->path, GIT_FILEMODE_BLOB) != 0;
+        }
+        listed_free(g->listed);
+        g->listed = listed_new(tree_id, nfiles, bytes, odd);
+        at = g->listed->text;
+        for (size_t k = 0; k < nfiles; k++) {
+            oid_hex(hex, &ids[k]);
+            listed_put(g->listed, &at, order[k]->path, hex);
+        }
+    }
     git_odb_free(fr.odb);
     sink_close(&sink);
     free(ids);
@@ -2517,9 +2692,15 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
     if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
         goto done;
     oid_hex(out_tree, &tree_id);
-    /* the last build's index, if any, describes another tree now */
+    /* the last build's index, if any, describes another tree now; a listing of the base
+     * becomes the listing of the new tree */
     git_index_free(g->built);
     g->built = NULL;
+    if (g->listed && git_oid_equal(&g->listed->tree, git_tree_id(base))) {
+        struct listed *next = listed_updated(g->listed, &tree_id, ups, nup, nrm);
+        listed_free(g->listed);
+        g->listed = next;
+    }
 done:
     git_tree_free(own_base);
     sink_close(&sink);

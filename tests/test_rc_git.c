@@ -532,6 +532,28 @@ static void same_listing(struct fx *f, struct rc_git *other, const char *commit)
     }
 }
 
+/* g's listing of commit (rc_git_list_tree_odd), odd entries counted, is what a new handle
+ * walking the tree lists. */
+static void listing_as_walked(struct fx *f, struct rc_git *g, const char *commit, int round)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *fresh = open_ok(f->work, NULL);
+    struct rc_git_blob *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0, oddx = 0, oddy = 0;
+
+    assert_int_equal(rc_git_list_tree_odd(&x, &nx, &oddx, g, commit, &f->a, &err), RC_OK);
+    assert_int_equal(rc_git_list_tree_odd(&y, &ny, &oddy, fresh, commit, &f->a, &err), RC_OK);
+    assert_int_equal(rc_git_tree_walks(fresh), 1);
+    if (nx != ny || oddx != oddy)
+        fail_msg("round %d: %zu entries (%zu odd) kept, %zu (%zu) walked", round, nx, oddx, ny,
+                 oddy);
+    for (size_t i = 0; i < nx; i++) {
+        assert_string_equal(x[i].path, y[i].path);
+        assert_string_equal(x[i].id, y[i].id);
+    }
+    rc_git_free(fresh);
+}
+
 static int cmp_file_path(const void *x, const void *y)
 {
     return strcmp(((const struct rc_git_file *)x)->path, ((const struct rc_git_file *)y)->path);
@@ -586,6 +608,7 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
     char base[41] = "", tree[41], full[41], commit[41];
     unsigned seed = 12345;
     struct rc_git *alone, *upd;
+    int refused = 0, refused_before = 0;
 
     f->g = open_ok(f->work, NULL);
     alone = open_ok(f->work, NULL); /* the builds from the files alone: f->g's index stays */
@@ -648,8 +671,13 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
             if (strcmp(tree, full))
                 fail_msg("round %d: %s from the base, %s from the files alone", r, tree, full);
             /* refused exactly when clusters/c9/odd turned into a directory or back */
-            assert_int_equal(update_equals(f, upd, base, plain, n + 1, full, r),
-                             (r % 7 == 3) != ((r - 1) % 7 == 3));
+            size_t walks = rc_git_tree_walks(upd);
+            refused = update_equals(f, upd, base, plain, n + 1, full, r);
+            assert_int_equal(refused, (r % 7 == 3) != ((r - 1) % 7 == 3));
+            /* upd listed its base by walking it only when it had not made that tree itself:
+             * the first time, and after a refusal */
+            assert_int_equal(rc_git_tree_walks(upd) - walks, r == 1 || refused_before);
+            refused_before = refused;
         } else {
             memcpy(tree, full, sizeof(tree));
         }
@@ -657,6 +685,14 @@ static void test_rc_git__build_tree_few_changes_equal_a_full_build(void **state)
                                        1700000000 + r, &err),
                          RC_OK);
         same_listing(f, alone, commit);
+        if (base[0] && !refused) {
+            /* the listing upd keeps of the tree its update made: as walked, and no walk */
+            size_t walks = rc_git_tree_walks(upd);
+            listing_as_walked(f, upd, commit, r);
+            assert_int_equal(rc_git_tree_walks(upd), walks);
+        }
+        /* and the tree a build from the files alone made */
+        listing_as_walked(f, alone, commit, r);
         memcpy(base, commit, sizeof(base));
         memcpy(inbase, ver, sizeof(inbase));
     }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rc_cache.h"
 #include "rc_git.h"
@@ -279,6 +280,52 @@ static void test_rc_incremental__source_listed_once(void **state)
     free(repo);
 }
 
+/* Loop mode keeps one repository handle: a pass lists the deploy head it diffs against from
+ * what the handle kept of the tree the pass before wrote (built whole, then updated), walking
+ * no tree, and commits what a pass without any of that commits. */
+static void test_rc_incremental__deploy_tree_listed_from_memory(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_cache *loop = NULL;
+    struct rc_git *g = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo();
+    char tree[41], again[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
+    o.apply = 0;
+    o.cache = loop;
+    for (int i = 0; i < 4; i++) {
+        if (i) {
+            write_job(repo, i, i % 2 ? "2" : "3");
+            if (i == 3)
+                unlink(rc_arena_printf(&a, "%s/jobs/job-0.yaml", repo)); /* a file goes */
+            free(th_git_ok(repo, "add", "-A", NULL));
+            free(th_git_ok(repo, "commit", "-q", "-m", "change", NULL));
+        }
+        if (rc_pass_run(&res, g, &o, &a, &err) != RC_OK)
+            fail_msg("pass %d: %s", i, err.msg);
+        assert_int_equal(res.committed, 1);
+        assert_int_equal(rc_git_tree_walks(g), 0);
+    }
+    assert_int_equal(rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err), RC_OK);
+    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    run_pass(&res, again, repo, NULL, &a);
+    assert_string_equal(again, tree);
+
+    rc_git_free(g);
+    rc_cache_free(loop);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A pass that writes thousands of files hashes them on several threads: every object the
  * deploy branch holds is stored under the id of its bytes (git fsck --strict checks each),
  * and the tree is the one git computes from a checkout of it. */
@@ -428,6 +475,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__source_listed_once),
+        cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
         cmocka_unit_test(test_rc_incremental__edited_record_is_read),
         cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
         cmocka_unit_test(test_rc_incremental__many_files_hash_as_git_does),
