@@ -131,6 +131,42 @@ static int cmp_cstr(const void *x, const void *y)
 static int odd_deploy_entry(const char *path, git_filemode_t mode);
 static void oid_hex(char out[41], const git_oid *id);
 
+/* The index of path in l (sorted), or -1. */
+static long listed_find(const struct listed *l, const char *path)
+{
+    size_t lo = 0, hi = l->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(l->path[mid], path);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* listed_updated where the update only rewrote files l lists (a loop pass's usual change):
+ * l itself becomes the listing of tree, its ids changed in place. 0, or -1 (l unchanged)
+ * when some path is new or removed. */
+static int listed_rewritten(struct listed *l, const git_oid *tree, const git_tree_update *u,
+                            size_t nup, size_t nrm)
+{
+    if (l->odd || nrm)
+        return -1;
+    for (size_t x = 0; x < nup; x++) {
+        if (listed_find(l, u[x].path) < 0)
+            return -1;
+    }
+    for (size_t x = 0; x < nup; x++)
+        oid_hex(l->id[listed_find(l, u[x].path)], &u[x].id);
+    l->tree = *tree;
+    return 0;
+}
+
 /* The listing of `tree`, which git_tree_create_updated made from l's tree by u[0..nup)
  * (upserts of plain files) and u[nup..nup+nrm) (removals): NULL when that cannot be told from
  * l alone (l counts odd entries; a path named twice; a removed path that l does not list as a
@@ -2696,7 +2732,8 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
      * becomes the listing of the new tree */
     git_index_free(g->built);
     g->built = NULL;
-    if (g->listed && git_oid_equal(&g->listed->tree, git_tree_id(base))) {
+    if (g->listed && git_oid_equal(&g->listed->tree, git_tree_id(base)) &&
+        listed_rewritten(g->listed, &tree_id, ups, nup, nrm) < 0) {
         struct listed *next = listed_updated(g->listed, &tree_id, ups, nup, nrm);
         listed_free(g->listed);
         g->listed = next;
