@@ -134,19 +134,9 @@ static void oid_hex(char out[41], const git_oid *id);
 /* The index of path in l (sorted), or -1. */
 static long listed_find(const struct listed *l, const char *path)
 {
-    size_t lo = 0, hi = l->n;
+    char *const *at = l->n ? bsearch(&path, l->path, l->n, sizeof(*l->path), cmp_cstr) : NULL;
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(l->path[mid], path);
-        if (c == 0)
-            return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
+    return at ? (long)(at - l->path) : -1;
 }
 
 /* listed_updated where the update only rewrote files l lists (a loop pass's usual change):
