@@ -77,9 +77,10 @@ struct rc_git {
 };
 
 /* The whole-tree listing of one tree (rc_git_list_tree_odd), kept by the handle so that
- * listing that tree again reads nothing: the tree it last walked, or the tree
- * rc_git_update_tree made from that one, its listing changed by the same paths. A loop pass
- * lists the deploy commit the pass before it made. Paths point into text. */
+ * listing that tree again reads nothing: the tree it last walked, the tree rc_git_build_tree
+ * last wrote (from its sorted files, or from its index), or the tree rc_git_update_tree made
+ * from the one listed, its listing changed by the same paths. A loop pass lists the deploy
+ * commit the pass before it made. Paths point into text. */
 struct listed {
     git_oid tree;
     size_t n, odd;
@@ -137,6 +138,42 @@ static long listed_find(const struct listed *l, const char *path)
     char *const *at = l->n ? bsearch(&path, l->path, l->n, sizeof(*l->path), cmp_cstr) : NULL;
 
     return at ? (long)(at - l->path) : -1;
+}
+
+/* Does a walk of the tree an index was written to list this entry? Files of stage 0,
+ * executables too; symlinks and submodules are skipped. */
+static int index_lists(const git_index_entry *ie)
+{
+    return git_index_entry_stage(ie) == 0 &&
+           (ie->mode == GIT_FILEMODE_BLOB || ie->mode == GIT_FILEMODE_BLOB_EXECUTABLE);
+}
+
+/* The listing of the tree an index was written to, as a walk of that tree lists it, odd
+ * entries counted. */
+static struct listed *listed_of_index(git_index *idx, const git_oid *tree)
+{
+    size_t count = git_index_entrycount(idx), n = 0, bytes = 0, odd = 0;
+    struct listed *l;
+    char hex[41], *at;
+
+    for (size_t i = 0; i < count; i++) {
+        const git_index_entry *ie = git_index_get_byindex(idx, i);
+        odd += odd_deploy_entry(ie->path, (git_filemode_t)ie->mode) != 0;
+        if (index_lists(ie)) {
+            bytes += strlen(ie->path) + 1;
+            n++;
+        }
+    }
+    l = listed_new(tree, n, bytes, odd);
+    at = l->text;
+    for (size_t i = 0; i < count; i++) {
+        const git_index_entry *ie = git_index_get_byindex(idx, i);
+        if (index_lists(ie)) {
+            oid_hex(hex, &ie->id);
+            listed_put(l, &at, ie->path, hex);
+        }
+    }
+    return l;
 }
 
 /* listed_updated where the update only rewrote files l lists (a loop pass's usual change):
@@ -1675,31 +1712,14 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
     struct walk w = {g, a, "", 0, list_only, NULL, 0, 0, err, RC_OK, 0};
     git_tree *tree = NULL;
     char *p = norm_read_path(prefix ? prefix : "");
-    int error;
+    int error, walked = 0;
 
     error = check_path(p, 1, err);
     if (error == RC_OK)
         error = lookup_tree(&tree, g, commit, err);
-    if (error == RC_OK && list_only && !*p && g->built &&
-        git_oid_equal(&g->built_tree, git_tree_id(tree))) {
-        /* the tree this handle built last: its index lists it, without reading a tree */
-        for (size_t i = 0; i < git_index_entrycount(g->built); i++) {
-            const git_index_entry *ie = git_index_get_byindex(g->built, i);
-            struct rc_git_blob *b;
-            if (ie && odd_deploy_entry(ie->path, (git_filemode_t)ie->mode))
-                w.odd++;
-            if (!ie || git_index_entry_stage(ie) != 0 ||
-                (ie->mode != GIT_FILEMODE_BLOB && ie->mode != GIT_FILEMODE_BLOB_EXECUTABLE))
-                continue; /* as the walk: symlinks and submodules skipped */
-            w.v = rc_xgrow(w.v, &w.cap, w.n + 1, sizeof(*w.v));
-            b = &w.v[w.n++];
-            memset(b, 0, sizeof(*b));
-            b->path = rc_arena_strdup(a, ie->path);
-            oid_hex(b->id, &ie->id);
-        }
-    } else if (error == RC_OK && list_only && !*p && g->listed &&
-               git_oid_equal(&g->listed->tree, git_tree_id(tree))) {
-        /* kept from the walk of this tree, or from the update that made it */
+    if (error == RC_OK && list_only && !*p && g->listed &&
+        git_oid_equal(&g->listed->tree, git_tree_id(tree))) {
+        /* kept from the walk of this tree, or from the build or update that made it */
         const struct listed *l = g->listed;
         w.v = rc_xcalloc(l->n + 1, sizeof(*w.v));
         w.cap = l->n + 1;
@@ -1711,15 +1731,14 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
         w.odd = l->odd;
     } else if (error == RC_OK) {
         error = walk_path(&w, tree, p, 1, commit);
-        if (error == RC_OK && !*p)
-            g->tree_walks++;
+        walked = error == RC_OK && !*p;
+        g->tree_walks += walked;
     }
     if (error == RC_OK)
         walk_finish(out, n, &w);
     if (error == RC_OK && nodd)
         *nodd = w.odd;
-    if (error == RC_OK && list_only && !*p &&
-        !(g->listed && git_oid_equal(&g->listed->tree, git_tree_id(tree)))) {
+    if (walked && list_only) {
         /* kept for the next listing of this tree, or of the tree an update makes from it */
         size_t bytes = 0;
         char *at;
@@ -2617,6 +2636,8 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
     git_index_free(g->built);
     g->built = idx; /* its tree cache is that of tree_id, as writing the tree left it */
     g->built_tree = tree_id;
+    listed_free(g->listed);
+    g->listed = listed_of_index(idx, &tree_id);
     idx = NULL;
 done:
     sink_close(&sink);

@@ -227,8 +227,8 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
  * paths, with no index). */
 size_t rc_git_trees_read(const struct rc_git *g);
 /* Whole trees listed by walking them so far (rc_git_list_tree_odd). The handle keeps the last
- * such listing, and the listing of a tree rc_git_update_tree makes from that tree: listing
- * either again walks nothing. */
+ * such listing, the listing of the tree rc_git_build_tree last wrote, and that of a tree
+ * rc_git_update_tree makes from the one kept: listing any of them again walks nothing. */
 size_t rc_git_tree_walks(const struct rc_git *g);
 
 /* The tree id of a commit (40 hex). */
