@@ -67,7 +67,9 @@ struct rc_git {
     git_index *built;
     git_oid built_tree;
     struct listed *listed; /* see struct listed */
+    struct ahead *ahead;   /* a listing being made on a thread (rc_git_list_ahead) */
     size_t tree_walks;     /* whole trees listed by walking them (rc_git_tree_walks) */
+    size_t walks_ahead;    /* of them, walked on a thread of their own (rc_git_list_ahead) */
     size_t trees_read;
     size_t listings;     /* rc_git_list_yaml calls */
     size_t headers_read; /* rc_git_read_blob's object headers */
@@ -123,6 +125,8 @@ static void listed_put(struct listed *l, char **at, const char *path, const char
     l->n++;
     *at += len;
 }
+
+static void ahead_take(struct rc_git *g, const git_oid *tree);
 
 static int cmp_cstr(const void *x, const void *y)
 {
@@ -1239,6 +1243,7 @@ void rc_git_free(struct rc_git *g)
 {
     if (!g)
         return;
+    ahead_take(g, NULL);
     git_index_free(g->built);
     listed_free(g->listed);
     git_repository_free(g->repo);
@@ -1274,6 +1279,11 @@ size_t rc_git_trees_read(const struct rc_git *g)
 size_t rc_git_tree_walks(const struct rc_git *g)
 {
     return g->tree_walks;
+}
+
+size_t rc_git_tree_walks_ahead(const struct rc_git *g)
+{
+    return g->walks_ahead;
 }
 
 int rc_git_is_remote(const struct rc_git *g)
@@ -1705,6 +1715,108 @@ int rc_git_digest(char out[41], const char *data, size_t len, struct rc_err *err
     return RC_OK;
 }
 
+/* The listing of tree, from the sorted entries a walk of it found. */
+static struct listed *listed_of_walk(const git_oid *tree, const struct rc_git_blob *v, size_t n,
+                                     size_t odd)
+{
+    struct listed *l;
+    size_t bytes = 0;
+    char *at;
+
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(v[i].path) + 1;
+    l = listed_new(tree, n, bytes, odd);
+    at = l->text;
+    for (size_t i = 0; i < n; i++)
+        listed_put(l, &at, v[i].path, v[i].id);
+    return l;
+}
+
+/*
+ * A whole tree listed on a thread of its own while the caller goes on (rc_git_list_ahead): a
+ * `--once` pass lists the deploy head it diffs against while it loads the source. The thread
+ * opens the repository again (a libgit2 repository is not to be shared between threads) and
+ * touches nothing but this struct; the handle joins it when it lists that tree, or is freed.
+ */
+struct ahead {
+    struct rc_threads_bg bg;
+    char *gitdir;
+    git_oid tree;
+    struct listed *listed; /* NULL: the walk failed, and the listing walks again */
+};
+
+static void ahead_work(void *arg, size_t k)
+{
+    struct ahead *ah = arg;
+    git_repository *repo = NULL;
+    git_tree *tree = NULL;
+    struct rc_arena ar = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct walk w = {NULL, &ar, "", 0, 1, NULL, 0, 0, &err, RC_OK, 0};
+
+    (void)k;
+    if (git_repository_open(&repo, ah->gitdir) == 0 &&
+        git_tree_lookup(&tree, repo, &ah->tree) == 0 &&
+        git_tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, &w) == 0 && w.error == RC_OK) {
+        struct rc_git_blob *v;
+        size_t n;
+        walk_finish(&v, &n, &w);
+        ah->listed = listed_of_walk(&ah->tree, v, n, w.odd);
+    }
+    git_error_clear(); /* the thread's own; what failed is walked again by the caller */
+    free(w.v);
+    rc_arena_release(&ar);
+    git_tree_free(tree);
+    git_repository_free(repo);
+}
+
+int rc_git_list_ahead(struct rc_git *g, const char *commit, struct rc_err *err)
+{
+    git_tree *tree = NULL;
+    struct ahead *ah;
+    int error;
+
+    if (!commit || !commit[0])
+        return RC_OK;
+    if ((error = lookup_tree(&tree, g, commit, err)) < 0)
+        return error;
+    if ((g->listed && git_oid_equal(&g->listed->tree, git_tree_id(tree))) ||
+        (g->ahead && git_oid_equal(&g->ahead->tree, git_tree_id(tree)))) {
+        git_tree_free(tree); /* listed already, or being listed */
+        return RC_OK;
+    }
+    ahead_take(g, NULL);
+    ah = rc_xcalloc(1, sizeof(*ah));
+    ah->gitdir = rc_xstrdup(git_repository_path(g->repo));
+    git_oid_cpy(&ah->tree, git_tree_id(tree));
+    git_tree_free(tree);
+    g->ahead = ah;
+    rc_threads_start(&ah->bg, ahead_work, ah, 1);
+    return RC_OK;
+}
+
+/* Wait for the listing being made ahead, if any; when it is of `tree` (NULL: of none), it
+ * becomes the handle's kept listing. */
+static void ahead_take(struct rc_git *g, const git_oid *tree)
+{
+    struct ahead *ah = g->ahead;
+
+    if (!ah || (tree && !git_oid_equal(&ah->tree, tree)))
+        return;
+    rc_threads_join(&ah->bg);
+    g->ahead = NULL;
+    if (tree && ah->listed) {
+        listed_free(g->listed);
+        g->listed = ah->listed;
+        g->tree_walks++;
+        g->walks_ahead++;
+    } else {
+        listed_free(ah->listed);
+    }
+    free(ah->gitdir);
+    free(ah);
+}
+
 static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
                      const char *commit, const char *prefix, int list_only, struct rc_arena *a,
                      struct rc_err *err)
@@ -1717,6 +1829,8 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
     error = check_path(p, 1, err);
     if (error == RC_OK)
         error = lookup_tree(&tree, g, commit, err);
+    if (error == RC_OK && list_only && !*p)
+        ahead_take(g, git_tree_id(tree));
     if (error == RC_OK && list_only && !*p && g->listed &&
         git_oid_equal(&g->listed->tree, git_tree_id(tree))) {
         /* kept from the walk of this tree, or from the build or update that made it */
@@ -1740,15 +1854,8 @@ static int read_tree(struct rc_git_blob **out, size_t *n, size_t *nodd, struct r
         *nodd = w.odd;
     if (walked && list_only) {
         /* kept for the next listing of this tree, or of the tree an update makes from it */
-        size_t bytes = 0;
-        char *at;
-        for (size_t i = 0; i < *n; i++)
-            bytes += strlen((*out)[i].path) + 1;
         listed_free(g->listed);
-        g->listed = listed_new(git_tree_id(tree), *n, bytes, w.odd);
-        at = g->listed->text;
-        for (size_t i = 0; i < *n; i++)
-            listed_put(g->listed, &at, (*out)[i].path, (*out)[i].id);
+        g->listed = listed_of_walk(git_tree_id(tree), *out, *n, w.odd);
     }
     free(w.v);
     free(p);

@@ -230,6 +230,14 @@ size_t rc_git_trees_read(const struct rc_git *g);
  * such listing, the listing of the tree rc_git_build_tree last wrote, and that of a tree
  * rc_git_update_tree makes from the one kept: listing any of them again walks nothing. */
 size_t rc_git_tree_walks(const struct rc_git *g);
+/* Start listing the whole tree of `commit` on a thread of its own, for the next
+ * rc_git_list_tree_odd of that tree, which then waits for it instead of walking the tree
+ * itself (a `--once` pass lists its deploy head while it loads the source). Nothing to do when
+ * the handle keeps that listing already. The listing is the same either way; one the thread
+ * could not make is walked by the caller. rc_git_tree_walks counts it; this, the walks made
+ * ahead. */
+int rc_git_list_ahead(struct rc_git *g, const char *commit, struct rc_err *err);
+size_t rc_git_tree_walks_ahead(const struct rc_git *g);
 
 /* The tree id of a commit (40 hex). */
 int rc_git_commit_tree_id(char out[41], struct rc_git *g, const char *commit, struct rc_err *err);

@@ -2416,6 +2416,11 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         }
     }
 
+    /* the diff lists the deploy head: walked on another core while the source loads, unless
+     * the handle keeps its listing (a loop pass after the one that made it) */
+    if (out->deploy_old[0] && rc_git_list_ahead(g, out->deploy_old, err) < 0)
+        rc_err_clear(err); /* listed in the diff then, which reports what fails */
+
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
     error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,

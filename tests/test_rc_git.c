@@ -554,6 +554,69 @@ static void listing_as_walked(struct fx *f, struct rc_git *g, const char *commit
     rc_git_free(fresh);
 }
 
+/* A tree listed ahead on a thread (rc_git_list_ahead) is listed as a walk lists it, odd entries
+ * counted, from the work tree's repository and from a bare clone; the listing of another tree
+ * does not wait for it; a listing the handle keeps is not walked again; one never asked for is
+ * joined and freed with the handle (the sanitizer build checks for leaks). */
+static void test_rc_git__tree_listed_ahead(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_blob *v = NULL;
+    size_t n = 0;
+    char *c1, *c2, *bare, *clone;
+    struct rc_git *b;
+
+    c1 = th_git_commit_files(f->work, "one", "clusters/a/x.yaml", "x: 1\n", "placements.yaml",
+                             "units: []\n", "README.md", "r\n", NULL);
+    th_write_file(f->work, "clusters/a/run.sh", "#!/bin/sh\n", (size_t)-1);
+    assert_int_equal(chmod(rc_arena_printf(&f->a, "%s/clusters/a/run.sh", f->work), 0755), 0);
+    c2 = th_git_commit_files(f->work, "two", "clusters/b/y.yaml", "y: 1\n", NULL);
+    f->g = open_ok(f->work, NULL);
+
+    assert_int_equal(rc_git_list_ahead(f->g, c2, &err), RC_OK);
+    listing_as_walked(f, f->g, c2, 0); /* an executable under clusters/: one odd entry */
+    assert_int_equal(rc_git_tree_walks_ahead(f->g), 1);
+    assert_int_equal(rc_git_tree_walks(f->g), 1);
+    /* kept: not listed ahead again, nor walked */
+    assert_int_equal(rc_git_list_ahead(f->g, c2, &err), RC_OK);
+    listing_as_walked(f, f->g, c2, 1);
+    assert_int_equal(rc_git_tree_walks_ahead(f->g), 1);
+    assert_int_equal(rc_git_tree_walks(f->g), 1);
+    /* another tree ahead: the kept listing is answered at once, then c1's is taken */
+    assert_int_equal(rc_git_list_ahead(f->g, c1, &err), RC_OK);
+    listing_as_walked(f, f->g, c2, 2);
+    assert_int_equal(rc_git_tree_walks(f->g), 1);
+    listing_as_walked(f, f->g, c1, 3);
+    assert_int_equal(rc_git_tree_walks_ahead(f->g), 2);
+    assert_int_equal(rc_git_tree_walks(f->g), 2);
+    {
+        size_t odd = 0;
+        assert_int_equal(rc_git_list_tree_odd(&v, &n, &odd, f->g, c2, &f->a, &err), RC_OK);
+        assert_int_equal(odd, 1);
+    }
+    /* a listing of part of a tree is not the whole tree's: walked as before */
+    assert_int_equal(rc_git_list_ahead(f->g, c2, &err), RC_OK);
+    assert_int_equal(rc_git_list_tree(&v, &n, f->g, c2, "clusters/b", &f->a, &err), RC_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].path, "clusters/b/y.yaml");
+    assert_int_equal(rc_git_list_ahead(f->g, "nope", &err), RC_ENOTFOUND);
+    /* c2's listing, made ahead and never asked for, goes with the handle (teardown) */
+
+    bare = th_tmpdir("bare");
+    clone = rc_arena_printf(&f->a, "%s/r.git", bare);
+    free(th_git_ok(f->work, "clone", "-q", "--bare", f->work, clone, NULL));
+    b = open_ok(clone, NULL);
+    assert_int_equal(rc_git_list_ahead(b, c2, &err), RC_OK);
+    listing_as_walked(f, b, c2, 4);
+    assert_int_equal(rc_git_tree_walks_ahead(b), 1);
+    rc_git_free(b);
+    th_rm_rf(bare);
+    free(bare);
+    free(c1);
+    free(c2);
+}
+
 static int cmp_file_path(const void *x, const void *y)
 {
     return strcmp(((const struct rc_git_file *)x)->path, ((const struct rc_git_file *)y)->path);
@@ -1891,6 +1954,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__read_blob_reads_a_header_only_when_it_must,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__update_tree_many_and_few, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__tree_listed_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_packs_many_new_objects, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__build_tree_few_changes_equal_a_full_build,

@@ -326,6 +326,49 @@ static void test_rc_incremental__deploy_tree_listed_from_memory(void **state)
     free(repo);
 }
 
+/* A pass of a new process (`--once`) has no listing of the deploy head kept: it walks the head
+ * on another core while it loads the source (rc_git_list_ahead), and the diff takes that
+ * listing instead of walking the head again. It commits what a pass from scratch commits. */
+static void test_rc_incremental__deploy_head_listed_ahead(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_git *g = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo();
+    char tree[41], again[41];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    o.apply = 0;
+    o.last_pass = 1;
+    o.bounded_verdicts = 1;
+    run_pass(&res, tree, repo, NULL, &a);
+    assert_int_equal(res.committed, 1);
+    for (int i = 1; i <= 2; i++) {
+        write_job(repo, i, i == 1 ? "2" : "3");
+        free(th_git_ok(repo, "commit", "-q", "-a", "-m", "change", NULL));
+        assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
+        if (rc_pass_run(&res, g, &o, &a, &err) != RC_OK)
+            fail_msg("pass %d: %s", i, err.msg);
+        assert_int_equal(res.committed, 1);
+        assert_int_equal(rc_git_tree_walks_ahead(g), 1);
+        assert_int_equal(rc_git_tree_walks(g), 1);
+        assert_int_equal(rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err), RC_OK);
+        rc_git_free(g);
+        g = NULL;
+    }
+    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    run_pass(&res, again, repo, NULL, &a);
+    assert_string_equal(again, tree);
+
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A pass that writes thousands of files hashes them on several threads: every object the
  * deploy branch holds is stored under the id of its bytes (git fsck --strict checks each),
  * and the tree is the one git computes from a checkout of it. */
@@ -476,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
+        cmocka_unit_test(test_rc_incremental__deploy_head_listed_ahead),
         cmocka_unit_test(test_rc_incremental__edited_record_is_read),
         cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
         cmocka_unit_test(test_rc_incremental__many_files_hash_as_git_does),
