@@ -562,10 +562,6 @@ struct rd_cache {
     size_t nheap, capheap;
     int heapified;
     size_t nover; /* entries refused by it, freed at the next sweep */
-    /* What entries taken up for one pass hold (rd_import.payloads): the cache goes with the
-     * process's last pass, so they are never freed one by one, and their many small arenas
-     * would each leave most of a page unused. */
-    struct rc_arena bulk;
 };
 
 int rd_cache_new(struct rd_cache **out)
@@ -960,7 +956,6 @@ void rd_cache_free(struct rd_cache *c)
     free(c->slot);
     free(c->heap);
     free(c->over);
-    rc_arena_release(&c->bulk);
     free(c);
 }
 
@@ -982,7 +977,7 @@ size_t rd_cache_held(const struct rd_cache *c)
         for (const struct parsed *p = c->slot[i]; p; p = p->next)
             n += rc_arena_held(&p->own);
     }
-    return c ? n + rc_arena_held(&c->bulk) : 0;
+    return n;
 }
 
 /* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
@@ -1412,11 +1407,9 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
 }
 
 /* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
- * not decode or do not load. The entry allocates from `into`, or from an arena of its own when
- * NULL. Touches nothing shared but `into`: callable on several threads, each with its own. */
+ * not decode or do not load. Touches nothing shared: callable on several threads. */
 static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len,
-                                 struct rd_payload_file *payloads, uint64_t off,
-                                 struct rc_arena *into)
+                                 struct rd_payload_file *payloads, uint64_t off)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct reader r = {data, (const unsigned char *)data + len, 0};
@@ -1442,7 +1435,7 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     if (r.bad || flen > limits.max_bytes || nwarn > (size_t)(r.end - r.p))
         return NULL;
     p = rc_xcalloc(1, sizeof(*p));
-    p->arena = into ? into : &p->own;
+    p->arena = &p->own;
     ctx.p = p;
     ctx.replay = 1;
     pl_resnames_init(&p->res);
@@ -1565,7 +1558,7 @@ int rd_cache_import(struct rd_cache *c, const char *id, const char *path, const 
         return RC_EINVALID;
     if (cache_get(c, id, path))
         return RC_OK;
-    if (!(p = import_one(id, path, data, len, NULL, 0, NULL)))
+    if (!(p = import_one(id, path, data, len, NULL, 0)))
         return RC_EINVALID;
     cache_put(c, p);
     return RC_OK;
@@ -1576,10 +1569,9 @@ struct import_batch {
     struct parsed **out;
     size_t n;
     atomic_size_t next;
-    struct rc_arena *into; /* one per thread; NULL: each entry its own arena */
 };
 
-static void import_worker(void *arg, size_t k)
+static void import_worker(void *arg)
 {
     struct import_batch *b = arg;
 
@@ -1588,30 +1580,22 @@ static void import_worker(void *arg, size_t k)
         if (i >= b->n)
             return;
         if (b->v[i].data)
-            b->out[i] =
-                import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len, b->v[i].payloads,
-                           b->v[i].off, b->into && b->v[i].payloads ? &b->into[k] : NULL);
+            b->out[i] = import_one(b->v[i].id, b->v[i].path, b->v[i].data, b->v[i].len,
+                                   b->v[i].payloads, b->v[i].off);
     }
 }
 
 size_t rd_cache_import_many(struct rd_cache *c, struct rd_import *v, size_t n, int threads)
 {
     struct import_batch b;
-    size_t added = 0, t = threads_for_items(threads, n);
+    size_t added = 0;
 
     memset(&b, 0, sizeof(b));
     b.v = v;
     b.n = n;
     b.out = rc_xcalloc(n + 1, sizeof(*b.out));
     atomic_init(&b.next, 0);
-    for (size_t i = 0; i < n && !b.into; i++) {
-        if (v[i].payloads) /* entries for one pass: from the cache's bulk arena */
-            b.into = rc_xcalloc(t, sizeof(*b.into));
-    }
-    rc_threads_run(import_worker, &b, t);
-    for (size_t k = 0; b.into && k < t; k++)
-        rc_arena_adopt(&c->bulk, &b.into[k]);
-    free(b.into);
+    run_on_threads(import_worker, &b, threads, n);
     /* into the cache in the order given, whatever order the threads took them in */
     for (size_t i = 0; i < n; i++) {
         v[i].ok = 0;

@@ -508,79 +508,6 @@ static void test_rd_source__holds_about_its_size(void **state)
     rd_cache_free(cache);
 }
 
-/* Entries taken up for a process's last pass (their manifests left in the file) are never
- * freed one by one: they share the cache's blocks, and hold about what they use, where an
- * arena of each entry's own held at least a page. What they hold loads as the parsed file. */
-static void test_rd_source__one_pass_entries_share_blocks(void **state)
-{
-    enum { N = 512 };
-    struct fx *f = *state;
-    struct rd_cache *cache = NULL, *other = NULL;
-    struct rd_load_options lo;
-    const char *id = "0123456789012345678901234567890123456789";
-    char ids[N][41], paths[N][32], path[] = "/tmp/rd_bulk_XXXXXX";
-    const char *idv[N];
-    struct rd_file files[N];
-    struct rd_import *v = calloc(N, sizeof(*v));
-    struct rc_buf b = RC_BUF_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    struct rd_source src = RD_SOURCE_INIT, taken = RD_SOURCE_INIT;
-    struct rd_payload_file *pf;
-    int fd;
-
-    memset(&lo, 0, sizeof(lo));
-    assert_int_equal(rd_cache_new(&cache), RC_OK);
-    assert_int_equal(rd_cache_new(&other), RC_OK);
-    lo.ids = &id;
-    lo.cache = cache;
-    assert_int_equal(rd_source_load_ex(&src, &f->files[3], 1, &lo, &f->a, &err), RC_OK);
-    assert_int_equal(src.nobjects, 2);
-    assert_int_equal(rd_cache_export(cache, id, f->files[3].path, &b), RC_OK);
-    fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, b.ptr, b.len), (ssize_t)b.len);
-    unlink(path);
-    pf = rd_payload_file_new(fd);
-    for (size_t i = 0; i < N; i++) {
-        snprintf(ids[i], sizeof(ids[i]), "%040zu", i + 1);
-        snprintf(paths[i], sizeof(paths[i]), "jobs/%03zu/train.yaml", i);
-        idv[i] = ids[i];
-        files[i].path = paths[i];
-        files[i].data = NULL;
-        files[i].len = 0;
-        v[i].id = ids[i];
-        v[i].path = paths[i];
-        v[i].data = b.ptr;
-        v[i].len = b.len;
-        v[i].payloads = pf;
-    }
-    assert_int_equal(rd_cache_import_many(other, v, N, 2), N);
-    rd_payload_file_unref(pf);
-    /* skyray's RayJob file: 3,443 bytes each; 4,144 in arenas of their own */
-    assert_true(rd_cache_held(other) / N < 4096);
-    /* and each loads as the file parsed: the same objects, the same manifests */
-    lo.ids = idv;
-    lo.cache = other;
-    assert_int_equal(rd_source_load_ex(&taken, files, 1, &lo, &f->a, &err), RC_OK);
-    assert_int_equal(taken.nobjects, 2);
-    for (size_t i = 0; i < 2; i++) {
-        cJSON *x = NULL, *y = NULL;
-        assert_string_equal(taken.objects[i].key, src.objects[i].key);
-        assert_int_equal(taken.objects[i].npods, src.objects[i].npods);
-        assert_int_equal(rd_object_tree(&x, taken.objects[i].payload, &err), RC_OK);
-        assert_int_equal(rd_object_tree(&y, src.objects[i].payload, &err), RC_OK);
-        assert_true(cJSON_Compare(x, y, 1));
-        cJSON_Delete(x);
-        cJSON_Delete(y);
-    }
-    rd_source_release(&taken);
-    rd_source_release(&src);
-    rd_cache_free(other);
-    rd_cache_free(cache);
-    rc_buf_release(&b);
-    free(v);
-}
-
 /* A made-up content id for each of n files (at most 16): "000...1", "000...2", ... */
 static void fake_ids(const char *ids[16], char idbuf[16][41], size_t n)
 {
@@ -1333,7 +1260,6 @@ int main(void)
         T(contract_violations),
         T(every_skyray_file_loads),
         T(holds_about_its_size),
-        T(one_pass_entries_share_blocks),
         T(sweep_frees_what_was_not_used),
         T(primed_on_threads_loads_the_same),
         T(export_import_loads_the_same),
