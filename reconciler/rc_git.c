@@ -1756,8 +1756,7 @@ static void ahead_work(void *arg, size_t k)
 
     (void)k;
     if (git_repository_open(&repo, ah->gitdir) == 0 &&
-        git_tree_lookup(&tree, repo, &ah->tree) == 0 &&
-        git_tree_walk(tree, GIT_TREEWALK_PRE, walk_cb, &w) == 0 && w.error == RC_OK) {
+        git_tree_lookup(&tree, repo, &ah->tree) == 0 && walk_path(&w, tree, "", 0, "") == RC_OK) {
         struct rc_git_blob *v;
         size_t n;
         walk_finish(&v, &n, &w);
@@ -2003,11 +2002,6 @@ static int is_deploy_path(const char *p)
     return 0;
 }
 
-static int str_cmp(const void *x, const void *y)
-{
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
 /* A path of sorted[0..n) (strcmp order) that is also a directory of another ("a" beside
  * "a/b"), malloc'd, or NULL. Every parent directory of a path is looked up, once per
  * directory: sorted, the files of one directory follow one another. */
@@ -2026,7 +2020,7 @@ static char *file_and_dir(const char *const *sorted, size_t n)
             const char *key = dir;
 
             *s = '\0';
-            if (bsearch(&key, sorted, n, sizeof(char *), str_cmp))
+            if (bsearch(&key, sorted, n, sizeof(char *), cmp_cstr))
                 return dir;
         }
         free(dir);
@@ -2726,7 +2720,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         if (!ie || !is_deploy_path(ie->path) ||
             (git_index_entry_stage(ie) == 0 &&
              ((j > 0 && !strcmp(sorted[j - 1], key)) ||
-              bsearch(&key, sorted, nfiles, sizeof(char *), str_cmp))))
+              bsearch(&key, sorted, nfiles, sizeof(char *), cmp_cstr))))
             continue;
         if ((ge = git_index_remove(idx, ie->path, git_index_entry_stage(ie))) < 0) {
             error = fail(err, RC_ERROR, "cannot remove '%s'", key);
@@ -2769,7 +2763,7 @@ static int df_change(const struct rc_git_file *up, size_t nup, const char *const
         v[i] = up[i].path;
     for (size_t i = 0; i < nrm; i++)
         v[nup + i] = rm[i];
-    rc_sort(v, n, sizeof(*v), str_cmp);
+    rc_sort(v, n, sizeof(*v), cmp_cstr);
     dir = file_and_dir(v, n);
     found = dir != NULL;
     free(v);
