@@ -639,12 +639,15 @@ uint32_t pl_fit_sig(struct pl_fit *f, const struct pl_demand_item *items, size_t
     uint32_t *slot;
     struct sig *s;
     struct sigkey key;
+    uint32_t *ids; /* each item's shape, interned once */
 
-    f->tmp_shape = rc_xgrow(f->tmp_shape, &f->captmp, n + 1, sizeof(*f->tmp_shape));
+    f->tmp_shape = rc_xgrow(f->tmp_shape, &f->captmp, 2 * (n + 1), sizeof(*f->tmp_shape));
+    ids = f->tmp_shape + n + 1;
     for (size_t i = 0; i < n; i++) {
         if (items[i].count <= 0)
             continue;
-        f->tmp_shape[m++] = intern_shape(f, items[i].pod);
+        ids[i] = intern_shape(f, items[i].pod);
+        f->tmp_shape[m++] = ids[i];
     }
     /* sort unique shape ids, then sum counts per shape */
     if (m > 1)
@@ -663,7 +666,7 @@ uint32_t pl_fit_sig(struct pl_fit *f, const struct pl_demand_item *items, size_t
         size_t lo = 0, hi = m;
         if (items[i].count <= 0)
             continue;
-        id = intern_shape(f, items[i].pod);
+        id = ids[i];
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
             if (f->tmp_shape[mid] < id)
