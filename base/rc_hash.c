@@ -80,6 +80,11 @@ uint64_t rc_xxh64_seeded(const void *data, size_t n, uint64_t seed)
     return h;
 }
 
+uint64_t rc_xxh64_pair(const char *a, const char *b)
+{
+    return rc_xxh64_seeded(b, strlen(b), rc_xxh64(a, strlen(a)));
+}
+
 uint64_t rc_fnv1a_str(uint64_t h, const char *s)
 {
     /* include the terminator so that ("ab","c") and ("a","bc") differ */

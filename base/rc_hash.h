@@ -18,6 +18,9 @@ uint64_t rc_fnv1a_str(uint64_t h, const char *s);
 uint64_t rc_xxh64(const void *data, size_t n);
 /* XXH64 with a seed (`xxhsum -H64` gives seed 0 only). */
 uint64_t rc_xxh64_seeded(const void *data, size_t n, uint64_t seed);
+/* A hash of the pair of strings (a, b) for tables held in memory: XXH64 of b seeded with
+ * XXH64 of a (never written anywhere: the value may change with the build). */
+uint64_t rc_xxh64_pair(const char *a, const char *b);
 /* Write the hash as 16 lower-case hex digits plus NUL into out[17]. */
 void rc_hash_hex(uint64_t h, char out[17]);
 /* Whether s[0..n) is a git object id as rightplace writes one: exactly 40 lower-case hex

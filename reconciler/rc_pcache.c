@@ -43,6 +43,7 @@
 struct ent {
     char id[41];
     char *path;
+    size_t hash;  /* ent_hash(id, path) */
     uint64_t off; /* of the entry's length field */
     size_t size;  /* the whole entry, length field included */
     struct ent *next;
@@ -69,18 +70,24 @@ struct rc_pcache {
 
 static size_t ent_hash(const char *id, const char *path)
 {
-    return (size_t)rc_fnv1a_str(rc_fnv1a_str(RC_FNV_INIT, id), path);
+    return (size_t)rc_xxh64_pair(id, path);
+}
+
+static struct ent *ent_find_at(const struct rc_pcache *pc, size_t h, const char *id,
+                               const char *path)
+{
+    if (!pc->cap)
+        return NULL;
+    for (struct ent *e = pc->slot[h & (pc->cap - 1)]; e; e = e->next) {
+        if (e->hash == h && !strcmp(e->id, id) && !strcmp(e->path, path))
+            return e;
+    }
+    return NULL;
 }
 
 static struct ent *ent_find(const struct rc_pcache *pc, const char *id, const char *path)
 {
-    if (!pc->cap)
-        return NULL;
-    for (struct ent *e = pc->slot[ent_hash(id, path) & (pc->cap - 1)]; e; e = e->next) {
-        if (!strcmp(e->id, id) && !strcmp(e->path, path))
-            return e;
-    }
-    return NULL;
+    return pc->cap ? ent_find_at(pc, ent_hash(id, path), id, path) : NULL;
 }
 
 static void index_clear(struct rc_pcache *pc)
@@ -112,9 +119,8 @@ static void index_put(struct rc_pcache *pc, const char *id, const char *path, si
             struct ent *q = pc->slot[i], *next;
             for (; q; q = next) {
                 next = q->next;
-                h = ent_hash(q->id, q->path) & (ncap - 1);
-                q->next = ns[h];
-                ns[h] = q;
+                q->next = ns[q->hash & (ncap - 1)];
+                ns[q->hash & (ncap - 1)] = q;
             }
         }
         free(pc->slot);
@@ -128,8 +134,9 @@ static void index_put(struct rc_pcache *pc, const char *id, const char *path, si
     e->path[plen] = '\0';
     e->off = off;
     e->size = size;
+    e->hash = h = ent_hash(e->id, e->path);
     {
-        struct ent *old = ent_find(pc, e->id, e->path);
+        struct ent *old = ent_find_at(pc, h, e->id, e->path);
         if (old) {
             old->off = off;
             old->size = size;
@@ -138,15 +145,14 @@ static void index_put(struct rc_pcache *pc, const char *id, const char *path, si
             return;
         }
     }
-    h = ent_hash(e->id, e->path) & (pc->cap - 1);
-    e->next = pc->slot[h];
-    pc->slot[h] = e;
+    e->next = pc->slot[h & (pc->cap - 1)];
+    pc->slot[h & (pc->cap - 1)] = e;
     pc->n++;
 }
 
 static void index_drop(struct rc_pcache *pc, struct ent *gone)
 {
-    struct ent **pp = &pc->slot[ent_hash(gone->id, gone->path) & (pc->cap - 1)];
+    struct ent **pp = &pc->slot[gone->hash & (pc->cap - 1)];
 
     for (; *pp; pp = &(*pp)->next) {
         if (*pp == gone) {

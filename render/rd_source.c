@@ -577,7 +577,7 @@ int rd_cache_new(struct rd_cache **out)
 
 static size_t cache_hash(const char *id, const char *path)
 {
-    return (size_t)rc_fnv1a_str(rc_fnv1a_str(RC_FNV_INIT, id), path);
+    return (size_t)rc_xxh64_pair(id, path);
 }
 
 static struct parsed *cache_get(const struct rd_cache *c, const char *id, const char *path)
