@@ -846,14 +846,17 @@ static int render_namespace(struct files *f, const struct nsobjs *nso, const cha
 /* A path the YAML emitter writes as a plain scalar, whatever it holds: a letter, digit or
  * '_' first, then only letters, digits and "._/-" (no indicator, space, colon or '#'), and
  * never a number, boolean or null (a '/' or a ".yaml" rules those out, and paths have both). */
+static int plain_first(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 static int plain_path(const char *p)
 {
-    static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
-
-    if (!*p || !strchr(first, *p))
+    if (!plain_first(*p))
         return 0;
     for (; *p; p++) {
-        if (!strchr(first, *p) && !strchr("./-", *p))
+        if (!plain_first(*p) && *p != '.' && *p != '/' && *p != '-')
             return 0;
     }
     return 1;
