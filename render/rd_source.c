@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1422,6 +1423,11 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     const unsigned char **packs = NULL, **derived = NULL;
     size_t *packs_len = NULL, *derived_len = NULL;
     struct rd_pos *root_pos = NULL;
+    void *block = NULL;
+    union {
+        max_align_t align;
+        unsigned char b[4096];
+    } small;
     const char *res[RD_FILE_EXTENDED_MAX];
     size_t flen, bytes, nwarn, nres, ndocs = 0, nwork = 0;
     struct parsed *done = NULL;
@@ -1459,14 +1465,28 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
     ndocs = get_uv(&r);
     if (r.bad || ndocs > limits.max_documents || ndocs > (size_t)(r.end - r.p))
         goto out;
-    roots = rc_xcalloc(ndocs + 1, sizeof(*roots));
-    pos = rc_xcalloc(ndocs + 1, sizeof(*pos));
-    npos = rc_xcalloc(ndocs + 1, sizeof(*npos));
-    packs = rc_xcalloc(ndocs + 1, sizeof(*packs));
-    packs_len = rc_xcalloc(ndocs + 1, sizeof(*packs_len));
-    derived = rc_xcalloc(ndocs + 1, sizeof(*derived));
-    derived_len = rc_xcalloc(ndocs + 1, sizeof(*derived_len));
-    root_pos = rc_xcalloc(ndocs + 1, sizeof(*root_pos));
+    /* the per-document arrays, carved from one block (on the stack for a few documents,
+     * the usual file): every member is pointer-aligned but the positions, which go last */
+    {
+        size_t each = sizeof(*roots) + sizeof(*pos) + sizeof(*npos) + sizeof(*packs) +
+                      sizeof(*packs_len) + sizeof(*derived) + sizeof(*derived_len) +
+                      sizeof(*root_pos);
+        unsigned char *at;
+        if ((ndocs + 1) * each <= sizeof(small)) {
+            memset(small.b, 0, (ndocs + 1) * each);
+            at = small.b;
+        } else {
+            at = block = rc_xcalloc(ndocs + 1, each);
+        }
+        roots = (cJSON **)at;
+        pos = (struct rd_pos **)(roots + ndocs + 1);
+        npos = (size_t *)(pos + ndocs + 1);
+        packs = (const unsigned char **)(npos + ndocs + 1);
+        packs_len = (size_t *)(packs + ndocs + 1);
+        derived = (const unsigned char **)(packs_len + ndocs + 1);
+        derived_len = (size_t *)(derived + ndocs + 1);
+        root_pos = (struct rd_pos *)(derived_len + ndocs + 1);
+    }
     for (size_t i = 0; i < ndocs; i++) {
         size_t tag = get_uv(&r), n;
         const unsigned char *packed = get_span(&r, &n);
@@ -1536,14 +1556,7 @@ out:
         cJSON_Delete(roots[i]);
     for (size_t i = 0; pos && i < ndocs; i++)
         free(pos[i]);
-    free(roots);
-    free(pos);
-    free(npos);
-    free(packs);
-    free(packs_len);
-    free(derived);
-    free(derived_len);
-    free(root_pos);
+    free(block);
     pstage_free(&ctx.st);
     parsed_free(p);
     return done;
