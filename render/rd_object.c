@@ -179,7 +179,7 @@ int rd_kind_is_cluster_scoped(const char *group, const char *kind)
     if (!kind)
         return 0;
     for (size_t i = 0; i < sizeof(cluster_scoped) / sizeof(cluster_scoped[0]); i++)
-        if (strcmp(cluster_scoped[i].kind, kind) == 0 &&
+        if (cluster_scoped[i].kind[0] == kind[0] && strcmp(cluster_scoped[i].kind, kind) == 0 &&
             strcmp(cluster_scoped[i].group, group) == 0)
             return 1;
     return 0;
