@@ -1155,6 +1155,51 @@ static void test_rd_yaml__emit_roots_and_empties(void **state)
     cJSON_Delete(s);
 }
 
+/* Indentation deeper than the emitter's run of spaces (64) is written in full. */
+static void test_rd_yaml__emit_deep_indentation(void **state)
+{
+    enum { DEPTH = 40 };
+    cJSON *root = cJSON_CreateObject(), *at = root;
+    char *out, *line, key[16];
+    int level = 0;
+
+    (void)state;
+    for (int i = 0; i < DEPTH; i++) {
+        cJSON *next = cJSON_CreateObject();
+        snprintf(key, sizeof(key), "k%d", i);
+        cJSON_AddItemToObject(at, key, next);
+        at = next;
+    }
+    cJSON_AddItemToObject(at, "text", cJSON_CreateString("x\ny\n"));
+    out = emit(root);
+    line = out;
+    for (; level < DEPTH; level++) { /* "k<i>:" at 2*i spaces */
+        snprintf(key, sizeof(key), "k%d:\n", level);
+        assert_int_equal(strspn(line, " "), 2 * level);
+        assert_memory_equal(line + 2 * level, key, strlen(key));
+        line = strchr(line, '\n') + 1;
+    }
+    assert_int_equal(strspn(line, " "), 2 * DEPTH); /* "text: |" */
+    assert_memory_equal(line + 2 * DEPTH, "text: |\n", 8);
+    line = strchr(line, '\n') + 1;
+    assert_int_equal(strspn(line, " "), 2 * DEPTH + 2); /* the block's lines, 82 spaces */
+    assert_memory_equal(line + 2 * DEPTH + 2, "x\n", 2);
+    { /* read back, the same tree (not check_round_trip: cJSON_Compare is exponential in
+       * the depth of nested mappings) */
+        struct rd_docs *d = NULL;
+        struct rc_err err = RC_ERR_INIT;
+        char *again;
+        assert_int_equal(rd_yaml_load(&d, "deep", out, strlen(out), NULL, NULL, &err), RC_OK);
+        assert_true(rd_yaml_equal(root, rd_docs_get(d, 0)));
+        again = emit(rd_docs_get(d, 0));
+        assert_string_equal(again, out);
+        free(again);
+        rd_docs_free(d);
+    }
+    free(out);
+    cJSON_Delete(root);
+}
+
 static void test_rd_yaml__emit_refuses_invalid_utf8(void **state)
 {
     cJSON *o = cJSON_CreateObject();
@@ -1593,6 +1638,7 @@ int main(void)
         cmocka_unit_test(test_rd_yaml__emit_block_scalars),
         cmocka_unit_test(test_rd_yaml__emit_numbers),
         cmocka_unit_test(test_rd_yaml__emit_roots_and_empties),
+        cmocka_unit_test(test_rd_yaml__emit_deep_indentation),
         cmocka_unit_test(test_rd_yaml__emit_refuses_invalid_utf8),
         cmocka_unit_test(test_rd_yaml__emit_refuses_raw_nodes),
         cmocka_unit_test(test_rd_yaml__emit_long_key),
