@@ -2052,12 +2052,18 @@ static int plain_ok(const char *s, const struct str_info *info)
 
     if (!len || !info->all_plain)
         return 0;
-    if (resolve_plain(s, &num, NULL) != SK_STR)
-        return 0; /* would read back as null, bool, number or merge */
-    if (yaml11_number(s) || looks_like_timestamp(s) || float_syntax(s))
-        return 0; /* another reader would retype it (float_syntax: 1e400 is inf to some) */
-    if (strchr("-?:,[]{}#&*!|>'\"%@` <=~", s[0]))
-        return 0;
+    /* A letter first, other than those the null and bool words (all of at most 6 bytes)
+     * start with: no reader takes it for anything but a string, and it is no indicator (what
+     * most strings of a manifest are: the checks below would each find nothing). */
+    if (!(((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')) &&
+          (len > 6 || !strchr("nNtTyYfFoO", s[0])))) {
+        if (resolve_plain(s, &num, NULL) != SK_STR)
+            return 0; /* would read back as null, bool, number or merge */
+        if (yaml11_number(s) || looks_like_timestamp(s) || float_syntax(s))
+            return 0; /* another reader would retype it (float_syntax: 1e400 is inf to some) */
+        if (strchr("-?:,[]{}#&*!|>'\"%@` <=~", s[0]))
+            return 0;
+    }
     if (s[len - 1] == ' ' || s[len - 1] == ':')
         return 0;
     for (const char *q = s; *q; q++) { /* ": " or " #": one pass, no strstr setup twice */
