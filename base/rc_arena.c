@@ -208,6 +208,30 @@ size_t rc_arena_held(const struct rc_arena *a)
     return n;
 }
 
+void rc_arena_first_block(struct rc_arena *a, size_t size)
+{
+    if (!a->head && size)
+        a->head = new_block((size + ALIGN - 1) & ~(size_t)(ALIGN - 1));
+}
+
+size_t rc_arena_bumped(const struct rc_arena *a)
+{
+    size_t n = 0;
+
+    for (const struct rc_arena_block *b = a->head; b; b = b->next)
+        n += b->used;
+    return n;
+}
+
+size_t rc_arena_unused(const struct rc_arena *a)
+{
+    size_t n = 0;
+
+    for (const struct rc_arena_block *b = a->head; b; b = b->next)
+        n += b->size - b->used;
+    return n;
+}
+
 void rc_arena_release(struct rc_arena *a)
 {
     struct rc_arena_block *b = a->head;

@@ -46,6 +46,15 @@ void rc_arena_adopt(struct rc_arena *dst, struct rc_arena *src);
 /* Bytes the arena holds from malloc (its blocks, used or not, and the buffers it took);
  * used_total counts what it handed out. */
 size_t rc_arena_held(const struct rc_arena *a);
+/* For a caller that knows how much it will allocate: when a holds nothing yet, its first block
+ * holds exactly `size` bytes (blocks otherwise start at 4 KiB, and the unused end of a block is
+ * memory held for nothing); else nothing. Later blocks grow as usual. */
+void rc_arena_first_block(struct rc_arena *a, size_t size);
+/* Bytes handed out from a's blocks (buffers rc_arena_take'n not counted): the size of a first
+ * block that would have held them all. */
+size_t rc_arena_bumped(const struct rc_arena *a);
+/* Bytes of a's blocks not handed out. */
+size_t rc_arena_unused(const struct rc_arena *a);
 /* Free every block; the arena is back to RC_ARENA_INIT. */
 void rc_arena_release(struct rc_arena *a);
 

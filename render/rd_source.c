@@ -970,6 +970,17 @@ size_t rd_cache_bytes(const struct rd_cache *c)
     return c ? c->bytes : 0;
 }
 
+size_t rd_cache_unused(const struct rd_cache *c)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; c && i < c->cap; i++) {
+        for (const struct parsed *p = c->slot[i]; p; p = p->next)
+            n += rc_arena_unused(&p->own);
+    }
+    return n;
+}
+
 size_t rd_cache_held(const struct rd_cache *c)
 {
     size_t n = 0;
@@ -985,6 +996,7 @@ size_t rd_cache_held(const struct rd_cache *c)
 
 /*
  * What a file that loaded keeps, all numbers unsigned LEB128 (signed ones zigzag):
+ *   <take-up bytes>                 what taking the rest up allocates in the entry's arena
  *   <file length> <bytes held> <nwarnings> (<len> <text>)...
  *   <nres> (<len> <name>)...        the file's extended resource names, in index order
  *   <ndocs> (<tag> <packed len> <packed bytes> ...)...
@@ -1095,7 +1107,7 @@ static void put_object(struct rc_buf *b, const struct pl_object *obj, const stru
     }
 }
 
-#define EXPORT_FORMAT 2
+#define EXPORT_FORMAT 3
 
 void rd_cache_export_version(char *out, size_t n)
 {
@@ -1103,12 +1115,38 @@ void rd_cache_export_version(char *out, size_t n)
              cJSON_Version());
 }
 
+static struct parsed *import_rest(const char *id, const char *path, const void *data, size_t len,
+                                  struct rd_payload_file *payloads, uint64_t off, size_t first);
+
+static int export_rest(const struct parsed *p, struct rc_buf *out);
+
 int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out)
 {
     const struct parsed *p = c && id && path ? cache_get(c, id, path) : NULL;
+    struct rc_buf rest = RC_BUF_INIT;
+    struct parsed *t;
+    size_t first = 0;
+    int error;
 
     if (!p || p->error)
         return RC_ENOTFOUND;
+    error = export_rest(p, &rest);
+    if (error == RC_OK) {
+        /* taken up once here, so that every take-up can size its arena's first block to
+         * hold all it allocates (blocks otherwise start at 4 KiB: a --once pass takes up
+         * every file, and the unused ends of their blocks are a quarter of its memory) */
+        t = import_rest(id, path, rest.ptr, rest.len, NULL, 0, 0);
+        first = t ? rc_arena_bumped(&t->own) : 0;
+        parsed_free(t);
+        put_uv(out, first);
+        rc_buf_add(out, rest.ptr, rest.len, NULL);
+    }
+    rc_buf_release(&rest);
+    return error;
+}
+
+static int export_rest(const struct parsed *p, struct rc_buf *out)
+{
     put_uv(out, p->len);
     put_uv(out, p->bytes);
     put_uv(out, p->nwarnings);
@@ -1409,8 +1447,26 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
 
 /* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
  * not decode or do not load. Touches nothing shared: callable on several threads. */
+/* The first block of an entry's arena is at most this (what the export says it needs; a
+ * bigger figure is not believed). */
+#define IMPORT_FIRST_MAX ((size_t)64 * 1024)
+
 static struct parsed *import_one(const char *id, const char *path, const void *data, size_t len,
                                  struct rd_payload_file *payloads, uint64_t off)
+{
+    struct reader r = {data, (const unsigned char *)data + len, 0};
+    size_t first = get_uv(&r), skip = (size_t)(r.p - (const unsigned char *)data);
+
+    if (r.bad)
+        return NULL;
+    return import_rest(id, path, r.p, len - skip, payloads, off + skip,
+                       first <= IMPORT_FIRST_MAX ? first : 0);
+}
+
+/* import_one after the take-up's size: `first`, the size of the arena's first block (0: as
+ * usual). */
+static struct parsed *import_rest(const char *id, const char *path, const void *data, size_t len,
+                                  struct rd_payload_file *payloads, uint64_t off, size_t first)
 {
     const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct reader r = {data, (const unsigned char *)data + len, 0};
@@ -1442,6 +1498,7 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
         return NULL;
     p = rc_xcalloc(1, sizeof(*p));
     p->arena = &p->own;
+    rc_arena_first_block(&p->own, first);
     ctx.p = p;
     ctx.replay = 1;
     pl_resnames_init(&p->res);

@@ -236,5 +236,7 @@ size_t rd_cache_bytes(const struct rd_cache *c);
 /* The bytes the entries' arenas hold from malloc (rc_arena_held): rd_cache_bytes' arena part
  * plus what their blocks leave unused. */
 size_t rd_cache_held(const struct rd_cache *c);
+/* The bytes of the entries' arena blocks left unused (rc_arena_unused). */
+size_t rd_cache_unused(const struct rd_cache *c);
 
 #endif

@@ -111,6 +111,34 @@ static void test_rc_base__arena_take(void **state)
     rc_arena_release(&a);
 }
 
+/* A first block of a given size holds exactly that much; the arena says what it handed out
+ * and what its blocks leave unused, taken buffers aside; later blocks grow as usual. */
+static void test_rc_base__arena_first_block(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT, b = RC_ARENA_INIT;
+
+    (void)state;
+    rc_arena_first_block(&a, 100); /* rounded to the alignment: 112 */
+    assert_int_equal(rc_arena_bumped(&a), 0);
+    assert_int_equal(rc_arena_unused(&a), 112);
+    for (int i = 0; i < 7; i++)
+        assert_non_null(rc_arena_alloc(&a, 16));
+    assert_int_equal(rc_arena_bumped(&a), 112);
+    assert_int_equal(rc_arena_unused(&a), 0);
+    rc_arena_first_block(&a, 4096); /* not empty: nothing */
+    assert_int_equal(rc_arena_unused(&a), 0);
+    assert_non_null(rc_arena_take(&a, rc_xmalloc(32), 32));
+    assert_int_equal(rc_arena_bumped(&a), 112); /* a taken buffer is not the blocks' */
+    assert_non_null(rc_arena_alloc(&a, 1));     /* a block of its own */
+    assert_int_equal(rc_arena_bumped(&a), 128);
+    assert_true(rc_arena_unused(&a) > 0);
+    rc_arena_release(&a);
+    /* without it, the first block is 4 KiB whatever the arena holds */
+    assert_non_null(rc_arena_alloc(&b, 16));
+    assert_int_equal(rc_arena_unused(&b), 4096 - 16);
+    rc_arena_release(&b);
+}
+
 /* A taken buffer passed on lives as long as the arena it went to and is freed with it, not
  * with the one it left (LeakSanitizer and ASan check both); a buffer an arena did not take,
  * or an arena's own string, does not move. */
@@ -378,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
         cmocka_unit_test(test_rc_base__arena_take),
+        cmocka_unit_test(test_rc_base__arena_first_block),
         cmocka_unit_test(test_rc_base__arena_pass_on),
         cmocka_unit_test(test_rc_base__fnv_is_stable),
         cmocka_unit_test(test_rc_base__xxh64_matches_xxhsum),

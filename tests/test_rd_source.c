@@ -869,6 +869,38 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
         rc_buf_release(&b);
     }
     assert_true(exported > 12);
+    /* each entry's arena is one block, exactly as big as what the take-up allocated (the
+     * export says how much): nothing held for nothing */
+    assert_int_equal(rd_cache_unused(other), 0);
+    /* that size is a hint: too small, absurd or missing, the entry loads all the same */
+    {
+        static const unsigned char hint[][10] = {
+            {1, 0}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, {0}};
+        struct rc_buf b = RC_BUF_INIT, alt = RC_BUF_INIT;
+        size_t skip = 0;
+        assert_int_equal(rd_cache_export(cache, ids[0], files[0].path, &b), RC_OK);
+        while (b.ptr[skip] & 0x80) /* the first number: the take-up's size */
+            skip++;
+        skip++;
+        for (size_t h = 0; h < sizeof(hint) / sizeof(hint[0]); h++) {
+            struct rd_cache *scratch = NULL;
+            size_t hl = 1;
+            while (hint[h][hl - 1] & 0x80)
+                hl++;
+            rc_buf_reset(&alt);
+            rc_buf_add(&alt, hint[h], hl, NULL);
+            rc_buf_add(&alt, b.ptr + skip, b.len - skip, NULL);
+            assert_int_equal(rd_cache_new(&scratch), RC_OK);
+            assert_int_equal(rd_cache_import(scratch, ids[0], files[0].path, alt.ptr, alt.len),
+                             RC_OK);
+            assert_int_equal(rd_cache_count(scratch), 1);
+            if (h < 2) /* a block too small for it, or the default one: room left over */
+                assert_true(rd_cache_unused(scratch) > 0);
+            rd_cache_free(scratch);
+        }
+        rc_buf_release(&alt);
+        rc_buf_release(&b);
+    }
     /* bytes that name what a parse refuses are refused, though they decode: the name that
      * becomes a path, here "a/b" in place of "gpu" in what was derived */
     {
@@ -963,7 +995,8 @@ static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
         v[i].off = off[i];
     }
     assert_int_equal(rd_cache_import_many(other, v, n, 2), exported);
-    rd_payload_file_unref(pf);   /* the entries hold theirs */
+    assert_int_equal(rd_cache_unused(other), 0); /* each arena one block, full */
+    rd_payload_file_unref(pf);                   /* the entries hold theirs */
     memset(all.ptr, 0, all.len); /* nothing is read from the bytes taken up but the file */
 
     load_both(&r, exported, &imported, &plain, &f->a);
