@@ -1295,7 +1295,8 @@ static void get_pod(struct reader *r, struct pl_pod *pod, int nres, struct rc_ar
         pod->req.v[k] = get_sv(r);
     get_labels(r, &pod->node_selector, a);
     pod->ntolerations = get_count(r);
-    pod->tolerations = rc_arena_calloc(a, pod->ntolerations + 1, sizeof(*pod->tolerations));
+    pod->tolerations =
+        pod->ntolerations ? rc_arena_calloc(a, pod->ntolerations, sizeof(*pod->tolerations)) : NULL;
     for (size_t i = 0; i < pod->ntolerations; i++) {
         struct pl_toleration *t = &pod->tolerations[i];
         t->key = get_str(r, a);
@@ -1304,7 +1305,8 @@ static void get_pod(struct reader *r, struct pl_pod *pod, int nres, struct rc_ar
         t->effect = get_str(r, a);
     }
     pod->naffinity = get_count(r);
-    pod->affinity = rc_arena_calloc(a, pod->naffinity + 1, sizeof(*pod->affinity));
+    pod->affinity =
+        pod->naffinity ? rc_arena_calloc(a, pod->naffinity, sizeof(*pod->affinity)) : NULL;
     for (size_t i = 0; i < pod->naffinity; i++) {
         struct pl_selector *sel = &pod->affinity[i];
         sel->n = get_count(r);
@@ -1348,7 +1350,9 @@ static int get_object(struct reader *r, struct rd_object *o, struct pl_object *o
     o->pos = pos;
     object_of(obj, o);
     obj->npods = get_count(r);
-    obj->pods = rc_arena_calloc(a, obj->npods + 1, sizeof(*obj->pods));
+    /* as the parse leaves them (rd_demand.c): no array for none, no slot to spare (a pod is
+     * 200 bytes, and a --once pass takes up every workload's file) */
+    obj->pods = obj->npods ? rc_arena_calloc(a, obj->npods, sizeof(*obj->pods)) : NULL;
     for (size_t i = 0; i < obj->npods && !r->bad; i++)
         get_pod(r, &obj->pods[i], p->res.n, a);
     obj->replicas = get_sv(r);
