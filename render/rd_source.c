@@ -970,26 +970,26 @@ size_t rd_cache_bytes(const struct rd_cache *c)
     return c ? c->bytes : 0;
 }
 
-size_t rd_cache_unused(const struct rd_cache *c)
+/* f of every entry's arena, summed. */
+static size_t sum_arenas(const struct rd_cache *c, size_t (*f)(const struct rc_arena *))
 {
     size_t n = 0;
 
     for (size_t i = 0; c && i < c->cap; i++) {
         for (const struct parsed *p = c->slot[i]; p; p = p->next)
-            n += rc_arena_unused(&p->own);
+            n += f(&p->own);
     }
     return n;
 }
 
+size_t rd_cache_unused(const struct rd_cache *c)
+{
+    return sum_arenas(c, rc_arena_unused);
+}
+
 size_t rd_cache_held(const struct rd_cache *c)
 {
-    size_t n = 0;
-
-    for (size_t i = 0; c && i < c->cap; i++) {
-        for (const struct parsed *p = c->slot[i]; p; p = p->next)
-            n += rc_arena_held(&p->own);
-    }
-    return n;
+    return sum_arenas(c, rc_arena_held);
 }
 
 /* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
