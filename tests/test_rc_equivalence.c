@@ -12,7 +12,8 @@
  *
  * All three must leave the deploy branch at the same commit id (the same tree, message and
  * parents), and, when they ran in full, report the same units, file errors and warnings; a
- * pass that refuses (a broken file whose objects would go) must refuse in all three.
+ * pass that refuses (a broken file whose objects would go) must refuse in all three. Every
+ * commit the walk makes must replay (rc_replay) to itself.
  * RP_EQ_TRACE=1 prints the walk step by step.
  */
 #include "th.h"
@@ -455,6 +456,28 @@ static void expect_same(struct world *x, const struct outcome *want, const struc
                  (unsigned long long)x->seed, step, what, way_name[way], got->report, want->report);
 }
 
+/* Anyone can replay what the walk committed: the commit recomputed from its source, its
+ * parent's record and its capacity snapshot is the commit, byte for byte. */
+static void expect_replay(struct world *x, const char *commit, int step, const char *what)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_replay_result r;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+
+    o.bounded_verdicts = 1; /* as the replay command runs */
+    o.last_pass = 1;
+    assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
+    if (rc_replay(&r, g, commit, &o, &x->a, &err) != RC_OK)
+        fail_msg("seed %llx step %d (%s): replay of %.12s: %s", (unsigned long long)x->seed, step,
+                 what, commit, err.msg);
+    if (!r.match)
+        fail_msg("seed %llx step %d (%s): replay of %.12s differs in %zu paths, the first '%s'",
+                 (unsigned long long)x->seed, step, what, commit, r.nmismatch,
+                 r.nmismatch ? r.mismatch[0].path : "");
+    rc_git_free(g);
+}
+
 static void world_open(struct world *x, uint64_t seed)
 {
     struct rc_err err = RC_ERR_INIT;
@@ -516,7 +539,10 @@ static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *ne
         }
         expect_same(&x, &o[COLD], &o[ONCE], ONCE, step, what);
         expect_same(&x, &o[COLD], &o[LOOP], LOOP, step, what);
-        *ncommits += strcmp(o[COLD].deploy, before) != 0;
+        if (strcmp(o[COLD].deploy, before)) {
+            expect_replay(&x, o[COLD].deploy, step, what);
+            (*ncommits)++;
+        }
         *nskipped += o[ONCE].res.skipped + o[LOOP].res.skipped;
         *nerrors += o[COLD].res.nfile_errors > 0 || !strncmp(o[COLD].report, "refused", 7);
         if (getenv("RP_EQ_TRACE")) /* the walk, step by step, for whoever reads a failure */
