@@ -14,6 +14,10 @@
  * parents), and, when they ran in full, report the same units, file errors and warnings; a
  * pass that refuses (a broken file whose objects would go) must refuse in all three. Every
  * commit the walk makes must replay (rc_replay) to itself.
+ *
+ * test_rc_walk checks each pass against a model of the files but does not place; this test
+ * has no model and checks placement itself: a take-up that reads one pod too many passes
+ * test_rc_walk and fails here.
  * RP_EQ_TRACE=1 prints the walk step by step.
  */
 #include "th.h"
