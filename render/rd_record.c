@@ -665,13 +665,57 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     return error;
 }
 
-/* The warnings, each copied from the memo when the last record had the same text at the same
- * place. */
+/* The memo's warnings by text, built when a warning is not where the last record had it (one
+ * was added or removed before it): slot k holds an index + 1 into m->warnings, 0 empty. A
+ * warning's chunk is a function of its text alone, so any entry of the same text will do. */
+struct warning_index {
+    size_t cap; /* a power of two, at least twice the warnings */
+    size_t *slot;
+};
+
+static uint64_t warning_hash(const char *w)
+{
+    return rc_xxh64(w, strlen(w));
+}
+
+static void warning_index_build(struct warning_index *x, const struct rd_record_memo *m)
+{
+    x->cap = 16;
+    while (x->cap < 2 * m->nwarnings)
+        x->cap *= 2;
+    x->slot = rc_xcalloc(x->cap, sizeof(*x->slot));
+    for (size_t j = 0; j < m->nwarnings; j++) {
+        size_t k;
+        if (!m->warnings[j].chunk)
+            continue;
+        k = (size_t)warning_hash(m->warnings[j].text) & (x->cap - 1);
+        while (x->slot[k])
+            k = (k + 1) & (x->cap - 1);
+        x->slot[k] = j + 1;
+    }
+}
+
+/* An entry of the memo not taken yet with text w, or NULL. */
+static struct memo_warning *warning_find(const struct warning_index *x, struct rd_record_memo *m,
+                                         const char *w)
+{
+    for (size_t k = (size_t)warning_hash(w) & (x->cap - 1); x->slot[k];
+         k = (k + 1) & (x->cap - 1)) {
+        struct memo_warning *e = &m->warnings[x->slot[k] - 1];
+        if (e->chunk && !strcmp(e->text, w))
+            return e;
+    }
+    return NULL;
+}
+
+/* The warnings, each copied from the memo when the last record had the same text: where it
+ * had it (the usual case), else found by text. */
 static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,
                           size_t nb, struct rd_record_memo *m, struct rc_err *err)
 {
     size_t n = na + nb;
     struct memo_warning *next = NULL;
+    struct warning_index index = {0, NULL};
     struct rc_buf one = RC_BUF_INIT;
     int error = 0;
 
@@ -688,10 +732,18 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
     rc_buf_add(out, "warnings:\n", 10, NULL);
     for (size_t i = 0; i < n && !error; i++) {
         const char *w = i < na ? a[i] : b[i - na];
+        struct memo_warning *had = NULL;
         if (m && i < m->nwarnings && m->warnings[i].chunk && !strcmp(m->warnings[i].text, w)) {
-            rc_buf_add(out, m->warnings[i].chunk, m->warnings[i].len, NULL);
-            next[i] = m->warnings[i];
-            memset(&m->warnings[i], 0, sizeof(m->warnings[i]));
+            had = &m->warnings[i];
+        } else if (m && m->nwarnings && !m->digests_only) {
+            if (!index.slot)
+                warning_index_build(&index, m);
+            had = warning_find(&index, m, w);
+        }
+        if (had) {
+            rc_buf_add(out, had->chunk, had->len, NULL);
+            next[i] = *had;
+            memset(had, 0, sizeof(*had));
             m->last.warnings_kept++;
             continue;
         }
@@ -710,6 +762,7 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
         }
     }
     rc_buf_release(&one);
+    free(index.slot);
     if (!m)
         return error;
     if (error) {

@@ -514,6 +514,29 @@ static void test_rd_record__memo_writes_only_changed_entries(void **state)
     assert_int_equal(two.len, one.len);
     assert_memory_equal(two.ptr, one.ptr, one.len);
 
+    /* a warning added before the others (a new file's) is the one written: the rest are
+     * found by their text where they moved; then one removed writes none */
+    opts.record_memo = memo;
+    opts.warnings = (const char *const[]){"0.yaml:1: first", "a.yaml:3: one", "two\nlines", "no"};
+    opts.nwarnings = 4;
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.warnings_written, 1);
+    assert_int_equal(st.warnings_kept, 4);
+    opts.warnings = (const char *const[]){"0.yaml:1: first", "two\nlines", "no"};
+    opts.nwarnings = 3;
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.warnings_written, 0);
+    assert_int_equal(st.warnings_kept, 4);
+    opts.record_memo = NULL;
+    rc_buf_reset(&one);
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
+    assert_int_equal(two.len, one.len);
+    assert_memory_equal(two.ptr, one.ptr, one.len);
+
     rd_record_memo_free(memo);
     rc_buf_release(&one);
     rc_buf_release(&two);
