@@ -2805,16 +2805,21 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
         const char *data = up[i].data ? up[i].data : "";
         git_oid id;
 
-        if (up[i].id[0]) {
-            if ((error = parse_oid(&id, up[i].id, "blob", err)) < 0)
-                goto done;
-            ge = 0;
+        if (!sink.mempack) {
+            /* hashes it as it writes it: a hash before would be a second one (the record,
+             * 10 MB at 10,000 units, is hashed at 25 instructions a byte) */
+            ge = git_blob_create_from_buffer(&id, sink.repo, data, up[i].len);
         } else {
-            ge = git_odb_hash(&id, data, up[i].len, GIT_OBJECT_BLOB);
+            if (up[i].id[0]) {
+                if ((error = parse_oid(&id, up[i].id, "blob", err)) < 0)
+                    goto done;
+                ge = 0;
+            } else {
+                ge = git_odb_hash(&id, data, up[i].len, GIT_OBJECT_BLOB);
+            }
+            if (ge >= 0)
+                ge = sink_write_blob(&sink, &id, data, up[i].len);
         }
-        if (ge >= 0)
-            ge = sink.mempack ? sink_write_blob(&sink, &id, data, up[i].len)
-                              : git_blob_create_from_buffer(&id, sink.repo, data, up[i].len);
         if (ge < 0) {
             error = fail(err, RC_ERROR, "cannot write '%s'", up[i].path);
             goto done;
