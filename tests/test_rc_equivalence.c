@@ -1,24 +1,28 @@
 /*
  * test_rc_equivalence.c - the caches change how much work a pass does, never what it
- * decides. A seeded random walk of commits to one source repository (workloads edited, added,
- * removed, moved, broken and mended; object collisions; clusters resized and relabelled;
- * policies narrowed and widened; commits that touch no YAML; several at once) runs after
- * each commit three passes from the same deploy head:
+ * decides, and plan says what the pass will do. A seeded random walk of commits to one
+ * source repository (workloads edited, added, removed, moved, broken and mended; object
+ * collisions; clusters resized and relabelled; policies narrowed and widened; commits that
+ * touch no YAML; several at once) runs after each commit a plan and three passes from the
+ * same deploy head:
  *
- *   cold  a pass without a state directory: no parse cache, no record cache, no memo;
+ *   plan  `rightplace plan` first: a dry run on the state directory `once` uses;
+ *   cold  a pass without a state directory: no parse cache, no record cache, no memo, and
+ *         one thread to parse;
  *   once  `reconcile --once`: a new rc_cache on a state directory the earlier `--once`
  *         passes of the walk filled (the parse cache, the record cache, the memo);
  *   loop  `reconcile --interval`: one rc_cache and one repository handle for the whole walk.
  *
- * All three must leave the deploy branch at the same commit id (the same tree, message and
- * parents), and, when they ran in full, report the same units, file errors and warnings; a
- * pass that refuses (a broken file whose objects would go) must refuse in all three. Every
- * commit the walk makes must replay (rc_replay) to itself.
+ * The three passes must leave the deploy branch at the same commit id (the same tree,
+ * message and parents), and, when they ran in full, report the same units, file errors,
+ * warnings and changed paths, which plan must have reported too; a pass that refuses (a
+ * broken file whose objects would go) must refuse in all four. The changed paths are the ones
+ * the commit changes (git diff), and every commit the walk makes must replay (rc_replay) to
+ * itself.
  *
  * test_rc_walk checks each pass against a model of the files but does not place; this test
  * has no model and checks placement itself: a take-up that reads one pod too many passes
- * test_rc_walk and fails here.
- * RP_EQ_TRACE=1 prints the walk step by step.
+ * test_rc_walk and fails here. RP_EQ_TRACE=1 prints the walk step by step.
  */
 #include "th.h"
 
@@ -368,6 +372,8 @@ static char *report_of(const struct rc_pass_result *r)
         cap += strlen(r->file_errors[i].path) + strlen(r->file_errors[i].msg) + 8;
     for (size_t i = 0; i < r->nwarnings; i++)
         cap += strlen(r->warnings[i]) + 4;
+    for (size_t i = 0; i < r->npaths_changed; i++)
+        cap += strlen(r->paths_changed[i].path) + 8;
     s = malloc(cap);
     assert_non_null(s);
     at = (size_t)snprintf(s, cap, "placed %zu pending %zu unplaced %zu\n", r->placed, r->pending,
@@ -377,6 +383,9 @@ static char *report_of(const struct rc_pass_result *r)
                                r->file_errors[i].msg);
     for (size_t i = 0; i < r->nwarnings; i++)
         at += (size_t)snprintf(s + at, cap - at, "warning %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->npaths_changed; i++)
+        at += (size_t)snprintf(s + at, cap - at, "%c\t%s\n", r->paths_changed[i].op,
+                               r->paths_changed[i].path);
     return s;
 }
 
@@ -402,7 +411,7 @@ static void set_head(struct world *x, const char *head)
         free(th_git_ok(x->repo, "update-ref", "-d", "refs/heads/deploy", NULL));
 }
 
-enum way { COLD, ONCE, LOOP };
+enum way { PLAN, COLD, ONCE, LOOP };
 
 static void pass(struct outcome *out, struct world *x, enum way way)
 {
@@ -412,13 +421,18 @@ static void pass(struct outcome *out, struct world *x, enum way way)
     struct rc_git *g = NULL;
 
     o.apply = 0;
-    o.bounded_verdicts = 1; /* as reconcile runs, in both modes */
+    o.bounded_verdicts = way != PLAN; /* as reconcile runs, in both modes; plan keeps all */
+    o.dry_run = way == PLAN;
     o.last_pass = way != LOOP;
+    /* the result does not depend on the threads that parse: the pass without caches parses
+     * on one */
+    o.parse_threads = way == COLD ? 1 : 0;
     if (way == LOOP) {
         cache = x->loop;
         g = x->loop_git;
     } else {
-        assert_int_equal(rc_cache_new(&cache, way == ONCE ? x->state_once : NULL, &err), RC_OK);
+        /* plan reads the caches a --once pass left and adds what it parses to them */
+        assert_int_equal(rc_cache_new(&cache, way == COLD ? NULL : x->state_once, &err), RC_OK);
         assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
     }
     o.cache = cache;
@@ -441,12 +455,12 @@ static void pass(struct outcome *out, struct world *x, enum way way)
     head_of(out->deploy, x);
 }
 
-static const char *const way_name[] = {"cold", "once", "loop"};
+static const char *const way_name[] = {"plan", "cold", "once", "loop"};
 
 static void expect_same(struct world *x, const struct outcome *want, const struct outcome *got,
                         enum way way, int step, const char *what)
 {
-    if (strcmp(want->deploy, got->deploy)) {
+    if (way != PLAN && strcmp(want->deploy, got->deploy)) {
         char *diff = NULL, *err = NULL;
         if (want->deploy[0] && got->deploy[0])
             th_git(x->repo, &diff, &err, "diff", "--stat", want->deploy, got->deploy, NULL);
@@ -458,6 +472,31 @@ static void expect_same(struct world *x, const struct outcome *want, const struc
     if (!got->res.skipped && strcmp(want->report, got->report))
         fail_msg("seed %llx step %d (%s): the %s pass reported\n%s\nwithout caches\n%s",
                  (unsigned long long)x->seed, step, what, way_name[way], got->report, want->report);
+}
+
+/* The paths a pass reports changed are the ones its commit changed (git diff). */
+static void expect_changes(struct world *x, const char *before, const struct outcome *o, int step,
+                           const char *what)
+{
+    char *diff = NULL, *err = NULL;
+    const char *got;
+
+    if (!before[0])
+        return; /* the first commit: everything is new */
+    assert_int_equal(th_git(x->repo, &diff, &err, "diff", "--name-status", "--no-renames", before,
+                            o->deploy, NULL),
+                     0);
+    /* the report's lines after the counts, errors and warnings */
+    for (got = o->report; *got; got = strchr(got, '\n') + 1) {
+        if (got[1] == '\t')
+            break;
+    }
+    if (strcmp(got, diff))
+        fail_msg("seed %llx step %d (%s): the pass reported the changes\n%s\nthe commit "
+                 "made\n%s",
+                 (unsigned long long)x->seed, step, what, got, diff);
+    free(diff);
+    free(err);
 }
 
 /* Anyone can replay what the walk committed: the commit recomputed from its source, its
@@ -526,7 +565,7 @@ static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *ne
     world_open(&x, seed);
     for (int step = 0; step <= steps; step++) {
         const char *what = "the first commit";
-        struct outcome o[3];
+        struct outcome o[4];
         char before[41];
 
         if (step > 0) {
@@ -537,13 +576,15 @@ static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *ne
             free(th_git_ok(x.repo, "commit", "-q", "--allow-empty", "-m", msg, NULL));
         }
         head_of(before, &x);
-        for (int k = COLD; k <= LOOP; k++) {
+        for (int k = PLAN; k <= LOOP; k++) {
             set_head(&x, before);
             pass(&o[k], &x, (enum way)k);
         }
+        expect_same(&x, &o[COLD], &o[PLAN], PLAN, step, what);
         expect_same(&x, &o[COLD], &o[ONCE], ONCE, step, what);
         expect_same(&x, &o[COLD], &o[LOOP], LOOP, step, what);
         if (strcmp(o[COLD].deploy, before)) {
+            expect_changes(&x, before, &o[COLD], step, what);
             expect_replay(&x, o[COLD].deploy, step, what);
             (*ncommits)++;
         }
@@ -553,7 +594,7 @@ static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *ne
             fprintf(stderr, "seed %llx step %d (%s): deploy %.12s -> %.12s, skipped %d/%d\n%s",
                     (unsigned long long)seed, step, what, before, o[COLD].deploy,
                     o[ONCE].res.skipped, o[LOOP].res.skipped, o[COLD].report);
-        for (int k = COLD; k <= LOOP; k++)
+        for (int k = PLAN; k <= LOOP; k++)
             free(o[k].report);
     }
     world_close(&x);
