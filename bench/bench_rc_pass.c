@@ -8,12 +8,15 @@
  * `valgrind --tool=callgrind --collect-atstart=no` the instructions counted are that pass's
  * alone (where the build found valgrind's headers): a count the host's noise does not move.
  *
- * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]
+ * usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR [ADDED_PATH ADDED_FILE]]
  *   REPO: a local repository whose branch main holds the source (bench/gen_fleet.py makes
  *   one); the change commits NEW_CONTENT_FILE's bytes at CHANGED_PATH on main. Writes the
  *   deploy branch of REPO.
  *   STATE_DIR: an existing directory for the parse and record cache files, which reconcile
  *   writes beside every pass (--state-dir); without it the caches live in memory only.
+ *   ADDED_PATH ADDED_FILE: then a pass after a commit that adds ADDED_FILE's bytes at
+ *   ADDED_PATH (a new workload: its unit, and so the record, changes), labelled "new-file".
+ *   BENCH_PROFILE=new-file profiles that pass instead of the one-change pass.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +92,7 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
     struct rc_err err = RC_ERR_INIT;
     long f0, f1;
     double t0 = now_ms(), c0 = cpu_ms(&f0), c1;
+    const char *profiled = getenv("BENCH_PROFILE") ? getenv("BENCH_PROFILE") : "one-change";
     int rc;
 
     static struct rc_log log = RC_LOG_INIT;
@@ -100,10 +104,10 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
     o.bounded_verdicts = 1;
     o.cache = cache;
     o.log = &log;
-    if (strcmp(label, "one-change") == 0)
+    if (strcmp(label, profiled) == 0)
         perf_ctl("enable");
     rc = rc_pass_run(&res, g, &o, &a, &err);
-    if (strcmp(label, "one-change") == 0)
+    if (strcmp(label, profiled) == 0)
         perf_ctl("disable");
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", label, err.msg);
@@ -144,17 +148,20 @@ int main(int argc, char **argv)
     struct rc_err err = RC_ERR_INIT;
     struct rc_git *g = NULL, *pusher = NULL;
     struct rc_cache *cache = NULL;
-    struct rc_buf content = RC_BUF_INIT;
+    struct rc_buf content = RC_BUF_INIT, added = RC_BUF_INIT;
     int rc = 1;
 
     rc_mem_tune(); /* as rightplace's main */
-    if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE [STATE_DIR]\n");
+    if (argc != 4 && argc != 5 && argc != 7) {
+        fprintf(stderr, "usage: bench_rc_pass REPO CHANGED_PATH NEW_CONTENT_FILE "
+                        "[STATE_DIR [ADDED_PATH ADDED_FILE]]\n");
         return 2;
     }
-    if (rc_buf_read_file(&content, argv[3], &err) < 0 || rc_git_global_init(&err) < 0 ||
-        rc_git_open(&g, argv[1], NULL, &err) < 0 || rc_git_open(&pusher, argv[1], NULL, &err) < 0 ||
-        rc_cache_new(&cache, argc == 5 ? argv[4] : NULL, &err) < 0) {
+    if (rc_buf_read_file(&content, argv[3], &err) < 0 ||
+        (argc == 7 && rc_buf_read_file(&added, argv[6], &err) < 0) ||
+        rc_git_global_init(&err) < 0 || rc_git_open(&g, argv[1], NULL, &err) < 0 ||
+        rc_git_open(&pusher, argv[1], NULL, &err) < 0 ||
+        rc_cache_new(&cache, argc >= 5 ? argv[4] : NULL, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -164,12 +171,16 @@ int main(int argc, char **argv)
         commit_file(pusher, argv[2], content.ptr, content.len) < 0 ||
         one_pass("one-change", g, cache) < 0 || one_pass("no-op", g, cache) < 0)
         goto done;
+    if (argc == 7 && (commit_file(pusher, argv[5], added.ptr, added.len) < 0 ||
+                      one_pass("new-file", g, cache) < 0))
+        goto done;
     rc = 0;
 done:
     rc_cache_free(cache);
     rc_git_free(g);
     rc_git_free(pusher);
     rc_buf_release(&content);
+    rc_buf_release(&added);
     rc_git_global_shutdown();
     return rc;
 }

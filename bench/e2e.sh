@@ -16,7 +16,9 @@
 # (/usr/bin/time), its exit status, and rightplace's own phase times when it logs them.
 # Then loop mode on a clone of the same source (build/bench/bench_rc_pass, passes in one
 # process as `reconcile --interval` runs them, with a state directory): the same one-workload
-# change, its time and the process's peak RSS over all its passes.
+# change, then a commit that adds one workload (a new unit: the record changes, where the
+# one-workload change leaves it as it was), their times and the process's peak RSS over all
+# its passes.
 # The first pass runs again on a clone made as a fetch makes it (`git clone --no-local`: the
 # objects in one pack, where `git commit` leaves them loose), with a state of its own: what a
 # polled repository looks like (column "first, packed").
@@ -64,8 +66,8 @@ mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 # x(a, b): "a/b" with two decimals, the multiple of the scan floor
 x() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "?" }'; }
 
-echo "| workloads x clusters | source | scan floor | first pass | RSS | first, packed | no-op pass | RSS | one change | RSS | loop: one change | loop RSS | git CLI commit | record | snapshot | status |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| workloads x clusters | source | scan floor | first pass | RSS | first, packed | no-op pass | RSS | one change | RSS | loop: one change | loop: new workload | loop RSS | git CLI commit | record | snapshot | status |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for size in "${sizes[@]}"; do
     n=${size%x*}
     c=${size#*x}
@@ -98,11 +100,15 @@ for size in "${sizes[@]}"; do
 
     changed=$(git -C "$src" diff --name-only HEAD~1 HEAD)
     git -C "$src" show "HEAD:$changed" >"$dir/changed.yaml"
+    # a new workload: job 1 under new names (its unit is new, so the record changes)
+    added=jobs/team-01/job-new001.yaml
+    git -C "$src" show HEAD:jobs/team-01/job-000001.yaml | sed 's/000001/new001/g' >"$dir/added.yaml"
     mkdir -p "$dir/loop-state"
     s4=0
     BENCH_PHASES=1 "${tun[@]}" "$loop" "$dir/loop" "$changed" "$dir/changed.yaml" "$dir/loop-state" \
-        >"$dir/loop.out" 2>"$dir/loop.err" || s4=$?
+        "$added" "$dir/added.yaml" >"$dir/loop.out" 2>"$dir/loop.err" || s4=$?
     t4=$(awk '$1 == "one-change" { printf "%.0f", $2 }' "$dir/loop.out")
+    t6=$(awk '$1 == "new-file" { printf "%.0f", $2 }' "$dir/loop.out")
     r4=$(awk '$1 == "one-change" { for (i = 1; i < NF; i++) if ($i == "RSS") print $(i + 1) }' \
         "$dir/loop.out")
 
@@ -118,10 +124,14 @@ for size in "${sizes[@]}"; do
     git_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
     rec=$(git -C "$src" cat-file -s deploy:placements.yaml)
     cap=$(git -C "$src" cat-file -s deploy:.rightplace/capacity.yaml)
-    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s ($(x "$t1" "$scan_s")) | $(mb "$r1") MB | ${t5} s ($(x "$t5" "$scan_s")) | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s5/$s2/$s3/$s4 |"
+    echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s ($(x "$t1" "$scan_s")) | $(mb "$r1") MB | ${t5} s ($(x "$t5" "$scan_s")) | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${t6:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s5/$s2/$s3/$s4 |"
     for p in first firstp noop change; do
         grep -h "phase\|duration" "$dir/$p.err" 2>/dev/null | sed "s/^/    $size $p: /" | head -5 >&2 || true
     done
-    # the loop's last pass that logs phases is its one-change pass (no-op passes stop early)
-    grep -h "pass phases" "$dir/loop.err" 2>/dev/null | tail -1 | sed "s/^/    $size loop change: /" >&2 || true
+    # the loop's passes that log phases: the first, the one change, the new workload (no-op
+    # passes stop early)
+    grep -h "pass phases" "$dir/loop.err" 2>/dev/null | tail -2 | head -1 |
+        sed "s/^/    $size loop change: /" >&2 || true
+    grep -h "pass phases" "$dir/loop.err" 2>/dev/null | tail -1 |
+        sed "s/^/    $size loop new workload: /" >&2 || true
 done
