@@ -294,17 +294,47 @@ struct nsneed {
     const char *ns;
 };
 
+/* Each (cluster, namespace) once: 20,000 objects of 10,000 units on 100 clusters need at most
+ * 100 x 50 of them, and the pairs are sorted every pass. slot k: an index + 1 into v, 0
+ * empty; nslot a power of two, at least twice n. */
 struct nsset {
     size_t n, cap;
     struct nsneed *v;
+    size_t nslot;
+    size_t *slot;
 };
+
+static uint64_t nsneed_hash(const char *cluster, const char *ns)
+{
+    return rc_xxh64_pair(cluster, ns);
+}
 
 static void nsset_add(struct nsset *s, const char *cluster, const char *ns)
 {
+    size_t k;
+
+    if (2 * (s->n + 1) > s->nslot) {
+        size_t nslot = s->nslot ? 2 * s->nslot : 64;
+        free(s->slot);
+        s->slot = rc_xcalloc(nslot, sizeof(*s->slot));
+        s->nslot = nslot;
+        for (size_t i = 0; i < s->n; i++) {
+            k = (size_t)nsneed_hash(s->v[i].cluster, s->v[i].ns) & (nslot - 1);
+            while (s->slot[k])
+                k = (k + 1) & (nslot - 1);
+            s->slot[k] = i + 1;
+        }
+    }
+    for (k = (size_t)nsneed_hash(cluster, ns) & (s->nslot - 1); s->slot[k];
+         k = (k + 1) & (s->nslot - 1)) {
+        const struct nsneed *had = &s->v[s->slot[k] - 1];
+        if (!strcmp(had->cluster, cluster) && !strcmp(had->ns, ns))
+            return;
+    }
     s->v = rc_xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
     s->v[s->n].cluster = cluster;
     s->v[s->n].ns = ns;
-    s->n++;
+    s->slot[k] = ++s->n;
 }
 
 static int cmp_nsneed(const void *x, const void *y)
@@ -955,7 +985,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 {
     static const struct rd_render_options defaults = RD_RENDER_OPTIONS_INIT;
     struct files f = {0, 0, NULL}, kust = {0, 0, NULL};
-    struct nsset need = {0, 0, NULL}, have = {0, 0, NULL};
+    struct nsset need = {0, 0, NULL, 0, NULL}, have = {0, 0, NULL, 0, NULL};
     struct rwarn rw = {0, 0, NULL};
     struct rjob *jobs = NULL;
     size_t njobs = 0, jcap = 0, nnstext = 0;
@@ -1154,7 +1184,9 @@ done:
     free(f.v);
     free(kust.v);
     free(need.v);
+    free(need.slot);
     free(have.v);
+    free(have.slot);
     free(clusters);
     return error;
 }
