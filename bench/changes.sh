@@ -63,8 +63,9 @@ change() {
     rename) git -C "$dir" mv jobs/team-03 jobs/team-03-renamed ;;
     remove) git -C "$dir" rm -q -r jobs/team-05 ;;
     broken)
-        f=$(cd "$dir" && ls jobs/team-00/*.yaml | head -1)
-        printf 'spec: [\n' >>"$dir/$f"
+        # the first file of team-00 (a glob, not ls | head: head's early exit fails the pipe)
+        local files=("$dir"/jobs/team-00/*.yaml)
+        printf 'spec: [\n' >>"${files[0]}"
         ;;
     shrink) sed -i 's/count: 80/count: 8/; s/count: 20/count: 2/' "$dir/fleet/cluster-001.yaml" ;;
     drop) git -C "$dir" rm -q fleet/cluster-002.yaml ;;
