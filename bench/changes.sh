@@ -21,24 +21,13 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-build="$here/../build"
-work="${TMPDIR:-/tmp}/rp-changes"
-tun=()
-while getopts "b:w:T" opt; do
-    case $opt in
-    b) build=$OPTARG ;;
-    w) work=$OPTARG ;;
-    T) tun=(env GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
-    *) exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
-size=${1:-10000x100}
+. "$here/fleet_repo.sh"
+bench_args "${TMPDIR:-/tmp}/rp-changes" "$@"
+size=${rest[0]:-10000x100}
 n=${size%x*}
 c=${size#*x}
 rp="$build/rightplace"
 [ -x "$rp" ] || { echo "changes.sh: $rp not built (cmake --build $build)" >&2; exit 2; }
-. "$here/fleet_repo.sh"
 rm -rf "$work"
 mkdir -p "$work"
 base="$work/base"

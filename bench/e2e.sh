@@ -29,19 +29,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-build="$here/../build"
-work="${TMPDIR:-/tmp}/rp-e2e"
-tun=()
-while getopts "b:w:T" opt; do
-    case $opt in
-    b) build=$OPTARG ;;
-    w) work=$OPTARG ;;
-    T) tun=(env GLIBC_TUNABLES=glibc.malloc.hugetlb=1) ;;
-    *) exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
-sizes=("$@")
+. "$here/fleet_repo.sh"
+bench_args "${TMPDIR:-/tmp}/rp-e2e" "$@"
+sizes=("${rest[@]}")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000x10 1000x100 10000x10 10000x100 20000x100)
 rp="$build/rightplace"
 scan="$build/bench/bench_yaml_scan"
@@ -49,7 +39,6 @@ loop="$build/bench/bench_rc_pass"
 for f in "$rp" "$scan" "$loop"; do
     [ -x "$f" ] || { echo "e2e.sh: $f not built (cmake --build $build)" >&2; exit 2; }
 done
-. "$here/fleet_repo.sh"
 mkdir -p "$work"
 
 # run LOG CMD...: time CMD, leave "wall_s maxrss_kb status" in $REPLY
