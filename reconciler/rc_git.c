@@ -1650,6 +1650,32 @@ static int loose_within(struct rc_git *g, const char *id, size_t max)
     return (uint64_t)st.st_size <= max / INFLATE_RATIO_MAX;
 }
 
+int rc_git_blob_size(size_t *size, struct rc_git *g, const char *id, struct rc_err *err)
+{
+    git_odb *odb = NULL;
+    git_object_t type;
+    git_oid oid;
+    int ge, error;
+
+    *size = 0;
+    if ((error = parse_oid(&oid, id, "blob", err)) < 0)
+        return error;
+    if ((ge = git_repository_odb(&odb, g->repo)) < 0)
+        return fail(err, RC_ERROR, "cannot open the object database");
+    g->headers_read++;
+    ge = git_odb_read_header(size, &type, odb, &oid);
+    git_odb_free(odb);
+    if (ge == GIT_ENOTFOUND) {
+        git_error_clear();
+        return rc_err_set(err, RC_ENOTFOUND, "object %.12s not found", id);
+    }
+    if (ge < 0)
+        return fail(err, RC_ERROR, "cannot read the header of object %.12s", id);
+    if (type != GIT_OBJECT_BLOB)
+        return rc_err_set(err, RC_EINVALID, "object %.12s is not a blob", id);
+    return RC_OK;
+}
+
 int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id, size_t max,
                      struct rc_arena *a, struct rc_err *err)
 {

@@ -175,6 +175,10 @@ int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
 int rc_git_list_tree_odd(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
                          const char *commit, struct rc_arena *a, struct rc_err *err);
 
+/* The size of blob `id` (40 hex) from its header alone (the object is not read):
+ * RC_ENOTFOUND when absent, RC_EINVALID when not a blob. */
+int rc_git_blob_size(size_t *size, struct rc_git *g, const char *id, struct rc_err *err);
+
 /* The blob id (40 hex) of the regular file at `path` in a commit, as rc_git_read_file would
  * find it: RC_ENOTFOUND when absent, RC_EINVALID when not a regular file. */
 int rc_git_file_id(char out[41], struct rc_git *g, const char *commit, const char *path,

@@ -1310,7 +1310,7 @@ static int same_content(const char *path, const char *a, size_t alen, const char
  * that is not known here (kl does not know old_id, or one record has a source line and the
  * other none). */
 static int same_by_line(int *same, char id[41], const struct known_line *kl, const char *old_id,
-                        const struct rd_tree_file *f, struct rc_err *err)
+                        const struct rd_tree_file *f, size_t *nhashed, struct rc_err *err)
 {
     size_t head, tlen;
     const char *tail;
@@ -1322,6 +1322,8 @@ static int same_by_line(int *same, char id[41], const struct known_line *kl, con
         return RC_OK;
     fline = split_record(f->data, f->len, &head, &tail, &tlen);
     if (!kl->line.have && !fline) {
+        if (nhashed)
+            *nhashed += f->len;
         error = rc_git_digest(id, f->data, f->len, err);
         if (error < 0)
             return error;
@@ -1334,6 +1336,8 @@ static int same_by_line(int *same, char id[41], const struct known_line *kl, con
     memcpy(joined, f->data, head);
     memcpy(joined + head, kl->line.text, kl->line.len);
     memcpy(joined + head + kl->line.len, tail, tlen);
+    if (nhashed)
+        *nhashed += head + kl->line.len + tlen;
     error = rc_git_digest(jid, joined, head + kl->line.len + tlen, err);
     free(joined);
     if (error < 0)
@@ -1377,7 +1381,7 @@ static int record_cheap(struct rc_cache *cache, const struct known_line *kl,
  * blob is read (counted in *nread). */
 static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache *cache,
                        const struct known_line *kl, size_t *nread, size_t *ncompared,
-                       const struct rc_git_blob *o, const struct rd_tree_file *f,
+                       size_t *nhashed, const struct rc_git_blob *o, const struct rd_tree_file *f,
                        struct rc_arena *a, struct rc_err *err)
 {
     const char *data;
@@ -1387,8 +1391,21 @@ static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache
     if (ncompared)
         (*ncompared)++;
     data = record_bytes(&len, cache, kl, o);
+    if (!data && kl && kl->known && !kl->line.have && !strcmp(kl->blob, o->id) && f->data) {
+        /* neither has a source line, so same_by_line would hash f (10 MB at 10,000 units) to
+         * compare ids; a length other than the blob's says no at once, and f is hashed
+         * once, as it is written */
+        size_t head, tlen, had = 0;
+        const char *tail;
+        if (!split_record(f->data, f->len, &head, &tail, &tlen) &&
+            rc_git_blob_size(&had, g, o->id, err) == RC_OK && had != f->len) {
+            *same = 0;
+            return RC_OK;
+        }
+        rc_err_clear(err); /* what the header did not tell, the comparison below does */
+    }
     if (!data) {
-        error = same_by_line(&known, id, kl, o->id, f, err);
+        error = same_by_line(&known, id, kl, o->id, f, nhashed, err);
         if (error < 0)
             return error;
         if (known >= 0) {
@@ -1477,8 +1494,9 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
  * (rc_git_file.differs: hashed once, when written). */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], size_t *nodd,
                      struct rc_git *g, struct rc_cache *cache, const struct known_line *kl,
-                     int lazy_record, size_t *nread, size_t *ncompared, const char *base,
-                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
+                     int lazy_record, size_t *nread, size_t *ncompared, size_t *nhashed,
+                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
+                     struct rc_err *err)
 {
     const struct rc_git_blob *rec_old = NULL;
     size_t rec_j = 0, rec_at = 0;
@@ -1537,8 +1555,8 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
                     rec_at = cnt;
                     same = 0;
                 } else {
-                    error = record_same(&same, id[j], g, cache, kl, nread, ncompared, &old[i],
-                                        &tree->files[j], a, err);
+                    error = record_same(&same, id[j], g, cache, kl, nread, ncompared, nhashed,
+                                        &old[i], &tree->files[j], a, err);
                     if (error < 0)
                         return error;
                 }
@@ -1556,7 +1574,7 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
         for (size_t k = 0; k < cnt && !other; k++)
             other = rc_pass_path_commits(ch[k].path) && strcmp(ch[k].path, RECORD_PATH);
         if (!other) {
-            error = record_same(&same, id[rec_j], g, cache, kl, nread, ncompared, rec_old,
+            error = record_same(&same, id[rec_j], g, cache, kl, nread, ncompared, nhashed, rec_old,
                                 &tree->files[rec_j], a, err);
             if (error < 0)
                 return error;
@@ -2554,8 +2572,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
 
     error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line, !o->dry_run,
-                      &out->nrecord_bytes_read, &out->nrecord_compared, out->deploy_old, &cp->tree,
-                      a, err);
+                      &out->nrecord_bytes_read, &out->nrecord_compared, &out->nrecord_bytes_hashed,
+                      out->deploy_old, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
         rc_err_clear(err);
@@ -2564,7 +2582,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (error == RC_OK)
             error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line,
                               !o->dry_run, &out->nrecord_bytes_read, &out->nrecord_compared,
-                              out->deploy_old, &cp->tree, a, err);
+                              &out->nrecord_bytes_hashed, out->deploy_old, &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -2826,8 +2844,8 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, NULL, g, NULL, NULL, 0, NULL, NULL, id, &c.tree, a,
-                      err);
+    error = diff_tree(&changes, &nchanges, NULL, NULL, g, NULL, NULL, 0, NULL, NULL, NULL, id,
+                      &c.tree, a, err);
     if (error < 0)
         goto done;
     /* a commit of the older form names its source in its record (compared but for that line)

@@ -137,6 +137,10 @@ struct rc_pass_result {
     /* placements.yaml compared with the deploy head's but for the source line: 0 when their
      * blob ids are equal or the pass commits for other paths anyway (not `plan`) */
     size_t nrecord_compared;
+    /* bytes of the new placements.yaml hashed for that comparison (its id against the head
+     * blob's, `--once`): 0 when its length differs from the blob's, which is read from the
+     * blob's header; the write hashes it once more either way */
+    size_t nrecord_bytes_hashed;
     /* loop mode: the new placements.yaml would be the deploy head's byte for byte, which the
      * writer's memo told without writing it (rd_record_emit_unless_same): the head's blob is
      * kept, neither written, compared nor hashed */

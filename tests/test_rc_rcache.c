@@ -168,13 +168,16 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     assert_true(res.nrecord_cache_written > 0);
     assert_file_holds_head_record(&f);
 
-    /* a new unit: the record changes */
+    /* a new unit: the record changes, and grows, which the head blob's size tells without
+     * hashing the new one to compare it (the write hashes it, once) */
     free(th_git_commit_files(f.repo, "a new unit", "zz/solo.yaml", new_unit, NULL));
     base = th_git_rev(f.repo, "refs/heads/deploy");
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.nrecord_read, 0);
     assert_int_equal(res.nrecord_bytes_read, 0);
+    assert_int_equal(res.nrecord_compared, 1);
+    assert_int_equal(res.nrecord_bytes_hashed, 0);
     assert_int_equal(res.committed, 1);
     assert_true(res.nrecord_cache_written > 0);
     assert_file_holds_head_record(&f);
