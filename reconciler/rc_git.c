@@ -1681,30 +1681,24 @@ int rc_git_read_blob(char **data, size_t *len, struct rc_git *g, const char *id,
 {
     git_odb *odb = NULL;
     git_odb_object *obj = NULL;
-    git_object_t type;
     git_oid oid;
     size_t size = 0;
     int ge, error;
 
     if ((error = parse_oid(&oid, id, "blob", err)) < 0)
         return error;
-    if ((ge = git_repository_odb(&odb, g->repo)) < 0)
-        return fail(err, RC_ERROR, "cannot open the object database");
     if (!loose_within(g, id, max)) {
-        g->headers_read++;
-        ge = git_odb_read_header(&size, &type, odb, &oid);
-        if (ge >= 0 && type != GIT_OBJECT_BLOB) {
-            git_odb_free(odb);
-            return rc_err_set(err, RC_EINVALID, "object %.12s is not a blob", id);
-        }
-        if (ge >= 0 && size > max) {
-            git_odb_free(odb);
+        /* the size first: a blob over max is not read */
+        if ((error = rc_git_blob_size(&size, g, id, err)) < 0)
+            return error;
+        if (size > max) {
             *len = size;
             return rc_err_set(err, RC_EINVALID, "%zu bytes; the limit is %zu", size, max);
         }
     }
-    if (ge >= 0)
-        ge = git_odb_read(&obj, odb, &oid);
+    if ((ge = git_repository_odb(&odb, g->repo)) < 0)
+        return fail(err, RC_ERROR, "cannot open the object database");
+    ge = git_odb_read(&obj, odb, &oid);
     git_odb_free(odb);
     if (ge == GIT_ENOTFOUND) {
         git_error_clear();
