@@ -500,6 +500,7 @@ int rc_git_global_init(struct rc_err *err)
      * no-op check, the source diff), each time inflated and hash-checked again */
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)1 << 20);
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_COMMIT, (size_t)1 << 20);
+    rc_git_cache_limit(RC_GIT_CACHE_BYTES);
     /* An object read is not hashed again to check its id, as git's own reads do not: a fetch
      * hashes what it indexes, and zlib checks what it inflates. libgit2's default re-hashed
      * every object the commit had just written when it packed them (bench/RESULTS.md,
@@ -511,6 +512,20 @@ int rc_git_global_init(struct rc_err *err)
 void rc_git_global_shutdown(void)
 {
     git_libgit2_shutdown();
+}
+
+void rc_git_cache_usage(size_t *used, size_t *limit)
+{
+    ssize_t u = 0, l = 0;
+
+    git_libgit2_opts(GIT_OPT_GET_CACHED_MEMORY, &u, &l);
+    *used = u > 0 ? (size_t)u : 0;
+    *limit = l > 0 ? (size_t)l : 0;
+}
+
+void rc_git_cache_limit(size_t bytes)
+{
+    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)bytes);
 }
 
 /* ==== Remote operations: credentials, fetch, push ==== */
