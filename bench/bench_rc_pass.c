@@ -17,12 +17,19 @@
  *   ADDED_PATH ADDED_FILE: then a pass after a commit that adds ADDED_FILE's bytes at
  *   ADDED_PATH (a new workload: its unit, and so the record, changes), labelled "new-file".
  *   BENCH_PROFILE=new-file profiles that pass instead of the one-change pass.
+ *   BENCH_SOAK=N: then N more passes, each after a commit that edits CHANGED_PATH again (a
+ *   comment line that differs each time: the file is parsed again and its unit rendered),
+ *   as a long-running loop sees them; every tenth prints the heap in use, RSS and what
+ *   libgit2's object cache holds, and the last the passes' median and slowest times: memory
+ *   that grows with the number of passes, not with the fleet, shows there.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -115,12 +122,75 @@ static int one_pass(const char *label, struct rc_git *g, struct rc_cache *cache)
         return rc;
     }
     c1 = cpu_ms(&f1);
-    printf("%-12s %9.1f ms  parsed %6zu  skipped %d  committed %d  placed %zu  peak RSS %ld MB  "
-           "parse cache %zu MB  cpu %.0f ms  faults %ld\n",
-           label, now_ms() - t0, res.nparsed, res.skipped, res.committed, res.placed, peak_rss_mb(),
-           rd_cache_bytes(rc_cache_parsed(cache)) >> 20, c1 - c0, f1 - f0);
+    if (strcmp(label, "soak") != 0) /* soak() prints its own summary */
+        printf(
+            "%-12s %9.1f ms  parsed %6zu  skipped %d  committed %d  placed %zu  peak RSS %ld MB  "
+            "parse cache %zu MB  cpu %.0f ms  faults %ld\n",
+            label, now_ms() - t0, res.nparsed, res.skipped, res.committed, res.placed,
+            peak_rss_mb(), rd_cache_bytes(rc_cache_parsed(cache)) >> 20, c1 - c0, f1 - f0);
     rc_arena_release(&a);
     return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return (a > b) - (a < b);
+}
+
+static int commit_file(struct rc_git *g, const char *path, const char *data, size_t len);
+
+/* BENCH_SOAK: n passes after n commits of `path`, each `content` and a comment of its own. */
+static int soak(struct rc_git *g, struct rc_git *pusher, struct rc_cache *cache, const char *path,
+                const struct rc_buf *content, long n)
+{
+    double *ms = calloc((size_t)n + 1, sizeof(*ms));
+    int rc = 0;
+
+    if (!ms)
+        return -1;
+    for (long i = 0; i < n && rc == 0; i++) {
+        struct rc_buf c = RC_BUF_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        double t0;
+
+        if (rc_buf_add(&c, content->ptr, content->len, &err) < 0 ||
+            rc_buf_printf(&c, &err, "\n# soak %ld\n", i) < 0 ||
+            commit_file(pusher, path, c.ptr, c.len) < 0) {
+            rc_buf_release(&c);
+            rc = -1;
+            break;
+        }
+        rc_buf_release(&c);
+        t0 = now_ms();
+        rc = one_pass("soak", g, cache);
+        ms[i] = now_ms() - t0;
+        if (i % 10 == 9 || i == n - 1) {
+            struct mallinfo2 mi = mallinfo2();
+            size_t used, limit;
+            long pages = 0;
+            FILE *f = fopen("/proc/self/statm", "r");
+
+            if (f) {
+                long size;
+                if (fscanf(f, "%ld %ld", &size, &pages) != 2)
+                    pages = 0;
+                fclose(f);
+            }
+            rc_git_cache_usage(&used, &limit);
+            printf("soak %5ld passes: heap in use %zu MB, RSS %ld MB, libgit2 cache %zu KB "
+                   "(bound %zu MB)\n",
+                   i + 1, mi.uordblks >> 20, pages * sysconf(_SC_PAGESIZE) >> 20, used >> 10,
+                   limit >> 20);
+        }
+    }
+    if (rc == 0 && n > 0) {
+        qsort(ms, (size_t)n, sizeof(*ms), cmp_double);
+        printf("soak: %ld passes, median %.1f ms, slowest %.1f ms\n", n, ms[n / 2], ms[n - 1]);
+    }
+    free(ms);
+    return rc;
 }
 
 /* Commit `data` at `path` on main (rc_git writes the objects; no work tree is touched), through
@@ -173,6 +243,9 @@ int main(int argc, char **argv)
         goto done;
     if (argc == 7 && (commit_file(pusher, argv[5], added.ptr, added.len) < 0 ||
                       one_pass("new-file", g, cache) < 0))
+        goto done;
+    if (getenv("BENCH_SOAK") &&
+        soak(g, pusher, cache, argv[2], &content, strtol(getenv("BENCH_SOAK"), NULL, 10)) < 0)
         goto done;
     rc = 0;
 done:
