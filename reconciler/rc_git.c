@@ -500,7 +500,7 @@ int rc_git_global_init(struct rc_err *err)
      * no-op check, the source diff), each time inflated and hash-checked again */
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)1 << 20);
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_COMMIT, (size_t)1 << 20);
-    rc_git_cache_limit(RC_GIT_CACHE_BYTES);
+    rc_git_cache_fit(0);
     /* An object read is not hashed again to check its id, as git's own reads do not: a fetch
      * hashes what it indexes, and zlib checks what it inflates. libgit2's default re-hashed
      * every object the commit had just written when it packed them (bench/RESULTS.md,
@@ -514,6 +514,26 @@ void rc_git_global_shutdown(void)
     git_libgit2_shutdown();
 }
 
+static size_t cache_fixed; /* rc_git_cache_limit's bound; 0: the source's */
+
+size_t rc_git_cache_bound(size_t nfiles)
+{
+    size_t room = (RC_GIT_CACHE_MAX - RC_GIT_CACHE_BASE) / RC_GIT_CACHE_PER_FILE;
+
+    return nfiles >= room ? RC_GIT_CACHE_MAX : RC_GIT_CACHE_BASE + nfiles * RC_GIT_CACHE_PER_FILE;
+}
+
+static void cache_set(size_t bytes)
+{
+    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)bytes);
+}
+
+void rc_git_cache_fit(size_t nfiles)
+{
+    if (!cache_fixed)
+        cache_set(rc_git_cache_bound(nfiles));
+}
+
 void rc_git_cache_usage(size_t *used, size_t *limit)
 {
     ssize_t u = 0, l = 0;
@@ -525,7 +545,8 @@ void rc_git_cache_usage(size_t *used, size_t *limit)
 
 void rc_git_cache_limit(size_t bytes)
 {
-    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)bytes);
+    cache_fixed = bytes;
+    cache_set(bytes ? bytes : RC_GIT_CACHE_BASE);
 }
 
 /* ==== Remote operations: credentials, fetch, push ==== */

@@ -39,15 +39,25 @@
 int rc_git_global_init(struct rc_err *err);
 void rc_git_global_shutdown(void);
 
-/* What libgit2's object cache may hold, across every repository of the process (its
- * accounting: the objects' sizes), set by rc_git_global_init. The cache keeps the trees and
- * commits a pass reads, and a long-running loop reads new ones every pass that it never reads
- * again: under libgit2's default bound (256 MiB) they pile up for days. A pass reads about
- * 1 MB of them at 10,000 workloads and 9 MB at 100,000 (docs/architecture.md). */
-#define RC_GIT_CACHE_BYTES ((size_t)32 << 20)
+/* What libgit2's object cache may hold, across every repository of the process (in its own
+ * accounting: the objects' sizes). The cache keeps the trees and commits a pass reads, and a
+ * long-running loop reads new ones every pass that it never reads again: under libgit2's
+ * default bound (256 MiB) they piled up for days. A pass reads about 90 bytes of trees a
+ * source file (1 MB at 10,000 workloads, 9 MB at 100,000), so the bound follows the source:
+ * RC_GIT_CACHE_BASE plus RC_GIT_CACHE_PER_FILE a file of the last source listed, at most
+ * RC_GIT_CACHE_MAX (docs/architecture.md, "Memory: the arena"). */
+#define RC_GIT_CACHE_BASE ((size_t)4 << 20)
+#define RC_GIT_CACHE_PER_FILE ((size_t)256)
+#define RC_GIT_CACHE_MAX ((size_t)256 << 20)
 
-/* Bytes the cache holds now and its bound; and a new bound (tests). */
+/* The bound for a source of nfiles YAML files. */
+size_t rc_git_cache_bound(size_t nfiles);
+/* Bound the cache for a source of nfiles files (rc_pass, after listing it); init sets the
+ * bound of an empty source. */
+void rc_git_cache_fit(size_t nfiles);
+/* Bytes the cache holds now and its bound. */
 void rc_git_cache_usage(size_t *used, size_t *limit);
+/* Tests: a fixed bound that rc_git_cache_fit leaves alone (0: follow the source again). */
 void rc_git_cache_limit(size_t bytes);
 
 struct rc_git; /* an open repository */

@@ -732,6 +732,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (error < 0)
             return error;
     }
+    /* libgit2's object cache holds what a pass of this source reads, not every tree the
+     * process ever read (rc_git.h) */
+    rc_git_cache_fit(nblobs);
     files = rc_arena_calloc(a, nblobs + 1, sizeof(*files));
     refused = rc_arena_calloc(a, nblobs + 1, sizeof(*refused));
     ids = rc_arena_calloc(a, nblobs + 1, sizeof(*ids));
