@@ -112,6 +112,17 @@ static void run_pass(struct rc_pass_result *res, char tree[41], const char *repo
     run_pass_as(res, tree, repo, cache, 0, a);
 }
 
+/* A pass from scratch (no deploy branch, no cache) commits `tree`. */
+static void assert_scratch_commits(const char *tree, const char *repo, struct rc_arena *a)
+{
+    struct rc_pass_result res;
+    char again[41];
+
+    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    run_pass(&res, again, repo, NULL, a);
+    assert_string_equal(again, tree);
+}
+
 /* The pass after a one-file change keeps the record the pass before wrote (0 units read),
  * renders one unit, and commits the tree a from-scratch pass commits. */
 static void test_rc_incremental__one_change_reads_no_record(void **state)
@@ -269,9 +280,7 @@ static void test_rc_incremental__source_listed_once(void **state)
     free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 cpu", NULL));
     run_pass(&res, tree, repo, loop, &a);
     assert_int_equal(listings, 1);
-    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
-    run_pass(&res, again, repo, NULL, &a);
-    assert_string_equal(again, tree);
+    assert_scratch_commits(tree, repo, &a);
 
     rc_cache_free(loop);
     rc_git_global_shutdown();
@@ -292,7 +301,7 @@ static void test_rc_incremental__deploy_tree_listed_from_memory(void **state)
     struct rc_git *g = NULL;
     struct rc_err err = RC_ERR_INIT;
     char *repo = make_repo();
-    char tree[41], again[41];
+    char tree[41];
 
     (void)state;
     assert_int_equal(rc_git_global_init(&err), RC_OK);
@@ -314,9 +323,7 @@ static void test_rc_incremental__deploy_tree_listed_from_memory(void **state)
         assert_int_equal(rc_git_tree_walks(g), 0);
     }
     assert_int_equal(rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err), RC_OK);
-    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
-    run_pass(&res, again, repo, NULL, &a);
-    assert_string_equal(again, tree);
+    assert_scratch_commits(tree, repo, &a);
 
     rc_git_free(g);
     rc_cache_free(loop);
@@ -337,7 +344,7 @@ static void test_rc_incremental__deploy_head_listed_ahead(void **state)
     struct rc_git *g = NULL;
     struct rc_err err = RC_ERR_INIT;
     char *repo = make_repo();
-    char tree[41], again[41];
+    char tree[41];
 
     (void)state;
     assert_int_equal(rc_git_global_init(&err), RC_OK);
@@ -359,9 +366,7 @@ static void test_rc_incremental__deploy_head_listed_ahead(void **state)
         rc_git_free(g);
         g = NULL;
     }
-    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
-    run_pass(&res, again, repo, NULL, &a);
-    assert_string_equal(again, tree);
+    assert_scratch_commits(tree, repo, &a);
 
     rc_git_global_shutdown();
     rc_arena_release(&a);
@@ -531,7 +536,7 @@ static void test_rc_incremental__git_cache_bounded(void **state)
     struct rc_git *g = NULL;
     struct rc_err err = RC_ERR_INIT;
     char *repo = make_repo();
-    char tree[41], again[41];
+    char tree[41];
     size_t used = 0, limit = 0, most = 0;
     const char *unbounded = getenv("RP_TEST_CACHE_UNBOUNDED"); /* shows the growth it stops */
 
@@ -572,9 +577,7 @@ static void test_rc_incremental__git_cache_bounded(void **state)
     /* libgit2 evicts when a store passes the bound: a tree or two over it at most */
     assert_true(most <= 2 * CACHE_TEST_BOUND);
     assert_int_equal(rc_git_commit_tree_id(tree, g, "refs/heads/deploy", &err), RC_OK);
-    free(th_git_ok(repo, "update-ref", "-d", "refs/heads/deploy", NULL));
-    run_pass(&res, again, repo, NULL, &a);
-    assert_string_equal(again, tree);
+    assert_scratch_commits(tree, repo, &a);
 
     rc_git_cache_limit(0);
     rc_git_free(g);
