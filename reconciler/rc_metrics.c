@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include "pl_types.h"
+#include "rc_git.h"
 #include "rc_mem.h"
 
 #include "rc_banned.h"
@@ -47,6 +49,9 @@ struct rc_metrics {
     int have_units;
     size_t placed, pending, unplaced;
     size_t file_errors, hand_edits;
+    /* the process at the end of the last pass: a loop's memory must not grow with its passes
+     * (docs/architecture.md, "Memory: the arena") */
+    size_t rss, peak_rss, git_cache, git_cache_bound;
     size_t nclusters, cap;
     struct cluster *clusters;
     /* the listener */
@@ -149,6 +154,28 @@ static double now_real(void)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
+/* Resident and peak resident memory (/proc/self/statm, getrusage) and libgit2's object cache;
+ * 0 where the system does not say. */
+static void note_memory(struct rc_metrics *m)
+{
+    struct rusage ru;
+    long size = 0, resident = 0, page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    m->rss = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &resident) == 2 && resident > 0 && page > 0)
+            m->rss = (size_t)resident * (size_t)page;
+        fclose(f);
+    }
+    m->peak_rss = getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0
+                      ? (size_t)ru.ru_maxrss * 1024 /* KiB on Linux */
+                      : 0;
+    if (m->peak_rss < m->rss) /* the two are counted apart; the peak is at least what is held */
+        m->peak_rss = m->rss;
+    rc_git_cache_usage(&m->git_cache, &m->git_cache_bound);
+}
+
 void rc_metrics_record(struct rc_metrics *m, const struct rc_pass_result *res, int status,
                        const char *apply_note, double seconds, time_t now)
 {
@@ -186,6 +213,7 @@ void rc_metrics_record(struct rc_metrics *m, const struct rc_pass_result *res, i
     }
     if (apply_note)
         record_note(m, apply_note);
+    note_memory(m);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -264,6 +292,29 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
                            "Deploy branch files changed by hand, found by the last pass.", err);
         if (!error)
             error = rc_buf_printf(b, err, "rightplace_hand_edits %zu\n", m->hand_edits);
+    }
+    if (!error && m->have_pass) {
+        error = family(b, "rightplace_resident_memory_bytes", "gauge",
+                       "Resident memory of the process at the end of the last pass.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_resident_memory_bytes %zu\n", m->rss);
+        if (!error)
+            error = family(b, "rightplace_peak_resident_memory_bytes", "gauge",
+                           "Peak resident memory of the process so far.", err);
+        if (!error)
+            error =
+                rc_buf_printf(b, err, "rightplace_peak_resident_memory_bytes %zu\n", m->peak_rss);
+        if (!error)
+            error = family(b, "rightplace_git_cache_bytes", "gauge",
+                           "What libgit2's object cache held at the end of the last pass.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_git_cache_bytes %zu\n", m->git_cache);
+        if (!error)
+            error = family(b, "rightplace_git_cache_bound_bytes", "gauge",
+                           "The bound of libgit2's object cache, set by the source's size.", err);
+        if (!error)
+            error =
+                rc_buf_printf(b, err, "rightplace_git_cache_bound_bytes %zu\n", m->git_cache_bound);
     }
     if (!error && m->last_success > 0) {
         error = family(b, "rightplace_last_success_timestamp_seconds", "gauge",

@@ -18,6 +18,10 @@
  *   rightplace_cluster_reachable{cluster}                  gauge, 1/0 (live clusters)
  *   rightplace_cluster_apply_result{cluster,result}        gauge, 1 for the last pass's result
  *   rightplace_apply_results_total{cluster,result}         counter (this process)
+ *   rightplace_resident_memory_bytes                       gauge, at the end of the last pass
+ *   rightplace_peak_resident_memory_bytes                  gauge, the process so far
+ *   rightplace_git_cache_bytes                             gauge, libgit2's object cache
+ *   rightplace_git_cache_bound_bytes                       gauge, its bound (rc_git_cache_fit)
  * result: up_to_date | applied | incomplete | unreachable | stopped.
  *
  * The listener is plain sockets on one thread (no library): one request per connection,

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rc_git.h"
 #include "th_git.h"
 #include "th_kube.h"
 #include "th_rp.h"
@@ -136,6 +137,16 @@ static void test_rc_loop__metrics_file(void **state)
     assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"load\"}") >= 0);
     assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"place\"}") >= 0);
     assert_true(sample(text, "rightplace_pass_duration_seconds{phase=\"apply\"}") >= 0);
+    /* the process's memory, and libgit2's cache under the bound the pass set */
+    assert_true(sample(text, "rightplace_resident_memory_bytes") > 1 << 20);
+    assert_true(sample(text, "rightplace_peak_resident_memory_bytes") >=
+                sample(text, "rightplace_resident_memory_bytes"));
+    assert_true(sample(text, "rightplace_git_cache_bytes") > 0);
+    assert_true(sample(text, "rightplace_git_cache_bound_bytes") > (double)RC_GIT_CACHE_BASE);
+    assert_true(sample(text, "rightplace_git_cache_bound_bytes") <
+                (double)rc_git_cache_bound(1000));
+    assert_true(sample(text, "rightplace_git_cache_bytes") <=
+                sample(text, "rightplace_git_cache_bound_bytes"));
     free(text);
     /* a broken file: status 3 and the file counted; rewritten in place, no temp files left */
     free(th_git_commit_files(repo, "broken", "broken.yaml",
