@@ -41,7 +41,7 @@ done
 pkg_of() {
     local p
     for p in "$1" "$(readlink -f "$1")" "/usr$1" "${1#/usr}"; do
-        dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1 && return 0
+        dpkg -S "$p" 2>/dev/null | awk -F: 'NR == 1 {print $1}' && return 0
     done
     return 1
 }
@@ -56,7 +56,9 @@ readelf -p .note.dlopen "$RP_BINARY" 2>/dev/null | grep -o '"soname":\[[^]]*\]' 
 check "the binary's .note.dlopen names libcurl.so.4" grep -qx libcurl.so.4 "$TMP/dlopened"
 : >"$TMP/dlpaths"
 while read -r so; do
-    path=$(ldconfig -p | awk -v so="$so" '$1 == so {print $NF; exit}')
+    # awk reads to the end: leaving early can kill ldconfig with SIGPIPE mid-write, which
+    # pipefail turns into an exit of this script with no message (1 run in 300 did)
+    path=$(ldconfig -p | awk -v so="$so" '$1 == so && !found {print $NF; found = 1}')
     check "the dynamic linker finds $so (.note.dlopen)" test -n "$path" -a -f "$path"
     [ -n "$path" ] || continue
     echo "$so $path" >>"$TMP/dlpaths"
