@@ -1306,16 +1306,19 @@ static int same_content(const char *path, const char *a, size_t alen, const char
 
 /* Whether placements.yaml file f equals blob old_id but for its source line, told from the
  * blob's source line alone (kl), without reading the blob. When neither has a source line
- * (records written since RD_SOURCE_FILE), f is the blob exactly when its id is old_id, and
- * id gets f's blob id either way (hashed here, not again when written). When both have one,
+ * (records written since RD_SOURCE_FILE), f is the blob exactly when its id is old_id: a
+ * length other than the blob's (from its header) says no without hashing f (10 MB at 10,000
+ * units; f is hashed once, as it is written), else id gets f's blob id (hashed here, not
+ * again when written). When both have one,
  * f with the blob's line in place of its own is the blob exactly when their blob ids are
  * equal (split_record cuts both at the same first "\nsource: "). *same: 1 or 0, or -1 when
  * that is not known here (kl does not know old_id, or one record has a source line and the
  * other none). */
-static int same_by_line(int *same, char id[41], const struct known_line *kl, const char *old_id,
-                        const struct rd_tree_file *f, size_t *nhashed, struct rc_err *err)
+static int same_by_line(int *same, char id[41], struct rc_git *g, const struct known_line *kl,
+                        const char *old_id, const struct rd_tree_file *f, size_t *nhashed,
+                        struct rc_err *err)
 {
-    size_t head, tlen;
+    size_t head, tlen, had = 0;
     const char *tail;
     char *joined, jid[41];
     int error, fline;
@@ -1325,6 +1328,11 @@ static int same_by_line(int *same, char id[41], const struct known_line *kl, con
         return RC_OK;
     fline = split_record(f->data, f->len, &head, &tail, &tlen);
     if (!kl->line.have && !fline) {
+        if (rc_git_blob_size(&had, g, old_id, err) == RC_OK && had != f->len) {
+            *same = 0;
+            return RC_OK;
+        }
+        rc_err_clear(err); /* what the header did not tell, the ids do */
         if (nhashed)
             *nhashed += f->len;
         error = rc_git_digest(id, f->data, f->len, err);
@@ -1394,21 +1402,8 @@ static int record_same(int *same, char id[41], struct rc_git *g, struct rc_cache
     if (ncompared)
         (*ncompared)++;
     data = record_bytes(&len, cache, kl, o);
-    if (!data && kl && kl->known && !kl->line.have && !strcmp(kl->blob, o->id) && f->data) {
-        /* neither has a source line, so same_by_line would hash f (10 MB at 10,000 units) to
-         * compare ids; a length other than the blob's says no at once, and f is hashed
-         * once, as it is written */
-        size_t head, tlen, had = 0;
-        const char *tail;
-        if (!split_record(f->data, f->len, &head, &tail, &tlen) &&
-            rc_git_blob_size(&had, g, o->id, err) == RC_OK && had != f->len) {
-            *same = 0;
-            return RC_OK;
-        }
-        rc_err_clear(err); /* what the header did not tell, the comparison below does */
-    }
     if (!data) {
-        error = same_by_line(&known, id, kl, o->id, f, nhashed, err);
+        error = same_by_line(&known, id, g, kl, o->id, f, nhashed, err);
         if (error < 0)
             return error;
         if (known >= 0) {
