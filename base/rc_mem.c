@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -82,4 +83,18 @@ void rc_mem_tune(void)
     if (!getenv("MALLOC_TOP_PAD_") && !(t && strstr(t, "malloc.top_pad")))
         mallopt(M_TOP_PAD, RC_MEM_TOP_PAD);
 #endif
+}
+
+size_t rc_mem_resident(void)
+{
+    long size = 0, resident = 0, page = sysconf(_SC_PAGESIZE);
+    size_t bytes = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld %ld", &size, &resident) == 2 && resident > 0 && page > 0)
+        bytes = (size_t)resident * (size_t)page;
+    fclose(f);
+    return bytes;
 }

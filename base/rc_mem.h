@@ -28,4 +28,8 @@ char *rc_xstrndup(const char *s, size_t n);
 #define RC_MEM_TOP_PAD (64 << 20)
 void rc_mem_tune(void);
 
+/* The process's resident memory now, in bytes (/proc/self/statm); 0 where the system does not
+ * say. */
+size_t rc_mem_resident(void);
+
 #endif

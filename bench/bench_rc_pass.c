@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -145,11 +144,9 @@ static int commit_file(struct rc_git *g, const char *path, const char *data, siz
 static int soak(struct rc_git *g, struct rc_git *pusher, struct rc_cache *cache, const char *path,
                 const struct rc_buf *content, long n)
 {
-    double *ms = calloc((size_t)n + 1, sizeof(*ms));
+    double *ms = rc_xcalloc((size_t)n + 1, sizeof(*ms));
     int rc = 0;
 
-    if (!ms)
-        return -1;
     for (long i = 0; i < n && rc == 0; i++) {
         struct rc_buf c = RC_BUF_INIT;
         struct rc_err err = RC_ERR_INIT;
@@ -169,20 +166,11 @@ static int soak(struct rc_git *g, struct rc_git *pusher, struct rc_cache *cache,
         if (i % 10 == 9 || i == n - 1) {
             struct mallinfo2 mi = mallinfo2();
             size_t used, limit;
-            long pages = 0;
-            FILE *f = fopen("/proc/self/statm", "r");
 
-            if (f) {
-                long size;
-                if (fscanf(f, "%ld %ld", &size, &pages) != 2)
-                    pages = 0;
-                fclose(f);
-            }
             rc_git_cache_usage(&used, &limit);
-            printf("soak %5ld passes: heap in use %zu MB, RSS %ld MB, libgit2 cache %zu KB "
+            printf("soak %5ld passes: heap in use %zu MB, RSS %zu MB, libgit2 cache %zu KB "
                    "(bound %zu MB)\n",
-                   i + 1, mi.uordblks >> 20, pages * sysconf(_SC_PAGESIZE) >> 20, used >> 10,
-                   limit >> 20);
+                   i + 1, mi.uordblks >> 20, rc_mem_resident() >> 20, used >> 10, limit >> 20);
         }
     }
     if (rc == 0 && n > 0) {

@@ -154,20 +154,13 @@ static double now_real(void)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-/* Resident and peak resident memory (/proc/self/statm, getrusage) and libgit2's object cache;
+/* Resident and peak resident memory (rc_mem_resident, getrusage) and libgit2's object cache;
  * 0 where the system does not say. */
 static void note_memory(struct rc_metrics *m)
 {
     struct rusage ru;
-    long size = 0, resident = 0, page = sysconf(_SC_PAGESIZE);
-    FILE *f = fopen("/proc/self/statm", "r");
 
-    m->rss = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &resident) == 2 && resident > 0 && page > 0)
-            m->rss = (size_t)resident * (size_t)page;
-        fclose(f);
-    }
+    m->rss = rc_mem_resident();
     m->peak_rss = getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > 0
                       ? (size_t)ru.ru_maxrss * 1024 /* KiB on Linux */
                       : 0;
@@ -241,6 +234,15 @@ static int family(struct rc_buf *b, const char *name, const char *type, const ch
     return rc_buf_printf(b, err, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A family of one sample without labels. */
+static int gauge_size(struct rc_buf *b, const char *name, const char *help, size_t v,
+                      struct rc_err *err)
+{
+    int error = family(b, name, "gauge", help, err);
+
+    return error ? error : rc_buf_printf(b, err, "%s %zu\n", name, v);
+}
+
 static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *err)
 {
     int error = 0;
@@ -283,38 +285,29 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
             error = rc_buf_printf(b, err, "rightplace_pass_duration_seconds{phase=\"%s\"} %.6f\n",
                                   rc_pass_phase_name(p), m->phase[p]);
         if (!error)
-            error = family(b, "rightplace_file_errors", "gauge",
-                           "Source files that did not load in the last pass.", err);
+            error =
+                gauge_size(b, "rightplace_file_errors",
+                           "Source files that did not load in the last pass.", m->file_errors, err);
         if (!error)
-            error = rc_buf_printf(b, err, "rightplace_file_errors %zu\n", m->file_errors);
-        if (!error)
-            error = family(b, "rightplace_hand_edits", "gauge",
-                           "Deploy branch files changed by hand, found by the last pass.", err);
-        if (!error)
-            error = rc_buf_printf(b, err, "rightplace_hand_edits %zu\n", m->hand_edits);
+            error = gauge_size(b, "rightplace_hand_edits",
+                               "Deploy branch files changed by hand, found by the last pass.",
+                               m->hand_edits, err);
     }
     if (!error && m->have_pass) {
-        error = family(b, "rightplace_resident_memory_bytes", "gauge",
-                       "Resident memory of the process at the end of the last pass.", err);
+        error =
+            gauge_size(b, "rightplace_resident_memory_bytes",
+                       "Resident memory of the process at the end of the last pass.", m->rss, err);
         if (!error)
-            error = rc_buf_printf(b, err, "rightplace_resident_memory_bytes %zu\n", m->rss);
+            error = gauge_size(b, "rightplace_peak_resident_memory_bytes",
+                               "Peak resident memory of the process so far.", m->peak_rss, err);
         if (!error)
-            error = family(b, "rightplace_peak_resident_memory_bytes", "gauge",
-                           "Peak resident memory of the process so far.", err);
+            error = gauge_size(b, "rightplace_git_cache_bytes",
+                               "What libgit2's object cache held at the end of the last pass.",
+                               m->git_cache, err);
         if (!error)
-            error =
-                rc_buf_printf(b, err, "rightplace_peak_resident_memory_bytes %zu\n", m->peak_rss);
-        if (!error)
-            error = family(b, "rightplace_git_cache_bytes", "gauge",
-                           "What libgit2's object cache held at the end of the last pass.", err);
-        if (!error)
-            error = rc_buf_printf(b, err, "rightplace_git_cache_bytes %zu\n", m->git_cache);
-        if (!error)
-            error = family(b, "rightplace_git_cache_bound_bytes", "gauge",
-                           "The bound of libgit2's object cache, set by the source's size.", err);
-        if (!error)
-            error =
-                rc_buf_printf(b, err, "rightplace_git_cache_bound_bytes %zu\n", m->git_cache_bound);
+            error = gauge_size(b, "rightplace_git_cache_bound_bytes",
+                               "The bound of libgit2's object cache, set by the source's size.",
+                               m->git_cache_bound, err);
     }
     if (!error && m->last_success > 0) {
         error = family(b, "rightplace_last_success_timestamp_seconds", "gauge",
@@ -332,10 +325,8 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
                                   "rightplace_units{state=\"unplaced\"} %zu\n",
                                   m->placed, m->pending, m->unplaced);
         if (!error)
-            error =
-                family(b, "rightplace_pending_units", "gauge", "Units waiting for capacity.", err);
-        if (!error)
-            error = rc_buf_printf(b, err, "rightplace_pending_units %zu\n", m->pending);
+            error = gauge_size(b, "rightplace_pending_units", "Units waiting for capacity.",
+                               m->pending, err);
     }
     if (!error && m->nclusters) {
         error = family(b, "rightplace_cluster_reachable", "gauge",
