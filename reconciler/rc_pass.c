@@ -2778,6 +2778,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     size_t nfleet = 0;
     struct rc_path_change *changes = NULL;
     size_t nchanges = 0;
+    struct rc_cache *mem = NULL;
     int error;
 
     memset(&c, 0, sizeof(c));
@@ -2804,6 +2805,16 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
         if (!same_render_digest(&rec, &ro))
             ro.render.pull = o->render.pull;
     }
+    /* The source is loaded as a pass loads it (through a cache: a batch at a time on every
+     * core, each batch's text dropped once parsed, and past the budget the heaviest files
+     * refused, as the pass that made the commit refused them), but through a cache of its
+     * own, in memory: replay checks what passes made, so it takes nothing from the caller's
+     * cache or the state directory's files. */
+    error = rc_cache_new(&mem, NULL, err);
+    if (error < 0)
+        goto done;
+    ro.cache = mem;
+    ro.last_pass = 1;
     o = &ro;
     memcpy(out->source, rec.source, strlen(rec.source) < 40 ? strlen(rec.source) + 1 : 41);
     out->source[40] = '\0';
@@ -2860,6 +2871,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     out->mismatch = changes;
 done:
     compute_release(&c);
+    rc_cache_free(mem);
     return error;
 }
 

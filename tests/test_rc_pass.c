@@ -711,6 +711,21 @@ static void test_rc_pass__source_budget_refuses_the_heaviest_not_the_last(void *
         tree = th_git_ok(f.repo, "ls-tree", "-r", "--name-only", "deploy", NULL);
         assert_non_null(strstr(tree, "/configmap.big.yaml"));
         free(tree);
+        /* replay, under the same budget, refuses the same file: it loads as a pass does,
+         * whatever cache the caller has (none here, as the replay command) */
+        {
+            struct rc_pass_options ro = RC_PASS_OPTIONS_INIT;
+            struct rc_replay_result rr;
+            ro.apply = 0;
+            ro.bounded_verdicts = 1;
+            ro.last_pass = 1;
+            ro.max_source_bytes = o.max_source_bytes;
+            if (rc_replay(&rr, f.g, "refs/heads/deploy", &ro, &f.a, &err) != RC_OK)
+                fail_msg("replay %d: %s", proc, err.msg);
+            if (!rr.match)
+                fail_msg("replay %d differs at %zu paths, first %s", proc, rr.nmismatch,
+                         rr.nmismatch ? rr.mismatch[0].path : "");
+        }
     }
     /* removed from the source: its unit (one object, no policy) is removed */
     free(th_git_ok(f.repo, "rm", "-q", "aa/big.yaml", NULL));
