@@ -7,6 +7,7 @@
 #include "th.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -1472,6 +1473,120 @@ static void test_rc_git__remote_mirror_fetch_and_push(void **state)
     free(other);
 }
 
+/* Every fetch adds a pack to a remote's mirror, and nothing else packs it: upkeep keeps the
+ * packs under RC_GIT_PACKS_MAX, loses no object, and the handle reads on from the packs that
+ * are left. A local repository's packs are not its to merge, nor a pack with a .keep. */
+static void test_rc_git__mirror_packs_kept_few(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *remote = make_remote(f), *url = file_url(remote), *out, *last = NULL;
+    char id[41], tree[41], deploy[41] = "", mirror[4096], keep[4200];
+    struct rc_git_blob *b;
+    size_t n, merged, most = 0, merges = 0;
+    int over = 0;
+
+    f->g = open_ok(url, f->state);
+    snprintf(mirror, sizeof(mirror), "%s/repo.git", f->state);
+    for (int i = 0; i < 3 * RC_GIT_PACKS_MAX; i++) {
+        char path[64], msg[32];
+        snprintf(path, sizeof(path), "src/job%02d.yaml", i);
+        snprintf(msg, sizeof(msg), "job %d", i);
+        free(last);
+        last = th_git_commit_files(f->work, msg, path, "kind: Job\n", NULL);
+        free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+        assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
+        if (i % 4 == 0) { /* deploy commits, pushed from the mirror */
+            struct rc_git_file file = {"placements.yaml", msg, strlen(msg), 0, "", 0};
+            assert_int_equal(rc_git_build_tree(tree, f->g, NULL, &file, 1, &err), RC_OK);
+            assert_int_equal(rc_git_commit(id, f->g, tree, deploy[0] ? deploy : NULL, "d\n",
+                                           1700000000 + i, &err),
+                             RC_OK);
+            assert_int_equal(rc_git_update_ref(f->g, "refs/heads/deploy", id,
+                                               deploy[0] ? deploy : NULL, "d", &err),
+                             RC_OK);
+            memcpy(deploy, id, sizeof(deploy));
+        }
+        n = rc_git_pack_count(f->g);
+        over = over || n > RC_GIT_PACKS_MAX;
+        if (rc_git_pack_upkeep(f->g, &merged, &err) != RC_OK)
+            fail_msg("upkeep %d: %s", i, err.msg);
+        merges += merged > 0;
+        n = rc_git_pack_count(f->g);
+        most = n > most ? n : most;
+        /* the same handle reads on: the newest source commit and its files */
+        assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+        assert_string_equal(id, last);
+        assert_int_equal(rc_git_read_yaml(&b, &n, f->g, "main", NULL, 0, &f->a, &err), RC_OK);
+        assert_int_equal(n, (size_t)i + 2);
+    }
+    assert_true(over); /* the fetches did pile packs up */
+    assert_true(merges > 0);
+    assert_true(most <= RC_GIT_PACKS_MAX);
+    free(th_git_ok(mirror, "fsck", "--strict", "--no-dangling", NULL));
+    out = th_git_ok(mirror, "rev-parse", "deploy", NULL);
+    assert_string_equal(out, deploy);
+    free(out);
+
+    /* a pack kept with a .keep file: upkeep leaves the mirror as it is */
+    for (int i = 0; i <= RC_GIT_PACKS_MAX; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "more/job%02d.yaml", i);
+        free(th_git_commit_files(f->work, "more", path, "kind: Job\n", NULL));
+        free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+        assert_int_equal(rc_git_fetch(f->g, &err), RC_OK);
+    }
+    n = rc_git_pack_count(f->g);
+    assert_true(n > RC_GIT_PACKS_MAX);
+    {
+        DIR *d;
+        FILE *k;
+        struct dirent *e;
+        snprintf(keep, sizeof(keep), "%s/objects/pack", mirror);
+        d = opendir(keep);
+        assert_non_null(d);
+        while ((e = readdir(d)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len > 5 && !strcmp(e->d_name + len - 5, ".pack")) {
+                snprintf(keep, sizeof(keep), "%s/objects/pack/%.*s.keep", mirror, (int)(len - 5),
+                         e->d_name);
+                break;
+            }
+        }
+        closedir(d);
+        k = fopen(keep, "w");
+        assert_non_null(k);
+        fclose(k);
+    }
+    assert_int_equal(rc_git_pack_upkeep(f->g, &merged, &err), RC_OK);
+    assert_int_equal(merged, 0);
+    assert_int_equal(rc_git_pack_count(f->g), n);
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+    free(last);
+}
+
+/* A local repository's packs are its owner's: upkeep merges none of them. */
+static void test_rc_git__local_packs_left_to_their_owner(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    size_t merged = 1;
+
+    for (int i = 0; i <= RC_GIT_PACKS_MAX; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "src/job%02d.yaml", i);
+        free(th_git_commit_files(f->work, "job", path, "kind: Job\n", NULL));
+        free(th_git_ok(f->work, "repack", "-q", NULL)); /* a pack of the new objects */
+    }
+    f->g = open_ok(f->work, NULL);
+    assert_true(rc_git_pack_count(f->g) > RC_GIT_PACKS_MAX);
+    assert_int_equal(rc_git_pack_upkeep(f->g, &merged, &err), RC_OK);
+    assert_int_equal(merged, 0);
+    assert_true(rc_git_pack_count(f->g) > RC_GIT_PACKS_MAX);
+}
+
 static void test_rc_git__mirror_refetches_after_failed_first_fetch(void **state)
 {
     struct fx *f = *state;
@@ -1974,6 +2089,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__update_ref_compare_and_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__mirror_packs_kept_few, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__local_packs_left_to_their_owner, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
