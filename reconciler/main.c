@@ -1466,13 +1466,15 @@ static int cmd_reconcile_once(struct run *r)
     record_metrics(r, &res, status, now_monotonic() - start, &a);
     /* a remote's mirror gains a pack with every fetch: keep them few (rc_git.h), under the lock */
     if (rc_git_is_remote(r->git)) {
-        size_t merged = 0;
+        struct rc_git_upkeep up;
         double t0 = now_monotonic();
-        if (rc_git_pack_upkeep(r->git, &merged, &err) < 0)
-            rc_log_warn(&r->cli->log, "%s (the mirror keeps its packs as they are)", err.msg);
-        else if (merged)
-            rc_log_debug(&r->cli->log, "merged %zu packs of the mirror into one (%.0f ms)", merged,
-                         (now_monotonic() - t0) * 1000.0);
+        if (rc_git_pack_upkeep(r->git, &up, &err) < 0)
+            rc_log_warn(&r->cli->log, "%s (the mirror keeps its objects as they are)", err.msg);
+        else if (up.packs || up.loose)
+            rc_log_debug(&r->cli->log,
+                         "packed %zu packs and %zu loose objects of the mirror into one pack "
+                         "(%.0f ms)",
+                         up.packs, up.loose, (now_monotonic() - t0) * 1000.0);
     }
 done:
     release_lock(lock_fd);

@@ -968,33 +968,100 @@ size_t rc_git_pack_count(struct rc_git *g)
     return n;
 }
 
-int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
+static int is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    }
+    return s[n] == '\0';
+}
+
+/* How many loose objects directory objects/<xx> holds (file names of 38 hex digits); with
+ * ids, their ids appended to *ids (n x 20 bytes, cap for rc_xgrow). */
+static size_t loose_in(const char *objdir, const char *xx, unsigned char **ids, size_t *n,
+                       size_t *cap)
+{
+    size_t psize = strlen(objdir) + 4, found = 0;
+    char *path = rc_xmalloc(psize);
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(path, psize, "%s%s", objdir, xx);
+    d = opendir(path);
+    free(path);
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        git_oid id;
+        char hex[41];
+        if (!is_hex(e->d_name, 38))
+            continue;
+        found++;
+        if (!ids)
+            continue;
+        memcpy(hex, xx, 2);
+        memcpy(hex + 2, e->d_name, 39);
+        if (git_oid_fromstr(&id, hex) < 0)
+            continue;
+        *ids = rc_xgrow(*ids, cap, *n + 1, 20);
+        memcpy(*ids + *n * 20, id.id, 20);
+        (*n)++;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Every id of ids (n x 20 bytes) is among have (nhave sorted ids). */
+static int all_in(const unsigned char *ids, size_t n, const unsigned char *have, uint32_t nhave)
+{
+    for (size_t j = 0; j < n; j++) {
+        if (!bsearch(ids + j * 20, have, nhave, 20, cmp_id20))
+            return 0;
+    }
+    return 1;
+}
+
+int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_err *err)
 {
     const char *gitdir = git_repository_path(g->repo);
-    size_t dsize = strlen(gitdir) + sizeof("objects/pack");
-    char *dir = rc_xmalloc(dsize), *path = NULL;
+    size_t dsize = strlen(gitdir) + sizeof("objects/pack"), osize = strlen(gitdir) + 16;
+    char *dir = rc_xmalloc(dsize), *objdir = rc_xmalloc(osize), *path = NULL;
     struct packinfo *v = NULL;
     git_packbuilder *pb = NULL;
-    unsigned char *have = NULL;
+    unsigned char *have = NULL, *loose = NULL;
     uint32_t nhave = 0;
-    size_t n = 0, k, plen;
-    uint64_t taken;
+    size_t n = 0, k = 0, plen, nloose = 0, lcap = 0;
     int foreign, error = RC_OK;
 
-    *merged = 0;
+    memset(out, 0, sizeof(*out));
     snprintf(dir, dsize, "%sobjects/pack", gitdir);
-    if (!g->remote) /* a local repository's packs are its owner's (git gc) */
+    snprintf(objdir, osize, "%sobjects/", gitdir);
+    if (!g->remote) /* a local repository's objects are its owner's to pack (git gc) */
         goto done;
     n = packs_list(&v, &foreign, dir);
-    if (foreign || n <= RC_GIT_PACKS_MAX)
+    if (foreign)
         goto done;
-    /* the smallest two, then each next pack smaller than twice what is taken, and at least
-     * down to half the bound */
-    rc_sort(v, n, sizeof(*v), cmp_packinfo);
-    taken = (uint64_t)v[0].count + v[1].count;
-    for (k = 2; k < n && ((uint64_t)v[k].count < 2 * taken || n - k + 1 > RC_GIT_PACKS_MAX / 2);
-         k++)
-        taken += v[k].count;
+    if (n > RC_GIT_PACKS_MAX) {
+        /* the smallest two, then each next pack smaller than twice what is taken, and at
+         * least down to half the bound */
+        uint64_t taken;
+        rc_sort(v, n, sizeof(*v), cmp_packinfo);
+        taken = (uint64_t)v[0].count + v[1].count;
+        for (k = 2; k < n && ((uint64_t)v[k].count < 2 * taken || n - k + 1 > RC_GIT_PACKS_MAX / 2);
+             k++)
+            taken += v[k].count;
+    }
+    /* loose objects, counted as git counts them: one directory of the 256, times 256 */
+    if (loose_in(objdir, "17", NULL, NULL, NULL) * 256 > RC_GIT_LOOSE_MAX) {
+        for (int i = 0; i < 256; i++) {
+            char xx[3];
+            snprintf(xx, sizeof(xx), "%02x", i);
+            loose_in(objdir, xx, &loose, &nloose, &lcap);
+        }
+    }
+    if (k == 0 && nloose == 0)
+        goto done;
     plen = strlen(dir) + 64;
     path = rc_xmalloc(plen);
     if (git_packbuilder_new(&pb, g->repo) < 0) {
@@ -1002,11 +1069,11 @@ int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
         goto done;
     }
     git_packbuilder_set_threads(pb, 0);
-    for (size_t i = 0; i < k && error == RC_OK; i++) {
-        unsigned char *ids;
-        uint32_t count;
-        snprintf(path, plen, "%s/%s.idx", dir, v[i].base);
-        if (idx_read(path, &count, &ids) < 0) {
+    for (size_t i = 0; i < k + 1 && error == RC_OK; i++) {
+        unsigned char *ids = loose;
+        uint32_t count = (uint32_t)nloose;
+        snprintf(path, plen, "%s/%s.idx", dir, i < k ? v[i].base : "");
+        if (i < k && idx_read(path, &count, &ids) < 0) {
             error = rc_err_set(err, RC_ERROR, "cannot read pack index '%s'", path);
             break;
         }
@@ -1018,7 +1085,8 @@ int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
                 break;
             }
         }
-        free(ids);
+        if (i < k)
+            free(ids);
     }
     if (error == RC_OK && git_packbuilder_write(pb, dir, 0, NULL, NULL) < 0)
         error = fail(err, RC_ERROR, "cannot write a pack in '%s'", dir);
@@ -1034,23 +1102,20 @@ int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
         unsigned char *ids;
         uint32_t count;
         snprintf(path, plen, "%s/%s.idx", dir, v[i].base);
-        if (idx_read(path, &count, &ids) < 0) {
+        if (idx_read(path, &count, &ids) < 0)
             error = rc_err_set(err, RC_ERROR, "cannot read pack index '%s'", path);
-            break;
-        }
-        for (uint32_t j = 0; j < count; j++) {
-            if (!bsearch(ids + (size_t)j * 20, have, nhave, 20, cmp_id20)) {
-                error = rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks objects of '%s'",
-                                   dir, v[i].base);
-                break;
-            }
-        }
+        else if (!all_in(ids, count, have, nhave))
+            error = rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks objects of '%s'", dir,
+                               v[i].base);
         free(ids);
     }
+    if (error == RC_OK && !all_in(loose, nloose, have, nhave))
+        error = rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks loose objects", dir);
     if (error < 0)
         goto done;
-    /* every old pack's objects are in the new one: the old packs go (the index first, so that
-     * a reader listing the directory never finds an index without its pack) */
+    /* every object taken is in the new pack: the old packs go (the index first, so that a
+     * reader listing the directory never finds an index without its pack), then the loose
+     * objects */
     for (size_t i = 0; i < k; i++) {
         static const char *const ext[] = {".idx", ".pack", ".rev", ".bitmap"};
         if (!strcmp(v[i].base + 5, git_packbuilder_name(pb)))
@@ -1060,7 +1125,18 @@ int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
             if (unlink(path) < 0 && errno != ENOENT && error == RC_OK)
                 error = rc_err_set(err, RC_ERROR, "cannot remove '%s': %s", path, strerror(errno));
         }
-        (*merged)++;
+        out->packs++;
+    }
+    for (size_t j = 0; j < nloose; j++) {
+        char hex[41];
+        git_oid id;
+        git_oid_fromraw(&id, loose + j * 20);
+        git_oid_tostr(hex, sizeof(hex), &id);
+        snprintf(path, plen, "%s%.2s/%s", objdir, hex, hex + 2);
+        if (unlink(path) < 0 && errno != ENOENT && error == RC_OK)
+            error = rc_err_set(err, RC_ERROR, "cannot remove '%s': %s", path, strerror(errno));
+        else
+            out->loose++;
     }
     /* libgit2 keeps every pack it has read open: open the repository again, so that what
      * this process reads next comes from the packs there are */
@@ -1079,8 +1155,10 @@ int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err)
 done:
     git_packbuilder_free(pb);
     free(have);
+    free(loose);
     free(path);
     packs_free(v, n);
+    free(objdir);
     free(dir);
     return error;
 }

@@ -126,21 +126,27 @@ int rc_git_set_identity(struct rc_git *g, const char *name, const char *email, s
 int rc_git_fetch(struct rc_git *g, struct rc_err *err);
 
 /*
- * The mirror's packs kept few (a remote's mirror only: a local repository is its owner's to
- * pack). Every fetch and most commits add a pack to the mirror, and nothing else packs it, so
- * a loop that runs for weeks would leave thousands, and libgit2 looks a missing object up in
- * each of them: with 2,000 packs a one-change pass's commit took 170-258 ms against 35.
- * Past RC_GIT_PACKS_MAX packs, the smallest ones (the smallest two, then each next one while
- * it holds fewer objects than twice those taken: the size of what is merged grows
- * geometrically, so an object is rewritten a few times over the mirror's life) are written
- * into one new pack, every object of theirs is checked to be in it, and only then are they
- * deleted; the repository is opened again so that nothing still reads them. Packs with a
- * .keep file, a repository with a multi-pack-index, and packs of an index format other than
- * version 2 are left alone. *merged: how many packs went (0: none). Errors leave every old
- * pack in place.
+ * The mirror's objects kept in few packs (a remote's mirror only: a local repository is its
+ * owner's to pack). Every fetch adds a pack to the mirror and small commits write loose
+ * objects, and nothing else packs it, so a loop that runs for weeks would leave thousands of
+ * packs, and libgit2 looks a missing object up in each of them: with 2,000 packs a one-change
+ * pass's commit took 170-258 ms against 35. Past RC_GIT_PACKS_MAX packs, the smallest ones
+ * (the smallest two, then each next one while it holds fewer objects than twice those taken:
+ * what is merged grows geometrically, so an object is rewritten a few times over the
+ * mirror's life), and past about RC_GIT_LOOSE_MAX loose objects (counted as git counts them,
+ * from one directory of the 256) all of those, are written into one new pack; every object
+ * taken is checked to be in it, and only then are the old packs and loose files deleted,
+ * and the repository is opened again so that nothing still reads them. A pack with a .keep
+ * file, a multi-pack-index, or a pack index of a version other than 2 leaves the mirror as
+ * it is. Errors leave every old pack and loose object in place.
  */
 #define RC_GIT_PACKS_MAX 16
-int rc_git_pack_upkeep(struct rc_git *g, size_t *merged, struct rc_err *err);
+#define RC_GIT_LOOSE_MAX 2048
+struct rc_git_upkeep {
+    size_t packs; /* packs merged and deleted */
+    size_t loose; /* loose objects packed and deleted */
+};
+int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_err *err);
 /* Tests: how many packs the repository's objects/pack holds. */
 size_t rc_git_pack_count(struct rc_git *g);
 

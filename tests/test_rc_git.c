@@ -1483,7 +1483,8 @@ static void test_rc_git__mirror_packs_kept_few(void **state)
     char *remote = make_remote(f), *url = file_url(remote), *out, *last = NULL;
     char id[41], tree[41], deploy[41] = "", mirror[4096], keep[4200];
     struct rc_git_blob *b;
-    size_t n, merged, most = 0, merges = 0;
+    struct rc_git_upkeep up;
+    size_t n, most = 0, merges = 0;
     int over = 0;
 
     f->g = open_ok(url, f->state);
@@ -1509,9 +1510,9 @@ static void test_rc_git__mirror_packs_kept_few(void **state)
         }
         n = rc_git_pack_count(f->g);
         over = over || n > RC_GIT_PACKS_MAX;
-        if (rc_git_pack_upkeep(f->g, &merged, &err) != RC_OK)
+        if (rc_git_pack_upkeep(f->g, &up, &err) != RC_OK)
             fail_msg("upkeep %d: %s", i, err.msg);
-        merges += merged > 0;
+        merges += up.packs > 0;
         n = rc_git_pack_count(f->g);
         most = n > most ? n : most;
         /* the same handle reads on: the newest source commit and its files */
@@ -1527,6 +1528,56 @@ static void test_rc_git__mirror_packs_kept_few(void **state)
     out = th_git_ok(mirror, "rev-parse", "deploy", NULL);
     assert_string_equal(out, deploy);
     free(out);
+
+    /* loose objects past the bound (small commits write them): packed too, none lost */
+    {
+        enum { NLOOSE = RC_GIT_LOOSE_MAX + RC_GIT_LOOSE_MAX / 2 };
+        char *dir = th_tmpdir("loose"), *ids = NULL, *count;
+        const char **argv = calloc(NLOOSE + 4, sizeof(*argv));
+        char **names = calloc(NLOOSE, sizeof(*names));
+        assert_non_null(argv);
+        assert_non_null(names);
+        argv[0] = "git";
+        argv[1] = "hash-object";
+        argv[2] = "-w";
+        for (int i = 0; i < NLOOSE; i++) {
+            char rel[32], text[32];
+            snprintf(rel, sizeof(rel), "o%05d", i);
+            snprintf(text, sizeof(text), "loose %d\n", i);
+            th_write_file(dir, rel, text, (size_t)-1);
+            names[i] = malloc(strlen(dir) + 40);
+            assert_non_null(names[i]);
+            snprintf(names[i], strlen(dir) + 40, "%s/%s", dir, rel);
+            argv[3 + i] = names[i];
+        }
+        assert_int_equal(th_run(mirror, &ids, NULL, argv), 0);
+        count = th_git_ok(mirror, "count-objects", NULL);
+        assert_true(strtoul(count, NULL, 10) >= NLOOSE);
+        free(count);
+        n = rc_git_pack_count(f->g);
+        assert_int_equal(rc_git_pack_upkeep(f->g, &up, &err), RC_OK);
+        assert_true(up.loose >= NLOOSE);
+        assert_int_equal(rc_git_pack_count(f->g), n + 1);
+        count = th_git_ok(mirror, "count-objects", NULL);
+        assert_int_equal(strtoul(count, NULL, 10), 0);
+        free(count);
+        /* each is still there (the first and the last written), and the mirror is whole */
+        assert_true(strlen(ids) >= (size_t)NLOOSE * 41 - 1);
+        ids[40] = '\0';
+        ids[(size_t)(NLOOSE - 1) * 41 + 40] = '\0';
+        free(th_git_ok(mirror, "cat-file", "-e", ids, NULL));
+        free(th_git_ok(mirror, "cat-file", "-e", ids + (size_t)(NLOOSE - 1) * 41, NULL));
+        free(th_git_ok(mirror, "fsck", "--strict", "--no-dangling", NULL));
+        assert_int_equal(rc_git_resolve(id, f->g, "deploy", &err), RC_OK);
+        assert_string_equal(id, deploy);
+        for (int i = 0; i < NLOOSE; i++)
+            free(names[i]);
+        free(names);
+        free(argv);
+        free(ids);
+        th_rm_rf(dir);
+        free(dir);
+    }
 
     /* a pack kept with a .keep file: upkeep leaves the mirror as it is */
     for (int i = 0; i <= RC_GIT_PACKS_MAX; i++) {
@@ -1558,8 +1609,8 @@ static void test_rc_git__mirror_packs_kept_few(void **state)
         assert_non_null(k);
         fclose(k);
     }
-    assert_int_equal(rc_git_pack_upkeep(f->g, &merged, &err), RC_OK);
-    assert_int_equal(merged, 0);
+    assert_int_equal(rc_git_pack_upkeep(f->g, &up, &err), RC_OK);
+    assert_int_equal(up.packs, 0);
     assert_int_equal(rc_git_pack_count(f->g), n);
     th_rm_rf(remote);
     free(remote);
@@ -1572,7 +1623,7 @@ static void test_rc_git__local_packs_left_to_their_owner(void **state)
 {
     struct fx *f = *state;
     struct rc_err err = RC_ERR_INIT;
-    size_t merged = 1;
+    struct rc_git_upkeep up = {1, 1};
 
     for (int i = 0; i <= RC_GIT_PACKS_MAX; i++) {
         char path[64];
@@ -1582,8 +1633,9 @@ static void test_rc_git__local_packs_left_to_their_owner(void **state)
     }
     f->g = open_ok(f->work, NULL);
     assert_true(rc_git_pack_count(f->g) > RC_GIT_PACKS_MAX);
-    assert_int_equal(rc_git_pack_upkeep(f->g, &merged, &err), RC_OK);
-    assert_int_equal(merged, 0);
+    assert_int_equal(rc_git_pack_upkeep(f->g, &up, &err), RC_OK);
+    assert_int_equal(up.packs, 0);
+    assert_int_equal(up.loose, 0);
     assert_true(rc_git_pack_count(f->g) > RC_GIT_PACKS_MAX);
 }
 
