@@ -14,7 +14,8 @@
 #           commit from the mirror into a fresh copy of the remote (the git CLI, in the same run)
 #   passes  PASSES passes, each after a commit that changes one workload pushed to the remote:
 #           wall time, commit phase, how many packs the mirror holds after the pass, and the
-#           packs merged (rc_git_pack_upkeep: past 16 packs the small ones become one)
+#           packs merged (rc_git_pack_upkeep: past 16 packs the small ones become one, and past
+#           about 2,048 loose objects those too)
 # Prints the figures. Asserts nothing.
 set -euo pipefail
 
@@ -88,7 +89,7 @@ for i in $(seq 1 "$passes"); do
         --log-level debug >"$dir/pass.out" 2>"$dir/pass.err" || true
     t1=$(now)
     c=$(grep -o 'commit [0-9]* ms' "$dir/pass.err" | tail -1 || true)
-    m=$(grep -o 'merged [0-9]* packs[^(]*([0-9]* ms)' "$dir/pass.err" || true)
+    m=$(grep -o 'packed [0-9]* packs and [0-9]* loose[^(]*([0-9]* ms)' "$dir/pass.err" || true)
     printf '%4d  %.2f  %s  %d  %s\n' "$i" "$(echo "$t1 - $t0" | bc)" "${c:-?}" \
         "$(ls "$dir/state/repo.git/objects/pack/"*.pack | wc -l)" "${m:--}"
 done
