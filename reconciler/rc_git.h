@@ -133,8 +133,9 @@ int rc_git_fetch(struct rc_git *g, struct rc_err *err);
  * pass's commit took 170-258 ms against 35. Past RC_GIT_PACKS_MAX packs, the smallest ones
  * (the smallest two, then each next one while it holds fewer objects than twice those taken:
  * what is merged grows geometrically, so an object is rewritten a few times over the
- * mirror's life), and past about RC_GIT_LOOSE_MAX loose objects (counted as git counts them,
- * from one directory of the 256) all of those, are written into one new pack; every object
+ * mirror's life), and past about RC_GIT_LOOSE_MAX small loose objects (files of at most 64 KB,
+ * counted as git counts them, from one directory of the 256) all of those, are written into
+ * one new pack (a larger loose object, a record of 10 MB, stays loose); every object
  * taken is checked to be in it, and only then are the old packs and loose files deleted,
  * and the repository is opened again so that nothing still reads them. A pack with a .keep
  * file, a multi-pack-index, or a pack index of a version other than 2 leaves the mirror as
