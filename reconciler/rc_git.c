@@ -3621,6 +3621,111 @@ int rc_git_force_ref(struct rc_git *g, const char *ref, const char *new_id, cons
 
 /* ==== Notes ==== */
 
+/* A note named by its object's 40 hex digits at the top of the notes tree. */
+static int flat_note(const git_tree_entry *e)
+{
+    const char *name = git_tree_entry_name(e);
+
+    return git_tree_entry_type(e) == GIT_OBJECT_BLOB && strlen(name) == 40 && is_hex(name, 40);
+}
+
+/*
+ * libgit2 writes a note into the subtree of its object's first two hex digits when the notes
+ * tree has one, and at the top otherwise; it never makes one. So every note rightplace wrote
+ * sat at the top, and each write rewrote one tree of every note there was: 76 KB after 1,268
+ * deploy commits, growing with each (and kept as a new object each time). Past
+ * NOTES_FLAT_MAX notes at the top, they move into subtrees named by their first two digits
+ * (git's own fanout, which git and libgit2 both read), in a notes commit of its own; later
+ * notes go into those subtrees, and a write rewrites the top (at most 256 subtrees and a few
+ * notes) and one subtree.
+ */
+#define NOTES_FLAT_MAX 64
+static int notes_fan_out(struct rc_git *g, const git_signature *sig, struct rc_err *err)
+{
+    git_reference *ref = NULL;
+    git_commit *head = NULL;
+    git_tree *root = NULL;
+    git_treebuilder *rb = NULL;
+    git_oid tree_id, commit_id;
+    size_t n, nflat = 0;
+    int error = RC_OK;
+
+    if (git_reference_lookup(&ref, g->repo, RC_GIT_NOTES_REF) < 0) {
+        git_error_clear(); /* no notes yet */
+        return RC_OK;
+    }
+    if (git_commit_lookup(&head, g->repo, git_reference_target(ref)) < 0 ||
+        git_commit_tree(&root, head) < 0) {
+        error = fail(err, RC_ERROR, "cannot read %s", RC_GIT_NOTES_REF);
+        goto done;
+    }
+    n = git_tree_entrycount(root);
+    for (size_t i = 0; i < n; i++)
+        nflat += flat_note(git_tree_entry_byindex(root, i));
+    if (nflat <= NOTES_FLAT_MAX)
+        goto done;
+    if (git_treebuilder_new(&rb, g->repo, root) < 0) {
+        error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+        goto done;
+    }
+    /* the tree is sorted, so the top-level notes of one prefix are one run of it */
+    for (size_t i = 0; i < n && error == RC_OK;) {
+        const git_tree_entry *e = git_tree_entry_byindex(root, i), *se;
+        git_treebuilder *sb = NULL;
+        git_tree *sub = NULL;
+        git_oid sub_id;
+        char prefix[3];
+        size_t j;
+
+        if (!flat_note(e)) {
+            i++;
+            continue;
+        }
+        memcpy(prefix, git_tree_entry_name(e), 2);
+        prefix[2] = '\0';
+        se = git_tree_entry_byname(root, prefix);
+        if (se && git_tree_entry_type(se) == GIT_OBJECT_TREE &&
+            git_tree_lookup(&sub, g->repo, git_tree_entry_id(se)) < 0)
+            error = fail(err, RC_ERROR, "cannot read %s", RC_GIT_NOTES_REF);
+        if (error == RC_OK && git_treebuilder_new(&sb, g->repo, sub) < 0)
+            error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+        for (j = i; error == RC_OK && j < n; j++) {
+            const git_tree_entry *f = git_tree_entry_byindex(root, j);
+            if (!flat_note(f) || memcmp(git_tree_entry_name(f), prefix, 2))
+                break;
+            if (git_treebuilder_insert(NULL, sb, git_tree_entry_name(f) + 2, git_tree_entry_id(f),
+                                       git_tree_entry_filemode(f)) < 0 ||
+                git_treebuilder_remove(rb, git_tree_entry_name(f)) < 0)
+                error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+        }
+        if (error == RC_OK &&
+            (git_treebuilder_write(&sub_id, sb) < 0 ||
+             git_treebuilder_insert(NULL, rb, prefix, &sub_id, GIT_FILEMODE_TREE) < 0))
+            error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+        git_treebuilder_free(sb);
+        git_tree_free(sub);
+        i = j > i ? j : i + 1;
+    }
+    if (error == RC_OK) {
+        git_tree *t = NULL;
+        const git_commit *parents[1] = {head};
+        /* on top of the notes commit read: if another writer moved the ref since, this fails
+         * and the note is written as it is (the next write fans out) */
+        if (git_treebuilder_write(&tree_id, rb) < 0 || git_tree_lookup(&t, g->repo, &tree_id) < 0 ||
+            git_commit_create(&commit_id, g->repo, RC_GIT_NOTES_REF, sig, sig, NULL,
+                              "Notes moved into subtrees by their first two hex digits\n", t, 1,
+                              parents) < 0)
+            error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+        git_tree_free(t);
+    }
+done:
+    git_treebuilder_free(rb);
+    git_tree_free(root);
+    git_commit_free(head);
+    git_reference_free(ref);
+    return error;
+}
+
 static int note_write(struct rc_git *g, const char *commit, const char *text, int push,
                       struct rc_err *err)
 {
@@ -3640,6 +3745,9 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
     if (ge < 0)
         return fail(err, RC_EINVALID, "invalid identity");
     for (int attempt = 1;; attempt++) {
+        struct rc_err ferr = RC_ERR_INIT;
+        if (notes_fan_out(g, sig, &ferr) < 0 && g->log)
+            rc_log_debug(g->log, "%s (the note is written as the notes are)", ferr.msg);
         if ((ge = git_note_create(&note_id, g->repo, RC_GIT_NOTES_REF, sig, sig, &id, text, 1)) <
             0) {
             error = fail(err, RC_ERROR, "cannot write note on '%s'", commit);

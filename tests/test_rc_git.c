@@ -1322,6 +1322,58 @@ static void test_rc_git__notes_local(void **state)
     free(c1);
 }
 
+/* Notes go into subtrees named by their object's first two hex digits once there are many:
+ * the top of the notes tree stays small (libgit2 alone keeps every note there, so each write
+ * rewrote a tree of all of them), and every note still reads, through libgit2 and git. */
+static void test_rc_git__notes_fan_out(void **state)
+{
+    enum { NNOTES = 400 };
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    const struct rc_git_file file = {"placements.yaml", "units: []\n", 10, 0, "", 0};
+    char(*ids)[41] = calloc(NNOTES, sizeof(*ids));
+    char tree[41], *top, *line, *text = NULL, *out;
+    size_t ntop = 0, nflat = 0;
+
+    assert_non_null(ids);
+    free(th_git_commit_files(f->work, "one", "a.yaml", "1\n", NULL));
+    f->g = open_ok(f->work, NULL);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, &file, 1, &err), RC_OK);
+    for (int i = 0; i < NNOTES; i++) {
+        char msg[32];
+        snprintf(msg, sizeof(msg), "deploy %d\n", i);
+        assert_int_equal(rc_git_commit(ids[i], f->g, tree, NULL, msg, 1700000000 + i, &err), RC_OK);
+        snprintf(msg, sizeof(msg), "applied: %d\n", i);
+        assert_int_equal(rc_git_note_write(f->g, ids[i], msg, &err), RC_OK);
+    }
+    /* the top of the notes tree: its entries, and of them the notes (named by 40 digits) */
+    top = th_git_ok(f->work, "ls-tree", "--name-only", "refs/notes/rightplace", NULL);
+    for (line = top; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        ntop++;
+        nflat += len == 40;
+        line += len + (nl != NULL);
+    }
+    free(top);
+    assert_true(nflat <= 65);      /* 400 before */
+    assert_true(ntop <= 256 + 65); /* subtrees by two hex digits, a few notes */
+    for (int i = 0; i < NNOTES; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "applied: %d\n", i);
+        assert_int_equal(rc_git_note_read(&text, f->g, ids[i], &f->a, &err), RC_OK);
+        assert_string_equal(text, want);
+    }
+    out = th_git_ok(f->work, "notes", "--ref=rightplace", "show", ids[0], NULL);
+    assert_string_equal(out, "applied: 0");
+    free(out);
+    out = th_git_ok(f->work, "notes", "--ref=rightplace", "show", ids[NNOTES - 1], NULL);
+    assert_string_equal(out, "applied: 399");
+    free(out);
+    free(th_git_ok(f->work, "fsck", "--strict", "--no-dangling", NULL));
+    free(ids);
+}
+
 /* ==== Remotes ==== */
 
 /* A bare "remote" holding `main` with one file, made with the CLI. */
@@ -2140,6 +2192,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__update_ref_compare_and_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_local, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__notes_fan_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_packs_kept_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__local_packs_left_to_their_owner, setup,
