@@ -2767,15 +2767,19 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
         goto done;
     plen = strlen(dir) + 64;
     path = rc_xmalloc(plen);
-    /* the packer of a handle of its own, with the commit's narrow delta search (a record of
-     * 10 MB a pass, loose, made a full search take 14 s and 450 MB for 3,094 objects), its
-     * pack written as the commit's are: in pieces, not an object at a time */
-    if (git_repository_open_bare(&own, g->path) < 0 || git_packbuilder_new(&pb, own) < 0) {
+    /* the packer of a handle of its own, configured before the packer reads it with the
+     * commit's narrow delta search (each object tried against the one before it), its pack
+     * written as the commit's are: in pieces, not an object at a time */
+    if (git_repository_open_bare(&own, g->path) < 0) {
         error = fail(err, RC_ERROR, "cannot pack the mirror '%s'", g->path);
         goto done;
     }
     if ((error = no_delta_search(own, err)) < 0)
         goto done;
+    if (git_packbuilder_new(&pb, own) < 0) {
+        error = fail(err, RC_ERROR, "cannot pack the mirror '%s'", g->path);
+        goto done;
+    }
     git_packbuilder_set_threads(pb, 0);
     for (size_t i = 0; i < k + 1 && error == RC_OK; i++) {
         unsigned char *ids = loose;
