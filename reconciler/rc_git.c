@@ -2674,8 +2674,9 @@ static int is_hex(const char *s, size_t n)
 
 /* How many small loose objects directory objects/<xx> holds (file names of 38 hex digits,
  * files of at most LOOSE_SMALL bytes); with ids, their ids appended to *ids (n x 20 bytes,
- * cap for rc_xgrow). A larger one stays loose: packing it deflates it again whole, and a
- * record of 10 MB a pass made packing 3,094 loose objects take 10-14 s and 420-450 MB. */
+ * cap for rc_xgrow). A larger one stays loose: the packer deflates it again whole, and the 31
+ * records of 10 MB among 3,094 loose objects made packing them take 3.7 s and 200 MB with the
+ * narrow delta search (bench/RESULTS.md, note 86). */
 #define LOOSE_SMALL (64u << 10)
 static size_t loose_in(const char *objdir, const char *xx, unsigned char **ids, size_t *n,
                        size_t *cap)
@@ -2732,9 +2733,9 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
     struct packinfo *v = NULL;
     git_repository *own = NULL;
     git_packbuilder *pb = NULL;
-    unsigned char *have = NULL, *loose = NULL;
+    unsigned char *have = NULL, *ids = NULL;
     uint32_t nhave = 0;
-    size_t n = 0, k = 0, plen, nloose = 0, lcap = 0;
+    size_t n = 0, k = 0, plen, nids = 0, npacked = 0, icap = 0;
     int foreign, error = RC_OK;
 
     memset(out, 0, sizeof(*out));
@@ -2755,18 +2756,36 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
              k++)
             taken += v[k].count;
     }
-    /* loose objects, counted as git counts them: one directory of the 256, times 256 */
+    /* every object taken, in one array: the chosen packs' ids (read from their indexes
+     * once), then those of the small loose objects, counted first as git counts them (one
+     * directory of the 256, times 256) */
+    plen = strlen(dir) + 64;
+    path = rc_xmalloc(plen);
+    for (size_t i = 0; i < k && error == RC_OK; i++) {
+        unsigned char *some;
+        uint32_t count;
+        snprintf(path, plen, "%s/%s.idx", dir, v[i].base);
+        if (idx_read(path, &count, &some) < 0) {
+            error = rc_err_set(err, RC_ERROR, "cannot read pack index '%s'", path);
+            break;
+        }
+        ids = rc_xgrow(ids, &icap, nids + count + 1, 20);
+        memcpy(ids + nids * 20, some, (size_t)count * 20);
+        nids += count;
+        free(some);
+    }
+    if (error < 0)
+        goto done;
+    npacked = nids;
     if (loose_in(objdir, "17", NULL, NULL, NULL) * 256 > RC_GIT_LOOSE_MAX) {
         for (int i = 0; i < 256; i++) {
             char xx[3];
             snprintf(xx, sizeof(xx), "%02x", i);
-            loose_in(objdir, xx, &loose, &nloose, &lcap);
+            loose_in(objdir, xx, &ids, &nids, &icap);
         }
     }
-    if (k == 0 && nloose == 0)
+    if (nids == 0)
         goto done;
-    plen = strlen(dir) + 64;
-    path = rc_xmalloc(plen);
     /* the packer of a handle of its own, configured before the packer reads it with the
      * commit's narrow delta search (each object tried against the one before it), its pack
      * written as the commit's are: in pieces, not an object at a time */
@@ -2781,26 +2800,15 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
         goto done;
     }
     git_packbuilder_set_threads(pb, 0);
-    for (size_t i = 0; i < k + 1 && error == RC_OK; i++) {
-        unsigned char *ids = loose;
-        uint32_t count = (uint32_t)nloose;
-        snprintf(path, plen, "%s/%s.idx", dir, i < k ? v[i].base : "");
-        if (i < k && idx_read(path, &count, &ids) < 0) {
-            error = rc_err_set(err, RC_ERROR, "cannot read pack index '%s'", path);
-            break;
+    for (size_t j = 0; j < nids; j++) {
+        git_oid id;
+        git_oid_fromraw(&id, ids + j * 20);
+        if (git_packbuilder_insert(pb, &id, NULL) < 0) {
+            error = fail(err, RC_ERROR, "cannot pack the mirror '%s'", g->path);
+            goto done;
         }
-        for (uint32_t j = 0; j < count; j++) {
-            git_oid id;
-            git_oid_fromraw(&id, ids + (size_t)j * 20);
-            if (git_packbuilder_insert(pb, &id, NULL) < 0) {
-                error = fail(err, RC_ERROR, "cannot pack the mirror '%s'", g->path);
-                break;
-            }
-        }
-        if (i < k)
-            free(ids);
     }
-    if (error == RC_OK) {
+    {
         struct pack_half h;
         memset(&h, 0, sizeof(h));
         h.pb = pb;
@@ -2833,21 +2841,12 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
         error = rc_err_set(err, RC_ERROR, "cannot find the pack it wrote in '%s'", dir);
         goto done;
     }
-    for (size_t i = 0; i < k && error == RC_OK; i++) {
-        unsigned char *ids;
-        uint32_t count;
-        snprintf(path, plen, "%s/%s.idx", dir, v[i].base);
-        if (idx_read(path, &count, &ids) < 0)
-            error = rc_err_set(err, RC_ERROR, "cannot read pack index '%s'", path);
-        else if (!all_in(ids, count, have, nhave))
-            error = rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks objects of '%s'", dir,
-                               v[i].base);
-        free(ids);
-    }
-    if (error == RC_OK && !all_in(loose, nloose, have, nhave))
-        error = rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks loose objects", dir);
-    if (error < 0)
+    /* nothing goes that the new pack does not hold */
+    if (!all_in(ids, nids, have, nhave)) {
+        error =
+            rc_err_set(err, RC_ERROR, "the pack written in '%s' lacks objects it was given", dir);
         goto done;
+    }
     /* every object taken is in the new pack: the old packs go (the index first, so that a
      * reader listing the directory never finds an index without its pack), then the loose
      * objects */
@@ -2862,16 +2861,16 @@ int rc_git_pack_upkeep(struct rc_git *g, struct rc_git_upkeep *out, struct rc_er
         }
         out->packs++;
     }
-    for (size_t j = 0; j < nloose; j++) {
+    for (size_t j = npacked; j < nids; j++) {
         char hex[41];
         git_oid id;
-        git_oid_fromraw(&id, loose + j * 20);
+        git_oid_fromraw(&id, ids + j * 20);
         git_oid_tostr(hex, sizeof(hex), &id);
         snprintf(path, plen, "%s%.2s/%s", objdir, hex, hex + 2);
-        if (unlink(path) < 0 && errno != ENOENT && error == RC_OK)
-            error = rc_err_set(err, RC_ERROR, "cannot remove '%s': %s", path, strerror(errno));
-        else
+        if (unlink(path) == 0 || errno == ENOENT)
             out->loose++;
+        else if (error == RC_OK)
+            error = rc_err_set(err, RC_ERROR, "cannot remove '%s': %s", path, strerror(errno));
     }
     /* libgit2 keeps every pack it has read open: open the repository again, so that what
      * this process reads next comes from the packs there are */
@@ -2892,7 +2891,7 @@ done:
     git_repository_free(own);
     free(made);
     free(have);
-    free(loose);
+    free(ids);
     free(path);
     packs_free(v, n);
     free(objdir);
