@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -2278,7 +2279,7 @@ int main(int argc, char **argv)
     }
     c.git.state_dir = state_dir;
     /* since when each live cluster has been unreachable (rc_outage.h) */
-    snprintf(outage_file, sizeof(outage_file), "%s/unreachable", state_dir);
+    snprintf(outage_file, sizeof(outage_file), "%s/%s", state_dir, RC_CACHE_OUTAGE_FILE);
     c.pass.outage_file = outage_file;
 
     if (c.interval) {
@@ -2323,6 +2324,15 @@ int main(int argc, char **argv)
                 log_locked(&c.log, state_dir, timeout);
             status = other ? RC_EXIT_LOCKED : RC_EXIT_SYSTEM;
             goto done;
+        }
+        {
+            uint64_t bytes = 0;
+            size_t n = rc_cache_sweep(state_dir, &bytes);
+            if (n)
+                rc_log_info(&c.log,
+                            "removed %zu temporary files (%" PRIu64
+                            " bytes) that a killed pass left in '%s'",
+                            n, bytes, state_dir);
         }
         error = rc_git_open(&r.git, c.repo, &c.git, &err);
         release_lock(fd);

@@ -18,6 +18,7 @@
  */
 #include "rc_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -336,6 +337,53 @@ done:
     rc_buf_release(&path);
     rc_buf_release(&tmp);
     return error;
+}
+
+/* ==== What a killed pass left ==== */
+
+/* "<file>.tmp" or "<file>.tmp.<digits>" for a file of the state directory that is written
+ * to a temporary file and renamed into place. */
+static int state_tmp(const char *name)
+{
+    static const char *const files[] = {MEMO_FILE, RC_PCACHE_FILE, RC_RCACHE_FILE,
+                                        RC_CACHE_OUTAGE_FILE};
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+        size_t n = strlen(files[i]);
+        const char *t = name + n;
+        if (strncmp(name, files[i], n) || strncmp(t, ".tmp", 4))
+            continue;
+        t += 4;
+        if (!*t)
+            return 1;
+        if (*t++ != '.' || !*t)
+            return 0;
+        while (*t >= '0' && *t <= '9')
+            t++;
+        return !*t;
+    }
+    return 0;
+}
+
+size_t rc_cache_sweep(const char *state_dir, uint64_t *bytes)
+{
+    DIR *d = opendir(state_dir);
+    struct dirent *e;
+    size_t n = 0;
+
+    *bytes = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (!state_tmp(e->d_name) || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode) || unlinkat(dirfd(d), e->d_name, 0) < 0)
+            continue;
+        n++;
+        *bytes += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return n;
 }
 
 /* ==== The API ==== */

@@ -21,6 +21,8 @@
 #include "rc_git.h"
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -951,6 +953,40 @@ static int hide_remote_tip(const char *name, void *payload)
     return 0;
 }
 
+/* A git process that updates a ref holds "<ref>.lock" for milliseconds; one that crashed
+ * leaves it, and every later update fails. One older than this, while rightplace holds its
+ * own lock (no other pass runs on this repository through this state directory), is stale. */
+#define STALE_REF_LOCK_SECONDS 600
+
+static void ref_lock_path(char *out, size_t n, git_repository *repo, const char *ref)
+{
+    const char *dir = git_repository_commondir(repo);
+    size_t dl = dir ? strlen(dir) : 0;
+
+    snprintf(out, n, "%s%s%s.lock", dir ? dir : "", dl && dir[dl - 1] != '/' ? "/" : "", ref);
+}
+
+/* Remove the lock file of ref in repo when it is provably stale (older than
+ * STALE_REF_LOCK_SECONDS); returns 1 when removed, else 0. */
+static int clear_stale_ref_lock(git_repository *repo, const struct rc_log *log, const char *ref)
+{
+    char path[4096];
+    struct stat st;
+    time_t now = time(NULL);
+
+    ref_lock_path(path, sizeof(path), repo, ref);
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < STALE_REF_LOCK_SECONDS)
+        return 0;
+    if (unlink(path) < 0)
+        return 0;
+    if (log)
+        rc_log_warn(log,
+                    "removed the stale lock file '%s' (%lld minutes old; a git process that "
+                    "updated '%s' must have died)",
+                    path, (long long)(now - st.st_mtime) / 60, ref);
+    return 1;
+}
+
 /* Push refs to a file:// remote. libgit2's local transport writes the remote's refs with
  * force and no check of their current value, so two writers racing would silently lose one
  * update. Instead: write a pack of what the remote lacks into its object store, then under
@@ -1031,9 +1067,23 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, in
     for (size_t i = 0; i < nrefs; i++) {
         git_oid cur;
 
-        if ((e = git_transaction_lock_ref(tx, refs[i])) < 0) {
-            error = fail(err, e == GIT_ELOCKED ? RC_ECONFLICT : RC_ERROR,
-                         "push of '%s' refused by '%s'", refs[i], g->url_shown);
+        e = git_transaction_lock_ref(tx, refs[i]);
+        if (e == GIT_ELOCKED && clear_stale_ref_lock(rr, g->log, refs[i]))
+            e = git_transaction_lock_ref(tx, refs[i]);
+        if (e == GIT_ELOCKED) {
+            /* held by another writer, or left by one that died (removed once it is stale) */
+            char lock[4096];
+            git_error_clear();
+            ref_lock_path(lock, sizeof(lock), rr, refs[i]);
+            error = rc_err_set(err, RC_ECONFLICT,
+                               "push of '%s' refused by '%s': '%s' exists (a git process is "
+                               "updating it, or one died; rightplace removes it once it is %d "
+                               "minutes old)",
+                               refs[i], g->url_shown, lock, STALE_REF_LOCK_SECONDS / 60);
+            goto done;
+        }
+        if (e < 0) {
+            error = fail(err, RC_ERROR, "push of '%s' refused by '%s'", refs[i], g->url_shown);
             goto done;
         }
         e = git_reference_name_to_id(&cur, rr, refs[i]);
@@ -1155,6 +1205,119 @@ static int mkdir_p(const char *path, struct rc_err *err)
     return error;
 }
 
+/* ==== What a killed process left in the mirror ==== */
+
+/* What a sweep of the mirror removed. */
+struct sweep {
+    size_t files;
+    uint64_t bytes;
+};
+
+/* Remove regular file `name` of directory fd `dir` (never a link), counted in *sw. */
+static void sweep_unlink(struct sweep *sw, int dir, const char *name)
+{
+    struct stat st;
+
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return;
+    if (unlinkat(dir, name, 0) == 0) {
+        sw->files++;
+        sw->bytes += (uint64_t)st.st_size;
+    }
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+
+    return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* libgit2's temporary files (git_futils_mktmp: "<name>_git2_XXXXXX": a loose object, a pack
+ * being indexed) and lock files ("<file>.lock": a ref, packed-refs, config, a pack's index
+ * being written) in directory `path`; under refs/ also below it (depth-bounded). */
+static void sweep_dir(struct sweep *sw, const char *path, int refs, int depth)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && refs && depth < 32) {
+            size_t n = strlen(path) + strlen(e->d_name) + 2;
+            char *sub = rc_xmalloc(n);
+            snprintf(sub, n, "%s/%s", path, e->d_name);
+            sweep_dir(sw, sub, refs, depth + 1);
+            free(sub);
+        } else if (S_ISREG(st.st_mode) &&
+                   (ends_with(e->d_name, ".lock") || strstr(e->d_name, "_git2_"))) {
+            sweep_unlink(sw, dirfd(d), e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+/* A pack without its index (the indexer renames the pack, then writes the index): nothing
+ * reads it. */
+static void sweep_orphan_packs(struct sweep *sw, const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        char idx[NAME_MAX + 1];
+        struct stat st;
+        if (len <= 10 || len > NAME_MAX || strncmp(e->d_name, "pack-", 5) ||
+            !ends_with(e->d_name, ".pack"))
+            continue;
+        memcpy(idx, e->d_name, len - 5);
+        memcpy(idx + len - 5, ".idx", 5);
+        if (fstatat(dirfd(d), idx, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+            sweep_unlink(sw, dirfd(d), e->d_name);
+    }
+    closedir(d);
+}
+
+/*
+ * Nothing writes the mirror but a rightplace process holding the state directory's lock, and
+ * the caller holds it (rc_git_open), so a lock file or a temporary file of libgit2's found
+ * there belongs to a process that died before it could rename or remove it (SIGKILL, the OOM
+ * killer, a power cut). A ref's lock file would fail every later fetch ("failed to lock
+ * file"); a temporary pack would stay as large as the indexer had written, for good (git gc
+ * removes its own "tmp_" files, not libgit2's). Crash trials that killed passes at 10,000
+ * workloads left both kinds (bench/RESULTS.md, note 89).
+ */
+static void sweep_mirror(const struct rc_git *g)
+{
+    struct sweep sw = {0, 0};
+    size_t n = strlen(g->path) + sizeof("/objects/pack");
+    char *p = rc_xmalloc(n);
+
+    sweep_dir(&sw, g->path, 0, 0);
+    snprintf(p, n, "%s/refs", g->path);
+    sweep_dir(&sw, p, 1, 0);
+    snprintf(p, n, "%s/objects", g->path);
+    sweep_dir(&sw, p, 0, 0);
+    snprintf(p, n, "%s/objects/pack", g->path);
+    sweep_dir(&sw, p, 0, 0);
+    sweep_orphan_packs(&sw, p);
+    free(p);
+    if (sw.files && g->log)
+        rc_log_info(g->log,
+                    "removed %zu lock and temporary files (%" PRIu64
+                    " bytes) that a killed pass left in mirror '%s'",
+                    sw.files, sw.bytes, g->path);
+}
+
 static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *err)
 {
     git_config *cfg = NULL;
@@ -1168,6 +1331,7 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
     memcpy(g->path + n, "/repo.git", sizeof("/repo.git"));
 
     if (stat(g->path, &sb) == 0) {
+        sweep_mirror(g);
         if ((e = git_repository_open_bare(&g->repo, g->path)) < 0)
             return fail(err, RC_ERROR, "'%s' is not a git mirror", g->path);
         if ((e = git_repository_config_snapshot(&cfg, g->repo)) < 0)
@@ -3517,46 +3681,12 @@ static int check_ref_name(const char *ref, struct rc_err *err)
     return RC_OK;
 }
 
-/* A git process that updates a ref holds "<ref>.lock" for milliseconds; one that crashed
- * leaves it, and every later update fails. One older than this, while rightplace holds its
- * own lock (no other pass runs on this repository through this state directory), is stale. */
-#define STALE_REF_LOCK_SECONDS 600
-
-static void ref_lock_path(char *out, size_t n, struct rc_git *g, const char *ref)
-{
-    const char *dir = git_repository_commondir(g->repo);
-    size_t dl = dir ? strlen(dir) : 0;
-
-    snprintf(out, n, "%s%s%s.lock", dir ? dir : "", dl && dir[dl - 1] != '/' ? "/" : "", ref);
-}
-
-/* Remove ref's lock file when it is provably stale (older than STALE_REF_LOCK_SECONDS);
- * returns 1 when removed, else 0. */
-static int clear_stale_ref_lock(struct rc_git *g, const char *ref)
-{
-    char path[4096];
-    struct stat st;
-    time_t now = time(NULL);
-
-    ref_lock_path(path, sizeof(path), g, ref);
-    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < STALE_REF_LOCK_SECONDS)
-        return 0;
-    if (unlink(path) < 0)
-        return 0;
-    if (g->log)
-        rc_log_warn(g->log,
-                    "removed the stale lock file '%s' (%lld minutes old; a git process that "
-                    "updated '%s' must have died)",
-                    path, (long long)(now - st.st_mtime) / 60, ref);
-    return 1;
-}
-
 static int explain_ref_lock(struct rc_git *g, const char *ref, struct rc_err *err)
 {
     char path[4096];
 
     git_error_clear();
-    ref_lock_path(path, sizeof(path), g, ref);
+    ref_lock_path(path, sizeof(path), g->repo, ref);
     return rc_err_set(err, RC_ERROR,
                       "cannot update '%s': '%s' exists (a git process is updating it, or one "
                       "died); if no git process runs on this repository, remove it: rm '%s'",
@@ -3584,7 +3714,7 @@ int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_i
             if (ge == GIT_EMODIFIED || ge == GIT_ENOTFOUND)
                 return fail(err, RC_ECONFLICT, "ref '%s' is no longer at %.12s", ref, old_id);
         }
-        if (ge != GIT_ELOCKED || attempt > 0 || !clear_stale_ref_lock(g, ref))
+        if (ge != GIT_ELOCKED || attempt > 0 || !clear_stale_ref_lock(g->repo, g->log, ref))
             break;
     }
     git_reference_free(r);

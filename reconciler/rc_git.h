@@ -106,6 +106,10 @@ int rc_git_is_url(const char *repo);
  *   the remote's store, then all refs at once under the remote's ref locks, each only if it
  *   fast-forwards (libgit2's own file:// push overwrites refs unchecked and loses updates when
  *   two writers race). The remote's hooks do not run over file://.
+ * - The caller holds the state directory's lock (only a pass holding it writes the mirror):
+ *   an existing mirror is first cleared of the lock and temporary files of libgit2's that a
+ *   killed pass left (a ref's lock file would fail every later fetch), and of a pack whose
+ *   index was never written; logged at info level.
  * The options' strings are copied; o->log is borrowed and must outlive the handle. *out is
  * set only on success; free it with rc_git_free. */
 int rc_git_open(struct rc_git **out, const char *repo, const struct rc_git_options *o,

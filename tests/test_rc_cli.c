@@ -332,6 +332,53 @@ static void test_rc_cli__plan_reads_the_parse_cache(void **state)
     free(repo);
 }
 
+/* A pass killed while it wrote a state file leaves the temporary file it would have renamed
+ * (its pid in the name: no later pass writes it again). The next command that takes the lock
+ * removes such files, and nothing else. */
+static void test_rc_cli__state_dir_swept_of_what_a_killed_pass_left(void **state)
+{
+    char *repo = th_example_repo();
+    char *statedir = th_tmpdir("clisweep");
+    char *out = NULL, *err = NULL, path[4096];
+    static const char *const left[] = {"parse-cache.tmp.4242", "record-cache.tmp.17",
+                                       "pass-state.tmp.99999", "unreachable.tmp"};
+    static const char *const kept[] = {"parse-cache.tmp.", "parse-cache.tmp.12x",
+                                       "parse-cache.tmpx", "notes.tmp.12", "suspend.tmp"};
+    struct stat st;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++)
+        th_write_file(statedir, left[i], "a partial file\n", (size_t)-1);
+    for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++)
+        th_write_file(statedir, kept[i], "not ours to remove\n", (size_t)-1);
+    assert_int_equal(th_rp(&out, &err, "reconcile", "--once", "--no-apply", "--repo", repo,
+                           "--state-dir", statedir, NULL),
+                     0);
+    th_assert_contains(err, "removed 4 temporary files (60 bytes) that a killed pass left in");
+    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
+        snprintf(path, sizeof(path), "%s/%s", statedir, left[i]);
+        if (lstat(path, &st) == 0)
+            fail_msg("'%s' left in the state directory", left[i]);
+    }
+    for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++) {
+        snprintf(path, sizeof(path), "%s/%s", statedir, kept[i]);
+        assert_int_equal(lstat(path, &st), 0);
+    }
+    /* the pass's own files are there, and a second pass finds nothing to remove */
+    snprintf(path, sizeof(path), "%s/pass-state", statedir);
+    assert_int_equal(lstat(path, &st), 0);
+    free(out);
+    free(err);
+    assert_int_equal(th_rp(&out, &err, "status", "--repo", repo, "--state-dir", statedir, NULL), 0);
+    assert_null(strstr(err, "removed"));
+    free(out);
+    free(err);
+    th_rm_rf(statedir);
+    free(statedir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* status while a pass holds the lock says that it waits, and gives up after its timeout */
 static void test_rc_cli__status_waits_for_the_lock_and_says_so(void **state)
 {
@@ -717,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_rc_cli__plan_bad_input_is_3),
         cmocka_unit_test(test_rc_cli__broken_file_names_the_version_kept),
         cmocka_unit_test(test_rc_cli__plan_reads_the_parse_cache),
+        cmocka_unit_test(test_rc_cli__state_dir_swept_of_what_a_killed_pass_left),
         cmocka_unit_test(test_rc_cli__status_waits_for_the_lock_and_says_so),
         cmocka_unit_test(test_rc_cli__repo_that_is_not_a_repository),
         cmocka_unit_test(test_rc_cli__deploy_branch_equal_to_source_refused),

@@ -1,6 +1,7 @@
 /*
  * test_rc_drift.c - operator mistakes and drift on the deploy branch: a stale ref lock left by
- * a git process that died (recognised, explained, cleared when provably stale), and commits
+ * a git process that died, in the repository or in a file:// remote (recognised, explained,
+ * cleared when provably stale), and commits
  * someone made by hand on the deploy branch (reported by plan and reconcile, named in the
  * next commit, and repaired by it, never kept silently).
  */
@@ -21,19 +22,25 @@
 
 static char *home;
 
-static void write_lock(const char *repo, long age_seconds, char *path, size_t n)
+/* A lock file at `path` (made if absent) last written age_seconds ago. */
+static void age_lock(const char *path, long age_seconds)
 {
     struct timeval tv[2];
     int fd;
 
-    snprintf(path, n, "%s/.git/refs/heads/deploy.lock", repo);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fd = open(path, O_WRONLY | O_CREAT, 0644);
     assert_true(fd >= 0);
     close(fd);
     gettimeofday(&tv[0], NULL);
     tv[0].tv_sec -= age_seconds;
     tv[1] = tv[0];
     assert_int_equal(utimes(path, tv), 0);
+}
+
+static void write_lock(const char *repo, long age_seconds, char *path, size_t n)
+{
+    snprintf(path, n, "%s/.git/refs/heads/deploy.lock", repo);
+    age_lock(path, age_seconds);
 }
 
 static void test_rc_drift__fresh_ref_lock_is_explained(void **state)
@@ -87,6 +94,64 @@ static void test_rc_drift__stale_ref_lock_is_cleared(void **state)
     free(before);
     free(after);
     free(err);
+    th_rm_rf(repo);
+    free(repo);
+}
+
+/* The same over a file:// remote, whose refs rightplace moves itself under the remote's ref
+ * locks: a pass killed while it held one leaves it there, and every later push was refused
+ * (a race, redone until the pass gave up) with libgit2's bare "failed to lock file". A fresh
+ * lock is named and left alone; a stale one is removed. */
+static void test_rc_drift__remote_ref_lock_left_by_a_killed_push(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("remotelock"), *err = NULL, *before, *after;
+    char remote[4096], url[4200], statedir[4096], lock[4200], want[8192];
+    struct stat st;
+    (void)state;
+
+    snprintf(remote, sizeof(remote), "%s/remote.git", dir);
+    snprintf(url, sizeof(url), "file://%s", remote);
+    snprintf(statedir, sizeof(statedir), "%s/state", dir);
+    snprintf(lock, sizeof(lock), "%s/refs/heads/deploy.lock", remote);
+    free(th_git_ok(dir, "clone", "-q", "--bare", repo, remote, NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--once", "--no-apply", "--repo", url,
+                           "--state-dir", statedir, NULL),
+                     0);
+    before = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    free(th_git_commit_files(repo, "more", "extra/cm.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+                             "  namespace: development\ndata: {a: b}\n",
+                             NULL));
+    free(th_git_ok(repo, "push", "-q", remote, "HEAD:main", NULL));
+
+    age_lock(lock, 5);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--once", "--no-apply", "--repo", url,
+                           "--state-dir", statedir, NULL),
+                     4);
+    snprintf(want, sizeof(want), "'%s' exists (a git process is updating it, or one died", lock);
+    th_assert_contains(err, want);
+    assert_int_equal(stat(lock, &st), 0); /* it may be live: left alone */
+    after = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_equal(before, after);
+    free(after);
+    free(err);
+
+    age_lock(lock, 3600);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--once", "--no-apply", "--repo", url,
+                           "--state-dir", statedir, NULL),
+                     0);
+    th_assert_contains(err, "removed the stale lock file");
+    th_assert_contains(err, lock);
+    assert_true(stat(lock, &st) < 0);
+    after = th_git_ok(remote, "rev-parse", "deploy", NULL);
+    assert_string_not_equal(before, after);
+    free(th_git_ok(remote, "fsck", "--strict", "--no-dangling", NULL));
+    free(before);
+    free(after);
+    free(err);
+    th_rm_rf(dir);
+    free(dir);
     th_rm_rf(repo);
     free(repo);
 }
@@ -162,6 +227,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_drift__fresh_ref_lock_is_explained),
         cmocka_unit_test(test_rc_drift__stale_ref_lock_is_cleared),
+        cmocka_unit_test(test_rc_drift__remote_ref_lock_left_by_a_killed_push),
         cmocka_unit_test(test_rc_drift__hand_edit_is_reported_and_repaired),
     };
     int rc;

@@ -1670,6 +1670,72 @@ static void test_rc_git__mirror_packs_kept_few(void **state)
     free(last);
 }
 
+/* A pass killed in the middle of a fetch, a commit or upkeep leaves libgit2's lock and
+ * temporary files in the mirror. The next open (under the state directory's lock) removes
+ * them: a ref's lock would fail every later fetch, a temporary pack would stay for good. */
+static void test_rc_git__mirror_swept_of_what_a_killed_pass_left(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *remote = make_remote(f), *url = file_url(remote), *last, *out;
+    char mirror[4096], path[4200], id[41];
+    /* what a killed pass leaves (relative to the mirror), then what must stay */
+    static const char *const left[] = {
+        "refs/heads/main.lock",
+        "refs/notes/rightplace.lock",
+        "packed-refs.lock",
+        "FETCH_HEAD.lock",
+        "objects/tmp_object_git2_a1B2c3",
+        "objects/pack/pack_git2_0123456789abcdef",
+        "objects/pack/pack-1111111111111111111111111111111111111111.idx.lock",
+        "objects/pack/pack-2222222222222222222222222222222222222222.pack",
+    };
+    static const char *const kept[] = {"objects/pack/README", "description", "info/x.lock"};
+    struct stat st;
+
+    f->g = open_ok(url, f->state);
+    rc_git_free(f->g);
+    f->g = NULL;
+    snprintf(mirror, sizeof(mirror), "%s/repo.git", f->state);
+    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
+        snprintf(path, sizeof(path), "%s/%s", mirror, left[i]);
+        if (strchr(left[i], '/')) {
+            char *dir = strdup(path);
+            assert_non_null(dir);
+            *strrchr(dir, '/') = '\0';
+            mkdir(dir, 0700);
+            free(dir);
+        }
+        th_write_file(mirror, left[i], "partial", (size_t)-1);
+    }
+    for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++)
+        th_write_file(mirror, kept[i], "keep me\n", (size_t)-1);
+
+    /* the source moved on; the next open and fetch work as if nothing had been left */
+    last = th_git_commit_files(f->work, "more", "src/more.yaml", "kind: Job\n", NULL);
+    free(th_git_ok(f->work, "push", "-q", remote, "main", NULL));
+    f->g = open_ok(url, f->state);
+    if (rc_git_fetch(f->g, &err) != RC_OK)
+        fail_msg("fetch after a killed pass: %s", err.msg);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, last);
+    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
+        snprintf(path, sizeof(path), "%s/%s", mirror, left[i]);
+        if (lstat(path, &st) == 0)
+            fail_msg("'%s' left in the mirror", left[i]);
+    }
+    for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++) {
+        snprintf(path, sizeof(path), "%s/%s", mirror, kept[i]);
+        assert_int_equal(lstat(path, &st), 0);
+    }
+    out = th_git_ok(mirror, "fsck", "--strict", "--no-dangling", NULL);
+    free(out);
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+    free(last);
+}
+
 /* A local repository's packs are its owner's: upkeep merges none of them. */
 static void test_rc_git__local_packs_left_to_their_owner(void **state)
 {
@@ -2196,6 +2262,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_packs_kept_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__local_packs_left_to_their_owner, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__mirror_swept_of_what_a_killed_pass_left, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
                                         setup, teardown),

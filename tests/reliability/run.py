@@ -6,6 +6,8 @@ git CLI, and prints the figures docs/reliability.md reports:
 
   crash    SIGKILL `reconcile --once --no-apply` after k ms (k spread over a pass), then a clean
            pass; the deploy tree must equal a clean run's on a fresh copy and `git fsck` be clean.
+  crash-url  the same over --repo file://... (fetch, commit, push, the mirror's upkeep); also
+           nothing of the killed pass may be left in the state directory or its mirror.
   race     3 reconcilers race on one repository for R rounds, with source commits before and
            during each round; every commit's objects must reach deploy, history stay linear.
   hostile  each file of tests/data/bad and generated hostile files pushed beside the example:
@@ -13,7 +15,8 @@ git CLI, and prints the figures docs/reliability.md reports:
   fuzz     each libFuzzer target of build-fuzz/ for S seconds: executions and findings.
 
 usage: tests/reliability/run.py [--crash N] [--rounds R] [--fuzz-seconds S]
-                                [--only crash,race,hostile,fuzz]
+                                [--only crash,crash-url,race,hostile,fuzz]
+RP_RELIABILITY_BIN: another build of rightplace to try (default build/rightplace).
 """
 import argparse
 import glob
@@ -27,7 +30,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RP = os.path.join(ROOT, "build", "rightplace")
+RP = os.environ.get("RP_RELIABILITY_BIN") or os.path.join(ROOT, "build", "rightplace")
 ENV = dict(os.environ, GIT_AUTHOR_NAME="rel", GIT_AUTHOR_EMAIL="rel@example.com",
            GIT_COMMITTER_NAME="rel", GIT_COMMITTER_EMAIL="rel@example.com",
            GIT_CONFIG_NOSYSTEM="1")
@@ -152,7 +155,7 @@ def crash(work, n):
         assert trees[0] == trees[1], "%s: two clean runs differ" % name
         ref[name] = trees[0]
     res = {"trials": 0, "killed mid-pass": 0, "finished before kill": 0, "recovery failed": 0,
-           "tree mismatch": 0, "fsck errors": 0, "nonlinear": 0}
+           "tree mismatch": 0, "fsck errors": 0, "nonlinear": 0, "left behind": 0}
     failures = []
     for i in range(n):
         name, base = (("first pass", fresh), ("incremental pass", placed))[i % 2]
@@ -182,10 +185,125 @@ def crash(work, n):
                                                                 check=False).stderr[-300:]))
         if tree(d) and not linear(d):
             res["nonlinear"] += 1
+        left = leftovers(os.path.join(d, ".git", "rightplace"))
+        if left:
+            res["left behind"] += 1
+            failures.append("trial %d: left behind in the state directory: %s"
+                            % (i, " ".join(sorted(left))))
         shutil.rmtree(d)
     shutil.rmtree(fresh)
     shutil.rmtree(placed)
     return res, failures, {k: round(v) for k, v in pass_ms.items()}
+
+
+# ---- crash trials in URL mode --------------------------------------------------------------
+LEFTOVER = re.compile(r"_git2_|\.lock$|\.tmp(\.\d+)?$")
+
+
+def leftovers(*dirs):
+    """lock and temporary files a killed pass could leave (the state dir's own lock aside)"""
+    found = []
+    for top in dirs:
+        for root, _, files in os.walk(top):
+            found += [os.path.relpath(os.path.join(root, f), top) for f in files
+                      if LEFTOVER.search(f) and not (root == top and f == "lock")]
+    return found
+
+
+def crash_url(work, n):
+    """SIGKILL `reconcile --once --no-apply --repo file://...` at a random point of a pass that
+    fetches, commits, pushes and merges the mirror's packs; then a clean pass. The remote's
+    deploy tree must equal a clean run's, both repositories pass fsck, a third pass commits
+    nothing, and nothing of the killed pass is left in the mirror or the state directory."""
+    src = os.path.join(work, "u-src")
+    make_repo(src)
+    snap_remote, snap_state = os.path.join(work, "u-remote0.git"), os.path.join(work, "u-state0")
+    remote, state = os.path.join(work, "u-remote.git"), os.path.join(work, "u-state")
+    args = ["--repo", "file://" + remote, "--state-dir", state]
+
+    def push(i, to):
+        commit_files(src, "cm %d" % i, {"crash-url/cm%03d.yaml" % i: configmap("cm%03d" % i)})
+        git(src, "push", "-q", to, "main")
+
+    # a mirror one fetch short of upkeep (16 packs): the trial's pass fetches, commits, pushes
+    # and merges the mirror's packs
+    git(work, "clone", "-q", "--bare", src, remote)
+    for i in range(14):
+        if i:
+            push(i, remote)
+        st, _, err = run_url(args)
+        assert st == 0, err
+    copy(remote, snap_remote)
+    copy(state, snap_state)
+    push(99, snap_remote)
+
+    def fresh():
+        for d in (remote, state):
+            shutil.rmtree(d, ignore_errors=True)
+        copy(snap_remote, remote)
+        copy(snap_state, state)
+
+    fresh()
+    t0 = time.monotonic()
+    st, _, err = run_url(args + ["--log-level", "debug"])
+    pass_ms = (time.monotonic() - t0) * 1000
+    assert st == 0, err
+    ref = tree(remote)
+    res = {"pass merges packs": "packed" in err, "trials": 0, "killed mid-pass": 0,
+           "finished before kill": 0, "recovery failed": 0, "tree mismatch": 0,
+           "fsck errors": 0, "stopped on remote lock": 0, "left behind": 0,
+           "commit on a quiet pass": 0}
+    failures = []
+    for i in range(n):
+        fresh()
+        delay = i / max(1, n - 1) * pass_ms * 1.3 / 1000.0
+        p = subprocess.Popen([RP, "reconcile", "--once", "--no-apply", *args], env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        killed = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        st, _ = finish(p)
+        res["trials"] += 1
+        res["killed mid-pass" if killed and st == -signal.SIGKILL else "finished before kill"] += 1
+        what = "trial %d (kill after %.0f ms)" % (i, delay * 1000)
+        st, _, err = run_url(args)
+        locks = [l for l in leftovers(remote) if l.endswith(".lock")]
+        if st == 4 and locks and "exists (a git process is updating it, or one died" in err:
+            # the killed pass held a ref lock of the remote, which another writer's live lock
+            # cannot be told from until it is STALE_REF_LOCK_SECONDS old: age it, as time would
+            res["stopped on remote lock"] += 1
+            for l in locks:
+                old = time.time() - 3600
+                os.utime(os.path.join(remote, l), (old, old))
+            st, _, err = run_url(args)
+        if st != 0:
+            res["recovery failed"] += 1
+            failures.append("%s: clean pass exited %d: %s" % (what, st, err.strip()[-300:]))
+        if tree(remote) != ref:
+            res["tree mismatch"] += 1
+            failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
+        for d in (remote, os.path.join(state, "repo.git")):
+            if not fsck_ok(d):
+                res["fsck errors"] += 1
+                failures.append("%s: git fsck %s" % (what, d))
+        left = leftovers(state)  # the remote is shared: its temporary files are its owner's
+        if left:
+            res["left behind"] += 1
+            failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
+        head = git(remote, "rev-parse", "deploy").stdout
+        if run_url(args)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
+            res["commit on a quiet pass"] += 1
+            failures.append("%s: the pass after the clean pass committed" % what)
+    for d in (src, snap_remote, snap_state, remote, state):
+        shutil.rmtree(d, ignore_errors=True)
+    return res, failures, round(pass_ms)
+
+
+def run_url(args):
+    p = subprocess.run([RP, "reconcile", "--once", "--no-apply", *args], env=ENV,
+                       capture_output=True, text=True, errors="replace")
+    return p.returncode, p.stdout, p.stderr
 
 
 # ---- races ---------------------------------------------------------------------------------
@@ -379,7 +497,7 @@ def main():
     ap.add_argument("--crash", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--fuzz-seconds", type=int, default=60)
-    ap.add_argument("--only", default="crash,race,hostile,fuzz")
+    ap.add_argument("--only", default="crash,crash-url,race,hostile,fuzz")
     a = ap.parse_args()
     only = a.only.split(",")
     work = tempfile.mkdtemp(prefix="rightplace-reliability.")
@@ -393,6 +511,16 @@ def main():
         t0 = time.monotonic()
         res, failures, ms = crash(work, a.crash)
         print("\n== crash trials (%.0f s; clean pass took %s ms)" % (time.monotonic() - t0, ms))
+        for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        for f in failures:
+            print("  FAIL " + f)
+        bad += len(failures)
+    if "crash-url" in only:
+        t0 = time.monotonic()
+        res, failures, ms = crash_url(work, a.crash)
+        print("\n== crash trials, URL mode (%.0f s; clean pass took %s ms)" % (
+            time.monotonic() - t0, ms))
         for k, v in res.items():
             print("  %-22s %s" % (k, v))
         for f in failures:
