@@ -4,6 +4,7 @@
 #include "rc_thread.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -62,6 +63,36 @@ void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t)
         if (s[k].started)
             pthread_join(s[k].tid, NULL);
     }
+}
+
+struct each {
+    void (*item)(void *, size_t);
+    void *arg;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void each_run(void *arg, size_t k)
+{
+    struct each *e = arg;
+    size_t i;
+
+    (void)k;
+    while ((i = atomic_fetch_add(&e->next, 1)) < e->n)
+        e->item(e->arg, i);
+}
+
+void rc_threads_each(void (*item)(void *arg, size_t i), void *arg, size_t n, size_t t)
+{
+    struct each e;
+
+    e.item = item;
+    e.arg = arg;
+    e.n = n;
+    atomic_init(&e.next, 0);
+    if (t > n)
+        t = n;
+    rc_threads_run(each_run, &e, t ? t : 1);
 }
 
 void rc_threads_start(struct rc_threads_bg *bg, void (*work)(void *arg, size_t k), void *arg,

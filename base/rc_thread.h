@@ -21,6 +21,13 @@ size_t rc_threads_for(int requested, size_t n, size_t per_thread, size_t max);
  * when every share has. */
 void rc_threads_run(void (*work)(void *arg, size_t k), void *arg, size_t t);
 
+/* item(arg, i) for every i in [0, n), on at most t threads (this one included): each thread
+ * takes the next item as soon as it has finished one, so a slow item (a cluster that does not
+ * answer until its timeout) holds one thread while the others go on through the rest, where
+ * rounds of t items would each wait for their slowest. Items run in no set order and at
+ * once: each touches only its own slot. Returns when every item has run. */
+void rc_threads_each(void (*item)(void *arg, size_t i), void *arg, size_t n, size_t t);
+
 /* The same in the background: work(arg, k) for every k in [0, t), each on a thread of its own,
  * while the caller goes on; rc_threads_join waits for them and runs on the calling thread the
  * shares whose thread could not be started (so every share has run when it returns). */

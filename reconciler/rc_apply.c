@@ -16,7 +16,6 @@
 #include "rc_sort.h"
 #include "rc_apply.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +24,7 @@
 #include "rc_git.h"
 #include "rc_kube.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 
 #include "rc_banned.h"
 
@@ -43,8 +43,6 @@ struct job {
     size_t base;       /* plan index of the first call of the batch being sent (apply) */
     size_t *map;       /* plan->del index of each call of the batch being sent (delete) */
     char **uids;       /* per plan->del: the live object's uid when it is ours to delete */
-    pthread_t thread;
-    int started;
 };
 
 static void add_failure(struct job *j, const char *verb, const char *key, const char *msg)
@@ -367,9 +365,8 @@ static int cmp_failure(const void *x, const void *y)
     return c ? c : strcmp(p->msg, q->msg);
 }
 
-static void *run_job(void *arg)
+static void run_job(struct job *j)
 {
-    struct job *j = arg;
     struct rc_kube_options ko = *j->ko;
     struct rc_err err = RC_ERR_INIT;
     struct rc_kube *k = NULL;
@@ -379,7 +376,7 @@ static void *run_job(void *arg)
     ko.log = j->log;
     if ((rc = rc_kube_open_conn(&k, j->conn, &ko, &err)) < 0) {
         cluster_failed(j, rc, err.msg);
-        return NULL;
+        return;
     }
     if ((rc = rc_kube_discover(k, &err)) < 0) {
         cluster_failed(j, rc, err.msg);
@@ -417,7 +414,6 @@ done:
     if (j->res.nfailures > 1)
         rc_sort(j->res.failures, j->res.nfailures, sizeof(*j->res.failures), cmp_failure);
     rc_kube_free(k);
-    return NULL;
 }
 
 /* ==== The calling thread: git, plans, refs, note ==== */
@@ -507,29 +503,32 @@ static int prepare(struct cluster *c, struct rc_git *g, const char *deploy, int 
     return RC_OK;
 }
 
+struct with_work {
+    struct cluster *cl;
+    size_t *at; /* indices into cl of the clusters with work */
+};
+
+static void run_one(void *arg, size_t i)
+{
+    struct with_work *w = arg;
+
+    run_job(&w->cl[w->at[i]].job);
+}
+
+/* The clusters with work, RC_APPLY_MAX_THREADS at once, a thread taking the next cluster as
+ * soon as it is done with one: a cluster that answers only at its timeout holds one thread,
+ * not a round of them (rc_threads_each). */
 static void run_all(struct cluster *cl, size_t n)
 {
-    size_t start = 0;
+    struct with_work w = {cl, rc_xcalloc(n + 1, sizeof(size_t))};
+    size_t k = 0;
 
-    while (start < n) {
-        size_t running = 0, i;
-        for (i = start; i < n && running < RC_APPLY_MAX_THREADS; i++) {
-            if (!cl[i].has_work)
-                continue;
-            if (pthread_create(&cl[i].job.thread, NULL, run_job, &cl[i].job) == 0) {
-                cl[i].job.started = 1;
-            } else {
-                run_job(&cl[i].job); /* no thread: do it here */
-            }
-            running++;
-        }
-        for (size_t w = start; w < i; w++) {
-            if (cl[w].job.started)
-                pthread_join(cl[w].job.thread, NULL);
-            cl[w].job.started = 0;
-        }
-        start = i;
+    for (size_t i = 0; i < n; i++) {
+        if (cl[i].has_work)
+            w.at[k++] = i;
     }
+    rc_threads_each(run_one, &w, k, RC_APPLY_MAX_THREADS);
+    free(w.at);
 }
 
 /* Move the applied refs of the clusters applied completely and merge the note, then push

@@ -23,8 +23,10 @@
  * An unchanged file is never applied again (unless resync): a finished RayJob that KubeRay
  * deleted is not re-created by the next pass. kustomization.yaml is not applied.
  *
- * Threads: one per cluster with work (at most RC_APPLY_MAX_THREADS at once), each with its
- * own API connection and arena; git is read and written only by the calling thread.
+ * Threads: at most RC_APPLY_MAX_THREADS, the calling thread among them, each taking the next
+ * cluster with work as soon as it is done with one (a cluster that answers only at its
+ * timeout holds one thread, not a round of them); a cluster's work has its own API connection
+ * and arena; git is read and written only by the calling thread.
  * Credentials never reach the note, the log or an error message (the client never reports
  * them).
  */

@@ -8,7 +8,7 @@
 #include "rc_sort.h"
 #include "rc_observe.h"
 
-#include <pthread.h>
+#include "rc_thread.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +17,7 @@
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_mem.h"
+#include "rc_thread.h"
 #include "rd_demand.h"
 
 #include "rc_banned.h"
@@ -322,8 +323,6 @@ struct fetch {
     int ok;
     int config;        /* the kubeconfig could not be loaded */
     struct rc_err err; /* why it could not be read */
-    pthread_t thread;
-    int started;
 };
 
 static int collect(void *payload, const cJSON *item, struct rc_err *err)
@@ -361,25 +360,17 @@ done:
     return NULL;
 }
 
+static void fetch_one(void *arg, size_t i)
+{
+    run_fetch(&((struct fetch *)arg)[i]);
+}
+
+/* Every live cluster read, RC_OBSERVE_MAX_THREADS at once, a thread taking the next cluster as
+ * soon as it is done with one: one cluster that answers only at its timeout holds one thread,
+ * not a round of them (rc_threads_each). */
 static void fetch_all(struct fetch *fs, size_t n)
 {
-    size_t start = 0;
-
-    while (start < n) {
-        size_t i;
-        for (i = start; i < n && i - start < RC_OBSERVE_MAX_THREADS; i++) {
-            if (pthread_create(&fs[i].thread, NULL, run_fetch, &fs[i]) == 0)
-                fs[i].started = 1;
-            else
-                run_fetch(&fs[i]);
-        }
-        for (size_t w = start; w < i; w++) {
-            if (fs[w].started)
-                pthread_join(fs[w].thread, NULL);
-            fs[w].started = 0;
-        }
-        start = i;
-    }
+    rc_threads_each(fetch_one, fs, n, RC_OBSERVE_MAX_THREADS);
 }
 
 int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source *src,

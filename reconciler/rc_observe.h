@@ -4,9 +4,11 @@
  *
  * A live cluster is read through the Kubernetes API (rc_kube): every node, every pod, and,
  * when its Cluster object says `autoscaler.type: auto`, every Deployment (to find a
- * cluster-autoscaler or Elotl Luna). Live clusters are read in parallel, one thread each (at
- * most RC_OBSERVE_MAX_THREADS at once); the threads only fetch, the model is built afterwards
- * on the calling thread. A cluster that cannot be read (no kubeconfig file, connect, TLS,
+ * cluster-autoscaler or Elotl Luna). Live clusters are read in parallel on at most
+ * RC_OBSERVE_MAX_THREADS threads (the calling thread among them), each taking the next cluster
+ * as soon as it is done with one, so that a cluster that answers only at its timeout holds
+ * one thread, not a round of them; the threads only fetch, the model is built afterwards on
+ * the calling thread. A cluster that cannot be read (no kubeconfig file, connect, TLS,
  * authentication, 5xx after retries) is marked unreachable and reported as a warning: that is
  * not an error of the pass.
  *

@@ -1,5 +1,5 @@
 /*
- * test_rc_base.c - the base library: error messages, capped buffers, arena, hashes.
+ * test_rc_base.c - the base library: error messages, capped buffers, arena, hashes, threads.
  */
 #include "th.h"
 
@@ -13,10 +13,14 @@
 #include "rc_esc.h"
 #include "rc_hash.h"
 #include "rc_log.h"
+#include "rc_thread.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_rc_base__err_is_one_line(void **state)
@@ -399,6 +403,67 @@ static void test_rc_base__sort_checks_before_sorting(void **state)
     }
 }
 
+/* rc_threads_each: every item once, and a slow item holds one thread, not a round: item 0
+ * waits for all the others to have run, which rounds of t items would never let happen. */
+struct each_fx {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t done;
+    int ran[10];
+    int waited_ok;
+};
+
+static void each_item(void *arg, size_t i)
+{
+    struct each_fx *f = arg;
+
+    pthread_mutex_lock(&f->mu);
+    f->ran[i]++;
+    if (i == 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 30; /* a bound, so that a regression fails instead of hanging */
+        while (f->done < 9 && pthread_cond_timedwait(&f->cv, &f->mu, &until) == 0)
+            ;
+        f->waited_ok = f->done == 9;
+    } else {
+        f->done++;
+        pthread_cond_broadcast(&f->cv);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void count_item(void *arg, size_t i)
+{
+    (void)i;
+    atomic_fetch_add((atomic_size_t *)arg, 1);
+}
+
+static void test_rc_base__threads_each_takes_the_next_item(void **state)
+{
+    struct each_fx f;
+    atomic_size_t n;
+    (void)state;
+
+    memset(&f, 0, sizeof(f));
+    pthread_mutex_init(&f.mu, NULL);
+    pthread_cond_init(&f.cv, NULL);
+    rc_threads_each(each_item, &f, 10, 3);
+    assert_true(f.waited_ok);
+    for (size_t i = 0; i < 10; i++)
+        assert_int_equal(f.ran[i], 1);
+    pthread_mutex_destroy(&f.mu);
+    pthread_cond_destroy(&f.cv);
+
+    atomic_init(&n, 0);
+    rc_threads_each(count_item, &n, 0, 8);
+    assert_int_equal(atomic_load(&n), 0);
+    rc_threads_each(count_item, &n, 5, 64); /* more threads than items */
+    assert_int_equal(atomic_load(&n), 5);
+    rc_threads_each(count_item, &n, 1000, 1);
+    assert_int_equal(atomic_load(&n), 1005);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_rc_base__log_escapes_controls),
         cmocka_unit_test(test_rc_base__read_file_regular_only),
         cmocka_unit_test(test_rc_base__sort_checks_before_sorting),
+        cmocka_unit_test(test_rc_base__threads_each_takes_the_next_item),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

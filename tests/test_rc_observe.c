@@ -294,6 +294,69 @@ static void test_rc_observe__unreachable_clusters(void **state)
     rc_arena_release(&a);
 }
 
+/* Nine live clusters, eight threads: the first nodes LIST any cluster sends is answered only
+ * after 2 s. Its thread stays with that cluster; the other threads read every other cluster
+ * meanwhile, the ninth included (rounds of eight would start it only after the slow
+ * answer), so that after the slow answer the server hears from the slow cluster alone (one
+ * connection per cluster). */
+static void test_rc_observe__slow_cluster_holds_one_thread(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[9] = {"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9"};
+    const char *kcs[9];
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0, nreq;
+    long max_inflight = 0;
+    size_t after = 0;
+    cJSON *reqs;
+    const cJSON *slow = NULL;
+
+    assert_true(RC_OBSERVE_MAX_THREADS < 9);
+    for (size_t i = 0; i < 9; i++)
+        kcs[i] = f->kc_live;
+    make_source(&src, &a, names, kcs, 9);
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"method\": \"GET\", "
+                             "\"delay\": 2, \"count\": 1}]");
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(n, 10);
+    for (size_t i = 1; i < n; i++) {
+        assert_int_equal(fleet[i].reachable, 1);
+        assert_int_equal(fleet[i].nnodes, 3);
+    }
+    reqs = th_kube_requests(&f->live);
+    nreq = (size_t)cJSON_GetArraySize(reqs);
+    /* every cluster: discovery aside, its nodes (2 pages), pods (3) and deployments */
+    assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 9 * 2);
+    /* after the slow answer, only the slow cluster's own requests (its connection) */
+    for (size_t i = 0; i < nreq && !slow; i++) {
+        const cJSON *r = cJSON_GetArrayItem(reqs, (int)i);
+        if (cJSON_IsTrue(cJSON_GetObjectItem(r, "fault"))) {
+            slow = r;
+            after = i + 1;
+        }
+    }
+    assert_non_null(slow);
+    for (size_t i = after; i < nreq; i++) {
+        const cJSON *r = cJSON_GetArrayItem(reqs, (int)i);
+        if (cJSON_GetNumberValue(cJSON_GetObjectItem(r, "conn")) !=
+            cJSON_GetNumberValue(cJSON_GetObjectItem(slow, "conn")))
+            fail_msg("request %zu of %zu (%s) came from another cluster after the slow answer", i,
+                     nreq, cJSON_GetStringValue(cJSON_GetObjectItem(r, "path")));
+    }
+    assert_true(nreq - after <= 6); /* the slow cluster's own: the rest of its reads */
+    for (size_t i = 0; i < nreq; i++) {
+        long in = (long)cJSON_GetNumberValue(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(reqs, (int)i), "inflight"));
+        max_inflight = in > max_inflight ? in : max_inflight;
+    }
+    assert_true(max_inflight <= RC_OBSERVE_MAX_THREADS);
+    cJSON_Delete(reqs);
+    rc_arena_release(&a);
+}
+
 static void test_rc_observe__simulated_only(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -319,6 +382,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__no_detection_keeps_declared_autoscaler,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__unreachable_clusters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__slow_cluster_holds_one_thread, setup,
+                                        teardown),
         cmocka_unit_test(test_rc_observe__simulated_only),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
