@@ -54,13 +54,18 @@ struct rc_kube_options {
      * (docs/security.md); NULL: none, so only simulated clusters and nothing live */
     const struct rc_kubeconfig_sources *sources;
     int concurrency; /* requests in flight at once where a caller sends many (apply, delete) */
+    /* observe: the clusters the last pass found unreachable (rc_outage_names), each read with
+     * one attempt per request instead of http.max_attempts, so that a cluster that stays down
+     * costs a pass its connect timeout once, not once per attempt */
+    const char *const *known_down;
+    size_t nknown_down;
 };
 
 #define RC_KUBE_DEFAULT_CONCURRENCY 32
 #define RC_KUBE_OPTIONS_INIT                                                                       \
     {                                                                                              \
         NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL,                    \
-            RC_KUBE_DEFAULT_CONCURRENCY                                                            \
+            RC_KUBE_DEFAULT_CONCURRENCY, NULL, 0                                                   \
     }
 
 /* Open a client for a kubeconfig context (see options.kubeconfig for NULL). Nothing is sent

@@ -323,6 +323,7 @@ struct fetch {
     int ok;
     int config;        /* the kubeconfig could not be loaded */
     struct rc_err err; /* why it could not be read */
+    int once;          /* unreachable at the last pass: one attempt per request */
 };
 
 static int collect(void *payload, const cJSON *item, struct rc_err *err)
@@ -345,6 +346,12 @@ static void *run_fetch(void *arg)
     struct rc_kube *k = NULL;
 
     ko.log = f->log;
+    if (f->once) {
+        ko.http.max_attempts = 1;
+        if (f->log)
+            rc_log_debug(f->log, "cluster '%s': unreachable at the last pass: one attempt",
+                         f->conn->name);
+    }
     if (rc_kube_open_conn(&k, f->conn, &ko, &f->err) < 0) {
         f->config = 1;
         return NULL;
@@ -391,6 +398,10 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         fs[nlive].conn = &src->conns[i];
         fs[nlive].ko = ko ? ko : &defaults;
         fs[nlive].log = log;
+        for (size_t d = 0; ko && d < ko->nknown_down && src->conns[i].name; d++) {
+            if (!strcmp(ko->known_down[d], src->conns[i].name))
+                fs[nlive].once = 1;
+        }
         nlive++;
     }
     /* without libcurl no cluster can be reached: a broken installation, not an outage of

@@ -235,3 +235,24 @@ int rc_outage_track(struct pl_cluster *fleet, size_t nfleet, const char *path, i
     free(text);
     return error;
 }
+
+size_t rc_outage_names(const char *const **out, const char *path, struct rc_arena *a)
+{
+    struct seen *s = NULL;
+    size_t n = 0, bad_line = 0, len = 0;
+    char *text = NULL;
+    const char *why = NULL, **v;
+
+    *out = NULL;
+    if (!path || slurp(&text, &len, path, &why) <= 0 || parse(&s, &n, text, len, &bad_line) < 0) {
+        free(text);
+        return 0;
+    }
+    v = rc_arena_calloc(a, n + 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++)
+        v[i] = rc_arena_strdup(a, s[i].name);
+    seen_free(s, n);
+    free(text);
+    *out = v;
+    return n;
+}

@@ -16,6 +16,7 @@
 
 #include "pl_types.h"
 #include "rc_err.h"
+#include "rc_arena.h"
 #include "rc_log.h"
 
 /* The largest file read (a fleet of thousands of clusters fits easily). */
@@ -27,5 +28,11 @@
  * error when the file cannot be written. */
 int rc_outage_track(struct pl_cluster *fleet, size_t nfleet, const char *path, int64_t now,
                     int write, const struct rc_log *log, struct rc_err *err);
+
+/* The clusters the file at `path` lists (unreachable at the last pass that wrote it), in a
+ * (the strings and the array); none when the file is missing or does not read (the pass's
+ * rc_outage_track warns about that). Observe reads these with one attempt per request
+ * (rc_kube_options.known_down). */
+size_t rc_outage_names(const char *const **out, const char *path, struct rc_arena *a);
 
 #endif

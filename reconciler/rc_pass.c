@@ -28,6 +28,7 @@
 #include "rc_hash.h"
 #include "rc_mem.h"
 #include "rc_observe.h"
+#include "rc_kube.h"
 #include "rc_outage.h"
 #include "rc_thread.h"
 #include "rc_version.h"
@@ -2483,8 +2484,14 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     /* Observe live clusters; simulated ones keep their declared capacity. */
     {
         struct rc_observe_report rep;
-        error =
-            rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube, o->log, &rep, a, err);
+        struct rc_kube_options ko = RC_KUBE_OPTIONS_INIT;
+        if (o->kube)
+            ko = *o->kube;
+        /* a cluster still down since the last pass costs its timeout once, not per attempt */
+        if (o->outage_file && rc_observe_any_live(&cp->load.src))
+            ko.nknown_down = rc_outage_names(&ko.known_down, o->outage_file, a);
+        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube ? &ko : NULL,
+                                        o->log, &rep, a, err);
         if (error < 0)
             goto done;
         phase_mark(ph, PH_OBSERVE, &t);

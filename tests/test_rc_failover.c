@@ -136,8 +136,21 @@ static void test_rc_failover__moves_after_grace(void **state)
     assert_int_equal(strncmp(text, downname, 1), 0);
     assert_int_equal(stat(file, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
-    /* a second pass keeps the first-seen time (the file does not change) */
-    assert_int_equal(reconcile(repo, NULL, NULL, NULL), 1);
+    /* a second pass keeps the first-seen time (the file does not change), and tries the
+     * cluster the file names with one attempt per request */
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply",
+                           "--log-level", "debug", NULL),
+                     1);
+    {
+        char want[128];
+        snprintf(want, sizeof(want), "cluster '%s': unreachable at the last pass: one attempt",
+                 downname);
+        assert_non_null(strstr(err, want));
+        snprintf(want, sizeof(want), "cluster '%s': unreachable at the last pass", upname);
+        assert_null(strstr(err, want));
+    }
+    free(err);
+    err = NULL;
     {
         char *again = th_kube_read(file);
         assert_string_equal(text, again);

@@ -357,6 +357,42 @@ static void test_rc_observe__slow_cluster_holds_one_thread(void **state)
     rc_arena_release(&a);
 }
 
+/* A cluster the last pass found unreachable gets one attempt per request (its timeout once,
+ * not once per attempt); the others keep their retries. Counted in requests the server saw:
+ * every nodes LIST fails with 503. */
+static void test_rc_observe__known_down_tried_once(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"up", "down"};
+    const char *kcs[] = {f->kc_live, f->kc_live};
+    const char *const known[] = {"gone", "down"};
+    struct rc_kube_options ko = f->ko;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+    cJSON *reqs;
+
+    assert_int_equal(ko.http.max_attempts, 2);
+    make_source(&src, &a, names, kcs, 2);
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"method\": \"GET\", "
+                             "\"status\": 503}]");
+    ko.known_down = known;
+    ko.nknown_down = 2;
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(fleet[1].reachable, 0);
+    assert_int_equal(fleet[2].reachable, 0);
+    reqs = th_kube_requests(&f->live);
+    /* up: 2 attempts; down: 1 */
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/nodes"), 3);
+    cJSON_Delete(reqs);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "cluster 'down': unreachable at the last pass: one attempt"));
+    assert_null(strstr(f->logbuf, "cluster 'up': unreachable at the last pass"));
+    rc_arena_release(&a);
+}
+
 static void test_rc_observe__simulated_only(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -384,6 +420,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__unreachable_clusters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__slow_cluster_holds_one_thread, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__known_down_tried_once, setup, teardown),
         cmocka_unit_test(test_rc_observe__simulated_only),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
