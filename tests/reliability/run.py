@@ -79,6 +79,17 @@ def finish(p):
     return p.returncode, err
 
 
+def kill_after(p, delay, res):
+    """SIGKILL pass p after delay seconds unless it has finished; count the trial in res"""
+    time.sleep(delay)
+    killed = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    if killed:
+        p.send_signal(signal.SIGKILL)
+    st, _ = finish(p)
+    res["trials"] += 1
+    res["killed mid-pass" if killed and st == -signal.SIGKILL else "finished before kill"] += 1
+
+
 def run_pass(repo, extra=()):
     st, err = finish(start(repo, extra))
     return st, 0.0, err
@@ -162,14 +173,7 @@ def crash(work, n):
         d = os.path.join(work, "trial")
         copy(base, d)
         delay = (i // 2) / max(1, n // 2 - 1) * pass_ms[name] * 1.3 / 1000.0
-        p = start(d)
-        time.sleep(delay)
-        killed = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
-        if killed:
-            p.send_signal(signal.SIGKILL)
-        st, _ = finish(p)
-        res["trials"] += 1
-        res["killed mid-pass" if killed and st == -signal.SIGKILL else "finished before kill"] += 1
+        kill_after(start(d), delay, res)
         st, _, err = run_pass(d)
         if st != 0:
             res["recovery failed"] += 1
@@ -219,7 +223,7 @@ def crash_url(work, n):
     make_repo(src)
     snap_remote, snap_state = os.path.join(work, "u-remote0.git"), os.path.join(work, "u-state0")
     remote, state = os.path.join(work, "u-remote.git"), os.path.join(work, "u-state")
-    args = ["--repo", "file://" + remote, "--state-dir", state]
+    url, extra = "file://" + remote, ["--state-dir", state]
 
     def push(i, to):
         commit_files(src, "cm %d" % i, {"crash-url/cm%03d.yaml" % i: configmap("cm%03d" % i)})
@@ -231,7 +235,7 @@ def crash_url(work, n):
     for i in range(14):
         if i:
             push(i, remote)
-        st, _, err = run_url(args)
+        st, _, err = run_pass(url, extra)
         assert st == 0, err
     copy(remote, snap_remote)
     copy(state, snap_state)
@@ -245,7 +249,7 @@ def crash_url(work, n):
 
     fresh()
     t0 = time.monotonic()
-    st, _, err = run_url(args + ["--log-level", "debug"])
+    st, _, err = run_pass(url, extra + ["--log-level", "debug"])
     pass_ms = (time.monotonic() - t0) * 1000
     assert st == 0, err
     ref = tree(remote)
@@ -257,17 +261,9 @@ def crash_url(work, n):
     for i in range(n):
         fresh()
         delay = i / max(1, n - 1) * pass_ms * 1.3 / 1000.0
-        p = subprocess.Popen([RP, "reconcile", "--once", "--no-apply", *args], env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(delay)
-        killed = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
-        if killed:
-            p.send_signal(signal.SIGKILL)
-        st, _ = finish(p)
-        res["trials"] += 1
-        res["killed mid-pass" if killed and st == -signal.SIGKILL else "finished before kill"] += 1
+        kill_after(start(url, extra), delay, res)
         what = "trial %d (kill after %.0f ms)" % (i, delay * 1000)
-        st, _, err = run_url(args)
+        st, _, err = run_pass(url, extra)
         locks = [l for l in leftovers(remote) if l.endswith(".lock")]
         if st == 4 and locks and "exists (a git process is updating it, or one died" in err:
             # the killed pass held a ref lock of the remote, which another writer's live lock
@@ -276,7 +272,7 @@ def crash_url(work, n):
             for l in locks:
                 old = time.time() - 3600
                 os.utime(os.path.join(remote, l), (old, old))
-            st, _, err = run_url(args)
+            st, _, err = run_pass(url, extra)
         if st != 0:
             res["recovery failed"] += 1
             failures.append("%s: clean pass exited %d: %s" % (what, st, err.strip()[-300:]))
@@ -292,18 +288,12 @@ def crash_url(work, n):
             res["left behind"] += 1
             failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
         head = git(remote, "rev-parse", "deploy").stdout
-        if run_url(args)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
+        if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
             res["commit on a quiet pass"] += 1
             failures.append("%s: the pass after the clean pass committed" % what)
     for d in (src, snap_remote, snap_state, remote, state):
         shutil.rmtree(d, ignore_errors=True)
     return res, failures, round(pass_ms)
-
-
-def run_url(args):
-    p = subprocess.run([RP, "reconcile", "--once", "--no-apply", *args], env=ENV,
-                       capture_output=True, text=True, errors="replace")
-    return p.returncode, p.stdout, p.stderr
 
 
 # ---- races ---------------------------------------------------------------------------------
