@@ -1293,8 +1293,8 @@ static void sweep_orphan_packs(struct sweep *sw, const char *path)
  * there belongs to a process that died before it could rename or remove it (SIGKILL, the OOM
  * killer, a power cut). A ref's lock file would fail every later fetch ("failed to lock
  * file"); a temporary pack would stay as large as the indexer had written, for good (git gc
- * removes its own "tmp_" files, not libgit2's). Crash trials that killed passes at 10,000
- * workloads left both kinds (bench/RESULTS.md, note 89).
+ * removes its own "tmp_" files, not libgit2's). Crash trials at 10,000 workloads left
+ * temporary packs here, and a ref lock in a file:// remote (bench/RESULTS.md, note 89).
  */
 static void sweep_mirror(const struct rc_git *g)
 {
