@@ -446,12 +446,19 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                               c->name, fe->err.msg);
                 }
             } else if (log) {
+                /* the pass that finds it down warns; the passes after it say so at info
+                 * level (the exit status and rightplace_cluster_reachable still count it),
+                 * so that an outage of days is not a warning every pass */
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
-                rc_log_kv(log, RC_LOG_WARN, lf, 1,
-                          "cluster '%s': unreachable: %s; it takes no new work", c->name,
-                          fe->err.msg);
+                rc_log_kv(log, fe->once ? RC_LOG_INFO : RC_LOG_WARN, lf, 1,
+                          "cluster '%s': %s: %s; it takes no new work", c->name,
+                          fe->once ? "still unreachable" : "unreachable", fe->err.msg);
             }
         } else if (log) {
+            if (fe->once) {
+                struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                rc_log_kv(log, RC_LOG_INFO, lf, 1, "cluster '%s': reachable again", c->name);
+            }
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,
                          c->npresent);
         }

@@ -359,7 +359,7 @@ static void test_rc_observe__slow_cluster_holds_one_thread(void **state)
 
 /* A cluster the last pass found unreachable gets one attempt per request (its timeout once,
  * not once per attempt); the others keep their retries. Counted in requests the server saw:
- * every nodes LIST fails with 503. */
+ * every nodes LIST fails with 503. Only the pass that finds a cluster down warns. */
 static void test_rc_observe__known_down_tried_once(void **state)
 {
     struct fixture *f = *state;
@@ -390,6 +390,19 @@ static void test_rc_observe__known_down_tried_once(void **state)
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "cluster 'down': unreachable at the last pass: one attempt"));
     assert_null(strstr(f->logbuf, "cluster 'up': unreachable at the last pass"));
+    /* the outage's first pass warns, the passes after it say it at info level */
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'up': unreachable: "));
+    assert_non_null(strstr(f->logbuf, "rightplace: cluster 'down': still unreachable: "));
+    assert_null(strstr(f->logbuf, "warning: cluster 'down'"));
+
+    /* it answers again: said once, at info level */
+    th_kube_faults(&f->live, "[]");
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(fleet[1].reachable, 1);
+    assert_int_equal(fleet[2].reachable, 1);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "rightplace: cluster 'down': reachable again"));
+    assert_null(strstr(f->logbuf, "cluster 'up': reachable again"));
     rc_arena_release(&a);
 }
 
