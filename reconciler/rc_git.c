@@ -1213,16 +1213,13 @@ struct sweep {
     uint64_t bytes;
 };
 
-/* Remove regular file `name` of directory fd `dir` (never a link), counted in *sw. */
-static void sweep_unlink(struct sweep *sw, int dir, const char *name)
+/* Remove file `name` of directory fd `dir`, a regular file of st (lstat'ed: never a link),
+ * counted in *sw. */
+static void sweep_unlink(struct sweep *sw, int dir, const char *name, const struct stat *st)
 {
-    struct stat st;
-
-    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-        return;
     if (unlinkat(dir, name, 0) == 0) {
         sw->files++;
-        sw->bytes += (uint64_t)st.st_size;
+        sw->bytes += (uint64_t)st->st_size;
     }
 }
 
@@ -1257,7 +1254,7 @@ static void sweep_dir(struct sweep *sw, const char *path, int refs, int depth)
             free(sub);
         } else if (S_ISREG(st.st_mode) &&
                    (ends_with(e->d_name, ".lock") || strstr(e->d_name, "_git2_"))) {
-            sweep_unlink(sw, dirfd(d), e->d_name);
+            sweep_unlink(sw, dirfd(d), e->d_name, &st);
         }
     }
     closedir(d);
@@ -1276,13 +1273,15 @@ static void sweep_orphan_packs(struct sweep *sw, const char *path)
         size_t len = strlen(e->d_name);
         char idx[NAME_MAX + 1];
         struct stat st;
+        struct stat ist;
         if (len <= 10 || len > NAME_MAX || strncmp(e->d_name, "pack-", 5) ||
-            !ends_with(e->d_name, ".pack"))
+            !ends_with(e->d_name, ".pack") ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
         memcpy(idx, e->d_name, len - 5);
         memcpy(idx + len - 5, ".idx", 5);
-        if (fstatat(dirfd(d), idx, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-            sweep_unlink(sw, dirfd(d), e->d_name);
+        if (fstatat(dirfd(d), idx, &ist, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+            sweep_unlink(sw, dirfd(d), e->d_name, &st);
     }
     closedir(d);
 }
@@ -2772,7 +2771,7 @@ static size_t packs_list(struct packinfo **out, int *foreign, const char *dir)
             *foreign = 1;
             continue;
         }
-        if (len <= 9 || strncmp(e->d_name, "pack-", 5) || strcmp(e->d_name + len - 4, ".idx"))
+        if (len <= 9 || strncmp(e->d_name, "pack-", 5) || !ends_with(e->d_name, ".idx"))
             continue;
         size_t psize = strlen(dir) + len + 16;
         base = rc_xstrndup(e->d_name, len - 4);

@@ -1697,17 +1697,8 @@ static void test_rc_git__mirror_swept_of_what_a_killed_pass_left(void **state)
     rc_git_free(f->g);
     f->g = NULL;
     snprintf(mirror, sizeof(mirror), "%s/repo.git", f->state);
-    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++) {
-        snprintf(path, sizeof(path), "%s/%s", mirror, left[i]);
-        if (strchr(left[i], '/')) {
-            char *dir = strdup(path);
-            assert_non_null(dir);
-            *strrchr(dir, '/') = '\0';
-            mkdir(dir, 0700);
-            free(dir);
-        }
+    for (size_t i = 0; i < sizeof(left) / sizeof(*left); i++)
         th_write_file(mirror, left[i], "partial", (size_t)-1);
-    }
     for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++)
         th_write_file(mirror, kept[i], "keep me\n", (size_t)-1);
 
