@@ -215,52 +215,156 @@ static int deployment_replicas(const cJSON *d)
     return !cJSON_IsNumber(r) || r->valuedouble > 0;
 }
 
-static enum pl_autoscaler detect_autoscaler(const cJSON *deployments)
+/* ==== What observe keeps of a cluster's lists ==== */
+
+/*
+ * The API server's lists are read a page at a time, and each item is reduced, on the thread
+ * that fetched it, to what rc_observe_build reads of it: a node to the fields read_node
+ * reads, a pod to its unit, its node and its request (or nothing, when its phase does not
+ * count), the Deployments to what they say of an autoscaler. An EKS node is about 10 KB of
+ * JSON and a pod 5 KB, each about three times that as a tree, so a fleet's lists held whole
+ * until every cluster was read took gigabytes (bench/RESULTS.md, note 92); what is kept
+ * is what placement needs.
+ */
+struct seen_pod {
+    const char *unit; /* NULL: no rightplace.dev/unit label */
+    const char *node; /* NULL: not bound to a node */
+    struct pl_res req;
+};
+
+struct seen {
+    const struct pl_resnames *res; /* read only: shared by the fetching threads */
+    cJSON *nodes;                  /* the nodes, pruned (prune_node) */
+    struct seen_pod *pods;         /* the pods that count (pod_counts), in list order */
+    size_t npods, cap;
+    int deployments;     /* the Deployments were listed (autoscaler detection asked for) */
+    int luna, ca;        /* one of them is Luna's, one the cluster-autoscaler */
+    struct rc_arena a;   /* the pods' strings */
+    struct rc_arena tmp; /* one pod's demand, released after it */
+};
+
+static void seen_init(struct seen *s, const struct pl_resnames *res)
 {
-    const cJSON *d;
-    int ca = 0;
-
-    cJSON_ArrayForEach(d, deployments)
-    {
-        const cJSON *md = field(d, "metadata");
-        const char *name = field_str(md, "name"), *ns = field_str(md, "namespace");
-        const char *app = field_str(field(md, "labels"), "app.kubernetes.io/name");
-
-        if (!name || !deployment_replicas(d))
-            continue;
-        if ((ns && !strcmp(ns, "elotl") && strstr(name, "luna")) ||
-            (app && (!strcmp(app, "luna-manager") || !strcmp(app, "elotl-luna"))))
-            return PL_AUTOSCALER_LUNA;
-        if (!strcmp(name, "cluster-autoscaler") || (app && !strcmp(app, "cluster-autoscaler")))
-            ca = 1;
-    }
-    return ca ? PL_AUTOSCALER_CLUSTER_AUTOSCALER : PL_AUTOSCALER_NONE;
+    memset(s, 0, sizeof(*s));
+    s->res = res;
+    s->nodes = cJSON_CreateArray();
 }
 
-int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods,
-                     const cJSON *deployments, struct pl_resnames *res, struct rc_arena *a,
-                     struct rc_err *err)
+static void seen_release(struct seen *s)
+{
+    cJSON_Delete(s->nodes);
+    free(s->pods);
+    rc_arena_release(&s->a);
+    rc_arena_release(&s->tmp);
+    memset(s, 0, sizeof(*s));
+}
+
+/* A copy of `from`'s member `name` into `to` (nothing when it is absent). */
+static void copy_member(cJSON *to, const cJSON *from, const char *name)
+{
+    const cJSON *v = field(from, name);
+
+    if (v)
+        cJSON_AddItemToObject(to, name, cJSON_Duplicate(v, 1));
+}
+
+/* The members of a Node that read_node reads, and nothing else: metadata.name and .labels,
+ * spec.taints and .unschedulable, status.allocatable and .conditions. A member that is not
+ * an object (metadata, spec, status) is left out, as field() reads it as absent. */
+static cJSON *prune_node(const cJSON *item)
+{
+    cJSON *n = cJSON_CreateObject();
+    const cJSON *md = field(item, "metadata"), *spec = field(item, "spec");
+    const cJSON *st = field(item, "status");
+
+    if (cJSON_IsObject(md)) {
+        cJSON *o = cJSON_AddObjectToObject(n, "metadata");
+        copy_member(o, md, "name");
+        copy_member(o, md, "labels");
+    }
+    if (cJSON_IsObject(spec)) {
+        cJSON *o = cJSON_AddObjectToObject(n, "spec");
+        copy_member(o, spec, "taints");
+        copy_member(o, spec, "unschedulable");
+    }
+    if (cJSON_IsObject(st)) {
+        cJSON *o = cJSON_AddObjectToObject(n, "status");
+        copy_member(o, st, "allocatable");
+        copy_member(o, st, "conditions");
+    }
+    return n;
+}
+
+static void seen_node(struct seen *s, const cJSON *item)
+{
+    cJSON_AddItemToArray(s->nodes, prune_node(item));
+}
+
+static void seen_pod(struct seen *s, const cJSON *item)
+{
+    const char *node_name = field_str(field(item, "spec"), "nodeName");
+    const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
+    struct seen_pod *p;
+
+    if (!pod_counts(item))
+        return;
+    if (s->npods == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->pods = rc_xrealloc(s->pods, s->cap * sizeof(*s->pods));
+    }
+    p = &s->pods[s->npods++];
+    memset(p, 0, sizeof(*p));
+    p->unit = unit && *unit ? rc_arena_strdup(&s->a, unit) : NULL;
+    p->node = node_name && *node_name ? rc_arena_strdup(&s->a, node_name) : NULL;
+    if (p->node) {
+        struct rc_err perr = RC_ERR_INIT;
+        /* the API server validated it; what rd_demand cannot read counts as a pod only,
+         * rather than taking the whole cluster out of placement */
+        if (pod_request(&p->req, item, s->res, &s->tmp, &perr) < 0)
+            memset(&p->req, 0, sizeof(p->req));
+        rc_arena_release(&s->tmp);
+    }
+}
+
+static void seen_deployment(struct seen *s, const cJSON *d)
+{
+    const cJSON *md = field(d, "metadata");
+    const char *name = field_str(md, "name"), *ns = field_str(md, "namespace");
+    const char *app = field_str(field(md, "labels"), "app.kubernetes.io/name");
+
+    if (!name || !deployment_replicas(d))
+        return;
+    if ((ns && !strcmp(ns, "elotl") && strstr(name, "luna")) ||
+        (app && (!strcmp(app, "luna-manager") || !strcmp(app, "elotl-luna"))))
+        s->luna = 1;
+    if (!strcmp(name, "cluster-autoscaler") || (app && !strcmp(app, "cluster-autoscaler")))
+        s->ca = 1;
+}
+
+static enum pl_autoscaler seen_autoscaler(const struct seen *s)
+{
+    return s->luna ? PL_AUTOSCALER_LUNA
+           : s->ca ? PL_AUTOSCALER_CLUSTER_AUTOSCALER
+                   : PL_AUTOSCALER_NONE;
+}
+
+/* rc_observe_build from what was kept of the lists. */
+static int build_seen(struct pl_cluster *c, const struct seen *s, struct rc_arena *a,
+                      struct rc_err *err)
 {
     const cJSON *item;
-    size_t n = 0, np = 0;
+    size_t n = (size_t)cJSON_GetArraySize(s->nodes);
     int rc;
 
     c->live = 1;
     c->reachable = 1;
     c->nnodes = 0;
-    c->nodes = NULL;
-    c->npresent = 0;
-    c->present = NULL;
-
-    if (nodes && !cJSON_IsArray(nodes))
-        return rc_err_set(err, RC_EINVALID, "cluster '%s': node list is not an array", c->name);
-    if (pods && !cJSON_IsArray(pods))
-        return rc_err_set(err, RC_EINVALID, "cluster '%s': pod list is not an array", c->name);
-    n = nodes ? (size_t)cJSON_GetArraySize(nodes) : 0;
     c->nodes = rc_arena_calloc(a, n + 1, sizeof(*c->nodes));
-    cJSON_ArrayForEach(item, nodes)
+    c->npresent = 0;
+    c->present = rc_arena_calloc(a, s->npods + 1, sizeof(*c->present));
+    cJSON_ArrayForEach(item, s->nodes)
     {
-        if ((rc = read_node(&c->nodes[c->nnodes], item, c, res, a, err)) < 0)
+        if ((rc = read_node(&c->nodes[c->nnodes], item, c, s->res, a, err)) < 0)
             return rc_err_prefix(err, "cluster '%s': ", c->name);
         c->nnodes++;
     }
@@ -270,30 +374,16 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
             return rc_err_set(err, RC_EINVALID, "cluster '%s': node '%s' listed twice", c->name,
                               c->nodes[i].name);
     }
-
-    np = pods ? (size_t)cJSON_GetArraySize(pods) : 0;
-    c->present = rc_arena_calloc(a, np + 1, sizeof(*c->present));
-    cJSON_ArrayForEach(item, pods)
-    {
-        const char *node_name = field_str(field(item, "spec"), "nodeName");
-        const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
+    for (size_t k = 0; k < s->npods; k++) {
+        const struct seen_pod *p = &s->pods[k];
         struct pl_node *node;
-        struct pl_res req;
-        struct rc_err perr = RC_ERR_INIT;
 
-        if (!pod_counts(item))
+        if (p->unit)
+            c->present[c->npresent++] = rc_arena_strdup(a, p->unit);
+        if (!p->node || !(node = find_node(c, p->node)))
             continue;
-        if (unit && *unit)
-            c->present[c->npresent++] = rc_arena_strdup(a, unit);
-        if (!node_name || !*node_name || !(node = find_node(c, node_name)))
-            continue;
-        if (pod_request(&req, item, res, a, &perr) < 0) {
-            /* the API server validated it; what rd_demand cannot read counts as a pod only,
-             * rather than taking the whole cluster out of placement */
-            memset(&req, 0, sizeof(req));
-        }
-        for (int i = 0; i < res->n; i++)
-            node->requested.v[i] += req.v[i];
+        for (int i = 0; i < s->res->n; i++)
+            node->requested.v[i] += p->req.v[i];
         node->requested.v[PL_RES_PODS] += 1000;
     }
     rc_sort(c->present, c->npresent, sizeof(*c->present), cmp_str);
@@ -305,12 +395,39 @@ int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods
         }
         c->npresent = w;
     }
-
-    if (deployments) {
-        c->autoscaler = detect_autoscaler(deployments);
+    if (s->deployments) {
+        c->autoscaler = seen_autoscaler(s);
         c->any_shape = c->autoscaler != PL_AUTOSCALER_NONE && c->nshapes == 0;
     }
     return RC_OK;
+}
+
+int rc_observe_build(struct pl_cluster *c, const cJSON *nodes, const cJSON *pods,
+                     const cJSON *deployments, struct pl_resnames *res, struct rc_arena *a,
+                     struct rc_err *err)
+{
+    struct seen s;
+    const cJSON *item;
+    int rc;
+
+    c->live = 1;
+    c->reachable = 1;
+    c->nnodes = 0;
+    c->nodes = NULL;
+    c->npresent = 0;
+    c->present = NULL;
+    if (nodes && !cJSON_IsArray(nodes))
+        return rc_err_set(err, RC_EINVALID, "cluster '%s': node list is not an array", c->name);
+    if (pods && !cJSON_IsArray(pods))
+        return rc_err_set(err, RC_EINVALID, "cluster '%s': pod list is not an array", c->name);
+    seen_init(&s, res);
+    cJSON_ArrayForEach(item, nodes) seen_node(&s, item);
+    cJSON_ArrayForEach(item, pods) seen_pod(&s, item);
+    s.deployments = deployments != NULL;
+    cJSON_ArrayForEach(item, deployments) seen_deployment(&s, item);
+    rc = build_seen(c, &s, a, err);
+    seen_release(&s);
+    return rc;
 }
 
 /* ==== Fetching (worker threads) ==== */
@@ -319,25 +436,39 @@ struct fetch {
     const struct rd_cluster_conn *conn;
     const struct rc_kube_options *ko;
     const struct rc_log *log;
-    cJSON *nodes, *pods, *deployments; /* arrays; NULL until fetched */
+    struct seen seen; /* what was kept of the lists */
     int ok;
     int config;        /* the kubeconfig could not be loaded */
     struct rc_err err; /* why it could not be read */
     int once;          /* unreachable at the last pass: one attempt per request */
 };
 
-static int collect(void *payload, const cJSON *item, struct rc_err *err)
+static int collect_node(void *payload, const cJSON *item, struct rc_err *err)
 {
     (void)err;
-    cJSON_AddItemToArray(payload, cJSON_Duplicate(item, 1));
+    seen_node(payload, item);
     return RC_OK;
 }
 
-static int list_into(cJSON **out, struct rc_kube *k, const char *path, struct rc_err *err)
+static int collect_pod(void *payload, const cJSON *item, struct rc_err *err)
 {
-    *out = cJSON_CreateArray();
-    return rc_kube_list(k, path, NULL, collect, *out, err);
+    (void)err;
+    seen_pod(payload, item);
+    return RC_OK;
 }
+
+static int collect_deployment(void *payload, const cJSON *item, struct rc_err *err)
+{
+    (void)err;
+    seen_deployment(payload, item);
+    return RC_OK;
+}
+
+/* The pods that can count (pod_counts): the server leaves out the ones that ended, which in a
+ * fleet of batch jobs are many, as cluster-autoscaler asks for them ("status.phase!=
+ * Succeeded,status.phase!=Failed"). */
+#define PODS_THAT_COUNT                                                                            \
+    "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
 static void *run_fetch(void *arg)
 {
@@ -356,10 +487,11 @@ static void *run_fetch(void *arg)
         f->config = 1;
         return NULL;
     }
-    if (list_into(&f->nodes, k, "/api/v1/nodes", &f->err) < 0 ||
-        list_into(&f->pods, k, "/api/v1/pods", &f->err) < 0 ||
-        (f->conn->detect_autoscaler &&
-         list_into(&f->deployments, k, "/apis/apps/v1/deployments", &f->err) < 0))
+    f->seen.deployments = f->conn->detect_autoscaler;
+    if (rc_kube_list(k, "/api/v1/nodes", NULL, collect_node, &f->seen, &f->err) < 0 ||
+        rc_kube_list(k, PODS_THAT_COUNT, NULL, collect_pod, &f->seen, &f->err) < 0 ||
+        (f->conn->detect_autoscaler && rc_kube_list(k, "/apis/apps/v1/deployments", NULL,
+                                                    collect_deployment, &f->seen, &f->err) < 0))
         goto done;
     f->ok = 1;
 done:
@@ -398,6 +530,7 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         fs[nlive].conn = &src->conns[i];
         fs[nlive].ko = ko ? ko : &defaults;
         fs[nlive].log = log;
+        seen_init(&fs[nlive].seen, &src->res);
         for (size_t d = 0; ko && d < ko->nknown_down && src->conns[i].name; d++) {
             if (!strcmp(ko->known_down[d], src->conns[i].name))
                 fs[nlive].once = 1;
@@ -419,9 +552,7 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         if (!src->conns[i].live)
             continue;
         fe = &fs[f++];
-        if (fe->ok && rc_observe_build(c, fe->nodes, fe->pods,
-                                       src->conns[i].detect_autoscaler ? fe->deployments : NULL,
-                                       &src->res, a, &berr) < 0) {
+        if (fe->ok && build_seen(c, &fe->seen, a, &berr) < 0) {
             fe->ok = 0;
             fe->err = berr;
         }
@@ -462,9 +593,7 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,
                          c->npresent);
         }
-        cJSON_Delete(fe->nodes);
-        cJSON_Delete(fe->pods);
-        cJSON_Delete(fe->deployments);
+        seen_release(&fe->seen);
     }
     free(fs);
     *out = fleet;

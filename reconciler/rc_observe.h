@@ -36,7 +36,9 @@ struct rc_kube_options;
 int rc_observe_any_live(const struct rd_source *src);
 
 /* Build the fleet: one pl_cluster per Cluster object of src, in the same order. Simulated
- * clusters are copied as declared. Live clusters are observed (see rc_observe_build); one
+ * clusters are copied as declared. Live clusters are observed (see rc_observe_build: the
+ * servers' lists are read page by page, each item reduced to what that reads of it as its page
+ * arrives, and pods that ended are not asked for), at most RC_OBSERVE_MAX_THREADS at once; one
  * that cannot be read gets reachable = 0 (reported through log with the reason), which is not
  * an error of the call. Resource names are looked up in src->res (a resource no workload asks
  * for does not matter to placement and is left out). Everything is allocated in `a`. */

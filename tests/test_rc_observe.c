@@ -6,11 +6,14 @@
 #include "th.h"
 #include "th_kube.h"
 
+#include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pl_basics.h"
+#include "rc_buf.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_observe.h"
@@ -214,7 +217,8 @@ static void test_rc_observe__live_capacity_paged(void **state)
 
     /* lists were read in pages of 2 */
     reqs = th_kube_requests(&f->live);
-    assert_true(th_kube_count(reqs, "GET", "/api/v1/pods") >= 3);
+    /* the four pods that can count (the server leaves out p4, Succeeded) */
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/pods"), 2);
     assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 2);
     assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1/deployments"), 1);
     cJSON_Delete(reqs);
@@ -357,6 +361,114 @@ static void test_rc_observe__slow_cluster_holds_one_thread(void **state)
     rc_arena_release(&a);
 }
 
+/* cJSON's memory, counted (cJSON_InitHooks): what observe holds of the lists it reads. */
+static _Atomic long json_bytes, json_peak;
+
+static void *json_alloc(size_t n)
+{
+    void *p = malloc(n);
+    long now = json_bytes += (long)malloc_usable_size(p), peak = json_peak;
+
+    while (now > peak && !atomic_compare_exchange_weak(&json_peak, &peak, now))
+        ;
+    return p;
+}
+
+static void json_free(void *p)
+{
+    json_bytes -= (long)malloc_usable_size(p);
+    free(p);
+}
+
+/* A fleet's lists are not held whole until every cluster is read: each item is reduced to
+ * what placement reads as its page arrives, so observe holds the pages in flight and what it
+ * kept, however big the items are. Six clusters on one server of 100 pods, each with 16 KB
+ * of annotations as real pods carry (managedFields, env, status), read in pages of 10: the
+ * lists are 9.6 MB of JSON, more as trees; held whole, cJSON's memory peaked above that. */
+static void test_rc_observe__lists_not_held_whole(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[6] = {"l1", "l2", "l3", "l4", "l5", "l6"};
+    const char *kcs[6];
+    struct rc_kube_options ko = f->ko;
+    struct th_kube big;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    struct rc_buf st = RC_BUF_INIT;
+    char kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], *pad = malloc(16 * 1024 + 1);
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+    long base;
+    cJSON *reqs;
+
+    memset(pad, 'x', 16 * 1024);
+    pad[16 * 1024] = '\0';
+    rc_buf_puts(&st,
+                "{\"objects\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                "\"metadata\":{\"name\":\"w\"}}",
+                NULL);
+    for (int i = 0; i < 4; i++)
+        rc_buf_printf(&st, NULL,
+                      ",{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n%d\","
+                      "\"annotations\":{\"pad\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":"
+                      "\"64\",\"pods\":\"110\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                      "\"True\"}],\"images\":[{\"names\":[\"%s\"]}]}}",
+                      i, pad, pad);
+    for (int i = 0; i < 100; i++)
+        rc_buf_printf(&st, NULL,
+                      ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%d\","
+                      "\"namespace\":\"w\",\"labels\":{\"rightplace.dev/unit\":\"u%d\"},"
+                      "\"annotations\":{\"pad\":\"%s\"}},\"spec\":{\"nodeName\":\"n%d\","
+                      "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":"
+                      "\"100m\"}}}]},\"status\":{\"phase\":\"%s\"}}",
+                      i, i % 7, pad, i % 4, i % 10 == 9 ? "Succeeded" : "Running");
+    rc_buf_puts(&st, "]}", NULL);
+    o.state_json = st.ptr;
+    assert_int_equal(th_kube_start(&big, &certs, &o), 0);
+    th_certs_path(ca, &certs, "ca.crt");
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n", ca);
+    th_kube_path(kc, &big, "kubeconfig");
+    th_kube_kubeconfig(kc, &big, extra, "    token: " TOKEN "\n");
+    for (size_t i = 0; i < 6; i++)
+        kcs[i] = kc;
+    make_source(&src, &a, names, kcs, 6);
+    ko.page_size = 10;
+    rc_kubeconfig_sources_add_file(&f->sources, kc);
+
+    cJSON_Hooks hooks = {json_alloc, json_free};
+    cJSON_InitHooks(&hooks);
+    base = json_bytes;
+    json_peak = base;
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    cJSON_InitHooks(NULL);
+    assert_int_equal(n, 7);
+    for (size_t i = 1; i < n; i++) {
+        assert_int_equal(fleet[i].reachable, 1);
+        assert_int_equal(fleet[i].nnodes, 4);
+        /* 25 pods a node, the Succeeded ones (every tenth, five on n1) not counted */
+        assert_int_equal(fleet[i].nodes[0].requested.v[PL_RES_CPU], 2500);
+        assert_int_equal(fleet[i].nodes[0].requested.v[PL_RES_PODS], 25000);
+        assert_int_equal(fleet[i].nodes[1].requested.v[PL_RES_CPU], 2000);
+        assert_int_equal(fleet[i].nodes[1].requested.v[PL_RES_PODS], 20000);
+        assert_int_equal(fleet[i].npresent, 7);
+    }
+    reqs = th_kube_requests(&big);
+    /* the 90 pods that count, in pages of 10: the server leaves out the ten that ended */
+    assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/pods"), 6 * 9);
+    cJSON_Delete(reqs);
+    /* the pages in flight (at most six of 10 pods, 160 KB of annotations each), not the
+     * lists (9.6 MB) */
+    print_message("observe held at most %ld bytes of JSON\n", json_peak - base);
+    if (json_peak - base > 3L * 1024 * 1024)
+        fail_msg("observe held %ld bytes of JSON at its peak", json_peak - base);
+    th_kube_stop(&big);
+    rc_buf_release(&st);
+    free(pad);
+    rc_arena_release(&a);
+}
+
 /* A cluster the last pass found unreachable gets one attempt per request (its timeout once,
  * not once per attempt); the others keep their retries. Counted in requests the server saw:
  * every nodes LIST fails with 503. Only the pass that finds a cluster down warns. */
@@ -434,6 +546,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__slow_cluster_holds_one_thread, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__known_down_tried_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__lists_not_held_whole, setup, teardown),
         cmocka_unit_test(test_rc_observe__simulated_only),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
