@@ -540,6 +540,8 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
     /* without libcurl no cluster can be reached: a broken installation, not an outage of
      * the clusters nor a mistake in their kubeconfigs */
     if (nlive && rc_http_load(err) < 0) {
+        for (size_t i = 0; i < nlive; i++)
+            seen_release(&fs[i].seen);
         free(fs);
         return RC_ERROR;
     }
