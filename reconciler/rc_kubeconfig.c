@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1110,6 +1111,191 @@ done:
     return error;
 }
 
+/* ==== Exec credentials kept by the process ====
+ *
+ * A credential a plugin printed is kept for the life of the process, not of one
+ * rc_kubeconfig: every pass of loop mode opens its clusters again (observe, then apply), and
+ * a plugin such as `aws eks get-token` takes a second of CPU, so a fleet of 100 such
+ * clusters ran about 200 of them a pass. As client-go's exec authenticator does, the
+ * credential is reused until it expires or a server refuses it (401), by any kubeconfig whose
+ * plugin would be run the same way: the key is everything the plugin is given (command, args,
+ * env, KUBERNETES_EXEC_INFO, which holds the cluster when provideClusterInfo is set; the
+ * process's own environment does not change). A refresh after a 401 adopts a credential
+ * another connection got since this one's (a newer generation) instead of running the plugin
+ * again. Plugins run outside the lock, so clusters with different plugins get their
+ * credentials in parallel. Entries are wiped when replaced or evicted. */
+
+#define CRED_CACHE_MAX 1024
+
+struct cred {
+    char *key;
+    size_t key_len;
+    char *token; /* NULL: none */
+    char *cert, *pkey;
+    size_t cert_len, pkey_len;
+    int64_t expiry; /* as rc_kubeconfig.exec_expiry: 0 none given */
+    uint64_t gen;
+    uint64_t used; /* the cache's clock when last used, for eviction */
+    struct cred *next;
+};
+
+static pthread_mutex_t cred_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cred *creds;
+static size_t ncreds;
+static uint64_t cred_clock, cred_gens;
+
+static void cred_free(struct cred *c)
+{
+    wipe_free_str(c->token);
+    wipe_free(c->cert, c->cert_len);
+    wipe_free(c->pkey, c->pkey_len);
+    free(c->key);
+    free(c);
+}
+
+static char *exec_info(const struct rc_kubeconfig *kc);
+
+/* What running kc's plugin depends on, as one byte string (each part length-prefixed). */
+static char *cred_key(const struct rc_kubeconfig *kc, size_t *len)
+{
+    const struct rc_kube_exec *e = kc->exec;
+    struct rc_buf b = RC_BUF_INIT;
+    char *info = exec_info(kc);
+
+#define PART(s) rc_buf_printf(&b, NULL, "%zu:%s", strlen(s), (s))
+    PART(e->command);
+    rc_buf_printf(&b, NULL, "a%zu", e->nargs);
+    for (size_t i = 0; i < e->nargs; i++)
+        PART(e->args[i]);
+    rc_buf_printf(&b, NULL, "e%zu", e->nenv);
+    for (size_t i = 0; i < e->nenv; i++)
+        PART(e->env[i]);
+    PART(info);
+#undef PART
+    free(info);
+    *len = b.len;
+    return rc_buf_detach(&b, NULL);
+}
+
+static struct cred *cred_find(const char *key, size_t len)
+{
+    for (struct cred *c = creds; c; c = c->next) {
+        if (c->key_len == len && !memcmp(c->key, key, len))
+            return c;
+    }
+    return NULL;
+}
+
+static int cred_expired(int64_t expiry)
+{
+    return expiry < 0 || (expiry > 0 && (int64_t)time(NULL) >= expiry);
+}
+
+/* Take the process's credential for kc's plugin into kc when there is one that has not
+ * expired and, for a refresh, that is newer than kc's. 1 when taken. */
+static int cred_adopt(struct rc_kubeconfig *kc, int refresh, int *cert_changed)
+{
+    size_t len;
+    char *key = cred_key(kc, &len);
+    struct cred *c;
+    int taken = 0;
+
+    pthread_mutex_lock(&cred_mu);
+    c = cred_find(key, len);
+    if (c && !cred_expired(c->expiry) && (!refresh || c->gen != kc->exec_gen)) {
+        wipe_free_str(kc->cur_token);
+        kc->cur_token = dup_or_null(c->token);
+        if (c->cert && c->pkey) {
+            wipe_free(kc->exec_cert, kc->exec_cert_len);
+            wipe_free(kc->exec_key, kc->exec_key_len);
+            kc->exec_cert = rc_xstrdup(c->cert);
+            kc->exec_cert_len = c->cert_len;
+            kc->exec_key = rc_xstrdup(c->pkey);
+            kc->exec_key_len = c->pkey_len;
+            if (cert_changed)
+                *cert_changed = 1;
+        }
+        kc->exec_expiry = c->expiry;
+        kc->exec_gen = c->gen;
+        c->used = ++cred_clock;
+        taken = 1;
+    }
+    pthread_mutex_unlock(&cred_mu);
+    free(key);
+    return taken;
+}
+
+/* Keep the credential kc's plugin just printed, for the process. */
+static void cred_keep(struct rc_kubeconfig *kc)
+{
+    size_t len;
+    char *key = cred_key(kc, &len);
+    struct cred *c;
+
+    pthread_mutex_lock(&cred_mu);
+    c = cred_find(key, len);
+    if (!c && ncreds >= CRED_CACHE_MAX) { /* evict the least recently used */
+        struct cred **pp, **oldest = &creds;
+        for (pp = &creds; *pp; pp = &(*pp)->next) {
+            if ((*pp)->used < (*oldest)->used)
+                oldest = pp;
+        }
+        c = *oldest;
+        *oldest = c->next;
+        cred_free(c);
+        ncreds--;
+        c = NULL;
+    }
+    if (!c) {
+        c = rc_xcalloc(1, sizeof(*c));
+        c->key = key;
+        c->key_len = len;
+        key = NULL;
+        c->next = creds;
+        creds = c;
+        ncreds++;
+    }
+    wipe_free_str(c->token);
+    wipe_free(c->cert, c->cert_len);
+    wipe_free(c->pkey, c->pkey_len);
+    c->token = dup_or_null(kc->cur_token);
+    c->cert = c->pkey = NULL;
+    c->cert_len = c->pkey_len = 0;
+    if (kc->exec_cert && kc->exec_key) {
+        c->cert = rc_xstrdup(kc->exec_cert);
+        c->cert_len = kc->exec_cert_len;
+        c->pkey = rc_xstrdup(kc->exec_key);
+        c->pkey_len = kc->exec_key_len;
+    }
+    c->expiry = kc->exec_expiry;
+    c->gen = kc->exec_gen = ++cred_gens;
+    c->used = ++cred_clock;
+    pthread_mutex_unlock(&cred_mu);
+    free(key);
+}
+
+void rc_kubeconfig_exec_cache_clear(void)
+{
+    pthread_mutex_lock(&cred_mu);
+    while (creds) {
+        struct cred *c = creds;
+        creds = c->next;
+        cred_free(c);
+    }
+    ncreds = 0;
+    pthread_mutex_unlock(&cred_mu);
+}
+
+size_t rc_kubeconfig_exec_cache_count(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&cred_mu);
+    n = ncreds;
+    pthread_mutex_unlock(&cred_mu);
+    return n;
+}
+
 int rc_kubeconfig_bearer(struct rc_kubeconfig *kc, int refresh, const char **token,
                          int *cert_changed, struct rc_err *err)
 {
@@ -1119,13 +1305,11 @@ int rc_kubeconfig_bearer(struct rc_kubeconfig *kc, int refresh, const char **tok
     if (cert_changed)
         *cert_changed = 0;
     if (kc->exec) {
-        int expired =
-            kc->exec_expiry < 0 || (kc->exec_expiry > 0 && (int64_t)time(NULL) >= kc->exec_expiry);
-
-        if (refresh || expired) {
+        if ((refresh || cred_expired(kc->exec_expiry)) && !cred_adopt(kc, refresh, cert_changed)) {
             error = exec_credential(kc, cert_changed, err);
             if (error < 0)
                 return error;
+            cred_keep(kc);
         }
         *token = kc->cur_token;
         return RC_OK;

@@ -79,6 +79,7 @@ struct rc_kubeconfig {
     char *exec_key;
     size_t exec_key_len;
     int64_t exec_expiry; /* unix seconds; 0: none given; -1: no cached credential */
+    uint64_t exec_gen;   /* the generation of the process's credential it holds */
     unsigned exec_runs;  /* how many times the plugin ran (for tests and logs) */
 };
 
@@ -154,11 +155,21 @@ int rc_kubeconfig_select(struct rc_kubeconfig **out, const struct rc_kubeconfig_
  * The bearer token to send now (*token: NULL when the config has none; borrowed, valid until
  * the next call or rc_kubeconfig_free). tokenFile is re-read on every call; an exec plugin
  * runs when there is no cached credential, when it has expired, or when refresh is set (after
- * a 401). *cert_changed (may be NULL) is set to 1 when the plugin returned a new client
- * certificate (exec_cert/exec_key), which the caller hands to its HTTP connection.
+ * a 401), unless the process keeps one that serves (below). *cert_changed (may be NULL) is set to 1
+ * when the plugin returned a new client certificate (exec_cert/exec_key), which the caller hands to
+ * its HTTP connection.
  */
 int rc_kubeconfig_bearer(struct rc_kubeconfig *kc, int refresh, const char **token,
                          int *cert_changed, struct rc_err *err);
+
+/* Exec credentials are kept by the process, not by one rc_kubeconfig: a kubeconfig whose
+ * plugin would be run the same way (command, args, env, KUBERNETES_EXEC_INFO) takes the one
+ * the last run printed while it has not expired, and a refresh after a 401 takes one that
+ * another connection got since (so loop mode runs a plugin once per credential lifetime, not
+ * once per pass and connection). At most 1,024 are kept, the least recently used evicted.
+ * Clearing wipes them (tests); the count is for tests. */
+void rc_kubeconfig_exec_cache_clear(void);
+size_t rc_kubeconfig_exec_cache_count(void);
 
 /* Decode base64 (whitespace ignored) into a malloc'd NUL-terminated buffer. */
 int rc_base64_decode(char **out, size_t *len, const char *text, struct rc_err *err);

@@ -488,6 +488,76 @@ static void test_rc_kubeconfig__exec_plugin(void **state)
     assert_no_secret(f, "exec-token-C", &err);
 }
 
+/* A credential is kept by the process, not by one connection: loop mode opens every cluster
+ * again each pass (observe, then apply), and each open ran the plugin again. Now a new
+ * connection takes the kept credential while it has not expired; a connection refused with
+ * the old one takes the one another connection got since, without a run; a plugin run
+ * another way (here without provideClusterInfo) has a credential of its own. */
+static void test_rc_kubeconfig__exec_credential_kept_by_the_process(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char kc[TH_PATH], kc2[TH_PATH], p[TH_PATH];
+    struct rc_kube *k = NULL, *k3 = NULL, *k4 = NULL;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    char *text;
+
+    rc_kubeconfig_exec_cache_clear();
+    th_kube_tokens(&f->kube, "exec-token-A\n");
+    write_plugin(f, kc, "      provideClusterInfo: true\n");
+    /* two passes, one connection each */
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(rc_kube_open(&k, kc, NULL, &f->log, &err), RC_OK);
+        assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+        assert_int_equal(resp.status, 200);
+        rc_kube_free(k);
+        k = NULL;
+    }
+    assert_int_equal(plugin_runs(f), 1);
+
+    /* the server rotates: the first connection refused runs the plugin, the second takes
+     * what it got */
+    assert_int_equal(rc_kube_open(&k3, kc, NULL, &f->log, &err), RC_OK);
+    assert_int_equal(rc_kube_open(&k4, kc, NULL, &f->log, &err), RC_OK);
+    assert_int_equal(rc_kube_request(k3, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(rc_kube_request(k4, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(plugin_runs(f), 1);
+    th_kube_tokens(&f->kube, "exec-token-B\n");
+    th_kube_write(fpath(p, f, "plugin-token"), "exec-token-B");
+    assert_int_equal(rc_kube_request(k3, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(resp.status, 200);
+    assert_int_equal(plugin_runs(f), 2);
+    assert_int_equal(rc_kube_request(k4, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(resp.status, 200);
+    assert_int_equal(plugin_runs(f), 2);
+    rc_kube_free(k3);
+    rc_kube_free(k4);
+    assert_int_equal(rc_kubeconfig_exec_cache_count(), 1);
+
+    /* the same plugin given other input (no cluster in KUBERNETES_EXEC_INFO): its own run */
+    text = th_kube_read(kc);
+    snprintf(kc2, sizeof(kc2), "%s/config-no-info", f->dir);
+    {
+        char *at = strstr(text, "      provideClusterInfo: true\n");
+        assert_non_null(at);
+        memmove(at, at + 31, strlen(at + 31) + 1);
+    }
+    th_kube_write(kc2, text);
+    free(text);
+    assert_int_equal(rc_kube_open(&k, kc2, NULL, &f->log, &err), RC_OK);
+    assert_int_equal(rc_kube_request(k, "GET", "/api", NULL, NULL, 0, &resp, &err), RC_OK);
+    assert_int_equal(resp.status, 200);
+    assert_int_equal(plugin_runs(f), 3);
+    rc_kube_free(k);
+    assert_int_equal(rc_kubeconfig_exec_cache_count(), 2);
+
+    rc_http_response_release(&resp);
+    rc_kubeconfig_exec_cache_clear();
+    assert_int_equal(rc_kubeconfig_exec_cache_count(), 0);
+    assert_no_secret(f, "exec-token-A", &err);
+    assert_no_secret(f, "exec-token-B", &err);
+}
+
 static void test_rc_kubeconfig__exec_plugin_wrong_api_version(void **state)
 {
     struct fixture *f = *state;
@@ -766,6 +836,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__bad_files, setup, teardown),
         cmocka_unit_test(test_rc_kubeconfig__base64),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_credential_kept_by_the_process,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_wrong_api_version, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kubeconfig__exec_plugin_client_cert, setup,

@@ -14,6 +14,7 @@
 #include "th.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -258,6 +259,51 @@ static void test_rc_live__one_change_applies_one_object(void **state)
     fleet_stop(&f);
 }
 
+/* A cluster whose kubeconfig runs a credential plugin: one pass reads it (observe) and
+ * applies to it, and the plugin runs once for both: the process keeps the credential
+ * (rc_kubeconfig.h). Each opened connection ran it again before, so a fleet of `aws eks
+ * get-token` clusters ran it twice a cluster a pass. */
+static void test_rc_live__exec_plugin_once_a_pass(void **state)
+{
+    struct fleet f;
+    char *repo, *runs, script[TH_PATH], count[TH_PATH], extra[TH_PATH + 64], ca[TH_PATH];
+    char user[TH_PATH * 2 + 256];
+    cJSON *reqs;
+    (void)state;
+
+    fleet_start(&f);
+    snprintf(script, sizeof(script), "%s/plugin.sh", f.dir);
+    snprintf(count, sizeof(count), "%s/runs", f.dir);
+    snprintf(user, sizeof(user),
+             "#!/bin/sh\necho run >> '%s'\n"
+             "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":"
+             "\"ExecCredential\",\"status\":{\"token\":\"%s\",\"expirationTimestamp\":"
+             "\"2999-01-01T00:00:00Z\"}}'\n",
+             count, TOKEN);
+    th_kube_write(script, user);
+    assert_int_equal(chmod(script, 0755), 0);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    snprintf(user, sizeof(user),
+             "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+             "      command: %s\n      interactiveMode: Never\n",
+             script);
+    th_kube_kubeconfig(f.kc_static, &f.stat, extra, user);
+    repo = live_repo(&f);
+    assert_int_equal(reconcile(repo, NULL, NULL), 0);
+    reqs = th_kube_requests(&f.stat);
+    assert_true(count_where(reqs, "GET", "/api/v1/nodes") >= 1); /* observed */
+    assert_true(count_where(reqs, "PATCH", "/") >= 1);           /* applied */
+    cJSON_Delete(reqs);
+    runs = th_kube_read(count);
+    assert_non_null(runs);
+    assert_string_equal(runs, "run\n");
+    free(runs);
+    th_rm_rf(repo);
+    free(repo);
+    fleet_stop(&f);
+}
+
 static void test_rc_live__finished_rayjob_is_not_recreated(void **state)
 {
     struct fleet f;
@@ -486,6 +532,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_rc_live__scenarios_applied_then_pruned),
             cmocka_unit_test(test_rc_live__one_change_applies_one_object),
+            cmocka_unit_test(test_rc_live__exec_plugin_once_a_pass),
             cmocka_unit_test(test_rc_live__diff_shows_what_a_person_changed),
             cmocka_unit_test(test_rc_live__finished_rayjob_is_not_recreated),
             cmocka_unit_test(test_rc_live__faulty_cluster_keeps_its_objects),
