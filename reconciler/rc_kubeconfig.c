@@ -1149,11 +1149,9 @@ static void cred_free(struct cred *c)
     wipe_free_str(c->token);
     wipe_free(c->cert, c->cert_len);
     wipe_free(c->pkey, c->pkey_len);
-    free(c->key);
+    wipe_free(c->key, c->key_len); /* the plugin's env may hold a secret */
     free(c);
 }
-
-static char *exec_info(const struct rc_kubeconfig *kc);
 
 /* What running kc's plugin depends on, as one byte string (each part length-prefixed). */
 static char *cred_key(const struct rc_kubeconfig *kc, size_t *len)
@@ -1221,7 +1219,7 @@ static int cred_adopt(struct rc_kubeconfig *kc, int refresh, int *cert_changed)
         taken = 1;
     }
     pthread_mutex_unlock(&cred_mu);
-    free(key);
+    wipe_free(key, len);
     return taken;
 }
 
@@ -1271,7 +1269,8 @@ static void cred_keep(struct rc_kubeconfig *kc)
     c->gen = kc->exec_gen = ++cred_gens;
     c->used = ++cred_clock;
     pthread_mutex_unlock(&cred_mu);
-    free(key);
+    if (key)
+        wipe_free(key, len);
 }
 
 void rc_kubeconfig_exec_cache_clear(void)
