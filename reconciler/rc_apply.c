@@ -370,7 +370,8 @@ static void run_job(struct job *j)
     struct rc_kube_options ko = *j->ko;
     struct rc_err err = RC_ERR_INIT;
     struct rc_kube *k = NULL;
-    size_t i, ns_end = 0, crd_end, del_end;
+    size_t i, ns_end = 0, crd_end, del_end, gvs_n = 0;
+    const char *const *gvs;
     int rc;
 
     ko.log = j->log;
@@ -378,7 +379,9 @@ static void run_job(struct job *j)
         cluster_failed(j, rc, err.msg);
         return;
     }
-    if ((rc = rc_kube_discover(k, &err)) < 0) {
+    /* discovery of what the plan uses, and no more (rc_apply_plan_api_versions) */
+    gvs = rc_apply_plan_api_versions(j->plan, &gvs_n, &j->arena);
+    if ((rc = rc_kube_prepare(k, gvs, gvs_n, &err)) < 0) {
         cluster_failed(j, rc, err.msg);
         goto done;
     }

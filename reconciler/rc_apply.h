@@ -121,6 +121,14 @@ int rc_apply_plan_make(struct rc_apply_plan *out, const struct rc_apply_file *ol
                        struct rc_arena *a, struct rc_err *err);
 void rc_apply_plan_release(struct rc_apply_plan *p);
 
+/* The distinct apiVersions of the plan's applies and deletes (*n of them, in `a`): the
+ * group/versions a client needs discovered for it (rc_kube_prepare). A real cluster serves
+ * dozens (every CRD's, the aggregated APIs'), each one more request before the first apply,
+ * and one whose service is down (metrics.k8s.io without its metrics-server) answers 503,
+ * which must cost its own kinds only, not the cluster's work. */
+const char *const *rc_apply_plan_api_versions(const struct rc_apply_plan *p, size_t *n,
+                                              struct rc_arena *a);
+
 /* What happened on one cluster. */
 enum rc_apply_outcome {
     RC_APPLY_UP_TO_DATE = 0,  /* nothing changed since the applied commit */

@@ -179,6 +179,8 @@ int rc_apply_diff(struct rc_buf *out, size_t *drift, size_t *failed, struct rc_g
         struct rc_git_blob *b = NULL;
         struct rc_apply_file *f;
         struct rc_kube *k = NULL;
+        size_t ngvs = 0;
+        const char *const *gvs;
         struct rc_err cerr = RC_ERR_INIT;
         char prefix[300];
         size_t nb = 0;
@@ -196,8 +198,9 @@ int rc_apply_diff(struct rc_buf *out, size_t *drift, size_t *failed, struct rc_g
         }
         if ((rc = rc_apply_plan_make(&plan, NULL, 0, f, nb, 1, a, err)) < 0)
             return rc;
+        gvs = rc_apply_plan_api_versions(&plan, &ngvs, a);
         if (rc_kube_open_conn(&k, &conns[c], ko ? ko : &defaults, &cerr) < 0 ||
-            rc_kube_discover(k, &cerr) < 0) {
+            rc_kube_prepare(k, gvs, ngvs, &cerr) < 0) {
             (*failed)++;
             if (log)
                 rc_log_warn(log, "cluster '%s': not compared: %s", conns[c].name, cerr.msg);

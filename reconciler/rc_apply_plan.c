@@ -299,3 +299,21 @@ int rc_apply_note_merge(struct rc_buf *out, const char *existing, const char *ou
     free(o.v);
     return rc;
 }
+
+const char *const *rc_apply_plan_api_versions(const struct rc_apply_plan *p, size_t *n,
+                                              struct rc_arena *a)
+{
+    const char **gvs = rc_arena_calloc(a, p->napply + p->ndelete + 1, sizeof(*gvs));
+
+    *n = 0;
+    for (size_t i = 0; i < p->napply + p->ndelete; i++) {
+        const struct rc_apply_op *op = i < p->napply ? &p->apply[i] : &p->del[i - p->napply];
+        size_t k = 0;
+
+        while (k < *n && strcmp(gvs[k], op->api_version))
+            k++;
+        if (k == *n)
+            gvs[(*n)++] = op->api_version;
+    }
+    return gvs;
+}

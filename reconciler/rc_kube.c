@@ -25,6 +25,9 @@ struct kgv {
     int served; /* 0: the server answered 404 for it */
     struct kres *res;
     size_t nres, cap;
+    /* the server answered 5xx for it (an aggregated API whose service is down): its objects
+     * fail with this message until discovery is forgotten, without asking again */
+    char *failed;
 };
 
 struct rc_kube {
@@ -138,6 +141,8 @@ static void gv_clear(struct kgv *g)
     free(g->res);
     g->res = NULL;
     g->nres = g->cap = 0;
+    free(g->failed);
+    g->failed = NULL;
 }
 
 void rc_kube_invalidate(struct rc_kube *k)
@@ -362,6 +367,12 @@ static int gv_fetch(struct rc_kube *k, const char *gv, struct kgv **out, struct 
         error = RC_OK;
         goto done;
     }
+    if (error == RC_EHTTP && k->last_status >= 500) {
+        /* this group/version alone: the server answers, the API behind it does not */
+        g->failed = rc_xstrdup(err->msg);
+        *out = g;
+        goto done;
+    }
     if (error < 0)
         goto done;
     g->served = 1;
@@ -437,6 +448,8 @@ int rc_kube_resource(struct rc_kube *k, const char *api_version, const char *kin
     const struct kres *r = NULL;
     int error;
 
+    if (g && g->failed)
+        return rc_err_set(err, RC_EHTTP, "%s", g->failed);
     if (g)
         r = gv_lookup(g, kind);
     if (!r) {
@@ -452,6 +465,23 @@ int rc_kube_resource(struct rc_kube *k, const char *api_version, const char *kin
     *resource = r->name;
     if (namespaced)
         *namespaced = r->namespaced;
+    return RC_OK;
+}
+
+int rc_kube_prepare(struct rc_kube *k, const char *const *api_versions, size_t n,
+                    struct rc_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct kgv *g = NULL;
+        int error;
+
+        if (!api_versions[i] || gv_find(k, api_versions[i]))
+            continue;
+        error = gv_fetch(k, api_versions[i], &g, err);
+        if (error < 0 && !(g && g->failed))
+            return error;
+    }
+    rc_err_clear(err);
     return RC_OK;
 }
 

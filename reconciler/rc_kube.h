@@ -94,6 +94,14 @@ const char *rc_kube_last_reason(const struct rc_kube *k);
 /* Fetch every group/version the server serves (/api, /api/v1, /apis, /apis/<g>/<v> for
  * each version listed), replacing the cache. Also a quick "is the cluster reachable". */
 int rc_kube_discover(struct rc_kube *k, struct rc_err *err);
+/* Fetch the group/versions given (NULLs and repeats skipped) that are not cached: what a
+ * client about to use those kinds needs, and no more (a real cluster serves dozens; apply
+ * uses a few). The first request tells whether the cluster answers: an error is returned
+ * (RC_ETRANSPORT, a 401, ...) but a 5xx for one group/version (an aggregated API whose
+ * service is down), which is kept instead: rc_kube_resource fails its kinds with that answer,
+ * without asking again, until discovery is forgotten (rc_kube_invalidate). */
+int rc_kube_prepare(struct rc_kube *k, const char *const *api_versions, size_t n,
+                    struct rc_err *err);
 /* Forget cached discovery (e.g. after applying CRDs). */
 void rc_kube_invalidate(struct rc_kube *k);
 /* Resource name ("rayjobs", borrowed, lives as long as k or until invalidated) and scope of

@@ -910,6 +910,78 @@ static void test_rc_apply__unauthorized_names_kubeconfig_context_user(void **sta
     "    kind: RayJob\n    plural: rayjobs\n    singular: rayjob\n    listKind: RayJobList\n"      \
     "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
 
+#define CRD_WIDGET                                                                                 \
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"             \
+    "  name: widgets.x.io\nspec:\n  group: x.io\n  scope: Namespaced\n  names:\n"                  \
+    "    kind: Widget\n    plural: widgets\n    singular: widget\n    listKind: WidgetList\n"      \
+    "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
+
+/* A group/version the server lists but cannot serve (an aggregated API whose service is down,
+ * as metrics.k8s.io without its metrics-server): 503 for /apis/x.io/v1. Apply discovers only
+ * the group/versions its plan uses, so a pass of ConfigMaps is applied as if it were not
+ * there; a pass with a Widget fails that object alone, asking once. Full discovery before
+ * each apply stopped the cluster's whole work every pass. */
+static void test_rc_apply__unavailable_api_costs_its_kinds_only(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    static const struct tf t1[] = {
+        {"_cluster/customresourcedefinition.widgets.x.io.yaml", CRD_WIDGET},
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/configmap.a.yaml", CM("a", "one", MANAGED)},
+    };
+    static const struct tf t2[] = {
+        {"_cluster/customresourcedefinition.widgets.x.io.yaml", CRD_WIDGET},
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/configmap.a.yaml", CM("a", "two", MANAGED)},
+    };
+    static const struct tf t3[] = {
+        {"_cluster/customresourcedefinition.widgets.x.io.yaml", CRD_WIDGET},
+        {"_cluster/namespace.team.yaml", NS_TEAM},
+        {"team/configmap.a.yaml", CM("a", "three", MANAGED)},
+        {"team/widget.w.yaml", "apiVersion: x.io/v1\nkind: Widget\nmetadata:\n  name: w\n"
+                               "  namespace: team\n  labels:\n" MANAGED},
+    };
+    char d1[41], d2[41], d3[41], ref[41];
+    cJSON *reqs, *o;
+    char *text;
+
+    commit(f, d1, t1, 3);
+    assert_int_equal(apply(f, d1, 1, 0), 0);
+    th_kube_faults(&f->kube[0], "[{\"path\": \"^/apis/x\\\\.io/v1$\", \"method\": \"GET\", "
+                                "\"status\": 503}]");
+
+    commit(f, d2, t2, 3);
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, d2, 1, 0), 0);
+    reqs = th_kube_requests(&f->kube[0]);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/x.io/v1"), 0);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis"), 0); /* v1 alone was discovered */
+    assert_int_equal(th_kube_count(reqs, "PATCH", "configmaps/a"), 1);
+    cJSON_Delete(reqs);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, d2);
+
+    commit(f, d3, t3, 4);
+    th_kube_clear_requests(&f->kube[0]);
+    assert_int_equal(apply(f, d3, 1, 0), 1);
+    reqs = th_kube_requests(&f->kube[0]);
+    /* one fetch of the group/version (the client's attempts), not one per object */
+    assert_true(th_kube_count(reqs, "GET", "/apis/x.io/v1") <= 3);
+    assert_int_equal(th_kube_count(reqs, "PATCH", "widgets"), 0);
+    cJSON_Delete(reqs);
+    o = live(f, 0, "v1", "ConfigMap", "team", "a");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "data"), "k")->valuestring,
+                        "three");
+    cJSON_Delete(o);
+    text = note(f, d3, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: incomplete: applied 1, failed 1, deleted 0\n"
+                                 "  failed: apply team/Widget/w: "));
+    assert_null(strstr(text, "stopped"));
+    rc_arena_release(&a);
+}
+
 /* A RayJob and its CRD in one pass, on a server where ray.io exists only once the CRD is
  * established (after a few GETs): the CRD is applied first and waited for. */
 static void test_rc_apply__crd_first_and_established(void **state)
@@ -1615,6 +1687,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__diff_shows_drift_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__crd_first_and_established, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__unavailable_api_costs_its_kinds_only, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__pass_end_to_end_two_clusters, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__simulated_clusters_ignored, setup, teardown),
