@@ -15,18 +15,9 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 builds=("$@")
 [ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
 rm -rf $d; mkdir -p $d
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=ca -keyout $d/ca.key -out $d/ca.crt 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=fk -keyout $d/server.key -out $d/server.csr 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >$d/ext
-openssl x509 -req -in $d/server.csr -CA $d/ca.crt -CAkey $d/ca.key -CAcreateserial -days 2 -extfile $d/ext -out $d/server.crt 2>/dev/null
-echo plugin-token >$d/tokens
+. "$src/bench/fake_fleet.sh"
 python3 $src/bench/gen_kube_state.py 3 6 > $d/state.json
-echo '[]' > $d/faults.json
-python3 $src/tests/fakekube/fakekube.py --cert $d/server.crt --key $d/server.key --client-ca $d/ca.crt \
-  --tokens-file $d/tokens --port-file $d/port --state $d/state.json --faults-file $d/faults.json --log $d/req.log > $d/fk.log 2>&1 &
-echo $! > $d/pid
-trap 'kill "$(cat $d/pid)" 2>/dev/null || true' EXIT
-for i in $(seq 300); do [ -s $d/port ] && break; sleep 0.1; done
+fake_kube_start $d $d/state.json plugin-token
 cat > $d/plugin.sh <<P
 #!/bin/sh
 echo "\$*" >> $d/runs
@@ -35,12 +26,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 P
 chmod +x $d/plugin.sh
 {
-echo "apiVersion: v1
-kind: Config
-clusters:
-- name: fk
-  cluster: {server: 'https://127.0.0.1:$(cat $d/port)', certificate-authority: $d/ca.crt}
-users:"
+fake_kubeconfig_head $d
+echo "users:"
 for i in $(seq -w 0 $((nc - 1))); do
   echo "- name: u$i
   user:
@@ -52,22 +39,8 @@ for i in $(seq -w 0 $((nc - 1))); do
   context: {cluster: fk, user: u$i}"
 done
 } > $d/kubeconfig
-r=$d/repo; mkdir -p $r/fleet
-for i in $(seq -w 0 $((nc - 1))); do cat > $r/fleet/c$i.yaml <<Y
-apiVersion: rightplace.dev/v1alpha1
-kind: Cluster
-metadata: {name: c$i}
-spec:
-  kubeconfig: {context: c$i}
-  autoscaler: {type: none}
-Y
-done
-cat > $r/cm.yaml <<Y
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: x, namespace: default}
-Y
-git -C $r init -q -b main && git -C $r add -A && git -C $r -c user.name=s -c user.email=s@x commit -q -m init
+r=$d/repo
+fake_fleet_repo $r $nc
 for rp in "${builds[@]}"; do
     rm -rf "$d/state" "$d/clone"; : > $d/runs
     git clone -q $r $d/clone

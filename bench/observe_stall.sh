@@ -10,19 +10,12 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 builds=("$@")
 [ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
 rm -rf $d; mkdir -p $d
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=ca -keyout $d/ca.key -out $d/ca.crt 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=fk -keyout $d/server.key -out $d/server.csr 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >$d/ext
-openssl x509 -req -in $d/server.csr -CA $d/ca.crt -CAkey $d/ca.key -CAcreateserial -days 2 -extfile $d/ext -out $d/server.crt 2>/dev/null
-echo obs-token >$d/tokens
+. "$src/bench/fake_fleet.sh"
 python3 -c "
 import json
 objs=[{'apiVersion':'v1','kind':'Node','metadata':{'name':'node-%02d'%i},'status':{'allocatable':{'cpu':'16','memory':'64Gi','pods':'110'},'conditions':[{'type':'Ready','status':'True'}]}} for i in range(20)]
 json.dump({'objects':objs},open('$d/state.json','w'))"
-echo '[]' > $d/faults.json
-python3 $src/tests/fakekube/fakekube.py --cert $d/server.crt --key $d/server.key --client-ca $d/ca.crt \
-  --tokens-file $d/tokens --port-file $d/port --state $d/state.json --faults-file $d/faults.json --log $d/req.log > $d/fk.log 2>&1 &
-echo $! > $d/pid
+fake_kube_start $d $d/state.json obs-token
 # a listener that accepts and never answers (a firewalled or hung API server)
 python3 -c "
 import socket, time
@@ -33,14 +26,10 @@ while True:
     c, _ = s.accept(); conns.append(c)
 " > /dev/null 2>&1 &
 echo $! > $d/pid-stall
-for i in $(seq 100); do [ -s $d/port ] && [ -s $d/stall-port ] && break; sleep 0.1; done
+for i in $(seq 100); do [ -s $d/stall-port ] && break; sleep 0.1; done
 {
-echo "apiVersion: v1
-kind: Config
-clusters:
-- name: fk
-  cluster: {server: 'https://127.0.0.1:$(cat $d/port)', certificate-authority: $d/ca.crt}
-- name: stall
+fake_kubeconfig_head $d
+echo "- name: stall
   cluster: {server: 'https://127.0.0.1:$(cat $d/stall-port)', certificate-authority: $d/ca.crt}
 users:
 - name: u
@@ -52,22 +41,8 @@ for i in $(seq -w 0 23); do
   context: {cluster: $c, user: u}"
 done
 } > $d/kubeconfig
-r=$d/repo; mkdir -p $r/fleet
-for i in $(seq -w 0 23); do cat > $r/fleet/c$i.yaml <<Y
-apiVersion: rightplace.dev/v1alpha1
-kind: Cluster
-metadata: {name: c$i}
-spec:
-  kubeconfig: {context: c$i}
-  autoscaler: {type: none}
-Y
-done
-cat > $r/cm.yaml <<Y
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: x, namespace: default}
-Y
-git -C $r init -q -b main && git -C $r add -A && git -C $r -c user.name=s -c user.email=s@x commit -q -m init
+r=$d/repo
+fake_fleet_repo $r 24
 for rp in "${builds[@]}"; do
     rm -rf "$d/state"
     s=$(date +%s%N)
@@ -78,4 +53,3 @@ for rp in "${builds[@]}"; do
     printf '%s: plan %d ms, exit %d, %d clusters unreachable\n' "$rp" $(((e - s) / 1000000)) \
         "$st" "$(grep -c 'unreachable:' "$d/plan.err" || true)"
 done
-kill "$(cat $d/pid)" "$(cat $d/pid-stall)"
