@@ -448,8 +448,13 @@ int rc_kube_resource(struct rc_kube *k, const char *api_version, const char *kin
     const struct kres *r = NULL;
     int error;
 
-    if (g && g->failed)
+    if (g && g->failed) {
+        /* the answer kept for its group/version: no request is made for this object, so
+         * nothing reads as one more server error (rc_apply stops a cluster after five in a
+         * row) */
+        k->last_status = 0;
         return rc_err_set(err, RC_EHTTP, "%s", g->failed);
+    }
     if (g)
         r = gv_lookup(g, kind);
     if (!r) {
