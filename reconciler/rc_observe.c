@@ -1,9 +1,10 @@
 /*
  * rc_observe.c - builds the fleet for a pass (see rc_observe.h).
  *
- * Live clusters are fetched in threads (one rc_kube connection each, no arena, no libgit2);
- * the cJSON items they bring back are turned into pl_cluster on the calling thread, so the
- * arena and the resource-name table are only touched by one thread.
+ * Live clusters are fetched in threads (one rc_kube connection each, no libgit2), each item
+ * reduced as its page arrives into memory of the fetch's own (struct seen); what was kept is
+ * turned into pl_cluster on the calling thread, so the pass's arena is only touched by one
+ * thread, and the resource-name table is only read while the threads run.
  */
 #include "rc_sort.h"
 #include "rc_observe.h"
