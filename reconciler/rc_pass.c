@@ -1732,6 +1732,10 @@ struct compute {
     /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
      * record it made, kept with that record in the record cache file */
     const struct rd_record_memo *record_memo;
+    /* the warnings the last record of this process listed (rd_record_memo_warning_digests,
+     * taken before the render writes the new one): reported already, not warned again */
+    const uint64_t *known_warnings;
+    size_t nknown_warnings;
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
     int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
@@ -2024,6 +2028,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (ropts.record_memo && o->last_pass)
         rd_record_memo_keep_bytes(ropts.record_memo, 0);
     c->record_memo = ropts.record_memo;
+    c->known_warnings = rd_record_memo_warning_digests(ropts.record_memo, &c->nknown_warnings, a);
     ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
@@ -2048,11 +2053,32 @@ static void compute_release(struct compute *c)
     loaded_release(&c->load);
 }
 
-/* The pass's warnings, the engine's then the source's, into out; each logged (the first 20). */
+static int known_warning(const struct compute *c, const char *w)
+{
+    uint64_t h;
+    size_t lo = 0, hi = c->nknown_warnings;
+
+    if (!hi)
+        return 0;
+    h = rc_xxh64(w, strlen(w));
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->known_warnings[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->nknown_warnings && c->known_warnings[lo] == h;
+}
+
+/* The pass's warnings, the engine's then the source's, into out; each logged (the first 20)
+ * unless the last record of this process listed it: loop mode warns of a file's problem in
+ * the pass that finds it, not every pass (the others are counted at info level). */
 static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
                              const struct rc_pass_options *o, struct rc_arena *a)
 {
     size_t n = c->res.nwarnings + c->load.src.nwarnings + c->tree.nwarnings, k = 0;
+    size_t nnew = 0, nknown = 0;
     const char **w = rc_arena_calloc(a, n + 1, sizeof(*w));
 
     for (size_t i = 0; i < c->res.nwarnings; i++)
@@ -2063,10 +2089,20 @@ static void collect_warnings(struct rc_pass_result *out, const struct compute *c
         w[k++] = c->tree.warnings[i];
     out->nwarnings = k;
     out->warnings = w;
-    for (size_t i = 0; o->log && i < k && i < 20; i++)
-        rc_log_warn(o->log, "%s", w[i]);
-    if (o->log && k > 20)
-        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)", k - 20);
+    for (size_t i = 0; o->log && i < k; i++) {
+        if (known_warning(c, w[i]))
+            nknown++;
+        else if (nnew++ < 20)
+            rc_log_warn(o->log, "%s", w[i]);
+    }
+    if (o->log && nnew > 20)
+        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)",
+                    nnew - 20);
+    if (o->log && nknown)
+        rc_log_info(o->log,
+                    "%zu warning%s as reported by an earlier pass (placements.yaml "
+                    "lists them all)",
+                    nknown, nknown == 1 ? "" : "s");
 }
 
 static void count_states(struct rc_pass_result *out, const struct pl_result *res)

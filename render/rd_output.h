@@ -18,6 +18,7 @@
 #define RD_OUTPUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pl_types.h"
 #include "rc_buf.h"
@@ -221,6 +222,11 @@ void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep);
  * record would be the last one written with it (rd_record_emit_unless_same) as the memo that
  * wrote it would; when the record must be written, its entries are written again. */
 void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
+/* XXH64 of the text of each warning the last record written with m listed, sorted (*n of
+ * them, in a): what an earlier pass of the process has reported already. A memo read back
+ * (rd_record_memo_import) or kept as digests holds no warnings: none. */
+uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
+                                         struct rc_arena *a);
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */

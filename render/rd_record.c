@@ -708,6 +708,27 @@ static struct memo_warning *warning_find(const struct warning_index *x, struct r
     return NULL;
 }
 
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
+                                         struct rc_arena *a)
+{
+    uint64_t *v = rc_arena_calloc(a, (m ? m->nwarnings : 0) + 1, sizeof(*v));
+
+    *n = 0;
+    for (size_t i = 0; m && i < m->nwarnings; i++) {
+        if (m->warnings[i].text)
+            v[(*n)++] = warning_hash(m->warnings[i].text);
+    }
+    rc_sort(v, *n, sizeof(*v), cmp_u64);
+    return v;
+}
+
 /* The warnings, each copied from the memo when the last record had the same text: where it
  * had it (the usual case), else found by text. */
 static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,

@@ -125,6 +125,96 @@ static void assert_scratch_commits(const char *tree, const char *repo, struct rc
 
 /* The pass after a one-file change keeps the record the pass before wrote (0 units read),
  * renders one unit, and commits the tree a from-scratch pass commits. */
+/* A pass with a log (memstream): what it logged, in *text (the caller frees). */
+static void run_pass_logged(struct rc_pass_result *res, const char *repo, struct rc_cache *cache,
+                            char **text, struct rc_arena *a)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    struct rc_log log = {0};
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+
+    log.level = RC_LOG_INFO;
+    log.out = f;
+    o.apply = 0;
+    o.cache = cache;
+    o.log = &log;
+    assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
+    if (rc_pass_run(res, g, &o, a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    rc_git_free(g);
+    fclose(f);
+}
+
+/* Loop mode warns of a file's problem in the pass that finds it, not in every pass after it
+ * (with live clusters every pass loads and places, every few seconds): a warning the last
+ * record of the process listed is counted at info level instead. A new one is warned of. */
+static void test_rc_incremental__warnings_once_in_loop_mode(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *log = NULL;
+    static const char dup[] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, namespace: "
+                              "team, labels: {app.kubernetes.io/instance: job-0}}\n"
+                              "data:\n  k: one\n  k: two\n";
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    th_write_file(repo, "jobs/dup-a.yaml", dup, (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a duplicate key", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nwarnings, 1);
+    th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
+    assert_null(strstr(log, "reported by an earlier pass"));
+    free(log);
+
+    /* the next change: the same warning, counted */
+    write_job(repo, 3, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nwarnings, 1); /* the record still lists it */
+    assert_null(strstr(log, "duplicate key"));
+    th_assert_contains(log, "1 warning as reported by an earlier pass");
+    free(log);
+
+    /* a new one is warned of, the old one counted */
+    {
+        char other[sizeof(dup)];
+        memcpy(other, dup, sizeof(dup));
+        other[strstr(other, "name: d,") - other + 6] = 'e'; /* another ConfigMap */
+        th_write_file(repo, "jobs/dup-b.yaml", other, (size_t)-1);
+    }
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "another", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.nwarnings, 2);
+    th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
+    assert_null(strstr(log, "dup-a.yaml"));
+    th_assert_contains(log, "1 warning as reported by an earlier pass");
+    free(log);
+
+    /* a process of its own (`--once`, no state) warns of both */
+    write_job(repo, 4, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 cpu", NULL));
+    run_pass_logged(&res, repo, NULL, &log, &a);
+    th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
+    th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
+    free(log);
+
+    rc_cache_free(loop);
+    th_rm_rf(repo);
+    free(repo);
+    rc_arena_release(&a);
+}
+
 static void test_rc_incremental__one_change_reads_no_record(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -592,6 +682,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
+        cmocka_unit_test(test_rc_incremental__warnings_once_in_loop_mode),
         cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
         cmocka_unit_test(test_rc_incremental__deploy_head_listed_ahead),
