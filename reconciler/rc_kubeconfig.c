@@ -1189,12 +1189,11 @@ static int cred_expired(int64_t expiry)
     return expiry < 0 || (expiry > 0 && (int64_t)time(NULL) >= expiry);
 }
 
-/* Take the process's credential for kc's plugin into kc when there is one that has not
- * expired and, for a refresh, that is newer than kc's. 1 when taken. */
-static int cred_adopt(struct rc_kubeconfig *kc, int refresh, int *cert_changed)
+/* Take the process's credential for key (kc's plugin, cred_key) into kc when there is one
+ * that has not expired and, for a refresh, that is newer than kc's. 1 when taken. */
+static int cred_adopt(struct rc_kubeconfig *kc, const char *key, size_t len, int refresh,
+                      int *cert_changed)
 {
-    size_t len;
-    char *key = cred_key(kc, &len);
     struct cred *c;
     int taken = 0;
 
@@ -1219,19 +1218,17 @@ static int cred_adopt(struct rc_kubeconfig *kc, int refresh, int *cert_changed)
         taken = 1;
     }
     pthread_mutex_unlock(&cred_mu);
-    wipe_free(key, len);
     return taken;
 }
 
-/* Keep the credential kc's plugin just printed, for the process. */
-static void cred_keep(struct rc_kubeconfig *kc)
+/* Keep the credential kc's plugin just printed, for the process, under *key (cred_key),
+ * which a new entry takes (*key NULL then). */
+static void cred_keep(struct rc_kubeconfig *kc, char **key, size_t len)
 {
-    size_t len;
-    char *key = cred_key(kc, &len);
     struct cred *c;
 
     pthread_mutex_lock(&cred_mu);
-    c = cred_find(key, len);
+    c = cred_find(*key, len);
     if (!c && ncreds >= CRED_CACHE_MAX) { /* evict the least recently used */
         struct cred **pp, **oldest = &creds;
         for (pp = &creds; *pp; pp = &(*pp)->next) {
@@ -1246,9 +1243,9 @@ static void cred_keep(struct rc_kubeconfig *kc)
     }
     if (!c) {
         c = rc_xcalloc(1, sizeof(*c));
-        c->key = key;
+        c->key = *key;
         c->key_len = len;
-        key = NULL;
+        *key = NULL;
         c->next = creds;
         creds = c;
         ncreds++;
@@ -1269,8 +1266,6 @@ static void cred_keep(struct rc_kubeconfig *kc)
     c->gen = kc->exec_gen = ++cred_gens;
     c->used = ++cred_clock;
     pthread_mutex_unlock(&cred_mu);
-    if (key)
-        wipe_free(key, len);
 }
 
 void rc_kubeconfig_exec_cache_clear(void)
@@ -1304,11 +1299,17 @@ int rc_kubeconfig_bearer(struct rc_kubeconfig *kc, int refresh, const char **tok
     if (cert_changed)
         *cert_changed = 0;
     if (kc->exec) {
-        if ((refresh || cred_expired(kc->exec_expiry)) && !cred_adopt(kc, refresh, cert_changed)) {
-            error = exec_credential(kc, cert_changed, err);
+        if (refresh || cred_expired(kc->exec_expiry)) {
+            size_t len;
+            char *key = cred_key(kc, &len);
+
+            error = RC_OK;
+            if (!cred_adopt(kc, key, len, refresh, cert_changed) &&
+                (error = exec_credential(kc, cert_changed, err)) == RC_OK)
+                cred_keep(kc, &key, len);
+            wipe_free(key, len); /* the plugin's env may hold a secret */
             if (error < 0)
                 return error;
-            cred_keep(kc);
         }
         *token = kc->cur_token;
         return RC_OK;

@@ -9,7 +9,6 @@
 #include "rc_sort.h"
 #include "rc_observe.h"
 
-#include "rc_thread.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,7 +234,7 @@ struct seen_pod {
 
 struct seen {
     const struct pl_resnames *res; /* read only: shared by the fetching threads */
-    cJSON *nodes;                  /* the nodes, pruned (prune_node) */
+    cJSON *nodes;                  /* the nodes, pruned (prune_node); NULL: none yet */
     struct seen_pod *pods;         /* the pods that count (pod_counts), in list order */
     size_t npods, cap;
     int deployments;     /* the Deployments were listed (autoscaler detection asked for) */
@@ -244,11 +243,11 @@ struct seen {
     struct rc_arena tmp; /* one pod's demand, released after it */
 };
 
+/* Allocates nothing: a seen that no fetch filled needs no release. */
 static void seen_init(struct seen *s, const struct pl_resnames *res)
 {
     memset(s, 0, sizeof(*s));
     s->res = res;
-    s->nodes = cJSON_CreateArray();
 }
 
 static void seen_release(struct seen *s)
@@ -298,6 +297,8 @@ static cJSON *prune_node(const cJSON *item)
 
 static void seen_node(struct seen *s, const cJSON *item)
 {
+    if (!s->nodes)
+        s->nodes = cJSON_CreateArray();
     cJSON_AddItemToArray(s->nodes, prune_node(item));
 }
 
@@ -541,8 +542,6 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
     /* without libcurl no cluster can be reached: a broken installation, not an outage of
      * the clusters nor a mistake in their kubeconfigs */
     if (nlive && rc_http_load(err) < 0) {
-        for (size_t i = 0; i < nlive; i++)
-            seen_release(&fs[i].seen);
         free(fs);
         return RC_ERROR;
     }

@@ -2053,24 +2053,6 @@ static void compute_release(struct compute *c)
     loaded_release(&c->load);
 }
 
-static int known_warning(const struct compute *c, const char *w)
-{
-    uint64_t h;
-    size_t lo = 0, hi = c->nknown_warnings;
-
-    if (!hi)
-        return 0;
-    h = rc_xxh64(w, strlen(w));
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->known_warnings[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->nknown_warnings && c->known_warnings[lo] == h;
-}
-
 /* The pass's warnings, the engine's then the source's, into out; each logged (the first 20)
  * unless the last record of this process listed it: loop mode warns of a file's problem in
  * the pass that finds it, not every pass (the others are counted at info level). */
@@ -2090,7 +2072,7 @@ static void collect_warnings(struct rc_pass_result *out, const struct compute *c
     out->nwarnings = k;
     out->warnings = w;
     for (size_t i = 0; o->log && i < k; i++) {
-        if (known_warning(c, w[i]))
+        if (rd_record_warning_listed(c->known_warnings, c->nknown_warnings, w[i]))
             nknown++;
         else if (nnew++ < 20)
             rc_log_warn(o->log, "%s", w[i]);

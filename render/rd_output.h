@@ -227,6 +227,8 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
  * (rd_record_memo_import) or kept as digests holds no warnings: none. */
 uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
                                          struct rc_arena *a);
+/* Whether warning w is among digests[0..n) (as rd_record_memo_warning_digests made them). */
+int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w);
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */

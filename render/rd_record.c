@@ -729,6 +729,16 @@ uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t 
     return v;
 }
 
+int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
+{
+    uint64_t h;
+
+    if (!n)
+        return 0;
+    h = warning_hash(w);
+    return bsearch(&h, digests, n, sizeof(*digests), cmp_u64) != NULL;
+}
+
 /* The warnings, each copied from the memo when the last record had the same text: where it
  * had it (the usual case), else found by text. */
 static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,

@@ -916,6 +916,14 @@ static void test_rc_apply__unauthorized_names_kubeconfig_context_user(void **sta
     "    kind: Widget\n    plural: widgets\n    singular: widget\n    listKind: WidgetList\n"      \
     "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
 
+/* A Widget file of the deploy tree (a kind of x.io/v1) */
+#define WIDGET(n)                                                                                  \
+    {                                                                                              \
+        "team/widget." n ".yaml",                                                                  \
+            "apiVersion: x.io/v1\nkind: Widget\nmetadata:\n  name: " n "\n  namespace: team\n"     \
+            "  labels:\n" MANAGED                                                                  \
+    }
+
 /* A group/version the server lists but cannot serve (an aggregated API whose service is down,
  * as metrics.k8s.io without its metrics-server): 503 for /apis/x.io/v1. Apply discovers only
  * the group/versions its plan uses, so a pass of ConfigMaps is applied as if it were not
@@ -939,11 +947,12 @@ static void test_rc_apply__unavailable_api_costs_its_kinds_only(void **state)
         {"_cluster/customresourcedefinition.widgets.x.io.yaml", CRD_WIDGET},
         {"_cluster/namespace.team.yaml", NS_TEAM},
         {"team/configmap.a.yaml", CM("a", "three", MANAGED)},
-#define WIDGET(n)                                                                                  \
-    {"team/widget." n ".yaml", "apiVersion: x.io/v1\nkind: Widget\nmetadata:\n  name: " n "\n"    \
-                               "  namespace: team\n  labels:\n" MANAGED}
-        WIDGET("w1"), WIDGET("w2"), WIDGET("w3"), WIDGET("w4"), WIDGET("w5"), WIDGET("w6"),
-#undef WIDGET
+        WIDGET("w1"),
+        WIDGET("w2"),
+        WIDGET("w3"),
+        WIDGET("w4"),
+        WIDGET("w5"),
+        WIDGET("w6"),
     };
     char d1[41], d2[41], d3[41], ref[41];
     cJSON *reqs, *o;

@@ -85,6 +85,8 @@ static char *make_repo(void)
  * the options (the last pass of the process, bounded verdicts). */
 /* ... and the source listings it made (rc_git_listings) */
 static size_t listings;
+/* the log of the passes run_pass_as runs (NULL: none) */
+static const struct rc_log *pass_log;
 
 static void run_pass_as(struct rc_pass_result *res, char tree[41], const char *repo,
                         struct rc_cache *cache, int once, struct rc_arena *a)
@@ -97,6 +99,7 @@ static void run_pass_as(struct rc_pass_result *res, char tree[41], const char *r
     o.cache = cache;
     o.last_pass = once;
     o.bounded_verdicts = once;
+    o.log = pass_log;
     assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
     if (rc_pass_run(res, g, &o, a, &err) != RC_OK)
         fail_msg("pass: %s", err.msg);
@@ -123,29 +126,20 @@ static void assert_scratch_commits(const char *tree, const char *repo, struct rc
     assert_string_equal(again, tree);
 }
 
-/* The pass after a one-file change keeps the record the pass before wrote (0 units read),
- * renders one unit, and commits the tree a from-scratch pass commits. */
 /* A pass with a log (memstream): what it logged, in *text (the caller frees). */
 static void run_pass_logged(struct rc_pass_result *res, const char *repo, struct rc_cache *cache,
                             char **text, struct rc_arena *a)
 {
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    struct rc_git *g = NULL;
     struct rc_log log = {0};
     size_t len = 0;
-    FILE *f = open_memstream(text, &len);
+    char tree[41];
 
     log.level = RC_LOG_INFO;
-    log.out = f;
-    o.apply = 0;
-    o.cache = cache;
-    o.log = &log;
-    assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
-    if (rc_pass_run(res, g, &o, a, &err) != RC_OK)
-        fail_msg("pass: %s", err.msg);
-    rc_git_free(g);
-    fclose(f);
+    log.out = open_memstream(text, &len);
+    pass_log = &log;
+    run_pass_as(res, tree, repo, cache, 0, a);
+    pass_log = NULL;
+    fclose(log.out);
 }
 
 /* Loop mode warns of a file's problem in the pass that finds it, not in every pass after it
@@ -215,6 +209,8 @@ static void test_rc_incremental__warnings_once_in_loop_mode(void **state)
     rc_arena_release(&a);
 }
 
+/* The pass after a one-file change keeps the record the pass before wrote (0 units read),
+ * renders one unit, and commits the tree a from-scratch pass commits. */
 static void test_rc_incremental__one_change_reads_no_record(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
