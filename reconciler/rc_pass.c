@@ -1732,8 +1732,9 @@ struct compute {
     /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
      * record it made, kept with that record in the record cache file */
     const struct rd_record_memo *record_memo;
-    /* the warnings the last record of this process listed (rd_record_memo_warning_digests,
-     * taken before the render writes the new one): reported already, not warned again */
+    /* the warnings the last record written with the memo listed (this process's, or the
+     * one the record cache file was written with; rd_record_memo_warning_digests, taken
+     * before the render writes the new one): reported already, not warned again */
     const uint64_t *known_warnings;
     size_t nknown_warnings;
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
@@ -2054,8 +2055,9 @@ static void compute_release(struct compute *c)
 }
 
 /* The pass's warnings, the engine's then the source's, into out; each logged (the first 20)
- * unless the last record of this process listed it: loop mode warns of a file's problem in
- * the pass that finds it, not every pass (the others are counted at info level). */
+ * unless the last record written with the memo listed it: loop mode, and a `--once` process
+ * with the state directory's record cache, warn of a file's problem in the pass that finds
+ * it, not every pass (the others are counted at info level). */
 static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
                              const struct rc_pass_options *o, struct rc_arena *a)
 {

@@ -216,15 +216,17 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m);
  * enough to tell that a record would be the last one, for a process that writes one record
  * and leaves its memo to the record cache file. */
 void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep);
-/* The memo as bytes for the record cache file (the digests of the units' keys and of the
- * bytes around them; no entry bytes, no warnings), and a memo read back from them in place of
- * m's (RC_EINVALID, m unchanged, when they do not decode). A memo read back tells that a
- * record would be the last one written with it (rd_record_emit_unless_same) as the memo that
- * wrote it would; when the record must be written, its entries are written again. */
+/* The memo as bytes for the record cache file (the digests of the units' keys, of the
+ * bytes around them and of the warnings; no entry bytes, no warnings' text), and a memo read
+ * back from them in place of m's (RC_EINVALID, m unchanged, when they do not decode). A memo
+ * read back tells that a record would be the last one written with it
+ * (rd_record_emit_unless_same) as the memo that wrote it would; when the record must be
+ * written, its entries are written again. */
 void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
 /* XXH64 of the text of each warning the last record written with m listed, sorted (*n of
- * them, in a): what an earlier pass of the process has reported already. A memo read back
- * (rd_record_memo_import) or kept as digests holds no warnings: none. */
+ * them, in a): what an earlier pass has reported already, of this process or, for a memo
+ * read back from the record cache file (rd_record_memo_import), of the process that wrote
+ * it. */
 uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
                                          struct rc_arena *a);
 /* Whether warning w is among digests[0..n) (as rd_record_memo_warning_digests made them). */

@@ -184,6 +184,11 @@ struct rd_record_memo {
     struct memo_unit *units;
     size_t nwarnings; /* in the order last written */
     struct memo_warning *warnings;
+    /* the digests (warning_hash) of the warnings the last record written with the memo
+     * listed, sorted: kept in every mode, and by the record cache file, so that the next
+     * process knows what was reported (rd_record_memo_warning_digests) */
+    size_t nwdig;
+    uint64_t *wdig;
     struct rd_record_stats last;
     /* the last record written whole with this memo: XXH64 of its bytes before the units and
      * the digest of what those after them are written from (tail_digest; have_last 0: none,
@@ -248,6 +253,7 @@ void rd_record_memo_free(struct rd_record_memo *m)
         return;
     memo_units_free(m->units, m->nunits);
     memo_warnings_free(m->warnings, m->nwarnings);
+    free(m->wdig);
     free(m);
 }
 
@@ -259,11 +265,13 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
 }
 
 /* The memo for the record cache file (rc_rcache.h): the digests of the bytes before and
- * after the units, then each unit's name and key digest, in the memo's order; all numbers
- * little-endian:
+ * after the units, then each unit's name and key digest, in the memo's order, then the
+ * digests of the warnings the record listed, sorted; all numbers little-endian:
  *   u8 have_last, u64 last_head, u64 last_tail, u64 nunits,
- *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1])
- * The warnings and the entries' bytes are not kept: a memo read back writes them again. */
+ *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1]),
+ *   u64 nwarnings, nwarnings x u64 digest
+ * The warnings' text and the entries' bytes are not kept: a memo read back writes them
+ * again. */
 void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
 {
     unsigned char fixed[25];
@@ -287,13 +295,20 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
         rc_buf_add(out, m->units[i].unit, len, NULL);
         rc_buf_add(out, kd, 16, NULL);
     }
+    rc_le64_put(fixed, m->nwdig);
+    rc_buf_add(out, fixed, 8, NULL);
+    for (size_t i = 0; i < m->nwdig; i++) {
+        rc_le64_put(fixed, m->wdig[i]);
+        rc_buf_add(out, fixed, 8, NULL);
+    }
 }
 
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len)
 {
     const unsigned char *p = data, *end = p + len;
     struct memo_unit *v = NULL;
-    size_t n;
+    uint64_t *wd = NULL;
+    size_t n, nwd;
 
     if (len < 25 || p[0] > 1)
         return RC_EINVALID;
@@ -317,15 +332,28 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
         if (i && strcmp(v[i - 1].unit, v[i].unit) >= 0)
             goto bad; /* searched by name: sorted, each once */
     }
-    if (p != end)
+    if (end - p < 8)
         goto bad;
+    nwd = (size_t)rc_le64_get(p);
+    p += 8;
+    if (nwd != (size_t)(end - p) / 8 || (size_t)(end - p) % 8)
+        goto bad;
+    wd = rc_xcalloc(nwd + 1, sizeof(*wd));
+    for (size_t i = 0; i < nwd; i++, p += 8) {
+        wd[i] = rc_le64_get(p);
+        if (i && wd[i - 1] > wd[i])
+            goto bad; /* searched by rd_record_warning_listed: sorted */
+    }
     p = data;
     memo_units_free(m->units, m->nunits);
     memo_warnings_free(m->warnings, m->nwarnings);
+    free(m->wdig);
     m->units = v;
     m->nunits = n;
     m->warnings = NULL;
     m->nwarnings = 0;
+    m->wdig = wd;
+    m->nwdig = nwd;
     m->have_last = p[0];
     m->last_head = rc_le64_get(p + 1);
     m->last_tail = rc_le64_get(p + 9);
@@ -333,6 +361,7 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
     return RC_OK;
 bad:
     memo_units_free(v, n);
+    free(wd);
     return RC_EINVALID;
 }
 
@@ -718,15 +747,26 @@ static int cmp_u64(const void *x, const void *y)
 uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
                                          struct rc_arena *a)
 {
-    uint64_t *v = rc_arena_calloc(a, (m ? m->nwarnings : 0) + 1, sizeof(*v));
+    uint64_t *v = rc_arena_calloc(a, (m ? m->nwdig : 0) + 1, sizeof(*v));
 
-    *n = 0;
-    for (size_t i = 0; m && i < m->nwarnings; i++) {
-        if (m->warnings[i].text)
-            v[(*n)++] = warning_hash(m->warnings[i].text);
-    }
-    rc_sort(v, *n, sizeof(*v), cmp_u64);
+    *n = m ? m->nwdig : 0;
+    if (*n)
+        memcpy(v, m->wdig, *n * sizeof(*v));
     return v;
+}
+
+/* The memo's warning digests from now on: those of w[0..n) (NULL: none), sorted. */
+static void memo_set_warning_digests(struct rd_record_memo *m, const char *const *a, size_t na,
+                                     const char *const *b, size_t nb)
+{
+    size_t n = na + nb;
+
+    free(m->wdig);
+    m->wdig = rc_xcalloc(n + 1, sizeof(*m->wdig));
+    m->nwdig = n;
+    for (size_t i = 0; i < n; i++)
+        m->wdig[i] = warning_hash(i < na ? a[i] : b[i - na]);
+    rc_sort(m->wdig, n, sizeof(*m->wdig), cmp_u64);
 }
 
 int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
@@ -750,6 +790,8 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
     struct rc_buf one = RC_BUF_INIT;
     int error = 0;
 
+    if (m) /* none again if this fails */
+        memo_set_warning_digests(m, a, na, b, nb);
     if (!n) {
         if (m) {
             memo_warnings_free(m->warnings, m->nwarnings);
@@ -800,6 +842,7 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
         memo_warnings_free(next, n);
         next = NULL;
         n = 0;
+        memo_set_warning_digests(m, NULL, 0, NULL, 0);
     }
     memo_warnings_free(m->warnings, m->nwarnings);
     m->warnings = next;

@@ -127,8 +127,8 @@ static void assert_scratch_commits(const char *tree, const char *repo, struct rc
 }
 
 /* A pass with a log (memstream): what it logged, in *text (the caller frees). */
-static void run_pass_logged(struct rc_pass_result *res, const char *repo, struct rc_cache *cache,
-                            char **text, struct rc_arena *a)
+static void run_pass_logged_as(struct rc_pass_result *res, const char *repo, struct rc_cache *cache,
+                               int once, char **text, struct rc_arena *a)
 {
     struct rc_log log = {0};
     size_t len = 0;
@@ -137,9 +137,15 @@ static void run_pass_logged(struct rc_pass_result *res, const char *repo, struct
     log.level = RC_LOG_INFO;
     log.out = open_memstream(text, &len);
     pass_log = &log;
-    run_pass_as(res, tree, repo, cache, 0, a);
+    run_pass_as(res, tree, repo, cache, once, a);
     pass_log = NULL;
     fclose(log.out);
+}
+
+static void run_pass_logged(struct rc_pass_result *res, const char *repo, struct rc_cache *cache,
+                            char **text, struct rc_arena *a)
+{
+    run_pass_logged_as(res, repo, cache, 0, text, a);
 }
 
 /* Loop mode warns of a file's problem in the pass that finds it, not in every pass after it
@@ -204,6 +210,81 @@ static void test_rc_incremental__warnings_once_in_loop_mode(void **state)
     free(log);
 
     rc_cache_free(loop);
+    th_rm_rf(repo);
+    free(repo);
+    rc_arena_release(&a);
+}
+
+/* So does a cron tick: each `--once` process with the state directory knows from the record
+ * cache file which warnings the record it wrote lists (the file's memo keeps their digests). A
+ * process without the file warns of all of them. */
+static void test_rc_incremental__warnings_once_with_a_state_directory(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *tick = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *dir = th_tmpdir("incremental-state"), *log = NULL;
+    static const char dup[] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, namespace: "
+                              "team, labels: {app.kubernetes.io/instance: job-0}}\n"
+                              "data:\n  k: one\n  k: two\n";
+    char other[sizeof(dup)];
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    th_write_file(repo, "jobs/dup-a.yaml", dup, (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a duplicate key", NULL));
+    assert_int_equal(rc_cache_new(&tick, dir, &err), RC_OK);
+    run_pass_logged_as(&res, repo, tick, 1, &log, &a);
+    rc_cache_free(tick);
+    assert_int_equal(res.committed, 1);
+    th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
+    free(log);
+
+    /* the next tick, after a change and with a new file's warning */
+    write_job(repo, 3, "2");
+    memcpy(other, dup, sizeof(dup));
+    other[strstr(other, "name: d,") - other + 6] = 'e';
+    th_write_file(repo, "jobs/dup-b.yaml", other, (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "job-3 cpu, another", NULL));
+    assert_int_equal(rc_cache_new(&tick, dir, &err), RC_OK);
+    run_pass_logged_as(&res, repo, tick, 1, &log, &a);
+    rc_cache_free(tick);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nwarnings, 2); /* the record lists both */
+    th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
+    assert_null(strstr(log, "dup-a.yaml"));
+    th_assert_contains(log, "1 warning as reported by an earlier pass");
+    free(log);
+
+    /* a tick with no new warning: both counted */
+    write_job(repo, 4, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-4 cpu", NULL));
+    assert_int_equal(rc_cache_new(&tick, dir, &err), RC_OK);
+    run_pass_logged_as(&res, repo, tick, 1, &log, &a);
+    rc_cache_free(tick);
+    assert_null(strstr(log, "duplicate key"));
+    th_assert_contains(log, "2 warnings as reported by an earlier pass");
+    free(log);
+
+    /* the state directory emptied (or another host's): both warned of again */
+    th_rm_rf(dir);
+    free(dir);
+    dir = th_tmpdir("incremental-state");
+    write_job(repo, 5, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-5 cpu", NULL));
+    assert_int_equal(rc_cache_new(&tick, dir, &err), RC_OK);
+    run_pass_logged_as(&res, repo, tick, 1, &log, &a);
+    rc_cache_free(tick);
+    th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
+    th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
+    assert_null(strstr(log, "reported by an earlier pass"));
+    free(log);
+
+    th_rm_rf(dir);
+    free(dir);
     th_rm_rf(repo);
     free(repo);
     rc_arena_release(&a);
@@ -679,6 +760,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__warnings_once_in_loop_mode),
+        cmocka_unit_test(test_rc_incremental__warnings_once_with_a_state_directory),
         cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
         cmocka_unit_test(test_rc_incremental__deploy_head_listed_ahead),
