@@ -468,6 +468,7 @@ static void reset_response(struct rc_http_response *resp)
 {
     rc_buf_reset(&resp->body);
     resp->status = 0;
+    resp->too_large = 0;
     resp->content_type[0] = '\0';
     resp->retry_after = -1;
 }
@@ -483,6 +484,7 @@ static int finish_attempt(CURL *c, const char *errbuf, CURLcode rc, const struct
     curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 0L);
     if (at->too_big) {
         *fatal = 1;
+        resp->too_large = 1;
         return rc_err_set(e, RC_ERROR, "response from '%s' is too large: %s", where,
                           at->body_err.msg);
     }

@@ -84,11 +84,12 @@ struct rc_http_response {
     char content_type[128]; /* "" when absent */
     long retry_after;       /* seconds from Retry-After of the last response; -1 absent */
     int attempts;           /* attempts made */
+    int too_large;          /* 1: the body passed options.max_body, and the transfer stopped */
 };
 
 #define RC_HTTP_RESPONSE_INIT                                                                      \
     {                                                                                              \
-        0, RC_BUF_INIT, {0}, -1, 0                                                                 \
+        0, RC_BUF_INIT, {0}, -1, 0, 0                                                              \
     }
 
 /* Process-wide setup; main calls it once before any thread starts: it ignores SIGPIPE

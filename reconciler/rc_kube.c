@@ -314,12 +314,17 @@ int rc_kube_request(struct rc_kube *k, const char *method, const char *path,
 }
 
 /* GET path and parse the JSON body into *out. */
-static int get_json(struct rc_kube *k, const char *path, cJSON **out, struct rc_err *err)
+/* GET path as JSON into *out; *too_large (may be NULL): 1 when the answer failed for being
+ * larger than options.http.max_body. */
+static int get_json_sized(struct rc_kube *k, const char *path, cJSON **out, int *too_large,
+                          struct rc_err *err)
 {
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
     int error = rc_kube_request(k, "GET", path, NULL, NULL, 0, &resp, err);
 
     *out = NULL;
+    if (too_large)
+        *too_large = error < 0 && resp.too_large;
     if (error == RC_OK) {
         *out = cJSON_ParseWithLength(resp.body.ptr, resp.body.len);
         if (!*out)
@@ -327,6 +332,11 @@ static int get_json(struct rc_kube *k, const char *path, cJSON **out, struct rc_
     }
     rc_http_response_release(&resp);
     return error;
+}
+
+static int get_json(struct rc_kube *k, const char *path, cJSON **out, struct rc_err *err)
+{
+    return get_json_sized(k, path, out, NULL, err);
 }
 
 /* ==== discovery ==== */
@@ -882,15 +892,15 @@ int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector
                  rc_kube_item_fn fn, void *payload, struct rc_err *err)
 {
     char *cont = NULL;
-    int error = RC_OK;
+    long limit = k->o.page_size;
+    int error = RC_OK, too_large;
 
     for (;;) {
         struct rc_buf url = RC_BUF_INIT;
         cJSON *list = NULL;
         const cJSON *it, *c;
 
-        rc_buf_printf(&url, NULL, "%s%climit=%ld", path, strchr(path, '?') ? '&' : '?',
-                      k->o.page_size);
+        rc_buf_printf(&url, NULL, "%s%climit=%ld", path, strchr(path, '?') ? '&' : '?', limit);
         if (label_selector && *label_selector) {
             rc_buf_puts(&url, "&labelSelector=", NULL);
             rc_kube_escape(&url, label_selector, NULL);
@@ -899,8 +909,18 @@ int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector
             rc_buf_puts(&url, "&continue=", NULL);
             rc_kube_escape(&url, cont, NULL);
         }
-        error = get_json(k, url.ptr, &list, err);
+        error = get_json_sized(k, url.ptr, &list, &too_large, err);
         rc_buf_release(&url);
+        if (error < 0 && too_large && limit > 1) {
+            /* items this big (pods with large annotations): the same page again, halved, and
+             * the rest of the list in pages of that size; the server takes any limit with a
+             * continue token */
+            limit /= 2;
+            if (k->log)
+                rc_log_debug(k->log, "%s: %s; asking for pages of %ld items", path, err->msg,
+                             limit);
+            continue;
+        }
         if (error < 0)
             break;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))

@@ -146,7 +146,9 @@ int rc_kube_delete(struct rc_kube *k, const char *api_version, const char *kind,
 typedef int (*rc_kube_item_fn)(void *payload, const cJSON *item, struct rc_err *err);
 
 /* List a collection path ("/api/v1/pods", "/apis/apps/v1/namespaces/x/deployments"),
- * page by page (options.page_size, continue tokens). label_selector may be NULL. The path
+ * page by page (options.page_size, continue tokens; a page larger than
+ * options.http.max_body is asked for again with half the items, down to one item, and the
+ * rest of the list comes in pages of that size). label_selector may be NULL. The path
  * may carry a query already, e.g. "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded"
  * (escape it with rc_kube_escape). A 410 Gone (expired continue token) is RC_EHTTP: items
  * already delivered would be delivered again, so the caller decides whether to restart. */

@@ -537,6 +537,91 @@ static void test_rc_kube__list_paging_and_selectors(void **state)
     assert_int_equal(n.n, 4);
 }
 
+/* Seven ConfigMaps of about 1 KB in namespace w, one of 3 KB in namespace x. */
+static int setup_big(void **state)
+{
+    static char st[16 * 1024];
+    char pad[3001];
+    size_t at;
+    struct th_kube_opts o = {st, NULL, 0, 0, 0};
+
+    memset(pad, 'x', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    at = (size_t)snprintf(st, sizeof(st),
+                          "{\"objects\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                          "\"metadata\":{\"name\":\"w\"}},{\"apiVersion\":\"v1\",\"kind\":"
+                          "\"Namespace\",\"metadata\":{\"name\":\"x\"}}");
+    for (int i = 0; i < 7; i++)
+        at += (size_t)snprintf(st + at, sizeof(st) - at,
+                               ",{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+                               "\"name\":\"c%d\",\"namespace\":\"w\"},\"data\":{\"pad\":"
+                               "\"%.1000s\"}}",
+                               i, pad);
+    snprintf(st + at, sizeof(st) - at,
+             ",{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+             "\"huge\",\"namespace\":\"x\"},\"data\":{\"pad\":\"%s\"}}]}",
+             pad);
+    return start(state, &o);
+}
+
+/* The limits the server was asked for on path, in order, into v (at most 16); their count. */
+static int limits_asked(struct fixture *f, const char *path, long v[16])
+{
+    cJSON *reqs = th_kube_requests(&f->kube);
+    const cJSON *r;
+    int n = 0;
+
+    cJSON_ArrayForEach(r, reqs)
+    {
+        if (!strcmp(sget(r, "path"), path) && n < 16)
+            v[n++] = atol(qget(r, "limit"));
+    }
+    cJSON_Delete(reqs);
+    return n;
+}
+
+/* A page larger than the client takes (options.http.max_body) is asked for again with half
+ * the items, and the rest of the list comes in pages of that size: items that big (pods with
+ * large annotations) do not make a cluster unreadable. Each item is delivered once, in order.
+ * An item larger than the limit alone still fails the list, saying why. */
+static void test_rc_kube__list_page_too_large_is_halved(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_kube_options o = f->o;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_kube *k = NULL;
+    struct names n;
+    long limits[16];
+
+    o.http.max_body = 2600; /* two items and the list around them; not three */
+    o.page_size = 8;
+    assert_int_equal(rc_kube_open_opts(&k, &o, &err), RC_OK);
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(rc_kube_list(k, "/api/v1/namespaces/w/configmaps", NULL, collect, &n, &err),
+                     RC_OK);
+    assert_int_equal(n.n, 7);
+    for (int i = 0; i < 7; i++) {
+        char want[8];
+        snprintf(want, sizeof(want), "c%d", i);
+        assert_string_equal(n.v[i], want);
+    }
+    /* 8 and 4 refused, then four pages of 2 (the last one short) */
+    assert_int_equal(limits_asked(f, "/api/v1/namespaces/w/configmaps", limits), 6);
+    assert_int_equal(limits[0], 8);
+    assert_int_equal(limits[1], 4);
+    for (int i = 2; i < 6; i++)
+        assert_int_equal(limits[i], 2);
+
+    memset(&n, 0, sizeof(n));
+    assert_int_equal(rc_kube_list(k, "/api/v1/namespaces/x/configmaps", NULL, collect, &n, &err),
+                     RC_ERROR);
+    assert_int_equal(n.n, 0);
+    assert_non_null(strstr(err.msg, "too large"));
+    assert_int_equal(limits_asked(f, "/api/v1/namespaces/x/configmaps", limits), 4);
+    assert_int_equal(limits[3], 1);
+    rc_kube_free(k);
+}
+
 static void test_rc_kube__crd_appears_later(void **state)
 {
     struct fixture *f = *state;
@@ -842,6 +927,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__delete_with_uid_precondition, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__list_paging_and_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_kube__list_page_too_large_is_halved, setup_big,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__crd_appears_later, setup_gated, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__429_honours_retry_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__500_retried_then_success, setup, teardown),
