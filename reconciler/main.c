@@ -1494,7 +1494,7 @@ static void sleep_interruptible(long seconds)
 
 static int cmd_reconcile(struct run *r)
 {
-    int status;
+    int status = RC_EXIT_OK;
 
     if (!r->cli->interval)
         return cmd_reconcile_once(r);
@@ -1514,11 +1514,22 @@ static int cmd_reconcile(struct run *r)
     /* A long-running service keeps going whatever one pass met (a branch not pushed yet, an
      * unreachable cluster, the lock held by a manual run): each pass logs its own problem. */
     do {
+        int last = status;
         pass_requested = 0;
         status = cmd_reconcile_once(r);
-        if (status != RC_EXIT_OK)
+        /* a warning when the status changes to a failing one; the passes that end as the one
+         * before, and the first that succeeds again, say so at info level (the problem's own
+         * lines said what it is) */
+        if (status != RC_EXIT_OK && status != last)
             rc_log_warn(&r->cli->log, "pass ended with status %d; next pass in %ld s", status,
                         r->cli->interval);
+        else if (status != RC_EXIT_OK)
+            rc_log_info(&r->cli->log,
+                        "pass ended with status %d, as the pass before; next pass in %ld s", status,
+                        r->cli->interval);
+        else if (last != RC_EXIT_OK)
+            rc_log_info(&r->cli->log, "pass ended with status 0, after passes that ended with %d",
+                        last);
         sleep_interruptible(r->cli->interval);
         if (pass_requested && !stop_requested)
             rc_log_info(&r->cli->log, "signal: starting a pass now");

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,6 +60,8 @@ struct rc_cache {
     char writer_blob[41];    /* rc_cache_memo_blob */
     struct rc_pcache *pfile; /* NULL: none */
     struct rc_rcache *rfile; /* NULL: none */
+    uint64_t *reported;      /* rc_cache_reported (NULL: not set) */
+    size_t nreported;
 };
 
 static void memo_release(struct rc_memo *m)
@@ -421,8 +424,26 @@ void rc_cache_free(struct rc_cache *c)
     rd_record_memo_free(c->writer);
     rc_pcache_free(c->pfile);
     rc_rcache_free(c->rfile);
+    free(c->reported);
     free(c->state_dir);
     free(c);
+}
+
+const uint64_t *rc_cache_reported(const struct rc_cache *c, size_t *n)
+{
+    *n = c ? c->nreported : 0;
+    return c ? c->reported : NULL;
+}
+
+void rc_cache_set_reported(struct rc_cache *c, const uint64_t *d, size_t n)
+{
+    uint64_t *v = rc_xcalloc(n + 1, sizeof(*v));
+
+    if (n)
+        memcpy(v, d, n * sizeof(*v));
+    free(c->reported);
+    c->reported = v;
+    c->nreported = n;
 }
 
 struct rc_pcache *rc_cache_parse_file(struct rc_cache *c)

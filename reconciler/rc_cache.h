@@ -93,6 +93,12 @@ const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, siz
 /* The record writer's memo (rd_render_options.record_memo), kept between the passes of one
  * process; borrowed. */
 struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c);
+/* The digests (rd_record_warning_digest, rd_record_file_error_digest) of the warnings and file
+ * errors the last pass of this process reported, sorted; NULL (*n 0) before a pass set them.
+ * A pass logs the ones reported already at info level, counted (loop mode warns of a
+ * problem in the pass that finds it). set copies d[0..n). */
+const uint64_t *rc_cache_reported(const struct rc_cache *c, size_t *n);
+void rc_cache_set_reported(struct rc_cache *c, const uint64_t *d, size_t n);
 /* The blob id of the last record written with that memo, when known ("": not known, e.g. a
  * record written by a pass that did not commit it): a deploy head whose placements.yaml is
  * that blob is the memo's record (rd_render_options.record_base_is_memo). */

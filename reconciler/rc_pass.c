@@ -84,6 +84,12 @@ static void phase_log(const struct rc_log *log, const double *ms)
 struct loaded {
     struct rd_source src;
     int have_src;
+    /* the warnings and file errors the last record written with the record memo listed (this
+     * process's, or the one the record cache file was written with;
+     * rd_record_memo_reported_digests, taken before the load): reported already, so logged
+     * at info level, counted (nknown_errors: the file errors so counted by the load) */
+    const uint64_t *known;
+    size_t nknown, nknown_errors;
     size_t nerrors; /* the errors as found at S, before substitution */
     struct rd_file_error *errors;
     size_t unresolved; /* broken files without a last good version */
@@ -690,6 +696,15 @@ static int cmp_kept(const void *x, const void *y)
     return strcmp(((const struct rd_kept *)x)->path, ((const struct rd_kept *)y)->path);
 }
 
+/* Did the last record list file error e (then it is counted, not warned of again)? */
+static int error_known(struct loaded *out, const struct rd_file_error *e)
+{
+    if (!rd_record_file_error_listed(out->known, out->nknown, e->path, e->msg))
+        return 0;
+    out->nknown_errors++;
+    return 1;
+}
+
 static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                        const struct rd_record *prev, const char *kept_from,
                        const struct listing *listed, const struct rc_pass_options *o,
@@ -712,9 +727,13 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     size_t nblobs = 0;
     size_t replaced = 0;
     struct prime_batch batches[2], *batch = &batches[0];
+    const uint64_t *known = out->known; /* the caller's: kept */
+    size_t nknown = out->nknown;
     int error;
 
     memset(out, 0, sizeof(*out));
+    out->known = known;
+    out->nknown = nknown;
     error = read_kept(&out->was, &out->nwas, g, kept_from, o->log, a, err);
     if (error < 0)
         return error;
@@ -900,13 +919,13 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
             out->kept[out->nkept].path = files[i].path;
             memcpy(out->kept[out->nkept++].id, kept_id, 41);
             replaced++;
-            if (o->log) {
+            if (o->log && !error_known(out, &out->errors[e])) {
                 struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
                 rc_log_kv(o->log, RC_LOG_WARN, f, 1,
                           "%s (placements of its objects are kept, from version %.12s of the file)",
                           out->errors[e].msg, kept_id);
             }
-        } else if (o->log) {
+        } else if (o->log && !error_known(out, &out->errors[e])) {
             struct rc_log_field f[] = {RC_LOG_STR("file", out->errors[e].path)};
             rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (not loaded)", out->errors[e].msg);
         }
@@ -985,7 +1004,7 @@ conflicts:
         for (size_t k = 0; k < out->src.nconflicts; k++) {
             all[out->nerrors + k].path = utf8_clean(a, out->src.conflicts[k].path);
             all[out->nerrors + k].msg = utf8_clean(a, out->src.conflicts[k].msg);
-            if (o->log) {
+            if (o->log && !error_known(out, &all[out->nerrors + k])) {
                 struct rc_log_field f[] = {RC_LOG_STR("file", all[out->nerrors + k].path)};
                 rc_log_kv(o->log, RC_LOG_WARN, f, 1, "%s (the object is not loaded)",
                           all[out->nerrors + k].msg);
@@ -1732,11 +1751,6 @@ struct compute {
     /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
      * record it made, kept with that record in the record cache file */
     const struct rd_record_memo *record_memo;
-    /* the warnings the last record written with the memo listed (this process's, or the
-     * one the record cache file was written with; rd_record_memo_warning_digests, taken
-     * before the render writes the new one): reported already, not warned again */
-    const uint64_t *known_warnings;
-    size_t nknown_warnings;
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
     int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
@@ -1901,13 +1915,42 @@ static const struct rd_verdict_tally **keep_recorded_reasons(struct pl_result *r
 }
 
 /* Load the source at S (step 1 of a computation). */
+static int cmp_digest(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+/* The writer's memo of the pass's record (NULL: none): loop mode's, or, for the last pass of a
+ * process, the one the record cache file keeps (digests alone). */
+static struct rd_record_memo *pass_record_memo(const struct rc_pass_options *o)
+{
+    return o->cache && (!o->last_pass || rc_cache_record_file(o->cache))
+               ? rc_cache_record_memo(o->cache)
+               : NULL;
+}
+
 static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
                         struct rc_arena *a, struct rc_err *err)
 {
+    int error;
+
     c->replace_unreachable_after = o->replace_unreachable_after;
     c->bounded_verdicts = o->bounded_verdicts;
-    return load_source(&c->load, g, source, prev, c->kept_from, &c->listed, o, a, err);
+    /* loop mode: what the last pass reported; a process's first pass: what the record cache
+     * file's memo says the record lists */
+    c->load.known = rc_cache_reported(o->cache, &c->load.nknown);
+    if (!c->load.known)
+        c->load.known = rd_record_memo_reported_digests(pass_record_memo(o), &c->load.nknown, a);
+    error = load_source(&c->load, g, source, prev, c->kept_from, &c->listed, o, a, err);
+    if (o->log && c->load.nknown_errors)
+        rc_log_info(o->log,
+                    "%zu file error%s as reported by an earlier pass (placements.yaml lists "
+                    "them all)",
+                    c->load.nknown_errors, c->load.nknown_errors == 1 ? "" : "s");
+    return error;
 }
 
 /* Place and render against `fleet` (NULL: the clusters as declared in the source). The
@@ -2023,13 +2066,10 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
         ropts.reuse = reusable_units(c, kept, a);
     /* the writer's memo: loop mode copies the entries that did not change from it; for the
      * last pass it keeps digests alone, for the record cache file (the next process) */
-    ropts.record_memo = o->cache && (!o->last_pass || rc_cache_record_file(o->cache))
-                            ? rc_cache_record_memo(o->cache)
-                            : NULL;
+    ropts.record_memo = pass_record_memo(o);
     if (ropts.record_memo && o->last_pass)
         rd_record_memo_keep_bytes(ropts.record_memo, 0);
     c->record_memo = ropts.record_memo;
-    c->known_warnings = rd_record_memo_warning_digests(ropts.record_memo, &c->nknown_warnings, a);
     ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
@@ -2074,7 +2114,7 @@ static void collect_warnings(struct rc_pass_result *out, const struct compute *c
     out->nwarnings = k;
     out->warnings = w;
     for (size_t i = 0; o->log && i < k; i++) {
-        if (rd_record_warning_listed(c->known_warnings, c->nknown_warnings, w[i]))
+        if (rd_record_warning_listed(c->load.known, c->load.nknown, w[i]))
             nknown++;
         else if (nnew++ < 20)
             rc_log_warn(o->log, "%s", w[i]);
@@ -2087,6 +2127,31 @@ static void collect_warnings(struct rc_pass_result *out, const struct compute *c
                     "%zu warning%s as reported by an earlier pass (placements.yaml "
                     "lists them all)",
                     nknown, nknown == 1 ? "" : "s");
+}
+
+/* What the pass reported, for the next pass of the process (rc_cache_reported): its warnings
+ * and file errors; a pass that collected no warnings (the source already placed) reported
+ * the ones known before it again. */
+static void remember_reported(struct rc_cache *cache, const struct rc_pass_result *out,
+                              const struct loaded *l)
+{
+    size_t nw = out->warnings ? out->nwarnings : l->nknown, n = 0;
+    uint64_t *v = rc_xcalloc(nw + l->nerrors + 1, sizeof(*v));
+
+    for (size_t i = 0; i < nw; i++)
+        v[n++] = out->warnings ? rd_record_warning_digest(out->warnings[i]) : l->known[i];
+    for (size_t i = 0; i < l->nerrors; i++)
+        v[n++] = rd_record_file_error_digest(l->errors[i].path, l->errors[i].msg);
+    rc_sort(v, n, sizeof(*v), cmp_digest);
+    {
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!w || v[w - 1] != v[i])
+                v[w++] = v[i];
+        n = w;
+    }
+    rc_cache_set_reported(cache, v, n);
+    free(v);
 }
 
 static void count_states(struct rc_pass_result *out, const struct pl_result *res)
@@ -2756,8 +2821,10 @@ apply:
             rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
         out->nrecord_cache_written += rc_rcache_written(rfile) - before;
     }
-    if (o->cache && !o->dry_run)
+    if (o->cache && !o->dry_run) {
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
+        remember_reported(o->cache, out, &cp->load);
+    }
 done:
     record_job_finish(&rjob, 0, NULL);
     /* The cJSON trees go now; decisions and rendered files live on in the arena. Objects'

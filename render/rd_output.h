@@ -223,14 +223,20 @@ void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep);
  * (rd_record_emit_unless_same) as the memo that wrote it would; when the record must be
  * written, its entries are written again. */
 void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
-/* XXH64 of the text of each warning the last record written with m listed, sorted (*n of
- * them, in a): what an earlier pass has reported already, of this process or, for a memo
- * read back from the record cache file (rd_record_memo_import), of the process that wrote
- * it. */
-uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
-                                         struct rc_arena *a);
-/* Whether warning w is among digests[0..n) (as rd_record_memo_warning_digests made them). */
+/* The digests of the warnings and file errors the last record written with m listed, sorted
+ * (*n of them, in a): what an earlier pass has reported already, of this process or, for a
+ * memo read back from the record cache file (rd_record_memo_import), of the process that
+ * wrote it. */
+uint64_t *rd_record_memo_reported_digests(const struct rd_record_memo *m, size_t *n,
+                                          struct rc_arena *a);
+/* Whether warning w, or the error msg of the file at path, is among digests[0..n) (as
+ * rd_record_memo_reported_digests made them). */
 int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w);
+int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *path,
+                                const char *msg);
+/* The digest of warning w, and of the error msg of the file at path, as listed above. */
+uint64_t rd_record_warning_digest(const char *w);
+uint64_t rd_record_file_error_digest(const char *path, const char *msg);
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
 
 /* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */

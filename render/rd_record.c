@@ -184,9 +184,10 @@ struct rd_record_memo {
     struct memo_unit *units;
     size_t nwarnings; /* in the order last written */
     struct memo_warning *warnings;
-    /* the digests (warning_hash) of the warnings the last record written with the memo
-     * listed, sorted: kept in every mode, and by the record cache file, so that the next
-     * process knows what was reported (rd_record_memo_warning_digests) */
+    /* the digests of the warnings (warning_hash) and file errors (file_error_hash) the last
+     * record written with the memo listed, sorted: kept in every mode, and by the record
+     * cache file, so that the next process knows what was reported
+     * (rd_record_memo_reported_digests) */
     size_t nwdig;
     uint64_t *wdig;
     struct rd_record_stats last;
@@ -266,7 +267,8 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
 
 /* The memo for the record cache file (rc_rcache.h): the digests of the bytes before and
  * after the units, then each unit's name and key digest, in the memo's order, then the
- * digests of the warnings the record listed, sorted; all numbers little-endian:
+ * digests of the warnings and file errors the record listed, sorted; all numbers
+ * little-endian:
  *   u8 have_last, u64 last_head, u64 last_tail, u64 nunits,
  *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1]),
  *   u64 nwarnings, nwarnings x u64 digest
@@ -744,8 +746,8 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t *n,
-                                         struct rc_arena *a)
+uint64_t *rd_record_memo_reported_digests(const struct rd_record_memo *m, size_t *n,
+                                          struct rc_arena *a)
 {
     uint64_t *v = rc_arena_calloc(a, (m ? m->nwdig : 0) + 1, sizeof(*v));
 
@@ -755,18 +757,56 @@ uint64_t *rd_record_memo_warning_digests(const struct rd_record_memo *m, size_t 
     return v;
 }
 
-/* The memo's warning digests from now on: those of w[0..n) (NULL: none), sorted. */
-static void memo_set_warning_digests(struct rd_record_memo *m, const char *const *a, size_t na,
-                                     const char *const *b, size_t nb)
+/* A file error's digest: its path and message, seeded apart from the warnings' (which share
+ * the memo's list). */
+#define ERROR_SEED UINT64_C(0xC2B2AE3D27D4EB4F)
+
+static uint64_t file_error_hash(const char *path, const char *msg)
 {
-    size_t n = na + nb;
+    uint64_t h = rc_xxh64_seeded(path, strlen(path) + 1, ERROR_SEED);
+
+    return rc_xxh64_seeded(msg, strlen(msg), h);
+}
+
+uint64_t rd_record_warning_digest(const char *w)
+{
+    return warning_hash(w);
+}
+
+uint64_t rd_record_file_error_digest(const char *path, const char *msg)
+{
+    return file_error_hash(path, msg);
+}
+
+/* What the memo says was reported from now on: the warnings and file errors of the record
+ * just written (res NULL: nothing, as after a failure), sorted. */
+static void memo_set_reported(struct rd_record_memo *m, const struct pl_result *res,
+                              const struct rd_render_options *opts)
+{
+    size_t na = res ? res->nwarnings : 0, nb = res && opts ? opts->nwarnings : 0;
+    size_t ne = res && opts ? opts->nfile_errors : 0, k = 0;
 
     free(m->wdig);
-    m->wdig = rc_xcalloc(n + 1, sizeof(*m->wdig));
-    m->nwdig = n;
-    for (size_t i = 0; i < n; i++)
-        m->wdig[i] = warning_hash(i < na ? a[i] : b[i - na]);
-    rc_sort(m->wdig, n, sizeof(*m->wdig), cmp_u64);
+    m->wdig = rc_xcalloc(na + nb + ne + 1, sizeof(*m->wdig));
+    for (size_t i = 0; i < na; i++)
+        m->wdig[k++] = warning_hash(res->warnings[i]);
+    for (size_t i = 0; i < nb; i++)
+        m->wdig[k++] = warning_hash(opts->warnings[i]);
+    for (size_t i = 0; i < ne; i++)
+        m->wdig[k++] = file_error_hash(opts->file_errors[i].path, opts->file_errors[i].msg);
+    m->nwdig = k;
+    rc_sort(m->wdig, k, sizeof(*m->wdig), cmp_u64);
+}
+
+int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *path,
+                                const char *msg)
+{
+    uint64_t h;
+
+    if (!n)
+        return 0;
+    h = file_error_hash(path, msg);
+    return bsearch(&h, digests, n, sizeof(*digests), cmp_u64) != NULL;
 }
 
 int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
@@ -790,8 +830,6 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
     struct rc_buf one = RC_BUF_INIT;
     int error = 0;
 
-    if (m) /* none again if this fails */
-        memo_set_warning_digests(m, a, na, b, nb);
     if (!n) {
         if (m) {
             memo_warnings_free(m->warnings, m->nwarnings);
@@ -842,7 +880,6 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
         memo_warnings_free(next, n);
         next = NULL;
         n = 0;
-        memo_set_warning_digests(m, NULL, 0, NULL, 0);
     }
     memo_warnings_free(m->warnings, m->nwarnings);
     m->warnings = next;
@@ -931,6 +968,8 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
             m->have_last = 1;
             m->last_head = hh;
             m->last_tail = th;
+            if (!*skipped) /* a skipped record lists what the last one did */
+                memo_set_reported(m, res, opts);
         }
     }
     if (error || *skipped) { /* out as it was: not even the header */
@@ -938,8 +977,10 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
         if (out->ptr)
             out->ptr[start] = '\0';
     }
-    if (m && error)
+    if (m && error) {
         m->have_last = 0;
+        memo_set_reported(m, NULL, NULL);
+    }
     rc_buf_release(&hb);
     rc_arena_release(&a);
     return error;

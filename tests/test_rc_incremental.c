@@ -215,9 +215,70 @@ static void test_rc_incremental__warnings_once_in_loop_mode(void **state)
     rc_arena_release(&a);
 }
 
+/* The same for a broken file: loop mode warns of its error in the pass that finds it, and the
+ * passes after it (the source already placed, or a change elsewhere) count it at info level;
+ * a file broken later is warned of. */
+static void test_rc_incremental__file_errors_once_in_loop_mode(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo(), *log = NULL;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    th_write_file(repo, "jobs/broken-a.yaml", "kind: [\n", (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a broken file", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.nfile_errors, 1);
+    th_assert_contains(log, "warning: jobs/broken-a.yaml");
+    free(log);
+
+    /* the same source again: nothing to place, the error counted */
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.nfile_errors, 1);
+    assert_null(strstr(log, "broken-a.yaml"));
+    th_assert_contains(log, "1 file error as reported by an earlier pass");
+    free(log);
+
+    /* a change elsewhere: placed again, the error still counted */
+    write_job(repo, 3, "2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.committed, 1);
+    assert_null(strstr(log, "broken-a.yaml"));
+    th_assert_contains(log, "1 file error as reported by an earlier pass");
+    free(log);
+
+    /* another file broken: warned of, the first one counted */
+    th_write_file(repo, "jobs/broken-b.yaml", "kind: [\n", (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "another", NULL));
+    run_pass_logged(&res, repo, loop, &log, &a);
+    assert_int_equal(res.nfile_errors, 2);
+    th_assert_contains(log, "warning: jobs/broken-b.yaml");
+    assert_null(strstr(log, "broken-a.yaml"));
+    th_assert_contains(log, "1 file error as reported by an earlier pass");
+    free(log);
+
+    /* a process of its own without a state directory warns of both */
+    run_pass_logged(&res, repo, NULL, &log, &a);
+    th_assert_contains(log, "warning: jobs/broken-a.yaml");
+    th_assert_contains(log, "warning: jobs/broken-b.yaml");
+    free(log);
+
+    rc_cache_free(loop);
+    th_rm_rf(repo);
+    free(repo);
+    rc_arena_release(&a);
+}
+
 /* So does a cron tick: each `--once` process with the state directory knows from the record
- * cache file which warnings the record it wrote lists (the file's memo keeps their digests). A
- * process without the file warns of all of them. */
+ * cache file which warnings and file errors the record it wrote lists (the file's memo keeps
+ * their digests). A process without the file warns of all of them. */
 static void test_rc_incremental__warnings_once_with_a_state_directory(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -233,13 +294,15 @@ static void test_rc_incremental__warnings_once_with_a_state_directory(void **sta
     (void)state;
     assert_int_equal(rc_git_global_init(&err), RC_OK);
     th_write_file(repo, "jobs/dup-a.yaml", dup, (size_t)-1);
+    th_write_file(repo, "jobs/broken.yaml", "kind: [\n", (size_t)-1);
     free(th_git_ok(repo, "add", "-A", NULL));
-    free(th_git_ok(repo, "commit", "-q", "-m", "a duplicate key", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a duplicate key, a broken file", NULL));
     assert_int_equal(rc_cache_new(&tick, dir, &err), RC_OK);
     run_pass_logged_as(&res, repo, tick, 1, &log, &a);
     rc_cache_free(tick);
     assert_int_equal(res.committed, 1);
     th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
+    th_assert_contains(log, "warning: jobs/broken.yaml");
     free(log);
 
     /* the next tick, after a change and with a new file's warning */
@@ -257,6 +320,8 @@ static void test_rc_incremental__warnings_once_with_a_state_directory(void **sta
     th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
     assert_null(strstr(log, "dup-a.yaml"));
     th_assert_contains(log, "1 warning as reported by an earlier pass");
+    assert_null(strstr(log, "broken.yaml"));
+    th_assert_contains(log, "1 file error as reported by an earlier pass");
     free(log);
 
     /* a tick with no new warning: both counted */
@@ -280,6 +345,7 @@ static void test_rc_incremental__warnings_once_with_a_state_directory(void **sta
     rc_cache_free(tick);
     th_assert_contains(log, "dup-a.yaml:6:3: duplicate key 'k'");
     th_assert_contains(log, "dup-b.yaml:6:3: duplicate key 'k'");
+    th_assert_contains(log, "warning: jobs/broken.yaml");
     assert_null(strstr(log, "reported by an earlier pass"));
     free(log);
 
@@ -761,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__warnings_once_in_loop_mode),
         cmocka_unit_test(test_rc_incremental__warnings_once_with_a_state_directory),
+        cmocka_unit_test(test_rc_incremental__file_errors_once_in_loop_mode),
         cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
         cmocka_unit_test(test_rc_incremental__deploy_head_listed_ahead),

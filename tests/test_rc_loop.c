@@ -258,6 +258,58 @@ static void wait_passes(int port, int want)
     fail_msg("never saw %d passes", want);
 }
 
+/* A problem that stays (a broken file) ends every pass with the same status: a warning in the
+ * first pass that ends so, info lines after it, and one when a pass succeeds again. */
+static void test_rc_loop__same_status_warned_once(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("loop");
+    char log[4096];
+    char *r;
+    pid_t pid;
+    int port, status = 0;
+    (void)state;
+
+    th_write_file(repo, "broken.yaml", "kind: [\n", (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a broken file", NULL));
+    snprintf(log, sizeof(log), "%s/stderr", dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
+              "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    port = wait_port(log);
+    wait_passes(port, 1);
+    for (int k = 2; k <= 3; k++) {
+        assert_int_equal(kill(pid, SIGHUP), 0);
+        wait_passes(port, k);
+    }
+    free(th_git_ok(repo, "rm", "-q", "broken.yaml", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "fixed", NULL));
+    assert_int_equal(kill(pid, SIGHUP), 0);
+    wait_passes(port, 4);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    r = th_kube_read(log);
+    assert_int_equal(th_count(r, "warning: broken.yaml"), 1);
+    assert_int_equal(th_count(r, "warning: pass ended with status 3; next pass in 3600 s"), 1);
+    assert_int_equal(th_count(r, "pass ended with status 3, as the pass before"), 2);
+    assert_int_equal(th_count(r, "pass ended with status 0, after passes that ended with 3"), 1);
+    assert_int_equal(th_count(r, "warning:"), 2);
+    free(r);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* SIGHUP and SIGUSR1 start a pass now and do not stop the loop; the listener serves the
  * metrics (in the text format) and /healthz; SIGTERM stops it with status 0 */
 static void test_rc_loop__signals_and_listener(void **state)
@@ -406,6 +458,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_loop__metrics_file),
         cmocka_unit_test(test_rc_loop__signals_and_listener),
+        cmocka_unit_test(test_rc_loop__same_status_warned_once),
         cmocka_unit_test(test_rc_loop__listen_needs_a_loop),
         cmocka_unit_test(test_rc_loop__suspend_stops_apply_not_placement),
     };
