@@ -22,6 +22,7 @@
 
 #include "pl_basics.h"
 #include "rc_git.h"
+#include "rc_hash.h"
 #include "rc_kube.h"
 #include "rc_mem.h"
 #include "rc_thread.h"
@@ -30,10 +31,34 @@
 
 #define CRD_WAIT_MS 60000
 
+/* What the last apply of the process reported (rc_apply_memory_new): the digests of its halts
+ * (cluster and outcome) and object failures (cluster, what, message), sorted. */
+struct rc_apply_memory {
+    uint64_t *prev;
+    size_t nprev;
+};
+
+void rc_apply_memory_new(struct rc_apply_memory **out)
+{
+    *out = rc_xcalloc(1, sizeof(**out));
+}
+
+void rc_apply_memory_free(struct rc_apply_memory *m)
+{
+    if (!m)
+        return;
+    free(m->prev);
+    free(m);
+}
+
 struct job {
     const struct rd_cluster_conn *conn;
     const struct rc_kube_options *ko;
     const struct rc_log *log;
+    const struct rc_apply_memory *mem; /* NULL: none (every problem is a warning) */
+    uint64_t *reported;                /* this pass's, in the arena */
+    size_t nreported, cap_reported;
+    int failed_again; /* objects failed, as in the last apply (its summary is at info level) */
     const struct rc_apply_plan *plan;
     struct rc_arena arena; /* the worker's own */
     struct rc_apply_result res;
@@ -44,6 +69,38 @@ struct job {
     size_t *map;       /* plan->del index of each call of the batch being sent (delete) */
     char **uids;       /* per plan->del: the live object's uid when it is ours to delete */
 };
+
+static uint64_t report_digest(const char *cluster, const char *what, const char *msg)
+{
+    uint64_t h = rc_xxh64_seeded(cluster, strlen(cluster) + 1, 0);
+
+    h = rc_xxh64_seeded(what, strlen(what) + 1, h);
+    return msg ? rc_xxh64_seeded(msg, strlen(msg), h) : h;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+/* Note a problem this pass reports; whether the last apply of the process reported it too
+ * (then it is logged at info level: a cluster down for a day is not a warning every pass). */
+static int reported_before(struct job *j, uint64_t d)
+{
+    if (j->nreported == j->cap_reported) {
+        size_t cap = j->cap_reported ? 2 * j->cap_reported : 8;
+        uint64_t *v = rc_arena_calloc(&j->arena, cap, sizeof(*v));
+        if (j->nreported)
+            memcpy(v, j->reported, j->nreported * sizeof(*v));
+        j->reported = v;
+        j->cap_reported = cap;
+    }
+    j->reported[j->nreported++] = d;
+    return j->mem && j->mem->nprev &&
+           bsearch(&d, j->mem->prev, j->mem->nprev, sizeof(d), cmp_u64) != NULL;
+}
 
 static void add_failure(struct job *j, const char *verb, const char *key, const char *msg)
 {
@@ -60,8 +117,12 @@ static void add_failure(struct job *j, const char *verb, const char *key, const 
     r->failures[r->nfailures].what = rc_arena_printf(&j->arena, "%s %s", verb, key);
     r->failures[r->nfailures].msg = rc_arena_strdup(&j->arena, msg);
     r->nfailures++;
-    if (j->log)
-        rc_log_warn(j->log, "cluster '%s': %s '%s': %s", j->conn->name, verb, key, msg);
+    if (j->log) {
+        int again = reported_before(
+            j, report_digest(j->conn->name, r->failures[r->nfailures - 1].what, msg));
+        rc_log_kv(j->log, again ? RC_LOG_INFO : RC_LOG_WARN, NULL, 0, "cluster '%s': %s '%s': %s%s",
+                  j->conn->name, verb, key, msg, again ? " (as in the pass before)" : "");
+    }
 }
 
 static void halt(struct job *j, enum rc_apply_outcome outcome, const char *msg)
@@ -69,9 +130,14 @@ static void halt(struct job *j, enum rc_apply_outcome outcome, const char *msg)
     j->halted = 1;
     j->res.outcome = outcome;
     j->res.why = rc_arena_strdup(&j->arena, msg);
-    if (j->log)
-        rc_log_warn(j->log, "cluster '%s': %s: %s; retried next pass", j->conn->name,
-                    outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped", msg);
+    if (j->log) {
+        const char *how = outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped";
+        /* by its outcome alone: the message names the request that met it */
+        int again = reported_before(j, report_digest(j->conn->name, how, NULL));
+        rc_log_kv(j->log, again ? RC_LOG_INFO : RC_LOG_WARN, NULL, 0,
+                  "cluster '%s': %s%s: %s; retried next pass", j->conn->name, again ? "still " : "",
+                  how, msg);
+    }
 }
 
 static void unreachable(struct job *j, const char *msg)
@@ -641,10 +707,10 @@ static int publish(struct cluster *cl, size_t n, struct rc_git *g, const char *d
             rc_log_info(log, "cluster '%s': applied %zu, deleted %zu", r->cluster, r->applied,
                         r->deleted);
         else if (log && r->outcome == RC_APPLY_FAILED)
-            rc_log_warn(log,
-                        "cluster '%s': %zu of %zu objects failed; nothing deleted; retried "
-                        "next pass",
-                        r->cluster, r->nfailures, r->nfailures + r->applied);
+            rc_log_kv(log, cl[i].job.failed_again ? RC_LOG_INFO : RC_LOG_WARN, NULL, 0,
+                      "cluster '%s': %zu of %zu objects failed; nothing deleted; retried "
+                      "next pass",
+                      r->cluster, r->nfailures, r->nfailures + r->applied);
     }
 done:
     rc_buf_release(&note);
@@ -656,6 +722,33 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
                          const struct rd_cluster_conn *conns, size_t nconns, int resync,
                          const struct rc_kube_options *ko, const struct rc_log *log,
                          struct rc_arena *a, struct rc_err *err)
+{
+    return rc_apply_deploy_ex(incomplete, g, deploy, conns, nconns, resync, ko, NULL, log, a, err);
+}
+
+/* What the jobs reported, as the memory of the next apply. */
+static void remember(struct rc_apply_memory *mem, const struct cluster *cl, size_t n)
+{
+    size_t total = 0, k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        total += cl[i].job.nreported;
+    free(mem->prev);
+    mem->prev = rc_xcalloc(total + 1, sizeof(*mem->prev));
+    for (size_t i = 0; i < n; i++) {
+        if (!cl[i].job.nreported)
+            continue; /* and reported is NULL */
+        memcpy(mem->prev + k, cl[i].job.reported, cl[i].job.nreported * sizeof(*mem->prev));
+        k += cl[i].job.nreported;
+    }
+    rc_sort(mem->prev, total, sizeof(*mem->prev), cmp_u64);
+    mem->nprev = total;
+}
+
+int rc_apply_deploy_ex(int *incomplete, struct rc_git *g, const char *deploy,
+                       const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                       const struct rc_kube_options *ko, struct rc_apply_memory *mem,
+                       const struct rc_log *log, struct rc_arena *a, struct rc_err *err)
 {
     struct rc_kube_options defaults = RC_KUBE_OPTIONS_INIT;
     struct cluster *cl = rc_xcalloc(nconns + 1, sizeof(*cl));
@@ -671,6 +764,7 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
         c->job.conn = &conns[i];
         c->job.ko = ko ? ko : &defaults;
         c->job.log = log;
+        c->job.mem = mem;
         c->job.plan = &c->plan;
         c->job.res.cluster = conns[i].name;
         if ((rc = prepare(c, g, deploy, resync, a, err)) < 0)
@@ -678,6 +772,13 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
     }
 
     run_all(cl, nlive);
+    for (size_t i = 0; i < nlive; i++) {
+        struct job *j = &cl[i].job;
+        if (j->res.outcome == RC_APPLY_FAILED)
+            j->failed_again = reported_before(j, report_digest(j->conn->name, "failed", NULL));
+    }
+    if (mem)
+        remember(mem, cl, nlive);
     rc = publish(cl, nlive, g, deploy, incomplete, log, a, err);
 done:
     for (size_t i = 0; i < nlive; i++) {

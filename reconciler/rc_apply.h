@@ -65,6 +65,20 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
                          const struct rc_kube_options *ko, const struct rc_log *log,
                          struct rc_arena *a, struct rc_err *err);
 
+/* What one apply of a process reported, for the next (loop mode): a cluster that stays
+ * unreachable, or an object the server keeps refusing, is a warning in the pass that meets
+ * it and an info line ("still unreachable", "as in the pass before") in the passes after it. */
+struct rc_apply_memory;
+void rc_apply_memory_new(struct rc_apply_memory **out);
+void rc_apply_memory_free(struct rc_apply_memory *m);
+
+/* rc_apply_deploy_opts with that memory (NULL: none), which it reads and then replaces with
+ * what this apply reported. */
+int rc_apply_deploy_ex(int *incomplete, struct rc_git *g, const char *deploy,
+                       const struct rd_cluster_conn *conns, size_t nconns, int resync,
+                       const struct rc_kube_options *ko, struct rc_apply_memory *mem,
+                       const struct rc_log *log, struct rc_arena *a, struct rc_err *err);
+
 /* `rightplace diff`: for each live cluster among conns, every object of clusters/<name>/ at
  * `deploy` is server-side applied with dryRun=All (field manager rightplace, force: what the
  * next apply would make of it; the server stores nothing) and compared with the live object,

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rc_apply.h"
 #include "rc_arena.h"
 #include "rc_buf.h"
 #include "rc_hash.h"
@@ -62,6 +63,7 @@ struct rc_cache {
     struct rc_rcache *rfile; /* NULL: none */
     uint64_t *reported;      /* rc_cache_reported (NULL: not set) */
     size_t nreported;
+    struct rc_apply_memory *applied; /* rc_cache_apply_memory (NULL: not made yet) */
 };
 
 static void memo_release(struct rc_memo *m)
@@ -425,8 +427,16 @@ void rc_cache_free(struct rc_cache *c)
     rc_pcache_free(c->pfile);
     rc_rcache_free(c->rfile);
     free(c->reported);
+    rc_apply_memory_free(c->applied);
     free(c->state_dir);
     free(c);
+}
+
+struct rc_apply_memory *rc_cache_apply_memory(struct rc_cache *c)
+{
+    if (c && !c->applied)
+        rc_apply_memory_new(&c->applied);
+    return c ? c->applied : NULL;
 }
 
 const uint64_t *rc_cache_reported(const struct rc_cache *c, size_t *n)

@@ -46,6 +46,7 @@ struct rc_memo {
 };
 
 struct rc_cache;
+struct rc_apply_memory;
 
 /* A cache; state_dir NULL: memory only. The memo file is read now (if valid). */
 int rc_cache_new(struct rc_cache **out, const char *state_dir, struct rc_err *err);
@@ -99,6 +100,9 @@ struct rd_record_memo *rc_cache_record_memo(struct rc_cache *c);
  * problem in the pass that finds it). set copies d[0..n). */
 const uint64_t *rc_cache_reported(const struct rc_cache *c, size_t *n);
 void rc_cache_set_reported(struct rc_cache *c, const uint64_t *d, size_t n);
+/* What the last apply of this process reported (rc_apply_deploy_ex), made when first asked
+ * for; borrowed. */
+struct rc_apply_memory *rc_cache_apply_memory(struct rc_cache *c);
 /* The blob id of the last record written with that memo, when known ("": not known, e.g. a
  * record written by a pass that did not commit it): a deploy head whose placements.yaml is
  * that blob is the memo's record (rd_render_options.record_base_is_memo). */

@@ -2796,9 +2796,9 @@ apply:
     phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && !o->dry_run && out->deploy_new[0]) {
         int incomplete = 0;
-        error = rc_apply_deploy_opts(&incomplete, g, out->deploy_new, cp->load.src.conns,
-                                     cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
-                                     o->kube, o->log, a, err);
+        error = rc_apply_deploy_ex(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                   cp->load.have_src ? cp->load.src.nclusters : 0, o->resync,
+                                   o->kube, rc_cache_apply_memory(o->cache), o->log, a, err);
         if (error < 0) {
             /* only the deploy branch moving may redo the pass; a conflict while applying
              * (a notes push) is an error of its own */

@@ -513,6 +513,86 @@ static void test_rc_apply__object_refused_is_reported_nothing_deleted(void **sta
     rc_arena_release(&a);
 }
 
+/* Loop mode's apply, with the process's memory of the last one: what the log says of the
+ * call, from byte *from (updated). */
+static const char *apply_mem(struct fixture *f, const char *deploy, struct rc_apply_memory *mem,
+                             size_t *from)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    int incomplete = -1;
+    size_t at = *from;
+
+    assert_int_equal(rc_apply_deploy_ex(&incomplete, f->g, deploy, f->conns, 1, 0, &f->ko, mem,
+                                        &f->log, &a, &err),
+                     RC_OK);
+    assert_int_equal(incomplete, 1);
+    rc_arena_release(&a);
+    fflush(f->logf);
+    *from = f->loglen;
+    return f->logbuf + at;
+}
+
+/* An object the server keeps refusing, or a cluster that stays unreachable, is a warning in
+ * the apply that meets it and an info line in the applies after it (loop mode: every few
+ * seconds, for as long as it lasts); without the memory, every apply warns. */
+static void test_rc_apply__problems_that_stay_are_warned_once(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_apply_memory *mem = NULL;
+    char c1[41], c2[41];
+    size_t from;
+    const char *log;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps/cfg$\", \"method\": \"PATCH\", \"status\": 422}]");
+    rc_apply_memory_new(&mem);
+    fflush(f->logf);
+    from = f->loglen;
+    log = apply_mem(f, c2, mem, &from);
+    assert_non_null(strstr(log, "warning: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+    log = apply_mem(f, c2, mem, &from);
+    if (strstr(log, "warning:"))
+        fail_msg("a warning again:\n%s", log);
+    assert_non_null(strstr(log, "rightplace: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+    assert_non_null(strstr(log, "(as in the pass before)"));
+    log = apply_mem(f, c2, NULL, &from); /* no memory: a process of its own */
+    assert_non_null(strstr(log, "warning: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+
+    /* now no answer at all: unreachable, then still unreachable */
+    th_kube_faults(&f->kube[0], "[{\"path\": \".*\", \"method\": \"PATCH\", \"drop\": true}]");
+    log = apply_mem(f, c2, mem, &from);
+    assert_non_null(strstr(log, "warning: cluster 'c1': unreachable: "));
+    log = apply_mem(f, c2, mem, &from);
+    assert_null(strstr(log, "warning:"));
+    assert_non_null(strstr(log, "rightplace: cluster 'c1': still unreachable: "));
+
+    /* it answers again, then refuses again: a warning, as the apply before succeeded */
+    th_kube_faults(&f->kube[0], "[]");
+    {
+        struct rc_arena a = RC_ARENA_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        int incomplete = -1;
+        assert_int_equal(rc_apply_deploy_ex(&incomplete, f->g, c2, f->conns, 1, 0, &f->ko, mem,
+                                            &f->log, &a, &err),
+                         RC_OK);
+        assert_int_equal(incomplete, 0);
+        rc_arena_release(&a);
+    }
+    fflush(f->logf);
+    from = f->loglen;
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps/cfg$\", \"method\": \"PATCH\", \"status\": 422}]");
+    log = apply_mem(f, c1, mem, &from);
+    assert_non_null(strstr(log, "warning: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+    th_kube_faults(&f->kube[0], "[]");
+    rc_apply_memory_free(mem);
+}
+
 /* Removing a Namespace's file deletes it only while no pod rightplace did not place runs
  * there: deleting a Namespace deletes everything in it. */
 static void test_rc_apply__namespace_with_foreign_pods_is_kept(void **state)
@@ -1669,6 +1749,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__creates_objects_with_ssa_namespaces_first,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__changes_only_and_guarded_deletes, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__problems_that_stay_are_warned_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__object_refused_is_reported_nothing_deleted,
                                         setup, teardown),
