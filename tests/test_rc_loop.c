@@ -258,6 +258,22 @@ static void wait_passes(int port, int want)
     fail_msg("never saw %d passes", want);
 }
 
+/* `rightplace reconcile --interval 1h` on repo with a listener, its stderr to the file log:
+ * its pid in *pid, the listener's port returned. Passes after the first come from signals. */
+static int start_loop(pid_t *pid, const char *repo, const char *log)
+{
+    *pid = fork();
+    assert_true(*pid >= 0);
+    if (*pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
+              "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    return wait_port(log);
+}
+
 /* A problem that stays (a broken file) ends every pass with the same status: a warning in the
  * first pass that ends so, info lines after it, and one when a pass succeeds again. */
 static void test_rc_loop__same_status_warned_once(void **state)
@@ -274,16 +290,7 @@ static void test_rc_loop__same_status_warned_once(void **state)
     free(th_git_ok(repo, "add", "-A", NULL));
     free(th_git_ok(repo, "commit", "-q", "-m", "a broken file", NULL));
     snprintf(log, sizeof(log), "%s/stderr", dir);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
-              "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    port = wait_port(log);
+    port = start_loop(&pid, repo, log);
     wait_passes(port, 1);
     for (int k = 2; k <= 3; k++) {
         assert_int_equal(kill(pid, SIGHUP), 0);
@@ -323,16 +330,7 @@ static void test_rc_loop__signals_and_listener(void **state)
     (void)state;
 
     snprintf(log, sizeof(log), "%s/stderr", dir);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
-              "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    port = wait_port(log);
+    port = start_loop(&pid, repo, log);
     wait_passes(port, 1);
     /* the interval is an hour: only a signal can start the next passes */
     assert_int_equal(kill(pid, SIGHUP), 0);
