@@ -1,8 +1,11 @@
-# gen_kube_state.py NODES PODS_PER_NODE > state.json: a fakekube state (tests/fakekube) of one
+# gen_kube_state.py NODES PODS_PER_NODE [ANNOTATION_KB] > state.json: a fakekube state (tests/fakekube) of one
 # cluster as an EKS API server lists it: nodes with the labels, conditions, images and
 # managedFields kubelet writes (about 10 KB of JSON each, every fifth a GPU node with a taint),
 # and per node five DaemonSet pods and PODS_PER_NODE - 5 Ray worker pods with the unit label
 # (about 5 KB each, with managedFields, env, volumes and status; every sixth Succeeded).
+# ANNOTATION_KB (default 0): a further annotation of that many KB on every Ray worker pod, as
+# tools that record a spec in an annotation leave (pages of 500 such pods of 130 KB pass the
+# client's 64 MiB answer limit).
 # For bench/observe_fleet.sh; deterministic.
 import json, sys, hashlib
 def uid(s):
@@ -107,6 +110,7 @@ def pod(nodename, ns, name, labels, phase, cpu, mem, gpu=None, owner=("ReplicaSe
                     "qosClass": "Burstable"}}
     return p
 nnodes, per = int(sys.argv[1]), int(sys.argv[2])
+pad = "x" * (1024 * int(sys.argv[3])) if len(sys.argv) > 3 else ""
 objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in ["kube-system", "team-a"]]
 nodes = [node(i) for i in range(nnodes)]
 objs += nodes
@@ -121,4 +125,6 @@ for i, n in enumerate(nodes):
         ph = "Succeeded" if k % 6 == 5 else "Running"
         objs.append(pod(nm, "team-a", "ray-worker-%05d-%05d" % (i, k), {"rightplace.dev/unit": unit, "ray.io/cluster": "rc-%s" % unit, "ray.io/node-type": "worker", "ray.io/group": "gpu-group" if gpu else "cpu-group"},
                         ph, "2", "8Gi", gpu="1" if gpu and k < 4 else None, owner=("RayCluster", "rc-" + unit)))
+        if pad:
+            objs[-1]["metadata"].setdefault("annotations", {})["example.com/recorded-spec"] = pad
 json.dump({"objects": objs}, sys.stdout)

@@ -1,24 +1,26 @@
 #!/bin/bash
-# observe_fleet.sh DIR [NCLUSTERS [NODES [PODS_PER_NODE]]] [-- RP...]: NCLUSTERS live clusters
+# observe_fleet.sh DIR [NCLUSTERS [NODES [PODS_PER_NODE [ANNOTATION_KB]]]] [-- RP...]: NCLUSTERS live clusters
 # (default 20), all served by one fakekube (tests/fakekube) that holds NODES nodes (default
 # 100) and NODES x PODS_PER_NODE pods (default 30) shaped as an EKS API server lists them
-# (bench/gen_kube_state.py: about 10 KB a node, 5 KB a pod). Runs `rightplace plan` of each
+# (bench/gen_kube_state.py: about 10 KB a node, 5 KB a pod, plus ANNOTATION_KB, default 0, on
+# each Ray worker pod). Runs `rightplace plan` of each
 # build given (default build/rightplace), which reads every cluster's nodes and pods, and
 # prints its wall time and peak RSS beside the bytes the server sent (bench/RESULTS.md).
 # Never asserts.
 set -eu
 d=$1; shift
-nc=20; nn=100; pp=30
+nc=20; nn=100; pp=30; ak=0
 [ $# -gt 0 ] && [ "$1" != -- ] && { nc=$1; shift; }
 [ $# -gt 0 ] && [ "$1" != -- ] && { nn=$1; shift; }
 [ $# -gt 0 ] && [ "$1" != -- ] && { pp=$1; shift; }
+[ $# -gt 0 ] && [ "$1" != -- ] && { ak=$1; shift; }
 [ $# -gt 0 ] && [ "$1" = -- ] && shift
 src=$(cd "$(dirname "$0")/.." && pwd)
 builds=("$@")
 [ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
 rm -rf $d; mkdir -p $d
 . "$src/bench/fake_fleet.sh"
-python3 $src/bench/gen_kube_state.py $nn $pp > $d/state.json
+python3 $src/bench/gen_kube_state.py $nn $pp $ak > $d/state.json
 fake_kube_start $d $d/state.json obs-token
 {
 fake_kubeconfig_head $d
