@@ -66,3 +66,22 @@ void rc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
     }
     free(tmp);
 }
+
+int rc_cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+    return a < b ? -1 : a > b;
+}
+
+size_t rc_sort_u64_unique(uint64_t *v, size_t n)
+{
+    size_t w = 0;
+
+    rc_sort(v, n, sizeof(*v), rc_cmp_u64);
+    for (size_t i = 0; i < n; i++) {
+        if (!w || v[w - 1] != v[i])
+            v[w++] = v[i];
+    }
+    return w;
+}

@@ -12,7 +12,13 @@
 #define RC_SORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 void rc_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
+/* Digests (64-bit hashes) kept as sets: a comparator for rc_sort and bsearch, and v[0..n)
+ * sorted with each value once, returning how many are left. */
+int rc_cmp_u64(const void *x, const void *y);
+size_t rc_sort_u64_unique(uint64_t *v, size_t n);
 
 #endif

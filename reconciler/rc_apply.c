@@ -78,13 +78,6 @@ static uint64_t report_digest(const char *cluster, const char *what, const char 
     return msg ? rc_xxh64_seeded(msg, strlen(msg), h) : h;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-    return a < b ? -1 : a > b;
-}
-
 /* Note a problem this pass reports; whether the last apply of the process reported it too
  * (then it is logged at info level: a cluster down for a day is not a warning every pass). */
 static int reported_before(struct job *j, uint64_t d)
@@ -99,12 +92,13 @@ static int reported_before(struct job *j, uint64_t d)
     }
     j->reported[j->nreported++] = d;
     return j->mem && j->mem->nprev &&
-           bsearch(&d, j->mem->prev, j->mem->nprev, sizeof(d), cmp_u64) != NULL;
+           bsearch(&d, j->mem->prev, j->mem->nprev, sizeof(d), rc_cmp_u64) != NULL;
 }
 
 static void add_failure(struct job *j, const char *verb, const char *key, const char *msg)
 {
     struct rc_apply_result *r = &j->res;
+    int again;
 
     if (r->nfailures == j->cap_failures) {
         size_t cap = j->cap_failures ? j->cap_failures * 2 : 8;
@@ -117,27 +111,27 @@ static void add_failure(struct job *j, const char *verb, const char *key, const 
     r->failures[r->nfailures].what = rc_arena_printf(&j->arena, "%s %s", verb, key);
     r->failures[r->nfailures].msg = rc_arena_strdup(&j->arena, msg);
     r->nfailures++;
-    if (j->log) {
-        int again = reported_before(
-            j, report_digest(j->conn->name, r->failures[r->nfailures - 1].what, msg));
+    again =
+        reported_before(j, report_digest(j->conn->name, r->failures[r->nfailures - 1].what, msg));
+    if (j->log)
         rc_log_kv(j->log, again ? RC_LOG_INFO : RC_LOG_WARN, NULL, 0, "cluster '%s': %s '%s': %s%s",
                   j->conn->name, verb, key, msg, again ? " (as in the pass before)" : "");
-    }
 }
 
 static void halt(struct job *j, enum rc_apply_outcome outcome, const char *msg)
 {
+    const char *how = outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped";
+    int again;
+
     j->halted = 1;
     j->res.outcome = outcome;
     j->res.why = rc_arena_strdup(&j->arena, msg);
-    if (j->log) {
-        const char *how = outcome == RC_APPLY_UNREACHABLE ? "unreachable" : "stopped";
-        /* by its outcome alone: the message names the request that met it */
-        int again = reported_before(j, report_digest(j->conn->name, how, NULL));
+    /* by its outcome alone: the message names the request that met it */
+    again = reported_before(j, report_digest(j->conn->name, how, NULL));
+    if (j->log)
         rc_log_kv(j->log, again ? RC_LOG_INFO : RC_LOG_WARN, NULL, 0,
                   "cluster '%s': %s%s: %s; retried next pass", j->conn->name, again ? "still " : "",
                   how, msg);
-    }
 }
 
 static void unreachable(struct job *j, const char *msg)
@@ -741,8 +735,7 @@ static void remember(struct rc_apply_memory *mem, const struct cluster *cl, size
         memcpy(mem->prev + k, cl[i].job.reported, cl[i].job.nreported * sizeof(*mem->prev));
         k += cl[i].job.nreported;
     }
-    rc_sort(mem->prev, total, sizeof(*mem->prev), cmp_u64);
-    mem->nprev = total;
+    mem->nprev = rc_sort_u64_unique(mem->prev, total);
 }
 
 int rc_apply_deploy_ex(int *incomplete, struct rc_git *g, const char *deploy,

@@ -84,10 +84,10 @@ static void phase_log(const struct rc_log *log, const double *ms)
 struct loaded {
     struct rd_source src;
     int have_src;
-    /* the warnings and file errors the last record written with the record memo listed (this
-     * process's, or the one the record cache file was written with;
-     * rd_record_memo_reported_digests, taken before the load): reported already, so logged
-     * at info level, counted (nknown_errors: the file errors so counted by the load) */
+    /* the warnings and file errors reported already, set by the caller: what the last pass of
+     * the process reported (rc_cache_reported) or, for its first pass, what the record cache
+     * file's memo says the record lists (rd_record_memo_reported_digests). Logged at info
+     * level, counted (nknown_errors: the file errors so counted by the load). */
     const uint64_t *known;
     size_t nknown, nknown_errors;
     size_t nerrors; /* the errors as found at S, before substitution */
@@ -1914,14 +1914,6 @@ static const struct rd_verdict_tally **keep_recorded_reasons(struct pl_result *r
     return tallies;
 }
 
-/* Load the source at S (step 1 of a computation). */
-static int cmp_digest(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-    return a < b ? -1 : a > b;
-}
-
 /* The writer's memo of the pass's record (NULL: none): loop mode's, or, for the last pass of a
  * process, the one the record cache file keeps (digests alone). */
 static struct rd_record_memo *pass_record_memo(const struct rc_pass_options *o)
@@ -1931,6 +1923,7 @@ static struct rd_record_memo *pass_record_memo(const struct rc_pass_options *o)
                : NULL;
 }
 
+/* Load the source at S (step 1 of a computation). */
 static int compute_load(struct compute *c, struct rc_git *g, const char *source,
                         const struct rd_record *prev, const struct rc_pass_options *o,
                         struct rc_arena *a, struct rc_err *err)
@@ -2142,14 +2135,7 @@ static void remember_reported(struct rc_cache *cache, const struct rc_pass_resul
         v[n++] = out->warnings ? rd_record_warning_digest(out->warnings[i]) : l->known[i];
     for (size_t i = 0; i < l->nerrors; i++)
         v[n++] = rd_record_file_error_digest(l->errors[i].path, l->errors[i].msg);
-    rc_sort(v, n, sizeof(*v), cmp_digest);
-    {
-        size_t w = 0;
-        for (size_t i = 0; i < n; i++)
-            if (!w || v[w - 1] != v[i])
-                v[w++] = v[i];
-        n = w;
-    }
+    n = rc_sort_u64_unique(v, n);
     rc_cache_set_reported(cache, v, n);
     free(v);
 }

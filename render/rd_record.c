@@ -739,13 +739,6 @@ static struct memo_warning *warning_find(const struct warning_index *x, struct r
     return NULL;
 }
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-    return a < b ? -1 : a > b;
-}
-
 uint64_t *rd_record_memo_reported_digests(const struct rd_record_memo *m, size_t *n,
                                           struct rc_arena *a)
 {
@@ -795,7 +788,7 @@ static void memo_set_reported(struct rd_record_memo *m, const struct pl_result *
     for (size_t i = 0; i < ne; i++)
         m->wdig[k++] = file_error_hash(opts->file_errors[i].path, opts->file_errors[i].msg);
     m->nwdig = k;
-    rc_sort(m->wdig, k, sizeof(*m->wdig), cmp_u64);
+    rc_sort(m->wdig, k, sizeof(*m->wdig), rc_cmp_u64);
 }
 
 int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *path,
@@ -806,7 +799,7 @@ int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *p
     if (!n)
         return 0;
     h = file_error_hash(path, msg);
-    return bsearch(&h, digests, n, sizeof(*digests), cmp_u64) != NULL;
+    return bsearch(&h, digests, n, sizeof(*digests), rc_cmp_u64) != NULL;
 }
 
 int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
@@ -816,7 +809,7 @@ int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
     if (!n)
         return 0;
     h = warning_hash(w);
-    return bsearch(&h, digests, n, sizeof(*digests), cmp_u64) != NULL;
+    return bsearch(&h, digests, n, sizeof(*digests), rc_cmp_u64) != NULL;
 }
 
 /* The warnings, each copied from the memo when the last record had the same text: where it
