@@ -16,9 +16,14 @@
 #include "rc_sort.h"
 #include "rc_apply.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pl_basics.h"
 #include "rc_git.h"
@@ -31,12 +36,19 @@
 
 #define CRD_WAIT_MS 60000
 
-/* What the last apply of the process reported (rc_apply_memory_new): the digests of its halts
- * (cluster and outcome) and object failures (cluster, what, message), sorted. */
+/* What the last apply reported (rc_apply_memory_new): the digests of its halts (cluster and
+ * outcome) and object failures (cluster, what, message), sorted, each once; kept in a file
+ * when it has one (rc_apply_memory_file). */
 struct rc_apply_memory {
     uint64_t *prev;
     size_t nprev;
+    char *path; /* NULL: none */
 };
+
+/* The file: this line, then one digest a line, 16 lower-case hex digits, ascending. */
+#define MEMORY_MAGIC "rightplace-apply-reported 1\n"
+#define MEMORY_LINE 17
+#define MEMORY_FILE_MAX ((size_t)1 << 20)
 
 void rc_apply_memory_new(struct rc_apply_memory **out)
 {
@@ -48,7 +60,78 @@ void rc_apply_memory_free(struct rc_apply_memory *m)
     if (!m)
         return;
     free(m->prev);
+    free(m->path);
     free(m);
+}
+
+/* The digests the file at path holds, into m; 0 (m left empty) when there is none or it does
+ * not read as this build writes it: a file in the state directory is read as untrusted, and
+ * the worst a bad one can do is a warning logged again. */
+static int memory_read(struct rc_apply_memory *m, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    size_t magic = strlen(MEMORY_MAGIC), size, n;
+    unsigned char *buf = NULL;
+    uint64_t *v = NULL;
+    struct stat st;
+    int ok = 0;
+
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        (size_t)st.st_size > MEMORY_FILE_MAX || (size_t)st.st_size < magic ||
+        ((size_t)st.st_size - magic) % MEMORY_LINE)
+        goto done;
+    size = (size_t)st.st_size;
+    buf = rc_xmalloc(size + 1);
+    if (rc_file_read_at(fd, buf, size, 0) < 0 || memcmp(buf, MEMORY_MAGIC, magic))
+        goto done;
+    n = (size - magic) / MEMORY_LINE;
+    v = rc_xcalloc(n + 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *p = buf + magic + i * MEMORY_LINE;
+        for (int k = 0; k < 16; k++) {
+            int d = p[k] >= '0' && p[k] <= '9'   ? p[k] - '0'
+                    : p[k] >= 'a' && p[k] <= 'f' ? p[k] - 'a' + 10
+                                                 : -1;
+            if (d < 0)
+                goto done;
+            v[i] = v[i] << 4 | (uint64_t)d;
+        }
+        if (p[16] != '\n' || (i && v[i - 1] >= v[i]))
+            goto done;
+    }
+    free(m->prev);
+    m->prev = v;
+    m->nprev = n;
+    v = NULL;
+    ok = 1;
+done:
+    free(v);
+    free(buf);
+    close(fd);
+    return ok;
+}
+
+void rc_apply_memory_file(struct rc_apply_memory *m, const char *path)
+{
+    free(m->path);
+    m->path = rc_xstrdup(path);
+    memory_read(m, path);
+}
+
+/* The file written again (atomically) with what m holds now. */
+static int memory_write(const struct rc_apply_memory *m, struct rc_err *err)
+{
+    struct rc_buf b = RC_BUF_INIT;
+    int error;
+
+    rc_buf_puts(&b, MEMORY_MAGIC, NULL);
+    for (size_t i = 0; i < m->nprev; i++)
+        rc_buf_printf(&b, NULL, "%016" PRIx64 "\n", m->prev[i]);
+    error = rc_file_write_atomic(m->path, b.ptr, b.len, err);
+    rc_buf_release(&b);
+    return error;
 }
 
 struct job {
@@ -720,22 +803,34 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
     return rc_apply_deploy_ex(incomplete, g, deploy, conns, nconns, resync, ko, NULL, log, a, err);
 }
 
-/* What the jobs reported, as the memory of the next apply. */
-static void remember(struct rc_apply_memory *mem, const struct cluster *cl, size_t n)
+/* What the jobs reported, as the memory of the next apply; its file written when that
+ * changed (a failure is a warning: the next process warns again of what this one did). */
+static void remember(struct rc_apply_memory *mem, const struct cluster *cl, size_t n,
+                     const struct rc_log *log)
 {
     size_t total = 0, k = 0;
+    uint64_t *v;
+    struct rc_err err = RC_ERR_INIT;
 
     for (size_t i = 0; i < n; i++)
         total += cl[i].job.nreported;
-    free(mem->prev);
-    mem->prev = rc_xcalloc(total + 1, sizeof(*mem->prev));
+    v = rc_xcalloc(total + 1, sizeof(*v));
     for (size_t i = 0; i < n; i++) {
         if (!cl[i].job.nreported)
             continue; /* and reported is NULL */
-        memcpy(mem->prev + k, cl[i].job.reported, cl[i].job.nreported * sizeof(*mem->prev));
+        memcpy(v + k, cl[i].job.reported, cl[i].job.nreported * sizeof(*v));
         k += cl[i].job.nreported;
     }
-    mem->nprev = rc_sort_u64_unique(mem->prev, total);
+    total = rc_sort_u64_unique(v, total);
+    if (total == mem->nprev && (!total || !memcmp(v, mem->prev, total * sizeof(*v)))) {
+        free(v);
+        return;
+    }
+    free(mem->prev);
+    mem->prev = v;
+    mem->nprev = total;
+    if (mem->path && memory_write(mem, &err) < 0 && log)
+        rc_log_warn(log, "%s (the next process warns again of what this pass did)", err.msg);
 }
 
 int rc_apply_deploy_ex(int *incomplete, struct rc_git *g, const char *deploy,
@@ -771,7 +866,7 @@ int rc_apply_deploy_ex(int *incomplete, struct rc_git *g, const char *deploy,
             j->failed_again = reported_before(j, report_digest(j->conn->name, "failed", NULL));
     }
     if (mem)
-        remember(mem, cl, nlive);
+        remember(mem, cl, nlive, log);
     rc = publish(cl, nlive, g, deploy, incomplete, log, a, err);
 done:
     for (size_t i = 0; i < nlive; i++) {

@@ -71,6 +71,10 @@ int rc_apply_deploy_opts(int *incomplete, struct rc_git *g, const char *deploy,
 struct rc_apply_memory;
 void rc_apply_memory_new(struct rc_apply_memory **out);
 void rc_apply_memory_free(struct rc_apply_memory *m);
+/* Keep the memory in the file at path too (the state directory's RC_CACHE_APPLY_FILE), so that
+ * a `--once` process (a cron tick) knows what the last one reported: read now (a file that is
+ * missing or does not read is nothing known), written whenever the memory changes. */
+void rc_apply_memory_file(struct rc_apply_memory *m, const char *path);
 
 /* rc_apply_deploy_opts with that memory (NULL: none), which it reads and then replaces with
  * what this apply reported. */

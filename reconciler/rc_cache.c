@@ -351,7 +351,7 @@ done:
 static int state_tmp(const char *name)
 {
     static const char *const files[] = {MEMO_FILE, RC_PCACHE_FILE, RC_RCACHE_FILE,
-                                        RC_CACHE_OUTAGE_FILE};
+                                        RC_CACHE_OUTAGE_FILE, RC_CACHE_APPLY_FILE};
 
     for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
         size_t n = strlen(files[i]);
@@ -434,8 +434,15 @@ void rc_cache_free(struct rc_cache *c)
 
 struct rc_apply_memory *rc_cache_apply_memory(struct rc_cache *c)
 {
-    if (c && !c->applied)
+    if (c && !c->applied) {
         rc_apply_memory_new(&c->applied);
+        if (c->state_dir) {
+            struct rc_buf path = RC_BUF_INIT;
+            rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, RC_CACHE_APPLY_FILE);
+            rc_apply_memory_file(c->applied, path.ptr);
+            rc_buf_release(&path);
+        }
+    }
     return c ? c->applied : NULL;
 }
 

@@ -120,6 +120,8 @@ void rc_cache_no_parse_file(struct rc_cache *c);
 
 /* The file of the live clusters' outages (rc_outage.h) in the state directory. */
 #define RC_CACHE_OUTAGE_FILE "unreachable"
+/* What the last apply reported (rc_apply_memory_file). */
+#define RC_CACHE_APPLY_FILE "apply-reported"
 
 /* Remove the temporary files that the writers of the state directory's files rename into
  * place ("<file>.tmp.<pid>", "<file>.tmp") and that a killed process left behind: a killed

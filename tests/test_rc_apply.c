@@ -582,6 +582,58 @@ static void test_rc_apply__problems_that_stay_are_warned_once(void **state)
     rc_apply_memory_free(mem);
 }
 
+/* A cron tick is a process of its own: the memory kept in the state directory's file tells it
+ * what the last tick reported. A file that does not read as written is nothing known. */
+static void test_rc_apply__problems_kept_for_the_next_process(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_apply_memory *mem = NULL;
+    char c1[41], c2[41], path[TH_PATH + 32];
+    size_t from;
+    const char *log;
+    char *text;
+
+    snprintf(path, sizeof(path), "%s/apply-reported", f->kcdir);
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    th_kube_faults(&f->kube[0],
+                   "[{\"path\": \"configmaps/cfg$\", \"method\": \"PATCH\", \"status\": 422}]");
+    fflush(f->logf);
+    from = f->loglen;
+    for (int tick = 0; tick < 2; tick++) {
+        rc_apply_memory_new(&mem);
+        rc_apply_memory_file(mem, path);
+        log = apply_mem(f, c2, mem, 1, &from);
+        rc_apply_memory_free(mem);
+        if (tick == 0) {
+            assert_non_null(strstr(log, "warning: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+        } else {
+            if (strstr(log, "warning:"))
+                fail_msg("a warning again:\n%s", log);
+            assert_non_null(strstr(log, "(as in the pass before)"));
+        }
+    }
+    text = th_kube_read(path);
+    assert_non_null(text);
+    assert_true(!strncmp(text, "rightplace-apply-reported 1\n", 28));
+    assert_int_equal(strlen(text), 28 + 2 * 17); /* the object, and "failed" for c1 */
+    free(text);
+
+    /* damaged: a digit that is not hex; read as nothing known, so a warning, and rewritten */
+    th_write_file(f->kcdir, "apply-reported", "rightplace-apply-reported 1\nzzzzzzzzzzzzzzzz\n",
+                  (size_t)-1);
+    rc_apply_memory_new(&mem);
+    rc_apply_memory_file(mem, path);
+    log = apply_mem(f, c2, mem, 1, &from);
+    rc_apply_memory_free(mem);
+    assert_non_null(strstr(log, "warning: cluster 'c1': apply 'team/ConfigMap/cfg': "));
+    text = th_kube_read(path);
+    assert_null(strstr(text, "zzzz"));
+    free(text);
+    th_kube_faults(&f->kube[0], "[]");
+}
+
 /* Removing a Namespace's file deletes it only while no pod rightplace did not place runs
  * there: deleting a Namespace deletes everything in it. */
 static void test_rc_apply__namespace_with_foreign_pods_is_kept(void **state)
@@ -1740,6 +1792,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_apply__changes_only_and_guarded_deletes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__problems_that_stay_are_warned_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_apply__problems_kept_for_the_next_process, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__object_refused_is_reported_nothing_deleted,
                                         setup, teardown),
