@@ -112,3 +112,19 @@ void rc_hash_hex(uint64_t h, char out[17])
     }
     out[16] = '\0';
 }
+
+int rc_hash_unhex(const char *s, uint64_t *h)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 16; i++) {
+        int d = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+                : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+                                             : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *h = v;
+    return 0;
+}

@@ -21,8 +21,10 @@ uint64_t rc_xxh64_seeded(const void *data, size_t n, uint64_t seed);
 /* A hash of the pair of strings (a, b) for tables held in memory: XXH64 of b seeded with
  * XXH64 of a (never written anywhere: the value may change with the build). */
 uint64_t rc_xxh64_pair(const char *a, const char *b);
-/* Write the hash as 16 lower-case hex digits plus NUL into out[17]. */
+/* Write the hash as 16 lower-case hex digits plus NUL into out[17]; read back from s[0..16)
+ * (exactly 16 lower-case hex digits, else -1 and *h untouched). */
 void rc_hash_hex(uint64_t h, char out[17]);
+int rc_hash_unhex(const char *s, uint64_t *h);
 /* Whether s[0..n) is a git object id as rightplace writes one: exactly 40 lower-case hex
  * digits (n counts bytes; s need not be NUL-terminated). */
 int rc_is_object_id(const char *s, size_t n);

@@ -18,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -89,16 +88,8 @@ static int memory_read(struct rc_apply_memory *m, const char *path)
     n = (size - magic) / MEMORY_LINE;
     v = rc_xcalloc(n + 1, sizeof(*v));
     for (size_t i = 0; i < n; i++) {
-        const unsigned char *p = buf + magic + i * MEMORY_LINE;
-        for (int k = 0; k < 16; k++) {
-            int d = p[k] >= '0' && p[k] <= '9'   ? p[k] - '0'
-                    : p[k] >= 'a' && p[k] <= 'f' ? p[k] - 'a' + 10
-                                                 : -1;
-            if (d < 0)
-                goto done;
-            v[i] = v[i] << 4 | (uint64_t)d;
-        }
-        if (p[16] != '\n' || (i && v[i - 1] >= v[i]))
+        const char *p = (const char *)buf + magic + i * MEMORY_LINE;
+        if (rc_hash_unhex(p, &v[i]) < 0 || p[16] != '\n' || (i && v[i - 1] >= v[i]))
             goto done;
     }
     free(m->prev);
@@ -127,8 +118,12 @@ static int memory_write(const struct rc_apply_memory *m, struct rc_err *err)
     int error;
 
     rc_buf_puts(&b, MEMORY_MAGIC, NULL);
-    for (size_t i = 0; i < m->nprev; i++)
-        rc_buf_printf(&b, NULL, "%016" PRIx64 "\n", m->prev[i]);
+    for (size_t i = 0; i < m->nprev; i++) {
+        char hex[17];
+        rc_hash_hex(m->prev[i], hex);
+        hex[16] = '\n';
+        rc_buf_add(&b, hex, MEMORY_LINE, NULL);
+    }
     error = rc_file_write_atomic(m->path, b.ptr, b.len, err);
     rc_buf_release(&b);
     return error;

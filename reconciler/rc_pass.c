@@ -2088,9 +2088,9 @@ static void compute_release(struct compute *c)
 }
 
 /* The pass's warnings, the engine's then the source's, into out; each logged (the first 20)
- * unless the last record written with the memo listed it: loop mode, and a `--once` process
- * with the state directory's record cache, warn of a file's problem in the pass that finds
- * it, not every pass (the others are counted at info level). */
+ * unless an earlier pass reported it (c->load.known): loop mode, and a `--once` process with
+ * the state directory's record cache, warn of a file's problem in the pass that finds it, not
+ * every pass (the others are counted at info level). */
 static void collect_warnings(struct rc_pass_result *out, const struct compute *c,
                              const struct rc_pass_options *o, struct rc_arena *a)
 {

@@ -184,9 +184,9 @@ struct rd_record_memo {
     struct memo_unit *units;
     size_t nwarnings; /* in the order last written */
     struct memo_warning *warnings;
-    /* the digests of the warnings (warning_hash) and file errors (file_error_hash) the last
-     * record written with the memo listed, sorted: kept in every mode, and by the record
-     * cache file, so that the next process knows what was reported
+    /* the digests of the warnings (rd_record_warning_digest) and file errors
+     * (rd_record_file_error_digest) the last record written with the memo listed, sorted: kept in
+     * every mode, and by the record cache file, so that the next process knows what was reported
      * (rd_record_memo_reported_digests) */
     size_t nwdig;
     uint64_t *wdig;
@@ -704,7 +704,7 @@ struct warning_index {
     size_t *slot;
 };
 
-static uint64_t warning_hash(const char *w)
+uint64_t rd_record_warning_digest(const char *w)
 {
     return rc_xxh64(w, strlen(w));
 }
@@ -719,7 +719,7 @@ static void warning_index_build(struct warning_index *x, const struct rd_record_
         size_t k;
         if (!m->warnings[j].chunk)
             continue;
-        k = (size_t)warning_hash(m->warnings[j].text) & (x->cap - 1);
+        k = (size_t)rd_record_warning_digest(m->warnings[j].text) & (x->cap - 1);
         while (x->slot[k])
             k = (k + 1) & (x->cap - 1);
         x->slot[k] = j + 1;
@@ -730,7 +730,7 @@ static void warning_index_build(struct warning_index *x, const struct rd_record_
 static struct memo_warning *warning_find(const struct warning_index *x, struct rd_record_memo *m,
                                          const char *w)
 {
-    for (size_t k = (size_t)warning_hash(w) & (x->cap - 1); x->slot[k];
+    for (size_t k = (size_t)rd_record_warning_digest(w) & (x->cap - 1); x->slot[k];
          k = (k + 1) & (x->cap - 1)) {
         struct memo_warning *e = &m->warnings[x->slot[k] - 1];
         if (e->chunk && !strcmp(e->text, w))
@@ -754,21 +754,11 @@ uint64_t *rd_record_memo_reported_digests(const struct rd_record_memo *m, size_t
  * the memo's list). */
 #define ERROR_SEED UINT64_C(0xC2B2AE3D27D4EB4F)
 
-static uint64_t file_error_hash(const char *path, const char *msg)
+uint64_t rd_record_file_error_digest(const char *path, const char *msg)
 {
     uint64_t h = rc_xxh64_seeded(path, strlen(path) + 1, ERROR_SEED);
 
     return rc_xxh64_seeded(msg, strlen(msg), h);
-}
-
-uint64_t rd_record_warning_digest(const char *w)
-{
-    return warning_hash(w);
-}
-
-uint64_t rd_record_file_error_digest(const char *path, const char *msg)
-{
-    return file_error_hash(path, msg);
 }
 
 /* What the memo says was reported from now on: the warnings and file errors of the record
@@ -782,34 +772,30 @@ static void memo_set_reported(struct rd_record_memo *m, const struct pl_result *
     free(m->wdig);
     m->wdig = rc_xcalloc(na + nb + ne + 1, sizeof(*m->wdig));
     for (size_t i = 0; i < na; i++)
-        m->wdig[k++] = warning_hash(res->warnings[i]);
+        m->wdig[k++] = rd_record_warning_digest(res->warnings[i]);
     for (size_t i = 0; i < nb; i++)
-        m->wdig[k++] = warning_hash(opts->warnings[i]);
+        m->wdig[k++] = rd_record_warning_digest(opts->warnings[i]);
     for (size_t i = 0; i < ne; i++)
-        m->wdig[k++] = file_error_hash(opts->file_errors[i].path, opts->file_errors[i].msg);
+        m->wdig[k++] =
+            rd_record_file_error_digest(opts->file_errors[i].path, opts->file_errors[i].msg);
     m->nwdig = k;
     rc_sort(m->wdig, k, sizeof(*m->wdig), rc_cmp_u64);
+}
+
+static int digest_listed(const uint64_t *digests, size_t n, uint64_t h)
+{
+    return n && bsearch(&h, digests, n, sizeof(*digests), rc_cmp_u64) != NULL;
 }
 
 int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *path,
                                 const char *msg)
 {
-    uint64_t h;
-
-    if (!n)
-        return 0;
-    h = file_error_hash(path, msg);
-    return bsearch(&h, digests, n, sizeof(*digests), rc_cmp_u64) != NULL;
+    return digest_listed(digests, n, rd_record_file_error_digest(path, msg));
 }
 
 int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
 {
-    uint64_t h;
-
-    if (!n)
-        return 0;
-    h = warning_hash(w);
-    return bsearch(&h, digests, n, sizeof(*digests), rc_cmp_u64) != NULL;
+    return digest_listed(digests, n, rd_record_warning_digest(w));
 }
 
 /* The warnings, each copied from the memo when the last record had the same text: where it
