@@ -44,10 +44,13 @@ struct rc_apply_memory {
     char *path; /* NULL: none */
 };
 
-/* The file: this line, then one digest a line, 16 lower-case hex digits, ascending. */
+/* The file: this line, then one digest a line, 16 lower-case hex digits, ascending; at most
+ * MEMORY_DIGESTS_MAX of them (about a million), so that the reader's limit never refuses
+ * what the writer wrote: past it, the largest are left out (their problems warn again). */
 #define MEMORY_MAGIC "rightplace-apply-reported 1\n"
 #define MEMORY_LINE 17
-#define MEMORY_FILE_MAX ((size_t)1 << 20)
+#define MEMORY_FILE_MAX ((size_t)16 << 20)
+#define MEMORY_DIGESTS_MAX ((MEMORY_FILE_MAX - (sizeof(MEMORY_MAGIC) - 1)) / MEMORY_LINE)
 
 void rc_apply_memory_new(struct rc_apply_memory **out)
 {
@@ -118,7 +121,7 @@ static int memory_write(const struct rc_apply_memory *m, struct rc_err *err)
     int error;
 
     rc_buf_puts(&b, MEMORY_MAGIC, NULL);
-    for (size_t i = 0; i < m->nprev; i++) {
+    for (size_t i = 0; i < m->nprev && i < MEMORY_DIGESTS_MAX; i++) {
         char hex[17];
         rc_hash_hex(m->prev[i], hex);
         hex[16] = '\n';
