@@ -150,6 +150,7 @@ struct rc_http {
     char *ca_file, *cert_file, *key_file;
     int insecure;
     char errbuf[CURL_ERROR_SIZE];
+    const struct rc_http_request *req; /* in flight on `curl` (rc_http_do) */
 };
 
 /* State for one attempt's callbacks. */
@@ -157,6 +158,9 @@ struct attempt {
     struct rc_http_response *resp;
     int too_big;
     struct rc_err body_err;
+    CURL *c;
+    const struct rc_http_request *req; /* its on_data and stop */
+    int ended;                         /* on_data or stop ended the transfer */
 };
 
 int rc_http_global_init(struct rc_err *err)
@@ -215,6 +219,18 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     struct attempt *at = userdata;
     size_t n = size * nmemb;
 
+    if (at->req && at->req->on_data) {
+        long status = 0;
+
+        curl.easy_getinfo(at->c, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300) {
+            if (at->req->on_data(at->req->data_payload, ptr, n)) {
+                at->ended = 1;
+                return 0;
+            }
+            return n;
+        }
+    }
     if (rc_buf_add(&at->resp->body, ptr, n, &at->body_err) < 0) {
         at->too_big = 1;
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
@@ -269,6 +285,21 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
             at->resp->retry_after = secs;
     }
     return n;
+}
+
+/* Called by libcurl at least once a second while a transfer lasts, even when nothing
+ * arrives: how a caller's stop flag ends a stream that is waiting for its next event. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    struct attempt *at = userdata;
+
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (at->req && at->req->stop && *at->req->stop) {
+        at->ended = 1;
+        return 1; /* CURLE_ABORTED_BY_CALLBACK */
+    }
+    return 0;
 }
 
 static void set_blob(CURL *c, CURLoption opt, const char *data, size_t len)
@@ -482,6 +513,14 @@ static int finish_attempt(CURL *c, const char *errbuf, CURLcode rc, const struct
 {
     *fatal = 0;
     curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 0L);
+    if (at->ended) {
+        /* the caller ended it: an answer when a status had come, else nothing to retry */
+        *fatal = 1;
+        curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+        if (resp->status)
+            return RC_OK;
+        return rc_err_set(e, RC_ETRANSPORT, "request to '%s' stopped before an answer", where);
+    }
     if (at->too_big) {
         *fatal = 1;
         resp->too_large = 1;
@@ -514,10 +553,13 @@ static int attempt_once(struct rc_http *h, const char *where, struct rc_http_res
 
     memset(&at, 0, sizeof(at));
     at.resp = resp;
+    at.c = h->curl;
+    at.req = h->req;
     reset_response(resp);
     h->errbuf[0] = '\0';
     curl.easy_setopt(h->curl, CURLOPT_WRITEDATA, &at);
     curl.easy_setopt(h->curl, CURLOPT_HEADERDATA, &at);
+    curl.easy_setopt(h->curl, CURLOPT_XFERINFODATA, &at);
     rc = curl.easy_perform(h->curl);
     return finish_attempt(h->curl, h->errbuf, rc, &at, where, resp, fatal, e);
 }
@@ -666,6 +708,13 @@ int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_h
     if ((error = prepare(h, req, &p, err)) < 0)
         return error;
     set_request(h->curl, req, &p);
+    h->req = req;
+    if (req->stop) {
+        curl.easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+        curl.easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    }
+    if (req->timeout_ms > 0)
+        curl.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, req->timeout_ms);
     for (int n = 1; n <= max; n++) {
         long wait;
         int fatal = 0;
@@ -681,6 +730,11 @@ int rc_http_do(struct rc_http *h, const struct rc_http_request *req, struct rc_h
     }
     if (error < 0)
         rc_err_set(err, e.code, "%s", e.msg);
+    if (req->stop)
+        curl.easy_setopt(h->curl, CURLOPT_NOPROGRESS, 1L);
+    if (req->timeout_ms > 0)
+        curl.easy_setopt(h->curl, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
+    h->req = NULL;
     clear_request(h->curl);
     prepared_release(&p);
     return error;

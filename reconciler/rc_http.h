@@ -19,6 +19,7 @@
 #ifndef RC_HTTP_H
 #define RC_HTTP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "rc_buf.h"
@@ -76,6 +77,15 @@ struct rc_http_request {
     const char *body;         /* NULL: no body */
     size_t body_len;
     int no_retry; /* 1: a single attempt whatever happens */
+    /* A stream (a watch). With on_data, each piece of a 2xx body goes to on_data as it
+     * arrives instead of into resp->body (any other status's body is kept as usual);
+     * nonzero from on_data ends the transfer, as an answer (RC_OK). */
+    int (*on_data)(void *payload, const char *p, size_t n);
+    void *data_payload;
+    /* read at least once a second while the transfer lasts (may be NULL): nonzero ends it,
+     * as an answer when one had begun, else as RC_ETRANSPORT */
+    const atomic_int *stop;
+    long timeout_ms; /* this request's whole attempt; 0: options.timeout_ms */
 };
 
 struct rc_http_response {

@@ -267,17 +267,30 @@ static int status_error(struct rc_kube *k, const char *method, const char *path,
 }
 
 /* Send with credentials; on 401 with an exec plugin, refresh and try once more. */
-static int send_authed(struct rc_kube *k, const char *method, const char *path,
-                       const char *content_type, const char *body, size_t body_len,
-                       struct rc_http_response *resp, struct rc_err *err)
+static int send_authed_stream(struct rc_kube *k, const char *method, const char *path,
+                              const char *content_type, const char *body, size_t body_len,
+                              const struct rc_http_request *stream, struct rc_http_response *resp,
+                              struct rc_err *err)
 {
     struct rc_buf url = RC_BUF_INIT;
     int error = RC_OK;
 
     rc_buf_printf(&url, NULL, "%s%s", k->kc->server, path);
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct rc_http_request req = {method, url.ptr, content_type, NULL, NULL, body, body_len, 0};
+        struct rc_http_request req = {.method = method,
+                                      .url = url.ptr,
+                                      .content_type = content_type,
+                                      .body = body,
+                                      .body_len = body_len};
         int cert_changed = 0;
+
+        if (stream) {
+            req.no_retry = 1;
+            req.on_data = stream->on_data;
+            req.data_payload = stream->data_payload;
+            req.stop = stream->stop;
+            req.timeout_ms = stream->timeout_ms;
+        }
 
         error = rc_kubeconfig_bearer(k->kc, attempt > 0, &req.bearer, &cert_changed, err);
         if (error < 0)
@@ -298,6 +311,13 @@ static int send_authed(struct rc_kube *k, const char *method, const char *path,
     }
     rc_buf_release(&url);
     return error;
+}
+
+static int send_authed(struct rc_kube *k, const char *method, const char *path,
+                       const char *content_type, const char *body, size_t body_len,
+                       struct rc_http_response *resp, struct rc_err *err)
+{
+    return send_authed_stream(k, method, path, content_type, body, body_len, NULL, resp, err);
 }
 
 int rc_kube_request(struct rc_kube *k, const char *method, const char *path,
@@ -891,7 +911,14 @@ done:
 int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector,
                  rc_kube_item_fn fn, void *payload, struct rc_err *err)
 {
+    return rc_kube_list_rv(k, path, label_selector, fn, payload, NULL, 0, err);
+}
+
+int rc_kube_list_rv(struct rc_kube *k, const char *path, const char *label_selector,
+                    rc_kube_item_fn fn, void *payload, char *rv, size_t rvlen, struct rc_err *err)
+{
     char *cont = NULL;
+    int first = 1;
     long limit = k->o.page_size;
     int error = RC_OK, too_large;
 
@@ -923,6 +950,15 @@ int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector
         }
         if (error < 0)
             break;
+        if (first && rv && rvlen) {
+            /* every page of one list is read at the first page's resourceVersion */
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(list, "metadata"), "resourceVersion");
+            rv[0] = '\0';
+            if (cJSON_IsString(v) && strlen(v->valuestring) < rvlen)
+                memcpy(rv, v->valuestring, strlen(v->valuestring) + 1);
+        }
+        first = 0;
         cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
         {
             error = fn(payload, it, err);
@@ -956,6 +992,149 @@ int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *ki
     if (error == RC_OK)
         error = rc_kube_list(k, path.ptr, label_selector, fn, payload, err);
     rc_buf_release(&path);
+    return error;
+}
+
+/* ==== watch ==== */
+
+struct watch_state {
+    struct rc_kube *k;
+    const char *where; /* the path, for messages */
+    rc_kube_event_fn fn;
+    void *payload;
+    char *rv;
+    size_t rvlen;
+    struct rc_buf line; /* the event being received, bounded by options.http.max_body */
+    int error;          /* the event that ended the transfer: err says why */
+    struct rc_err err;
+    long status;     /* an ERROR event's Status: its code and reason */
+    char reason[64]; /* (the stream's own status is 200) */
+};
+
+/* One line of the stream: one event. */
+static int watch_event(struct watch_state *w, const char *p, size_t n)
+{
+    cJSON *ev;
+    const cJSON *obj, *v;
+    const char *type;
+    int error = RC_OK;
+
+    while (n && (p[n - 1] == '\r' || p[n - 1] == ' '))
+        n--;
+    if (!n)
+        return RC_OK;
+    if (!(ev = cJSON_ParseWithLength(p, n)))
+        return rc_err_set(&w->err, RC_EHTTP, "invalid JSON in an event of WATCH %s", w->where);
+    type = obj_str(ev, "type", NULL);
+    obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+    if (!type || !cJSON_IsObject(obj)) {
+        error =
+            rc_err_set(&w->err, RC_EHTTP, "an event of WATCH %s has no type or object", w->where);
+    } else if (!strcmp(type, "ERROR")) {
+        /* a Status: 410 Expired when the resourceVersion is older than the server keeps */
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+        const char *msg = obj_str(obj, "message", NULL);
+        const char *reason = obj_str(obj, "reason", NULL);
+
+        w->status = cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
+        snprintf(w->reason, sizeof(w->reason), "%s", reason ? reason : "");
+        if (!msg)
+            msg = "an error event";
+        error = rc_err_set(&w->err, w->status == 404 ? RC_ENOTFOUND : RC_EHTTP,
+                           "%s (WATCH %s: %ld)", msg, w->where, w->status);
+    } else if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED") &&
+               strcmp(type, "BOOKMARK")) {
+        error = rc_err_set(&w->err, RC_EHTTP, "an event of WATCH %s has an unknown type", w->where);
+    } else if ((error = w->fn(w->payload, type, obj, &w->err)) == RC_OK) {
+        v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                             "resourceVersion");
+        if (cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) < w->rvlen)
+            memcpy(w->rv, v->valuestring, strlen(v->valuestring) + 1);
+    }
+    cJSON_Delete(ev);
+    return error;
+}
+
+/* rc_http's sink: the body cut into lines, each an event. Nonzero ends the transfer. */
+static int watch_data(void *payload, const char *p, size_t n)
+{
+    struct watch_state *w = payload;
+
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl ? (size_t)(nl - p) : n;
+
+        if (nl && !w->line.len) {
+            w->error = watch_event(w, p, take); /* a whole line in this piece: no copy */
+        } else if (rc_buf_add(&w->line, p, take, &w->err) < 0) {
+            w->error = rc_err_set(&w->err, RC_ERROR,
+                                  "an event of WATCH %s is larger than %zu "
+                                  "bytes",
+                                  w->where, w->line.max);
+        } else if (nl) {
+            w->error = watch_event(w, w->line.ptr, w->line.len);
+            rc_buf_reset(&w->line);
+        }
+        if (w->error < 0)
+            return 1;
+        p += take + (nl != NULL);
+        n -= take + (nl != NULL);
+    }
+    return 0;
+}
+
+int rc_kube_watch(struct rc_kube *k, const char *path, char *rv, size_t rvlen, long timeout_s,
+                  rc_kube_event_fn fn, void *payload, const atomic_int *stop, struct rc_err *err)
+{
+    struct rc_buf url = RC_BUF_INIT;
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    struct rc_http_request stream;
+    struct watch_state w;
+    char where[256];
+    size_t plen = strcspn(path, "?");
+    int error;
+
+    if (plen >= sizeof(where))
+        plen = sizeof(where) - 1;
+    memcpy(where, path, plen);
+    where[plen] = '\0';
+    memset(&w, 0, sizeof(w));
+    w.k = k;
+    w.where = where;
+    w.fn = fn;
+    w.payload = payload;
+    w.rv = rv;
+    w.rvlen = rvlen;
+    rc_buf_init(&w.line, k->o.http.max_body);
+    memset(&stream, 0, sizeof(stream));
+    stream.on_data = watch_data;
+    stream.data_payload = &w;
+    stream.stop = stop;
+    /* the server ends the watch at timeout_s; a connection that died without a word is
+     * found out half a minute later */
+    stream.timeout_ms = (timeout_s + 30) * 1000;
+    rc_buf_printf(&url, NULL, "%s%cwatch=1&allowWatchBookmarks=true&timeoutSeconds=%ld", path,
+                  strchr(path, '?') ? '&' : '?', timeout_s);
+    if (rv[0]) {
+        rc_buf_puts(&url, "&resourceVersion=", NULL);
+        rc_kube_escape(&url, rv, NULL);
+    }
+    k->last_reason[0] = '\0';
+    error = send_authed_stream(k, "GET", url.ptr, NULL, NULL, 0, &stream, &resp, err);
+    if (w.error < 0) {
+        error = w.error;
+        rc_err_set(err, w.err.code, "%s", w.err.msg);
+        if (w.status) {
+            k->last_status = w.status;
+            memcpy(k->last_reason, w.reason, sizeof(k->last_reason));
+        }
+    } else if (error == RC_OK && (error = status_error(k, "GET", url.ptr, &resp, err)) == RC_OK &&
+               w.line.len && !(stop && *stop)) {
+        error = rc_err_set(err, RC_ETRANSPORT, "WATCH %s ended inside an event", where);
+    }
+    rc_buf_release(&w.line);
+    rc_buf_release(&url);
+    rc_http_response_release(&resp);
     return error;
 }
 

@@ -38,6 +38,7 @@
 #include "rd_cluster.h"
 
 struct rc_kube;
+struct rc_watch_set;
 
 struct rc_kube_options {
     const char *kubeconfig; /* file; NULL: $KUBECONFIG, else in-cluster when its environment
@@ -59,13 +60,16 @@ struct rc_kube_options {
      * costs a pass its connect timeout once, not once per attempt */
     const char *const *known_down;
     size_t nknown_down;
+    /* observe in loop mode: the watchers that keep the live clusters' pods between passes
+     * (rc_watch.h); NULL: every pass lists them (--once, plan, status) */
+    struct rc_watch_set *watches;
 };
 
 #define RC_KUBE_DEFAULT_CONCURRENCY 32
 #define RC_KUBE_OPTIONS_INIT                                                                       \
     {                                                                                              \
         NULL, NULL, NULL, 0, RC_HTTP_OPTIONS_INIT, 500, 500, 30000, NULL, NULL,                    \
-            RC_KUBE_DEFAULT_CONCURRENCY, NULL, 0                                                   \
+            RC_KUBE_DEFAULT_CONCURRENCY, NULL, 0, NULL                                             \
     }
 
 /* Open a client for a kubeconfig context (see options.kubeconfig for NULL). Nothing is sent
@@ -154,6 +158,32 @@ typedef int (*rc_kube_item_fn)(void *payload, const cJSON *item, struct rc_err *
  * already delivered would be delivered again, so the caller decides whether to restart. */
 int rc_kube_list(struct rc_kube *k, const char *path, const char *label_selector,
                  rc_kube_item_fn fn, void *payload, struct rc_err *err);
+/* rc_kube_list, and the list's metadata.resourceVersion in rv (rvlen bytes; "" when the
+ * server gave none or a longer one): a watch from it sees every change after the list. */
+int rc_kube_list_rv(struct rc_kube *k, const char *path, const char *label_selector,
+                    rc_kube_item_fn fn, void *payload, char *rv, size_t rvlen, struct rc_err *err);
+
+/* Called for every event of a watch: type "ADDED", "MODIFIED", "DELETED" or "BOOKMARK"
+ * (object borrowed, valid during the call; a bookmark's holds only its resourceVersion).
+ * A negative return ends the watch and is returned by rc_kube_watch. */
+typedef int (*rc_kube_event_fn)(void *payload, const char *type, const cJSON *object,
+                                struct rc_err *err);
+
+/*
+ * Watch a collection path (as rc_kube_list takes it, its query included) from resourceVersion
+ * rv: each change after rv comes to fn in order, as it happens, and rv follows the events
+ * (bookmarks included, which are asked for), so that a watch started again from rv misses
+ * nothing. The server ends the watch after about timeout_s seconds: RC_OK, and the caller
+ * watches again from rv. *stop (may be NULL; read at least once a second) ends it sooner,
+ * also RC_OK. A watch is one attempt, never retried here. An ERROR event, or an error
+ * status, is RC_EHTTP with rc_kube_last_status set: 410 (reason "Expired") when rv is older
+ * than the server remembers, so that only a new list can follow. An event larger than
+ * options.http.max_body is RC_ERROR; no answer, or a stream cut inside an event, is
+ * RC_ETRANSPORT.
+ */
+int rc_kube_watch(struct rc_kube *k, const char *path, char *rv, size_t rvlen, long timeout_s,
+                  rc_kube_event_fn fn, void *payload, const atomic_int *stop, struct rc_err *err);
+
 /* The same for a kind (ns NULL: all namespaces). */
 int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *kind, const char *ns,
                       const char *label_selector, rc_kube_item_fn fn, void *payload,

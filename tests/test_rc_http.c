@@ -80,7 +80,7 @@ static int get(struct fixture *f, struct rc_http *h, const char *path, const cha
                struct rc_http_response *resp, struct rc_err *err)
 {
     char url[256];
-    struct rc_http_request req = {"GET", url, NULL, NULL, bearer, NULL, 0, 0};
+    struct rc_http_request req = {.method = "GET", .url = url, .bearer = bearer};
 
     snprintf(url, sizeof(url), "%s%s", f->kube.url, path);
     return rc_http_do(h, &req, resp, err);

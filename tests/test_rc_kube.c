@@ -8,6 +8,7 @@
 #include "th_kube.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -913,6 +914,186 @@ static void test_rc_kube__server_goes_with_a_crashed_test(void **state)
     assert_true(gone);
 }
 
+/* ==== Watch ==== */
+
+struct events {
+    char types[16][16];
+    char names[16][64];
+    size_t n;
+    int fail_at; /* the event that returns an error (1-based; 0: none) */
+};
+
+static int on_event(void *payload, const char *type, const cJSON *object, struct rc_err *err)
+{
+    struct events *e = payload;
+    const cJSON *md = cJSON_GetObjectItem(object, "metadata");
+    const cJSON *name = cJSON_GetObjectItem(md, "name");
+
+    if (e->n < 16) {
+        snprintf(e->types[e->n], sizeof(e->types[0]), "%s", type);
+        snprintf(e->names[e->n], sizeof(e->names[0]), "%s",
+                 cJSON_IsString(name) ? name->valuestring : "");
+    }
+    e->n++;
+    if (e->fail_at && (int)e->n == e->fail_at)
+        return rc_err_set(err, RC_EINVALID, "no more, thanks");
+    return RC_OK;
+}
+
+/* A pod in team-a, its annotation `pad` bytes long (0: none). */
+static void apply_pod(struct rc_kube *k, const char *name, size_t pad)
+{
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *obj = cJSON_CreateObject(), *md;
+    char *big = malloc(pad + 1);
+
+    memset(big, 'x', pad);
+    big[pad] = '\0';
+    cJSON_AddStringToObject(obj, "apiVersion", "v1");
+    cJSON_AddStringToObject(obj, "kind", "Pod");
+    md = cJSON_AddObjectToObject(obj, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", "team-a");
+    if (pad)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "annotations"), "pad", big);
+    assert_int_equal(rc_kube_apply(k, obj, "test", 1, NULL, &err), RC_OK);
+    cJSON_Delete(obj);
+    free(big);
+}
+
+static void *stop_soon(void *arg)
+{
+    usleep(300 * 1000);
+    *(atomic_int *)arg = 1;
+    return NULL;
+}
+
+/*
+ * rc_kube_watch: the changes after a list's resourceVersion, in order, an event larger than
+ * the pieces libcurl hands over (200 KB) whole, the resourceVersion following the events and
+ * the bookmark the server sends as it ends the watch at its timeout; an event over the body
+ * limit, a callback's error, 410 Expired, a refused token and a stop flag each end it as the
+ * header says.
+ */
+static void test_rc_kube__watch(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct events ev;
+    char rv[64], rv_list[64];
+    struct rc_kube *small = NULL;
+    struct rc_kube_options so = f->o;
+    atomic_int stop = 0;
+    struct par cnt;
+    pthread_t t;
+    cJSON *reqs;
+    const cJSON *last = NULL, *r;
+
+    memset(&cnt, 0, sizeof(cnt));
+    assert_int_equal(rc_kube_list_rv(f->k, "/api/v1/namespaces/team-a/pods", NULL, count_item, &cnt,
+                                     rv, sizeof(rv), &err),
+                     RC_OK);
+    assert_true(rv[0] != '\0');
+    assert_int_equal(cnt.nodes, 3); /* the three pods of team-a */
+    snprintf(rv_list, sizeof(rv_list), "%s", rv);
+    apply_pod(f->k, "w1", 0);
+    apply_pod(f->k, "w2", 200 * 1024);
+    assert_int_equal(rc_kube_delete(f->k, "v1", "Pod", "team-a", "w1", NULL, &err), RC_OK);
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_OK);
+    assert_int_equal(ev.n, 4);
+    assert_string_equal(ev.types[0], "ADDED");
+    assert_string_equal(ev.names[0], "w1");
+    assert_string_equal(ev.types[1], "ADDED");
+    assert_string_equal(ev.names[1], "w2");
+    assert_string_equal(ev.types[2], "DELETED");
+    assert_string_equal(ev.names[2], "w1");
+    assert_string_equal(ev.types[3], "BOOKMARK"); /* as the server ended it */
+    assert_true(atol(rv) > atol(rv_list));
+    reqs = th_kube_requests(&f->kube);
+    cJSON_ArrayForEach(r, reqs)
+    {
+        if (!strcmp(cJSON_GetObjectItem(r, "path")->valuestring,
+                    "/api/v1/namespaces/team-a/pods") &&
+            qget(r, "watch"))
+            last = r;
+    }
+    assert_non_null(last);
+    assert_string_equal(qget(last, "resourceVersion"), rv_list);
+    assert_string_equal(qget(last, "allowWatchBookmarks"), "true");
+    assert_string_equal(qget(last, "timeoutSeconds"), "1");
+    cJSON_Delete(reqs);
+
+    /* from the bookmark's resourceVersion: nothing again, only the next bookmark */
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_OK);
+    assert_int_equal(ev.n, 1);
+    assert_string_equal(ev.types[0], "BOOKMARK");
+
+    /* a callback's error ends it, and is what it returns */
+    snprintf(rv, sizeof(rv), "%s", rv_list);
+    memset(&ev, 0, sizeof(ev));
+    ev.fail_at = 2;
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_EINVALID);
+    assert_int_equal(ev.n, 2);
+    assert_string_equal(err.msg, "no more, thanks");
+
+    /* an event over the body limit */
+    so.http.max_body = 64 * 1024;
+    assert_int_equal(rc_kube_open_opts(&small, &so, &err), RC_OK);
+    snprintf(rv, sizeof(rv), "%s", rv_list);
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(rc_kube_watch(small, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_ERROR);
+    assert_int_equal(ev.n, 1); /* w1, then w2 would not fit */
+    assert_non_null(strstr(err.msg, "is larger than 65536 bytes"));
+    rc_kube_free(small);
+
+    /* the server no longer has that resourceVersion */
+    th_kube_faults(&f->kube, "[{\"path\": \"/pods$\", \"query\": \"watch\", \"gone\": true}]");
+    snprintf(rv, sizeof(rv), "%s", rv_list);
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_EHTTP);
+    assert_int_equal(ev.n, 0);
+    assert_int_equal(rc_kube_last_status(f->k), 410);
+    assert_string_equal(rc_kube_last_reason(f->k), "Expired");
+    assert_non_null(strstr(err.msg, "too old resource version"));
+    assert_string_equal(rv, rv_list);
+
+    /* a token the server refuses: its Status, as for any request */
+    th_kube_faults(&f->kube, "[]");
+    th_kube_tokens(&f->kube, "another-token\n");
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_EHTTP);
+    assert_int_equal(rc_kube_last_status(f->k), 401);
+    th_kube_tokens(&f->kube, "test-token-1\n");
+
+    /* a stop flag ends a watch that waits for its next event, as an answer */
+    snprintf(rv, sizeof(rv), "%s", rv_list);
+    memset(&ev, 0, sizeof(ev));
+    ev.n = 0;
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 1,
+                                   on_event, &ev, NULL, &err),
+                     RC_OK); /* caught up: rv is the bookmark's */
+    memset(&ev, 0, sizeof(ev));
+    assert_int_equal(pthread_create(&t, NULL, stop_soon, &stop), 0);
+    assert_int_equal(rc_kube_watch(f->k, "/api/v1/namespaces/team-a/pods", rv, sizeof(rv), 600,
+                                   on_event, &ev, &stop, &err),
+                     RC_OK);
+    pthread_join(t, NULL);
+    assert_int_equal(ev.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -939,6 +1120,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_kube__clusters_in_parallel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_kube__unreachable, setup, teardown),
         cmocka_unit_test(test_rc_kube__server_goes_with_a_crashed_test),
+        cmocka_unit_test_setup_teardown(test_rc_kube__watch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
