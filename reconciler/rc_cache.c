@@ -17,6 +17,7 @@
  * written by someone else, and the worst a bad memo may cause is a pass doing all its work.
  */
 #include "rc_cache.h"
+#include "rc_watch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -64,6 +65,7 @@ struct rc_cache {
     uint64_t *reported;      /* rc_cache_reported (NULL: not set) */
     size_t nreported;
     struct rc_apply_memory *applied; /* rc_cache_apply_memory (NULL: not made yet) */
+    struct rc_watch_set *watches;    /* rc_cache_watches (NULL: not made yet) */
 };
 
 static void memo_release(struct rc_memo *m)
@@ -428,8 +430,16 @@ void rc_cache_free(struct rc_cache *c)
     rc_rcache_free(c->rfile);
     free(c->reported);
     rc_apply_memory_free(c->applied);
+    rc_watch_set_free(c->watches);
     free(c->state_dir);
     free(c);
+}
+
+struct rc_watch_set *rc_cache_watches(struct rc_cache *c)
+{
+    if (c && !c->watches)
+        c->watches = rc_watch_set_new();
+    return c ? c->watches : NULL;
 }
 
 struct rc_apply_memory *rc_cache_apply_memory(struct rc_cache *c)

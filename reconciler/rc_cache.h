@@ -103,6 +103,10 @@ void rc_cache_set_reported(struct rc_cache *c, const uint64_t *d, size_t n);
 /* What the last apply of this process reported (rc_apply_deploy_ex), made when first asked
  * for; borrowed. */
 struct rc_apply_memory *rc_cache_apply_memory(struct rc_cache *c);
+
+/* Loop mode's watchers of the live clusters' pods (rc_watch.h), made at the first call and
+ * stopped by rc_cache_free. */
+struct rc_watch_set *rc_cache_watches(struct rc_cache *c);
 /* The blob id of the last record written with that memo, when known ("": not known, e.g. a
  * record written by a pass that did not commit it): a deploy head whose placements.yaml is
  * that blob is the memo's record (rd_render_options.record_base_is_memo). */

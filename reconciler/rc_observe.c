@@ -18,6 +18,7 @@
 #include "rc_kube.h"
 #include "rc_mem.h"
 #include "rc_thread.h"
+#include "rc_watch.h"
 #include "rd_demand.h"
 
 #include "rc_banned.h"
@@ -328,6 +329,43 @@ static void seen_pod(struct seen *s, const cJSON *item)
     }
 }
 
+/* What rc_watch keeps of a pod: seen_pod's reduction, with strings of its own (on a
+ * watcher's thread, or while listing for one). */
+static int reduce_pod(const cJSON *item, const struct pl_resnames *res, struct rc_watch_pod *out)
+{
+    const char *node_name = field_str(field(item, "spec"), "nodeName");
+    const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
+
+    if (!pod_counts(item))
+        return 0;
+    out->unit = unit && *unit ? rc_xstrdup(unit) : NULL;
+    out->node = node_name && *node_name ? rc_xstrdup(node_name) : NULL;
+    if (out->node) {
+        struct rc_arena tmp = RC_ARENA_INIT;
+        struct rc_err perr = RC_ERR_INIT;
+        if (pod_request(&out->req, item, res, &tmp, &perr) < 0)
+            memset(&out->req, 0, sizeof(out->req));
+        rc_arena_release(&tmp);
+    }
+    return 1;
+}
+
+/* A pod a watcher kept, as seen_pod would have kept it from a list. */
+static void seen_kept(void *payload, const struct rc_watch_pod *k)
+{
+    struct seen *s = payload;
+    struct seen_pod *p;
+
+    if (s->npods == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->pods = rc_xrealloc(s->pods, s->cap * sizeof(*s->pods));
+    }
+    p = &s->pods[s->npods++];
+    p->unit = k->unit ? rc_arena_strdup(&s->a, k->unit) : NULL;
+    p->node = k->node ? rc_arena_strdup(&s->a, k->node) : NULL;
+    p->req = k->req;
+}
+
 static void seen_deployment(struct seen *s, const cJSON *d)
 {
     const cJSON *md = field(d, "metadata");
@@ -443,6 +481,8 @@ struct fetch {
     int config;        /* the kubeconfig could not be loaded */
     struct rc_err err; /* why it could not be read */
     int once;          /* unreachable at the last pass: one attempt per request */
+    int watched;       /* the pods came from the cluster's watcher */
+    char why[256];     /* the watcher that ended, and why ("": none) */
 };
 
 static int collect_node(void *payload, const cJSON *item, struct rc_err *err)
@@ -472,6 +512,51 @@ static int collect_deployment(void *payload, const cJSON *item, struct rc_err *e
 #define PODS_THAT_COUNT                                                                            \
     "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
+struct pod_table {
+    struct rc_watch_table *t;
+    const struct pl_resnames *res;
+};
+
+static int collect_pod_table(void *payload, const cJSON *item, struct rc_err *err)
+{
+    struct pod_table *pt = payload;
+
+    (void)err;
+    rc_watch_table_put(pt->t, item, pt->res, reduce_pod);
+    return RC_OK;
+}
+
+/* The pods that count: from the cluster's watcher when it holds them, else a list, after which
+ * (in loop mode) a watcher keeps them for the next pass. */
+static int fetch_pods(struct fetch *f, struct rc_kube *k)
+{
+    struct rc_watch_set *ws = f->ko->watches;
+    struct pod_table pt;
+    uint64_t ident;
+    char rv[128];
+    int error;
+
+    if (!ws)
+        return rc_kube_list(k, PODS_THAT_COUNT, NULL, collect_pod, &f->seen, &f->err);
+    ident = rc_watch_ident(f->conn, rc_kube_server(k), f->seen.res);
+    if (rc_watch_take(ws, f->conn->name, ident, seen_kept, &f->seen, f->why, sizeof(f->why))) {
+        f->watched = 1;
+        return RC_OK;
+    }
+    pt.t = rc_watch_table_new();
+    pt.res = f->seen.res;
+    error =
+        rc_kube_list_rv(k, PODS_THAT_COUNT, NULL, collect_pod_table, &pt, rv, sizeof(rv), &f->err);
+    if (error < 0) {
+        rc_watch_table_free(pt.t);
+        return error;
+    }
+    rc_watch_table_each(pt.t, seen_kept, &f->seen);
+    rc_watch_start(ws, f->conn->name, ident, f->conn, f->ko, PODS_THAT_COUNT, rv, pt.t, f->seen.res,
+                   reduce_pod);
+    return RC_OK;
+}
+
 static void *run_fetch(void *arg)
 {
     struct fetch *f = arg;
@@ -491,7 +576,7 @@ static void *run_fetch(void *arg)
     }
     f->seen.deployments = f->conn->detect_autoscaler;
     if (rc_kube_list(k, "/api/v1/nodes", NULL, collect_node, &f->seen, &f->err) < 0 ||
-        rc_kube_list(k, PODS_THAT_COUNT, NULL, collect_pod, &f->seen, &f->err) < 0 ||
+        fetch_pods(f, k) < 0 ||
         (f->conn->detect_autoscaler && rc_kube_list(k, "/apis/apps/v1/deployments", NULL,
                                                     collect_deployment, &f->seen, &f->err) < 0))
         goto done;
@@ -546,6 +631,14 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         return RC_ERROR;
     }
     fetch_all(fs, nlive);
+    if (ko && ko->watches) {
+        /* the watchers of clusters this pass did not read (removed, or simulated now) */
+        const char **names = rc_xcalloc(nlive + 1, sizeof(*names));
+        for (size_t f = 0; f < nlive; f++)
+            names[f] = fs[f].conn->name;
+        rc_watch_keep_only(ko->watches, names, nlive);
+        free(names);
+    }
     for (size_t i = 0, f = 0; i < src->nclusters; i++) {
         struct pl_cluster *c = &fleet[i];
         struct fetch *fe;
@@ -592,8 +685,16 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
                 rc_log_kv(log, RC_LOG_INFO, lf, 1, "cluster '%s': reachable again", c->name);
             }
-            rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present", c->name, c->nnodes,
-                         c->npresent);
+            if (fe->why[0]) {
+                /* a watch that keeps failing (no RBAC `watch` on pods: a 403) leaves the
+                 * cluster listed every pass, as without watches: said where it can be seen */
+                struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
+                rc_log_kv(log, RC_LOG_INFO, lf, 1,
+                          "cluster '%s': its pod watch ended (%s); pods listed again", c->name,
+                          fe->why);
+            }
+            rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present%s", c->name, c->nnodes,
+                         c->npresent, fe->watched ? " (pods from its watch)" : "");
         }
         seen_release(&fe->seen);
     }

@@ -2561,6 +2561,10 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         /* a cluster still down since the last pass costs its timeout once, not per attempt */
         if (o->outage_file && rc_observe_any_live(&cp->load.src))
             ko.nknown_down = rc_outage_names(&ko.known_down, o->outage_file, a);
+        /* another pass follows in this process: pods come from watches (rc_watch.h), and
+         * the watchers of clusters gone from the source stop */
+        if (!o->last_pass && o->cache)
+            ko.watches = rc_cache_watches(o->cache);
         error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, o->kube ? &ko : NULL,
                                         o->log, &rep, a, err);
         if (error < 0)

@@ -451,6 +451,106 @@ static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
     free(repo);
 }
 
+/* GETs of a collection path that listed it, and those that watched it. */
+static void lists_and_watches(const cJSON *reqs, const char *path, size_t *lists, size_t *watches)
+{
+    const cJSON *r;
+
+    *lists = *watches = 0;
+    cJSON_ArrayForEach(r, reqs)
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(r, "query");
+        if (!cJSON_IsString(p) || strcmp(p->valuestring, path) || !cJSON_IsString(m) ||
+            strcmp(m->valuestring, "GET"))
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(q, "watch"))
+            (*watches)++;
+        else
+            (*lists)++;
+    }
+}
+
+/* Loop mode lists a live cluster's pods in its first pass and follows them by a watch after
+ * it: three passes, one list (rc_watch.h). A `--once` run lists them every time and watches
+ * nothing. */
+static void test_rc_loop__pods_listed_once_then_watched(void **state)
+{
+    struct th_kube k;
+    struct th_kube_opts o = {ONE_NODE, TOKEN "\n", 0, 0, 0};
+    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], cl[2048], log[TH_PATH];
+    char *repo, *err = NULL, *text;
+    size_t lists, watches;
+    pid_t pid;
+    int port, status = 0;
+    cJSON *reqs;
+    (void)state;
+
+    assert_int_equal(th_kube_start(&k, &certs, &o), 0);
+    assert_int_equal(th_kube_mkdtemp(dir), 0);
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
+    snprintf(log, sizeof(log), "%s/stderr", dir);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    th_kube_kubeconfig(kc, &k, extra, "    token: " TOKEN "\n");
+    repo = th_example_repo();
+    snprintf(cl, sizeof(cl),
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+             "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
+             "  kubeconfig: {name: kubeconfig, context: test}\n  autoscaler: {type: none}\n");
+    free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(RP_BINARY, RP_BINARY, "reconcile", "--repo", repo, "--no-apply", "--interval", "1h",
+              "--listen", "127.0.0.1:0", "--kubeconfig-dir", dir, "--log-level", "debug",
+              (char *)NULL);
+        _exit(127);
+    }
+    port = wait_port(log);
+    wait_passes(port, 1);
+    for (int n = 2; n <= 3; n++) {
+        assert_int_equal(kill(pid, SIGHUP), 0);
+        wait_passes(port, n);
+    }
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    reqs = th_kube_requests(&k);
+    lists_and_watches(reqs, "/api/v1/pods", &lists, &watches);
+    assert_int_equal(lists, 1);
+    assert_true(watches >= 1);
+    lists_and_watches(reqs, "/api/v1/nodes", &lists, &watches);
+    assert_int_equal(lists, 3); /* nodes: every pass */
+    assert_int_equal(watches, 0);
+    cJSON_Delete(reqs);
+    text = th_kube_read(log);
+    assert_int_equal(th_count(text, "units present (pods from its watch)"), 2);
+    free(text);
+
+    th_kube_clear_requests(&k);
+    for (int n = 0; n < 2; n++) {
+        assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply",
+                               "--kubeconfig-dir", dir, "--force", NULL),
+                         0);
+        free(err);
+    }
+    reqs = th_kube_requests(&k);
+    lists_and_watches(reqs, "/api/v1/pods", &lists, &watches);
+    assert_int_equal(lists, 2);
+    assert_int_equal(watches, 0);
+    cJSON_Delete(reqs);
+    th_kube_stop(&k);
+    th_kube_rmtree(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_rc_loop__same_status_warned_once),
         cmocka_unit_test(test_rc_loop__listen_needs_a_loop),
         cmocka_unit_test(test_rc_loop__suspend_stops_apply_not_placement),
+        cmocka_unit_test(test_rc_loop__pods_listed_once_then_watched),
     };
     int rc;
 

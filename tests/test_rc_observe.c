@@ -4,6 +4,7 @@
  * clusters (stopped server, wrong CA) marked and reported without an error, no token in logs.
  */
 #include "th.h"
+#include "th_git.h"
 #include "th_kube.h"
 
 #include <malloc.h>
@@ -11,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pl_basics.h"
 #include "rc_buf.h"
 #include "rc_http.h"
 #include "rc_kube.h"
 #include "rc_observe.h"
+#include "rc_watch.h"
 
 #define TOKEN "0bs3rve-t0ken-42aa"
 
@@ -536,6 +539,230 @@ static void test_rc_observe__simulated_only(void **state)
     rc_arena_release(&a);
 }
 
+/* ==== Loop mode: the pods kept by a watch (rc_watch.h) ==== */
+
+/* Requests that listed the pods (a watch is a GET of the same path with watch=1). */
+static size_t pod_lists(const cJSON *reqs, size_t *watches)
+{
+    const cJSON *r;
+    size_t n = 0;
+
+    if (watches)
+        *watches = 0;
+    cJSON_ArrayForEach(r, reqs)
+    {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(r, "path");
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(r, "query");
+        if (!cJSON_IsString(path) || strcmp(path->valuestring, "/api/v1/pods"))
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(q, "watch")) {
+            if (watches)
+                (*watches)++;
+        } else {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Wait (at most 20 s) until the set has applied `events` events in all. */
+static void wait_events(struct rc_watch_set *ws, size_t events)
+{
+    size_t got = 0;
+
+    for (int i = 0; i < 400; i++) {
+        rc_watch_counts(ws, NULL, &got);
+        if (got >= events)
+            return;
+        usleep(50 * 1000);
+    }
+    fail_msg("the watch applied %zu events, not %zu", got, events);
+}
+
+/* Wait (at most 20 s) until `running` watchers run. */
+static void wait_running(struct rc_watch_set *ws, size_t running)
+{
+    size_t got = 0;
+
+    for (int i = 0; i < 400; i++) {
+        rc_watch_counts(ws, &got, NULL);
+        if (got == running)
+            return;
+        usleep(50 * 1000);
+    }
+    fail_msg("%zu watchers run, not %zu", got, running);
+}
+
+static void apply_pod(struct rc_kube *k, const char *name, const char *node, const char *unit)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char json[1024];
+    cJSON *obj;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"w\",\"labels\":{\"rightplace.dev/unit\":\"%s\"}},"
+             "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":"
+             "{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]}}",
+             name, unit, node);
+    obj = cJSON_Parse(json);
+    assert_int_equal(rc_kube_apply(k, obj, "test", 1, NULL, &err), RC_OK);
+    cJSON_Delete(obj);
+}
+
+/* The kubelet's part: a pod's phase, through the status subresource. */
+static void set_phase(struct rc_kube *k, const char *name, const char *phase)
+{
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char path[256], body[256];
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/w/pods/%s/status?fieldManager=kubelet", name);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"w\"},\"status\":{\"phase\":\"%s\"}}",
+             name, phase);
+    assert_int_equal(rc_kube_request(k, "PATCH", path, "application/apply-patch+yaml", body,
+                                     strlen(body), &resp, &err),
+                     RC_OK);
+    rc_http_response_release(&resp);
+}
+
+/* What observe made of the live cluster, as text: the nodes' requests and the units present. */
+static void capacity_text(char *out, size_t n, const struct pl_cluster *c)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < c->nnodes && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%s cpu=%lld pods=%lld; ", c->nodes[i].name,
+                                (long long)c->nodes[i].requested.v[PL_RES_CPU],
+                                (long long)c->nodes[i].requested.v[PL_RES_PODS]);
+    for (size_t i = 0; i < c->npresent && len < n; i++)
+        len += (size_t)snprintf(out + len, n - len, "%s ", c->present[i]);
+}
+
+/*
+ * Loop mode: the first pass lists the pods and starts a watch; the cluster's changes (a pod
+ * made and started, one deleted, one that ended, one relabelled) reach the next pass through
+ * the watch, which lists no pod and sees what a list would. A watch that fails (410 Expired
+ * on the next watch) makes the pass after it list again, and a cluster no pass asks for has
+ * its watcher stopped.
+ */
+static void test_rc_observe__watch_follows_the_pods(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rc_kube_options ko = f->ko;
+    struct rc_watch_set *ws = rc_watch_set_new();
+    struct rc_kube *k = NULL;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL, *listed = NULL;
+    size_t n = 0, watches = 0, events = 0;
+    char got[1024], want[1024];
+    cJSON *reqs;
+
+    rc_watch_set_timeout(ws, 1); /* the server ends each watch after a second */
+    ko.watches = ws;
+    make_source(&src, &a, names, kcs, 1);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(fleet[1].reachable, 1);
+    assert_int_equal(fleet[1].nodes[0].requested.v[PL_RES_CPU], 2000);
+    reqs = th_kube_requests(&f->live);
+    assert_int_equal(pod_lists(reqs, NULL), 2); /* pages of 2 */
+    cJSON_Delete(reqs);
+    wait_running(ws, 1);
+    /* the server ends each watch after a second; the watcher starts the next from where the
+     * last ended, and misses nothing of what follows */
+    usleep(2500 * 1000);
+    reqs = th_kube_requests(&f->live);
+    pod_lists(reqs, &watches);
+    assert_true(watches >= 2);
+    cJSON_Delete(reqs);
+    wait_running(ws, 1);
+
+    assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
+    apply_pod(k, "p6", "a", "u5"); /* ADDED (no phase yet: it does not count) */
+    set_phase(k, "p6", "Running"); /* MODIFIED: counts */
+    assert_int_equal(rc_kube_delete(k, "v1", "Pod", "w", "p2", NULL, &err), RC_OK); /* DELETED */
+    set_phase(k, "p3", "Succeeded"); /* leaves the field selector: DELETED */
+    apply_pod(k, "p5", "c", "u6");   /* MODIFIED: another unit */
+    wait_events(ws, 5);
+
+    th_kube_clear_requests(&f->live);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    reqs = th_kube_requests(&f->live);
+    assert_int_equal(pod_lists(reqs, NULL), 0);
+    assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 1); /* nodes: listed every pass */
+    cJSON_Delete(reqs);
+    capacity_text(got, sizeof(got), &fleet[1]);
+    /* a: p1 and p6; c: p5 alone; units u1 (p1), u5 (p6), u6 (p5) */
+    assert_string_equal(got, "a cpu=2000 pods=2000; b cpu=0 pods=0; c cpu=1000 pods=1000; "
+                             "u1 u5 u6 ");
+    /* what a list says */
+    assert_int_equal(rc_observe_fleet_opts(&listed, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    capacity_text(want, sizeof(want), &listed[1]);
+    assert_string_equal(got, want);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (pods from its "
+                                      "watch)"));
+
+    /* the server no longer has the watch's resourceVersion: the next watch ends in 410 and
+     * the pass after it lists again */
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/pods$\", \"query\": \"watch\", "
+                             "\"gone\": true}]");
+    wait_running(ws, 0);
+    th_kube_faults(&f->live, "[]");
+    rc_watch_counts(ws, NULL, &events);
+    th_kube_clear_requests(&f->live);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    capacity_text(got, sizeof(got), &fleet[1]);
+    assert_string_equal(got, want);
+    reqs = th_kube_requests(&f->live);
+    assert_int_equal(pod_lists(reqs, NULL), 2);
+    cJSON_Delete(reqs);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "its pod watch ended (too old resource version"));
+    wait_running(ws, 1); /* watched again from the new list */
+    apply_pod(k, "p7", "c", "u7");
+    set_phase(k, "p7", "Pending");
+    wait_events(ws, events + 2);
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    capacity_text(got, sizeof(got), &fleet[1]);
+    assert_string_equal(got, "a cpu=2000 pods=2000; b cpu=0 pods=0; c cpu=2000 pods=2000; "
+                             "u1 u5 u6 u7 ");
+
+    /* a pass without the cluster stops its watcher */
+    src.nclusters = 1;
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    wait_running(ws, 0);
+    reqs = th_kube_requests(&f->live);
+    pod_lists(reqs, &watches);
+    assert_true(watches >= 1);
+    cJSON_Delete(reqs);
+    {
+        /* deploy/rbac/member-cluster.yaml allows the watches */
+        char log[TH_PATH], *out = NULL, *errout = NULL;
+        const char *argv[] = {"python3",
+                              RP_SOURCE_DIR "/tests/rbac/check.py",
+                              "--allowed-only",
+                              RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml",
+                              th_kube_path(log, &f->live, "log.jsonl"),
+                              NULL};
+        int st = th_run(NULL, &out, &errout, argv);
+        if (st != 0)
+            fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
+        free(out);
+        free(errout);
+    }
+    rc_kube_free(k);
+    rc_watch_set_free(ws);
+    rc_arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -548,6 +775,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__known_down_tried_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__lists_not_held_whole, setup, teardown),
         cmocka_unit_test(test_rc_observe__simulated_only),
+        cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_pods, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,105 @@
+/*
+ * rc_watch.h - loop mode's watches of the live clusters' pods.
+ *
+ * Observe (rc_observe.c) reads each live cluster's nodes and the pods that count. Listing
+ * every pod every pass made loop mode cost each API server a list of all its pods every
+ * --interval, whatever had changed (about 1.6 GB of JSON a pass for 100 clusters of 3,000
+ * pods). In loop mode a pass that has listed a cluster's pods hands what it kept of them
+ * (struct rc_watch_pod, by namespace/name) to a watcher: a thread of its own that watches
+ * the cluster's pods from the list's resourceVersion, with the list's field selector, and
+ * applies each change to that table. The next pass takes the table instead of listing, so
+ * that a pass costs each cluster what changed in it, as an informer costs a controller.
+ *
+ * A watcher is trusted only while its watch holds. Anything else stops it, and the next pass
+ * lists again and starts a new one: an ERROR event or error status (410 Expired when the
+ * server no longer has the resourceVersion), a dropped connection, no word from the server
+ * for the watch's timeout and half a minute, an event it cannot read, a Cluster whose
+ * connection or whose resource names changed (its identity, below), a cluster no pass asked
+ * for. So a watch never makes a cluster look reachable, or its pods current, when a list
+ * would not: the nodes, and the autoscaler's Deployments, are listed every pass as before,
+ * and a failing list makes the cluster unreachable whatever its watcher holds.
+ *
+ * --once runs one pass, so it lists and starts no watcher (rc_pass gives observe a watch set
+ * only when another pass follows).
+ */
+#ifndef RC_WATCH_H
+#define RC_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include "pl_types.h"
+#include "rc_kube.h"
+
+/* What observe keeps of a pod that counts. */
+struct rc_watch_pod {
+    char *unit; /* NULL: no rightplace.dev/unit label */
+    char *node; /* NULL: not bound to a node */
+    struct pl_res req;
+};
+
+/* A pod reduced to what is kept of it (strings malloc'd into out): 1, or 0 when it does not
+ * count (out untouched). Called on the watcher's thread, so it must be reentrant. */
+typedef int (*rc_watch_reduce_fn)(const cJSON *item, const struct pl_resnames *res,
+                                  struct rc_watch_pod *out);
+
+/* Pods by namespace/name. */
+struct rc_watch_table;
+
+struct rc_watch_table *rc_watch_table_new(void);
+void rc_watch_table_free(struct rc_watch_table *t);
+/* Put item (a pod) under its namespace/name, reduced; one that does not count is removed. */
+void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
+                        rc_watch_reduce_fn reduce);
+size_t rc_watch_table_count(const struct rc_watch_table *t);
+/* Each pod, in no particular order. */
+void rc_watch_table_each(const struct rc_watch_table *t,
+                         void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload);
+
+struct rc_watch_set;
+
+struct rc_watch_set *rc_watch_set_new(void);
+/* How long the server is asked to hold each watch before the watcher starts the next
+ * (default RC_WATCH_TIMEOUT_S; tests shorten it). Watchers started after the call use it. */
+#define RC_WATCH_TIMEOUT_S 60
+void rc_watch_set_timeout(struct rc_watch_set *ws, long seconds);
+/* Stops every watcher and waits for it (about a second at most). NULL is fine. */
+void rc_watch_set_free(struct rc_watch_set *ws);
+
+/* A cluster's identity for its watcher: its name, how it is reached (the rd_cluster_conn's
+ * fields and the server's URL) and the resource names a pod's request is kept in. */
+uint64_t rc_watch_ident(const struct rd_cluster_conn *conn, const char *server,
+                        const struct pl_resnames *res);
+
+/*
+ * The pods of cluster `name`, when a watcher of that identity holds them: each given to fn,
+ * under the watcher's lock, and 1. Else 0, with the reason in why (may be NULL; "" when there
+ * was no watcher): the caller lists. A watcher of that name that failed, or has another
+ * identity, is stopped. Any thread.
+ */
+int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
+                  void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload, char *why,
+                  size_t whylen);
+
+/*
+ * Start a watcher of cluster `name` (replacing any): it takes t, the pods a list at
+ * resourceVersion rv found under `path` (a collection path with its query), and watches
+ * `path` from rv with its own client, opened now from conn and ko. res is copied. Failing to
+ * start (no resourceVersion, a client that cannot be opened, no thread) is silent: the next
+ * pass lists. Any thread.
+ */
+void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
+                    const struct rd_cluster_conn *conn, const struct rc_kube_options *ko,
+                    const char *path, const char *rv, struct rc_watch_table *t,
+                    const struct pl_resnames *res, rc_watch_reduce_fn reduce);
+
+/* Stop the watchers of clusters not named in names (n of them): a Cluster removed from the
+ * source, or no longer live. */
+void rc_watch_keep_only(struct rc_watch_set *ws, const char *const *names, size_t n);
+
+/* Counters for tests and metrics: watchers running, and events applied since the set was
+ * made. */
+void rc_watch_counts(struct rc_watch_set *ws, size_t *running, size_t *events);
+
+#endif
