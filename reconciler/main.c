@@ -36,6 +36,7 @@
 #include "rc_log.h"
 #include "rc_mem.h"
 #include "rc_metrics.h"
+#include "rc_watch.h"
 #include "rc_pass.h"
 #include "rc_version.h"
 
@@ -1383,6 +1384,11 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
     if (res && res->deploy_new[0] && r->cli->pass.apply &&
         rc_git_note_read(&note, r->git, res->deploy_new, a, &err) < 0)
         note = NULL;
+    if (r->cli->interval && r->cli->pass.cache) {
+        size_t running = 0, events = 0;
+        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), &running, &events);
+        rc_metrics_watches(r->metrics, running, events);
+    }
     rc_metrics_record(r->metrics, res, status, note, seconds, time(NULL));
     if (r->cli->metrics_file && rc_metrics_write_file(r->metrics, r->cli->metrics_file, &err) < 0)
         rc_log_warn(&r->cli->log, "%s", err.msg);

@@ -52,6 +52,9 @@ struct rc_metrics {
     /* the process at the end of the last pass: a loop's memory must not grow with its passes
      * (docs/architecture.md, "Memory: the arena") */
     size_t rss, peak_rss, git_cache, git_cache_bound;
+    /* loop mode's pod watches (rc_watch.h): running, and the events they applied */
+    int have_watches;
+    size_t watches, watch_events;
     size_t nclusters, cap;
     struct cluster *clusters;
     /* the listener */
@@ -167,6 +170,15 @@ static void note_memory(struct rc_metrics *m)
     if (m->peak_rss < m->rss) /* the two are counted apart; the peak is at least what is held */
         m->peak_rss = m->rss;
     rc_git_cache_usage(&m->git_cache, &m->git_cache_bound);
+}
+
+void rc_metrics_watches(struct rc_metrics *m, size_t running, size_t events)
+{
+    pthread_mutex_lock(&m->mu);
+    m->have_watches = 1;
+    m->watches = running;
+    m->watch_events = events;
+    pthread_mutex_unlock(&m->mu);
 }
 
 void rc_metrics_record(struct rc_metrics *m, const struct rc_pass_result *res, int status,
@@ -308,6 +320,17 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
             error = gauge_size(b, "rightplace_git_cache_bound_bytes",
                                "The bound of libgit2's object cache, set by the source's size.",
                                m->git_cache_bound, err);
+    }
+    if (!error && m->have_watches) {
+        error =
+            gauge_size(b, "rightplace_pod_watches",
+                       "Live clusters whose pods a watch follows between passes.", m->watches, err);
+        if (!error)
+            error = family(b, "rightplace_pod_watch_events_total", "counter",
+                           "Pod changes the watches applied.", err);
+        if (!error)
+            error =
+                rc_buf_printf(b, err, "rightplace_pod_watch_events_total %zu\n", m->watch_events);
     }
     if (!error && m->last_success > 0) {
         error = family(b, "rightplace_last_success_timestamp_seconds", "gauge",

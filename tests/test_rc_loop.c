@@ -517,6 +517,11 @@ static void test_rc_loop__pods_listed_once_then_watched(void **state)
         assert_int_equal(kill(pid, SIGHUP), 0);
         wait_passes(port, n);
     }
+    text = http_get(port, "/metrics");
+    assert_non_null(text);
+    assert_true(sample(strstr(text, "\r\n\r\n") + 4, "rightplace_pod_watches") == 1);
+    assert_true(sample(strstr(text, "\r\n\r\n") + 4, "rightplace_pod_watch_events_total") == 0);
+    free(text);
     assert_int_equal(kill(pid, SIGTERM), 0);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
