@@ -22,17 +22,29 @@
 
 /* ==== The table: namespace/name -> pod ==== */
 
+/*
+ * One allocation a pod: the request's leading values up to its last that is not 0 (a pod
+ * not bound to a node has none), then the key, unit and node, each NUL-terminated. A table
+ * lives as long as its watcher, so a pod costs what it holds (about 170 bytes for a Ray
+ * worker's, against 320 held as a struct rc_watch_pod with its strings apart).
+ */
 struct tent {
     uint64_t h;
-    char *key;
-    struct rc_watch_pod pod;
     struct tent *next;
+    uint16_t klen, ulen, nlen; /* ulen, nlen: 0 for none */
+    uint8_t nreq;
+    int64_t req[]; /* nreq values, then the strings */
 };
 
 struct rc_watch_table {
     struct tent **slot;
     size_t n, cap; /* cap: a power of two, or 0 */
 };
+
+static const char *tent_key(const struct tent *e)
+{
+    return (const char *)(e->req + e->nreq);
+}
 
 struct rc_watch_table *rc_watch_table_new(void)
 {
@@ -54,8 +66,6 @@ void rc_watch_table_free(struct rc_watch_table *t)
         struct tent *e = t->slot[i], *next;
         for (; e; e = next) {
             next = e->next;
-            pod_release(&e->pod);
-            free(e->key);
             free(e);
         }
     }
@@ -70,7 +80,7 @@ static struct tent **table_find(struct rc_watch_table *t, const char *key, uint6
     if (!t->cap)
         return NULL;
     for (pe = &t->slot[h & (t->cap - 1)]; *pe; pe = &(*pe)->next) {
-        if ((*pe)->h == h && !strcmp((*pe)->key, key))
+        if ((*pe)->h == h && !strcmp(tent_key(*pe), key))
             return pe;
     }
     return pe;
@@ -94,7 +104,7 @@ static void table_grow(struct rc_watch_table *t)
     t->cap = ncap;
 }
 
-/* namespace/name of item into key (at least 2 bytes); 0 when it has no name. */
+/* namespace/name of item into key; 0 when it has no name (or one no API server accepts). */
 static int item_key(char *key, size_t n, const cJSON *item)
 {
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(item, "metadata");
@@ -116,10 +126,41 @@ static void table_del_key(struct rc_watch_table *t, const char *key)
     if (!pe || !(e = *pe))
         return;
     *pe = e->next;
-    pod_release(&e->pod);
-    free(e->key);
     free(e);
     t->n--;
+}
+
+/* The entry of pod p under key (h its hash): NULL when a string is longer than an entry
+ * keeps (a unit label or node name of over 64 KiB, which no API server accepts). */
+static struct tent *tent_make(const char *key, uint64_t h, const struct rc_watch_pod *p, int nres)
+{
+    size_t klen = strlen(key), ulen = p->unit ? strlen(p->unit) : 0;
+    size_t nlen = p->node ? strlen(p->node) : 0;
+    int nreq = 0;
+    struct tent *e;
+    char *c;
+
+    if (klen >= UINT16_MAX || ulen >= UINT16_MAX || nlen >= UINT16_MAX)
+        return NULL;
+    for (int i = 0; i < nres && i < PL_RES_MAX; i++) {
+        if (p->req.v[i])
+            nreq = i + 1;
+    }
+    e = rc_xmalloc(sizeof(*e) + (size_t)nreq * sizeof(int64_t) + klen + ulen + nlen + 3);
+    e->h = h;
+    e->next = NULL;
+    e->klen = (uint16_t)klen;
+    e->ulen = (uint16_t)ulen;
+    e->nlen = (uint16_t)nlen;
+    e->nreq = (uint8_t)nreq;
+    memcpy(e->req, p->req.v, (size_t)nreq * sizeof(int64_t));
+    c = (char *)(e->req + nreq);
+    memcpy(c, key, klen + 1);
+    c += klen + 1;
+    memcpy(c, p->unit ? p->unit : "", ulen + 1);
+    c += ulen + 1;
+    memcpy(c, p->node ? p->node : "", nlen + 1);
+    return e;
 }
 
 void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
@@ -133,23 +174,22 @@ void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struc
     if (!item_key(key, sizeof(key), item))
         return;
     memset(&pod, 0, sizeof(pod));
-    if (!reduce(item, res, &pod)) {
+    h = rc_xxh64(key, strlen(key));
+    if (!reduce(item, res, &pod) || !(e = tent_make(key, h, &pod, res->n))) {
+        pod_release(&pod);
         table_del_key(t, key);
         return;
     }
-    h = rc_xxh64(key, strlen(key));
+    pod_release(&pod);
     if (!t->cap || t->n + 1 > t->cap / 4 * 3)
         table_grow(t);
     pe = table_find(t, key, h);
-    if ((e = *pe)) {
-        pod_release(&e->pod);
-        e->pod = pod;
+    if (*pe) {
+        e->next = (*pe)->next;
+        free(*pe);
+        *pe = e;
         return;
     }
-    e = rc_xcalloc(1, sizeof(*e));
-    e->h = h;
-    e->key = rc_xstrdup(key);
-    e->pod = pod;
     *pe = e;
     t->n++;
 }
@@ -163,8 +203,17 @@ void rc_watch_table_each(const struct rc_watch_table *t,
                          void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload)
 {
     for (size_t i = 0; t && i < t->cap; i++) {
-        for (const struct tent *e = t->slot[i]; e; e = e->next)
-            fn(payload, &e->pod);
+        for (const struct tent *e = t->slot[i]; e; e = e->next) {
+            /* a view of the entry: its strings are not copied, and not written through */
+            struct rc_watch_pod v;
+            char *unit = (char *)tent_key(e) + e->klen + 1, *node = unit + e->ulen + 1;
+
+            memset(&v, 0, sizeof(v));
+            memcpy(v.req.v, e->req, (size_t)e->nreq * sizeof(int64_t));
+            v.unit = e->ulen ? unit : NULL;
+            v.node = e->nlen ? node : NULL;
+            fn(payload, &v);
+        }
     }
 }
 

@@ -53,7 +53,7 @@ void rc_watch_table_free(struct rc_watch_table *t);
 void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
                         rc_watch_reduce_fn reduce);
 size_t rc_watch_table_count(const struct rc_watch_table *t);
-/* Each pod, in no particular order. */
+/* Each pod, in no particular order (a view of the table, valid during the call). */
 void rc_watch_table_each(const struct rc_watch_table *t,
                          void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload);
 

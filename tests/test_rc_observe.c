@@ -635,9 +635,11 @@ static void capacity_text(char *out, size_t n, const struct pl_cluster *c)
 
     out[0] = '\0';
     for (size_t i = 0; i < c->nnodes && len < n; i++)
-        len += (size_t)snprintf(out + len, n - len, "%s cpu=%lld pods=%lld; ", c->nodes[i].name,
-                                (long long)c->nodes[i].requested.v[PL_RES_CPU],
-                                (long long)c->nodes[i].requested.v[PL_RES_PODS]);
+        len +=
+            (size_t)snprintf(out + len, n - len, "%s cpu=%lld mem=%lldGi pods=%lld; ",
+                             c->nodes[i].name, (long long)c->nodes[i].requested.v[PL_RES_CPU],
+                             (long long)(c->nodes[i].requested.v[PL_RES_MEMORY] / (1000LL << 30)),
+                             (long long)c->nodes[i].requested.v[PL_RES_PODS]);
     for (size_t i = 0; i < c->npresent && len < n; i++)
         len += (size_t)snprintf(out + len, n - len, "%s ", c->present[i]);
 }
@@ -700,8 +702,9 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     cJSON_Delete(reqs);
     capacity_text(got, sizeof(got), &fleet[1]);
     /* a: p1 and p6; c: p5 alone; units u1 (p1), u5 (p6), u6 (p5) */
-    assert_string_equal(got, "a cpu=2000 pods=2000; b cpu=0 pods=0; c cpu=1000 pods=1000; "
-                             "u1 u5 u6 ");
+    assert_string_equal(
+        got, "a cpu=2000 mem=2Gi pods=2000; b cpu=0 mem=0Gi pods=0; c cpu=1000 mem=1Gi pods=1000; "
+             "u1 u5 u6 ");
     /* what a list says */
     assert_int_equal(rc_observe_fleet_opts(&listed, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
     capacity_text(want, sizeof(want), &listed[1]);
@@ -732,8 +735,9 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     wait_events(ws, events + 2);
     assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
     capacity_text(got, sizeof(got), &fleet[1]);
-    assert_string_equal(got, "a cpu=2000 pods=2000; b cpu=0 pods=0; c cpu=2000 pods=2000; "
-                             "u1 u5 u6 u7 ");
+    assert_string_equal(
+        got, "a cpu=2000 mem=2Gi pods=2000; b cpu=0 mem=0Gi pods=0; c cpu=2000 mem=2Gi pods=2000; "
+             "u1 u5 u6 u7 ");
 
     /* a pass without the cluster stops its watcher */
     src.nclusters = 1;
