@@ -7,6 +7,8 @@
 #                                          stopped when the script exits
 #   fake_kubeconfig_head DIR               a kubeconfig's first lines: its cluster "fk", the
 #                                          server started in DIR (users and contexts follow)
+#   fake_token_kubeconfig DIR N TOKEN      DIR/kubeconfig: contexts c00, c01, ... (N of them,
+#                                          as seq -w numbers them) on "fk" with bearer TOKEN
 #   fake_fleet_repo REPO N                 a source repository of N Cluster objects c00, c01,
 #                                          ... (each selecting the kubeconfig context of its
 #                                          name, no autoscaler) and one ConfigMap, committed
@@ -45,4 +47,15 @@ fake_fleet_repo() {
 fake_kubeconfig_head() {
     printf "apiVersion: v1\nkind: Config\nclusters:\n- name: fk\n  cluster: {server: 'https://127.0.0.1:%s', certificate-authority: %s}\n" \
         "$(cat $1/port)" "$1/ca.crt"
+}
+
+fake_token_kubeconfig() {
+    local d=$1 n=$2 token=$3 i
+    {
+        fake_kubeconfig_head $d
+        printf 'users:\n- name: u\n  user: {token: %s}\ncontexts:\n' "$token"
+        for i in $(seq -w 0 $((n - 1))); do
+            printf -- '- name: c%s\n  context: {cluster: fk, user: u}\n' $i
+        done
+    } >$d/kubeconfig
 }

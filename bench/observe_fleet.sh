@@ -22,17 +22,7 @@ rm -rf $d; mkdir -p $d
 . "$src/bench/fake_fleet.sh"
 python3 $src/bench/gen_kube_state.py $nn $pp $ak > $d/state.json
 fake_kube_start $d $d/state.json obs-token
-{
-fake_kubeconfig_head $d
-echo "users:
-- name: u
-  user: {token: obs-token}
-contexts:"
-for i in $(seq -w 0 $((nc - 1))); do
-  echo "- name: c$i
-  context: {cluster: fk, user: u}"
-done
-} > $d/kubeconfig
+fake_token_kubeconfig $d $nc obs-token
 r=$d/repo
 fake_fleet_repo $r $nc
 printf '%d clusters x %d nodes x %d pods a node; state %d bytes of JSON\n' $nc $nn $pp "$(stat -c %s $d/state.json)"

@@ -213,6 +213,17 @@ int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err)
 /* Turn a non-2xx response into err, from its Status object when there is one; the Status
  * reason goes into reason (size n). A 401 names the kubeconfig, context and user whose
  * credentials were refused (never the credential). */
+/* The path without its query (n > 0 bytes): messages name the endpoint, not selectors. */
+static void path_for_messages(char *out, size_t n, const char *path)
+{
+    size_t len = strcspn(path, "?");
+
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, path, len);
+    out[len] = '\0';
+}
+
 static int status_error_r(const struct rc_kube *k, const char *method, const char *path,
                           const struct rc_http_response *resp, char *reason, size_t n,
                           struct rc_err *err)
@@ -221,12 +232,8 @@ static int status_error_r(const struct rc_kube *k, const char *method, const cha
     const char *msg = NULL;
     int code;
     char where[256];
-    size_t plen = strcspn(path, "?");
 
-    if (plen >= sizeof(where))
-        plen = sizeof(where) - 1;
-    memcpy(where, path, plen);
-    where[plen] = '\0';
+    path_for_messages(where, sizeof(where), path);
     reason[0] = '\0';
     if (resp->status >= 200 && resp->status < 300)
         return RC_OK;
@@ -1091,13 +1098,9 @@ int rc_kube_watch(struct rc_kube *k, const char *path, char *rv, size_t rvlen, l
     struct rc_http_request stream;
     struct watch_state w;
     char where[256];
-    size_t plen = strcspn(path, "?");
     int error;
 
-    if (plen >= sizeof(where))
-        plen = sizeof(where) - 1;
-    memcpy(where, path, plen);
-    where[plen] = '\0';
+    path_for_messages(where, sizeof(where), path);
     memset(&w, 0, sizeof(w));
     w.k = k;
     w.where = where;

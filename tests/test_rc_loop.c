@@ -385,28 +385,39 @@ static void test_rc_loop__listen_needs_a_loop(void **state)
     "[{\"type\":\"Ready\",\"status\":\"True\"}]}}]}"
 
 /* While suspended, passes place and commit but apply nothing; resume applies */
-static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
+/* A fakekube with one node started in *k, and the example repository (returned) whose
+ * static-cluster reads it through the file `kubeconfig` of the new directory dir. */
+static char *live_example(struct th_kube *k, char dir[TH_DIR])
 {
-    struct th_kube k;
     struct th_kube_opts o = {ONE_NODE, TOKEN "\n", 0, 0, 0};
-    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], cl[2048], mpath[TH_PATH];
-    char *repo, *err = NULL, *deploy, *text;
-    cJSON *reqs;
-    (void)state;
+    char kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], cl[2048];
+    char *repo;
 
-    assert_int_equal(th_kube_start(&k, &certs, &o), 0);
+    assert_int_equal(th_kube_start(k, &certs, &o), 0);
     assert_int_equal(th_kube_mkdtemp(dir), 0);
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
-    snprintf(mpath, sizeof(mpath), "%s/m.prom", dir);
+    snprintf(kc, TH_PATH, "%s/kubeconfig", dir);
     snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
              th_certs_path(ca, &certs, "ca.crt"));
-    th_kube_kubeconfig(kc, &k, extra, "    token: " TOKEN "\n");
+    th_kube_kubeconfig(kc, k, extra, "    token: " TOKEN "\n");
     repo = th_example_repo();
     snprintf(cl, sizeof(cl),
              "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
              "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
              "  kubeconfig: {name: kubeconfig, context: test}\n  autoscaler: {type: none}\n");
     free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
+    return repo;
+}
+
+static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
+{
+    struct th_kube k;
+    char dir[TH_DIR], mpath[TH_PATH];
+    char *repo, *err = NULL, *deploy, *text;
+    cJSON *reqs;
+    (void)state;
+
+    repo = live_example(&k, dir);
+    snprintf(mpath, sizeof(mpath), "%s/m.prom", dir);
 
     assert_int_equal(th_rp(NULL, &err, "suspend", "--repo", repo, NULL), 0);
     th_assert_contains(err, "suspended");
@@ -478,8 +489,7 @@ static void lists_and_watches(const cJSON *reqs, const char *path, size_t *lists
 static void test_rc_loop__pods_listed_once_then_watched(void **state)
 {
     struct th_kube k;
-    struct th_kube_opts o = {ONE_NODE, TOKEN "\n", 0, 0, 0};
-    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], cl[2048], log[TH_PATH];
+    char dir[TH_DIR], log[TH_PATH];
     char *repo, *err = NULL, *text;
     size_t lists, watches;
     pid_t pid;
@@ -487,19 +497,8 @@ static void test_rc_loop__pods_listed_once_then_watched(void **state)
     cJSON *reqs;
     (void)state;
 
-    assert_int_equal(th_kube_start(&k, &certs, &o), 0);
-    assert_int_equal(th_kube_mkdtemp(dir), 0);
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", dir);
+    repo = live_example(&k, dir);
     snprintf(log, sizeof(log), "%s/stderr", dir);
-    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
-             th_certs_path(ca, &certs, "ca.crt"));
-    th_kube_kubeconfig(kc, &k, extra, "    token: " TOKEN "\n");
-    repo = th_example_repo();
-    snprintf(cl, sizeof(cl),
-             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
-             "  name: static-cluster\n  labels: {cluster.class: development}\nspec:\n"
-             "  kubeconfig: {name: kubeconfig, context: test}\n  autoscaler: {type: none}\n");
-    free(th_git_commit_files(repo, "live", "fleet/static-cluster.yaml", cl, NULL));
 
     pid = fork();
     assert_true(pid >= 0);
