@@ -85,6 +85,20 @@ void rc_mem_tune(void)
 #endif
 }
 
+void rc_mem_tune_arenas(long ncpu)
+{
+#ifdef M_ARENA_MAX
+    const char *t = getenv("GLIBC_TUNABLES");
+
+    if (ncpu < 1)
+        ncpu = 1;
+    if (!getenv("MALLOC_ARENA_MAX") && !(t && strstr(t, "malloc.arena_max")))
+        mallopt(M_ARENA_MAX, (int)(ncpu + 2));
+#else
+    (void)ncpu;
+#endif
+}
+
 size_t rc_mem_resident(void)
 {
     long size = 0, resident = 0, page = sysconf(_SC_PAGESIZE);

@@ -28,6 +28,15 @@ char *rc_xstrndup(const char *s, size_t n);
 #define RC_MEM_TOP_PAD (64 << 20)
 void rc_mem_tune(void);
 
+/* A long-running process (loop mode), before its second thread allocates: at most ncpu + 2
+ * malloc arenas instead of glibc's 8 a CPU. glibc gives each thread that meets contention an
+ * arena of its own and keeps what an arena freed, up to the top pad, for good; observe's
+ * fetches and the pod watchers are threads that wait on the network, not CPUs, and with an
+ * arena each a loop of 20 live clusters held 250 MB where 85 do (bench/RESULTS.md, note 96).
+ * ncpu + 2 still gives each parsing thread (one a CPU) and the main thread an arena of its
+ * own. Leaves alone a limit the environment sets (MALLOC_ARENA_MAX, GLIBC_TUNABLES). */
+void rc_mem_tune_arenas(long ncpu);
+
 /* The process's resident memory now, in bytes (/proc/self/statm); 0 where the system does not
  * say. */
 size_t rc_mem_resident(void);
