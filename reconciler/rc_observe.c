@@ -557,6 +557,30 @@ static int fetch_pods(struct fetch *f, struct rc_kube *k)
     return RC_OK;
 }
 
+/*
+ * The Deployments seen_deployment can take for an autoscaler, and no others: a cluster's
+ * Deployments are thousands on a large shared cluster, and all of them were read every pass to
+ * find one. Three small lists instead: namespace elotl (Luna's, by name), the three
+ * app.kubernetes.io/name values, and the name cluster-autoscaler. A Deployment in two of them
+ * is seen twice, which changes nothing (seen_deployment only sets flags).
+ */
+#define DEPLOYMENTS "/apis/apps/v1/deployments"
+static const char *const autoscaler_lists[] = {
+    "/apis/apps/v1/namespaces/elotl/deployments",
+    DEPLOYMENTS "?labelSelector=app.kubernetes.io%2Fname%20in%20%28luna-manager%2Celotl-luna%2C"
+                "cluster-autoscaler%29",
+    DEPLOYMENTS "?fieldSelector=metadata.name%3Dcluster-autoscaler",
+};
+
+static int fetch_autoscalers(struct fetch *f, struct rc_kube *k)
+{
+    for (size_t i = 0; i < sizeof(autoscaler_lists) / sizeof(autoscaler_lists[0]); i++) {
+        if (rc_kube_list(k, autoscaler_lists[i], NULL, collect_deployment, &f->seen, &f->err) < 0)
+            return RC_ERROR;
+    }
+    return RC_OK;
+}
+
 static void *run_fetch(void *arg)
 {
     struct fetch *f = arg;
@@ -576,9 +600,7 @@ static void *run_fetch(void *arg)
     }
     f->seen.deployments = f->conn->detect_autoscaler;
     if (rc_kube_list(k, "/api/v1/nodes", NULL, collect_node, &f->seen, &f->err) < 0 ||
-        fetch_pods(f, k) < 0 ||
-        (f->conn->detect_autoscaler && rc_kube_list(k, "/apis/apps/v1/deployments", NULL,
-                                                    collect_deployment, &f->seen, &f->err) < 0))
+        fetch_pods(f, k) < 0 || (f->conn->detect_autoscaler && fetch_autoscalers(f, k) < 0))
         goto done;
     f->ok = 1;
 done:

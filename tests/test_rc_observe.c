@@ -54,7 +54,9 @@ static const char STATE[] = "{\"objects\":["
     POD("p4", "c", "Succeeded", "u3") ","
     POD("p5", "c", "Running", "u4") ","
     "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
-    "\"cluster-autoscaler\",\"namespace\":\"kube-system\"},\"spec\":{\"replicas\":1}}"
+    "\"cluster-autoscaler\",\"namespace\":\"kube-system\"},\"spec\":{\"replicas\":1}},"
+    "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":"
+    "\"web\",\"namespace\":\"w\"},\"spec\":{\"replicas\":3}}"
     "]}";
 /* clang-format on */
 
@@ -223,10 +225,97 @@ static void test_rc_observe__live_capacity_paged(void **state)
     /* the four pods that can count (the server leaves out p4, Succeeded) */
     assert_int_equal(th_kube_count(reqs, "GET", "/api/v1/pods"), 2);
     assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 2);
-    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1/deployments"), 1);
+    /* autoscaler detection reads the Deployments that can be one, not all: namespace elotl,
+     * three names by label, one by name (the server holds a Deployment "web" besides) */
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1/deployments"), 2);
+    assert_int_equal(th_kube_count(reqs, "GET", "/apis/apps/v1/namespaces/elotl/deployments"), 1);
+    {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, reqs)
+        {
+            const cJSON *q = cJSON_GetObjectItem(r, "query");
+            if (strcmp(cJSON_GetObjectItem(r, "path")->valuestring, "/apis/apps/v1/deployments"))
+                continue;
+            assert_true(cJSON_GetObjectItem(q, "labelSelector") ||
+                        cJSON_GetObjectItem(q, "fieldSelector"));
+        }
+    }
     cJSON_Delete(reqs);
     fflush(f->logf);
     assert_null(strstr(f->logbuf, TOKEN));
+    rc_arena_release(&a);
+}
+
+/* One Deployment applied (replicas given) with the labels JSON given ("{}": none). */
+static void apply_deployment(struct rc_kube *k, const char *ns, const char *name,
+                             const char *labels, int replicas)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char json[1024];
+    cJSON *obj;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"%s\",\"labels\":%s},\"spec\":{\"replicas\":%d}}",
+             name, ns, labels, replicas);
+    obj = cJSON_Parse(json);
+    assert_int_equal(rc_kube_apply(k, obj, "test", 1, NULL, &err), RC_OK);
+    cJSON_Delete(obj);
+}
+
+static enum pl_autoscaler detected(struct fixture *f, struct rd_source *src, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, src, &f->ko, &f->log, a, &err), RC_OK);
+    assert_int_equal(fleet[1].reachable, 1);
+    return fleet[1].autoscaler;
+}
+
+/* Each rule that finds an autoscaler among the Deployments, through the selected lists:
+ * cluster-autoscaler by name and by label, Luna by name in namespace elotl and by label in
+ * another, and one scaled to zero that is none. */
+static void test_rc_observe__autoscaler_found_by_each_rule(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rc_kube *k = NULL;
+    struct rd_source src;
+    cJSON *ns;
+
+    make_source(&src, &a, names, kcs, 1);
+    assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
+    for (const char *const *n = (const char *const[]){"ops", "elotl", "x", NULL}; *n; n++) {
+        char json[256];
+        snprintf(json, sizeof(json),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"%s\"}}",
+                 *n);
+        ns = cJSON_Parse(json);
+        assert_int_equal(rc_kube_apply(k, ns, "test", 1, NULL, &err), RC_OK);
+        cJSON_Delete(ns);
+    }
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_CLUSTER_AUTOSCALER); /* by name */
+    assert_int_equal(
+        rc_kube_delete(k, "apps/v1", "Deployment", "kube-system", "cluster-autoscaler", NULL, &err),
+        RC_OK);
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_NONE);
+    apply_deployment(k, "ops", "scaler", "{\"app.kubernetes.io/name\":\"cluster-autoscaler\"}", 1);
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_CLUSTER_AUTOSCALER); /* by label */
+    apply_deployment(k, "ops", "scaler", "{\"app.kubernetes.io/name\":\"cluster-autoscaler\"}", 0);
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_NONE); /* scaled to zero */
+    apply_deployment(k, "elotl", "elotl-luna-manager", "{}", 1);
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_LUNA); /* by name, in elotl */
+    assert_int_equal(
+        rc_kube_delete(k, "apps/v1", "Deployment", "elotl", "elotl-luna-manager", NULL, &err),
+        RC_OK);
+    apply_deployment(k, "x", "lm", "{\"app.kubernetes.io/name\":\"luna-manager\"}", 1);
+    assert_int_equal(detected(f, &src, &a), PL_AUTOSCALER_LUNA); /* by label, elsewhere */
+    rc_kube_free(k);
     rc_arena_release(&a);
 }
 
@@ -779,6 +868,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__known_down_tried_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__lists_not_held_whole, setup, teardown),
         cmocka_unit_test(test_rc_observe__simulated_only),
+        cmocka_unit_test_setup_teardown(test_rc_observe__autoscaler_found_by_each_rule, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_pods, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
