@@ -484,8 +484,7 @@ static int retryable_curl(CURLcode rc)
     }
 }
 
-/* The URL without its query: error messages and logs name the endpoint, not selectors. */
-static void url_for_messages(char *out, size_t n, const char *url)
+void rc_http_without_query(char *out, size_t n, const char *url)
 {
     size_t len = strcspn(url, "?");
 
@@ -648,7 +647,7 @@ static int prepare(struct rc_http *h, const struct rc_http_request *req, struct 
     int error;
 
     memset(p, 0, sizeof(*p));
-    url_for_messages(p->where, sizeof(p->where), req->url);
+    rc_http_without_query(p->where, sizeof(p->where), req->url);
     if (h->server_name) {
         error = url_with_server_name(&p->url, &p->connect_to, req->url, h->server_name, err);
         if (error < 0)

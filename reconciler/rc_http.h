@@ -158,6 +158,10 @@ int rc_http_do_many(struct rc_http *h, const struct rc_http_request *reqs,
                     struct rc_http_response *resps, int *codes, struct rc_err *errs, size_t n,
                     size_t concurrency, rc_http_done_fn on_done, void *payload, struct rc_err *err);
 
+/* url (or a path) without its query, into out (n > 0 bytes, cut to fit): what messages and
+ * logs name, the endpoint and not its selectors. */
+void rc_http_without_query(char *out, size_t n, const char *url);
+
 /* The wait before attempt n (n >= 2) under options o, Retry-After aside. */
 long rc_http_backoff_ms(const struct rc_http_options *o, int n);
 

@@ -213,17 +213,6 @@ int rc_kube_escape(struct rc_buf *out, const char *s, struct rc_err *err)
 /* Turn a non-2xx response into err, from its Status object when there is one; the Status
  * reason goes into reason (size n). A 401 names the kubeconfig, context and user whose
  * credentials were refused (never the credential). */
-/* The path without its query (n > 0 bytes): messages name the endpoint, not selectors. */
-static void path_for_messages(char *out, size_t n, const char *path)
-{
-    size_t len = strcspn(path, "?");
-
-    if (len >= n)
-        len = n - 1;
-    memcpy(out, path, len);
-    out[len] = '\0';
-}
-
 static int status_error_r(const struct rc_kube *k, const char *method, const char *path,
                           const struct rc_http_response *resp, char *reason, size_t n,
                           struct rc_err *err)
@@ -233,7 +222,7 @@ static int status_error_r(const struct rc_kube *k, const char *method, const cha
     int code;
     char where[256];
 
-    path_for_messages(where, sizeof(where), path);
+    rc_http_without_query(where, sizeof(where), path);
     reason[0] = '\0';
     if (resp->status >= 200 && resp->status < 300)
         return RC_OK;
@@ -1100,7 +1089,7 @@ int rc_kube_watch(struct rc_kube *k, const char *path, char *rv, size_t rvlen, l
     char where[256];
     int error;
 
-    path_for_messages(where, sizeof(where), path);
+    rc_http_without_query(where, sizeof(where), path);
     memset(&w, 0, sizeof(w));
     w.k = k;
     w.where = where;
