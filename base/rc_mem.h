@@ -32,7 +32,7 @@ void rc_mem_tune(void);
  * malloc arenas instead of glibc's 8 a CPU. glibc gives each thread that meets contention an
  * arena of its own and keeps what an arena freed, up to the top pad, for good; observe's
  * fetches and the pod watchers are threads that wait on the network, not CPUs, and with an
- * arena each a loop of 20 live clusters held 250 MB where 85 do (bench/RESULTS.md, note 96).
+ * arena each a loop of 20 live clusters held 244 MB where 86 do (bench/RESULTS.md, note 96).
  * ncpu + 2 still gives each parsing thread (one a CPU) and the main thread an arena of its
  * own. Leaves alone a limit the environment sets (MALLOC_ARENA_MAX, GLIBC_TUNABLES). */
 void rc_mem_tune_arenas(long ncpu);

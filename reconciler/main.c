@@ -1400,7 +1400,7 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
  * on threads of its own, each into a malloc arena of its own, and glibc keeps what a
  * thread's arena freed, up to the top pad (rc_mem_tune), for the life of the process; the
  * pod watchers' threads put more arenas in play. At 20 clusters of 1,000 pods a loop held
- * about 250 MB where a pass needs 190 at its peak (bench/RESULTS.md, note 96). Given back
+ * about 244 MB where listing held 189 (bench/RESULTS.md, note 96). Given back
  * here, once the pass is over; the main arena keeps its pad, which a pass of simulated
  * clusters (no trim) keeps warm.
  */
