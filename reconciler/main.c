@@ -1385,10 +1385,12 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
     if (res && res->deploy_new[0] && r->cli->pass.apply &&
         rc_git_note_read(&note, r->git, res->deploy_new, a, &err) < 0)
         note = NULL;
-    if (r->cli->interval && r->cli->pass.cache) {
-        size_t running = 0, events = 0;
-        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), &running, &events);
-        rc_metrics_watches(r->metrics, running, events);
+    if (r->cli->interval && r->cli->pass.cache && res && !res->skipped) {
+        /* the clusters this pass read from a watch: a watcher started by this pass counts
+         * from the next, so one whose watch is refused every time never does */
+        size_t events = 0;
+        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), NULL, &events);
+        rc_metrics_watches(r->metrics, res->nwatched, events);
     }
     rc_metrics_record(r->metrics, res, status, note, seconds, time(NULL));
     if (r->cli->metrics_file && rc_metrics_write_file(r->metrics, r->cli->metrics_file, &err) < 0)

@@ -52,7 +52,7 @@ struct rc_metrics {
     /* the process at the end of the last pass: a loop's memory must not grow with its passes
      * (docs/architecture.md, "Memory: the arena") */
     size_t rss, peak_rss, git_cache, git_cache_bound;
-    /* loop mode's pod watches (rc_watch.h): running, and the events they applied */
+    /* loop mode's pod watches (rc_watch.h): clusters the last pass read from one, events */
     int have_watches;
     size_t watches, watch_events;
     size_t nclusters, cap;
@@ -172,11 +172,11 @@ static void note_memory(struct rc_metrics *m)
     rc_git_cache_usage(&m->git_cache, &m->git_cache_bound);
 }
 
-void rc_metrics_watches(struct rc_metrics *m, size_t running, size_t events)
+void rc_metrics_watches(struct rc_metrics *m, size_t watched, size_t events)
 {
     pthread_mutex_lock(&m->mu);
     m->have_watches = 1;
-    m->watches = running;
+    m->watches = watched;
     m->watch_events = events;
     pthread_mutex_unlock(&m->mu);
 }
@@ -322,9 +322,9 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
                                m->git_cache_bound, err);
     }
     if (!error && m->have_watches) {
-        error =
-            gauge_size(b, "rightplace_pod_watches",
-                       "Live clusters whose pods a watch follows between passes.", m->watches, err);
+        error = gauge_size(b, "rightplace_pod_watches",
+                           "Live clusters whose pods the last pass took from their watch.",
+                           m->watches, err);
         if (!error)
             error = family(b, "rightplace_pod_watch_events_total", "counter",
                            "Pod changes the watches applied.", err);

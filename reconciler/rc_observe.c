@@ -702,7 +702,11 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                           "cluster '%s': %s: %s; it takes no new work", c->name,
                           fe->once ? "still unreachable" : "unreachable", fe->err.msg);
             }
-        } else if (log) {
+        } else {
+            if (rep && fe->watched)
+                rep->nwatched++;
+        }
+        if (fe->ok && log) {
             if (fe->once) {
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
                 rc_log_kv(log, RC_LOG_INFO, lf, 1, "cluster '%s': reachable again", c->name);

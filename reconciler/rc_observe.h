@@ -58,6 +58,7 @@ struct rc_observe_report {
     size_t nunreachable;             /* live clusters not read: outage or configuration */
     size_t nconfig;                  /* of those, the ones whose kubeconfig could not be loaded */
     char config_msg[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
+    size_t nwatched; /* live clusters read whose pods came from their watch (loop mode) */
 };
 
 /* rc_observe_fleet_opts, also filling *rep (may be NULL). */

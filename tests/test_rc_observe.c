@@ -749,6 +749,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     const char *kcs[] = {f->kc_live};
     struct rc_kube_options ko = f->ko;
     struct rc_watch_set *ws = rc_watch_set_new();
+    struct rc_observe_report rep;
     struct rc_kube *k = NULL;
     struct rd_source src;
     struct pl_cluster *fleet = NULL, *listed = NULL;
@@ -784,7 +785,9 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     wait_events(ws, 5);
 
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nwatched, 1);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(pod_lists(reqs, NULL), 0);
     assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 1); /* nodes: listed every pass */
@@ -810,7 +813,9 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     th_kube_faults(&f->live, "[]");
     rc_watch_counts(ws, NULL, &events);
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nwatched, 0); /* listed: its watch had ended */
     capacity_text(got, sizeof(got), &fleet[1]);
     assert_string_equal(got, want);
     reqs = th_kube_requests(&f->live);
