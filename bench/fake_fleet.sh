@@ -9,6 +9,10 @@
 #                                          server started in DIR (users and contexts follow)
 #   fake_token_kubeconfig DIR N TOKEN      DIR/kubeconfig: contexts c00, c01, ... (N of them,
 #                                          as seq -w numbers them) on "fk" with bearer TOKEN
+#   fake_pod_fleet DIR N NODES PODS [KB]   all of the above for N clusters on one fakekube
+#                                          holding bench/gen_kube_state.py's NODES nodes and
+#                                          NODES x PODS pods (KB: annotation size), token
+#                                          obs-token; the source repository in DIR/repo
 #   fake_fleet_repo REPO N                 a source repository of N Cluster objects c00, c01,
 #                                          ... (each selecting the kubeconfig context of its
 #                                          name, no autoscaler) and one ConfigMap, committed
@@ -58,4 +62,12 @@ fake_token_kubeconfig() {
             printf -- '- name: c%s\n  context: {cluster: fk, user: u}\n' $i
         done
     } >$d/kubeconfig
+}
+
+fake_pod_fleet() {
+    local d=$1 n=$2 nodes=$3 pods=$4 kb=${5:-0}
+    python3 "$(dirname "${BASH_SOURCE[0]}")/gen_kube_state.py" $nodes $pods $kb >$d/state.json
+    fake_kube_start $d $d/state.json obs-token
+    fake_token_kubeconfig $d $n obs-token
+    fake_fleet_repo $d/repo $n
 }

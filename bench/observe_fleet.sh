@@ -20,11 +20,8 @@ builds=("$@")
 [ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
 rm -rf $d; mkdir -p $d
 . "$src/bench/fake_fleet.sh"
-python3 $src/bench/gen_kube_state.py $nn $pp $ak > $d/state.json
-fake_kube_start $d $d/state.json obs-token
-fake_token_kubeconfig $d $nc obs-token
+fake_pod_fleet $d $nc $nn $pp $ak
 r=$d/repo
-fake_fleet_repo $r $nc
 printf '%d clusters x %d nodes x %d pods a node; state %d bytes of JSON\n' $nc $nn $pp "$(stat -c %s $d/state.json)"
 for rp in "${builds[@]}"; do
     rm -rf "$d/state"

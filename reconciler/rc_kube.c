@@ -994,7 +994,6 @@ int rc_kube_list_kind(struct rc_kube *k, const char *api_version, const char *ki
 /* ==== watch ==== */
 
 struct watch_state {
-    struct rc_kube *k;
     const char *where; /* the path, for messages */
     rc_kube_event_fn fn;
     void *payload;
@@ -1063,10 +1062,9 @@ static int watch_data(void *payload, const char *p, size_t n)
         if (nl && !w->line.len) {
             w->error = watch_event(w, p, take); /* a whole line in this piece: no copy */
         } else if (rc_buf_add(&w->line, p, take, &w->err) < 0) {
-            w->error = rc_err_set(&w->err, RC_ERROR,
-                                  "an event of WATCH %s is larger than %zu "
-                                  "bytes",
-                                  w->where, w->line.max);
+            w->error =
+                rc_err_set(&w->err, RC_ERROR, "an event of WATCH %s is larger than %zu bytes",
+                           w->where, w->line.max);
         } else if (nl) {
             w->error = watch_event(w, w->line.ptr, w->line.len);
             rc_buf_reset(&w->line);
@@ -1091,7 +1089,6 @@ int rc_kube_watch(struct rc_kube *k, const char *path, char *rv, size_t rvlen, l
 
     rc_http_without_query(where, sizeof(where), path);
     memset(&w, 0, sizeof(w));
-    w.k = k;
     w.where = where;
     w.fn = fn;
     w.payload = payload;

@@ -303,54 +303,33 @@ static void seen_node(struct seen *s, const cJSON *item)
     cJSON_AddItemToArray(s->nodes, prune_node(item));
 }
 
-static void seen_pod(struct seen *s, const cJSON *item)
-{
-    const char *node_name = field_str(field(item, "spec"), "nodeName");
-    const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
-    struct seen_pod *p;
-
-    if (!pod_counts(item))
-        return;
-    if (s->npods == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->pods = rc_xrealloc(s->pods, s->cap * sizeof(*s->pods));
-    }
-    p = &s->pods[s->npods++];
-    memset(p, 0, sizeof(*p));
-    p->unit = unit && *unit ? rc_arena_strdup(&s->a, unit) : NULL;
-    p->node = node_name && *node_name ? rc_arena_strdup(&s->a, node_name) : NULL;
-    if (p->node) {
-        struct rc_err perr = RC_ERR_INIT;
-        /* the API server validated it; what rd_demand cannot read counts as a pod only,
-         * rather than taking the whole cluster out of placement */
-        if (pod_request(&p->req, item, s->res, &s->tmp, &perr) < 0)
-            memset(&p->req, 0, sizeof(p->req));
-        rc_arena_release(&s->tmp);
-    }
-}
-
-/* What rc_watch keeps of a pod: seen_pod's reduction, with strings of its own (on a
- * watcher's thread, or while listing for one). */
-static int reduce_pod(const cJSON *item, const struct pl_resnames *res, struct rc_watch_pod *out)
+/*
+ * What is kept of a pod that counts (pod_counts), its strings borrowed from item: 1, or 0 when
+ * it does not count. tmp is scratch for its demand, released here.
+ */
+static int pod_kept(const cJSON *item, const struct pl_resnames *res, struct rc_arena *tmp,
+                    struct rc_watch_pod *out)
 {
     const char *node_name = field_str(field(item, "spec"), "nodeName");
     const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
 
     if (!pod_counts(item))
         return 0;
-    out->unit = unit && *unit ? rc_xstrdup(unit) : NULL;
-    out->node = node_name && *node_name ? rc_xstrdup(node_name) : NULL;
+    memset(out, 0, sizeof(*out));
+    out->unit = unit && *unit ? unit : NULL;
+    out->node = node_name && *node_name ? node_name : NULL;
     if (out->node) {
-        struct rc_arena tmp = RC_ARENA_INIT;
         struct rc_err perr = RC_ERR_INIT;
-        if (pod_request(&out->req, item, res, &tmp, &perr) < 0)
+        /* the API server validated it; what rd_demand cannot read counts as a pod only,
+         * rather than taking the whole cluster out of placement */
+        if (pod_request(&out->req, item, res, tmp, &perr) < 0)
             memset(&out->req, 0, sizeof(out->req));
-        rc_arena_release(&tmp);
+        rc_arena_release(tmp);
     }
     return 1;
 }
 
-/* A pod a watcher kept, as seen_pod would have kept it from a list. */
+/* A pod kept (from a list, or by a watcher), its strings copied into s's arena. */
 static void seen_kept(void *payload, const struct rc_watch_pod *k)
 {
     struct seen *s = payload;
@@ -364,6 +343,22 @@ static void seen_kept(void *payload, const struct rc_watch_pod *k)
     p->unit = k->unit ? rc_arena_strdup(&s->a, k->unit) : NULL;
     p->node = k->node ? rc_arena_strdup(&s->a, k->node) : NULL;
     p->req = k->req;
+}
+
+static void seen_pod(struct seen *s, const cJSON *item)
+{
+    struct rc_watch_pod k;
+
+    if (pod_kept(item, s->res, &s->tmp, &k))
+        seen_kept(s, &k);
+}
+
+/* pod_kept for rc_watch (on a watcher's thread, or while listing for one). */
+static int reduce_pod(const cJSON *item, const struct pl_resnames *res, struct rc_watch_pod *out)
+{
+    struct rc_arena tmp = RC_ARENA_INIT;
+
+    return pod_kept(item, res, &tmp, out);
 }
 
 static void seen_deployment(struct seen *s, const cJSON *d)

@@ -14,12 +14,6 @@
 
 #include "rc_banned.h"
 
-/* RC_WATCH_TIMEOUT_S: the server ends each watch after that long and the watcher starts the
- * next from where it ended, so a connection that died without a word (a NAT or load balancer
- * that forgot it) is found out within that and half a minute (rc_kube_watch), and the watch
- * is never idle for long. The real API server picks 30-60 minutes when asked for none;
- * informers ask for 5-10. */
-
 /* ==== The table: namespace/name -> pod ==== */
 
 /*
@@ -50,13 +44,6 @@ static const char *tent_key(const struct tent *e)
 struct rc_watch_table *rc_watch_table_new(void)
 {
     return rc_xcalloc(1, sizeof(struct rc_watch_table));
-}
-
-static void pod_release(struct rc_watch_pod *p)
-{
-    free(p->unit);
-    free(p->node);
-    memset(p, 0, sizeof(*p));
 }
 
 void rc_watch_table_free(struct rc_watch_table *t)
@@ -177,11 +164,9 @@ void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struc
     memset(&pod, 0, sizeof(pod));
     h = rc_xxh64(key, strlen(key));
     if (!reduce(item, res, &pod) || !(e = tent_make(key, h, &pod, res->n))) {
-        pod_release(&pod);
         table_del_key(t, key);
         return;
     }
-    pod_release(&pod);
     if (!t->cap || t->n + 1 > t->cap / 4 * 3)
         table_grow(t);
     pe = table_find(t, key, h);
@@ -195,19 +180,14 @@ void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struc
     t->n++;
 }
 
-size_t rc_watch_table_count(const struct rc_watch_table *t)
-{
-    return t ? t->n : 0;
-}
-
 void rc_watch_table_each(const struct rc_watch_table *t,
                          void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload)
 {
     for (size_t i = 0; t && i < t->cap; i++) {
         for (const struct tent *e = t->slot[i]; e; e = e->next) {
-            /* a view of the entry: its strings are not copied, and not written through */
+            /* a view of the entry: its strings are not copied */
             struct rc_watch_pod v;
-            char *unit = (char *)tent_key(e) + e->klen + 1, *node = unit + e->ulen + 1;
+            const char *unit = tent_key(e) + e->klen + 1, *node = unit + e->ulen + 1;
 
             memset(&v, 0, sizeof(v));
             memcpy(v.req.v, e->req, (size_t)e->nreq * sizeof(int64_t));
@@ -236,15 +216,14 @@ struct watcher {
     char why[256];            /* under mu: how */
     char rv[128];             /* the thread's alone */
     atomic_int stop;
-    size_t *events; /* the set's counter, under the set's lock */
-    pthread_mutex_t *set_mu;
+    atomic_size_t *events; /* the set's counter */
     struct watcher *next;
 };
 
 struct rc_watch_set {
     pthread_mutex_t mu;
     struct watcher *list;
-    size_t events;
+    atomic_size_t events;
     long timeout_s;
 };
 
@@ -335,9 +314,7 @@ static int on_event(void *payload, const char *type, const cJSON *object, struct
         rc_watch_table_put(w->t, object, &w->res, w->reduce);
     }
     pthread_mutex_unlock(&w->mu);
-    pthread_mutex_lock(w->set_mu);
     (*w->events)++;
-    pthread_mutex_unlock(w->set_mu);
     return RC_OK;
 }
 
@@ -407,7 +384,7 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
     }
     pthread_mutex_unlock(&ws->mu);
     if (gone)
-        watcher_free(gone); /* outside the set's lock: its thread takes that lock per event */
+        watcher_free(gone); /* outside the set's lock: the join takes up to a second */
     return taken;
 }
 
@@ -449,7 +426,6 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
     pthread_mutex_lock(&ws->mu);
     w->timeout_s = ws->timeout_s;
     pthread_mutex_unlock(&ws->mu);
-    w->set_mu = &ws->mu;
     pthread_mutex_init(&w->mu, NULL);
     if (pthread_create(&w->thread, NULL, run_watch, w) != 0) {
         watcher_release(w);

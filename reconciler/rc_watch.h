@@ -34,13 +34,13 @@
 
 /* What observe keeps of a pod that counts. */
 struct rc_watch_pod {
-    char *unit; /* NULL: no rightplace.dev/unit label */
-    char *node; /* NULL: not bound to a node */
+    const char *unit; /* NULL: no rightplace.dev/unit label */
+    const char *node; /* NULL: not bound to a node */
     struct pl_res req;
 };
 
-/* A pod reduced to what is kept of it (strings malloc'd into out): 1, or 0 when it does not
- * count (out untouched). Called on the watcher's thread, so it must be reentrant. */
+/* A pod reduced to what is kept of it (its strings borrowed from item): 1, or 0 when it does
+ * not count. Called on the watcher's thread, so it must be reentrant. */
 typedef int (*rc_watch_reduce_fn)(const cJSON *item, const struct pl_resnames *res,
                                   struct rc_watch_pod *out);
 
@@ -52,7 +52,6 @@ void rc_watch_table_free(struct rc_watch_table *t);
 /* Put item (a pod) under its namespace/name, reduced; one that does not count is removed. */
 void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
                         rc_watch_reduce_fn reduce);
-size_t rc_watch_table_count(const struct rc_watch_table *t);
 /* Each pod, in no particular order (a view of the table, valid during the call). */
 void rc_watch_table_each(const struct rc_watch_table *t,
                          void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload);
@@ -60,8 +59,11 @@ void rc_watch_table_each(const struct rc_watch_table *t,
 struct rc_watch_set;
 
 struct rc_watch_set *rc_watch_set_new(void);
-/* How long the server is asked to hold each watch before the watcher starts the next
- * (default RC_WATCH_TIMEOUT_S; tests shorten it). Watchers started after the call use it. */
+/* How long the server is asked to hold each watch before the watcher starts the next from
+ * where it ended (default RC_WATCH_TIMEOUT_S; tests shorten it). Watchers started after the
+ * call use it. A connection that died without a word (a NAT or load balancer that forgot it)
+ * is found out within that and half a minute (rc_kube_watch), and the watch is never idle for
+ * long. The real API server picks 30-60 minutes when asked for none; informers ask for 5-10. */
 #define RC_WATCH_TIMEOUT_S 60
 void rc_watch_set_timeout(struct rc_watch_set *ws, long seconds);
 /* Stops every watcher and waits for it (about a second at most). NULL is fine. */

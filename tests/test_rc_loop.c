@@ -462,27 +462,6 @@ static void test_rc_loop__suspend_stops_apply_not_placement(void **state)
     free(repo);
 }
 
-/* GETs of a collection path that listed it, and those that watched it. */
-static void lists_and_watches(const cJSON *reqs, const char *path, size_t *lists, size_t *watches)
-{
-    const cJSON *r;
-
-    *lists = *watches = 0;
-    cJSON_ArrayForEach(r, reqs)
-    {
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
-        const cJSON *q = cJSON_GetObjectItemCaseSensitive(r, "query");
-        if (!cJSON_IsString(p) || strcmp(p->valuestring, path) || !cJSON_IsString(m) ||
-            strcmp(m->valuestring, "GET"))
-            continue;
-        if (cJSON_GetObjectItemCaseSensitive(q, "watch"))
-            (*watches)++;
-        else
-            (*lists)++;
-    }
-}
-
 /* Loop mode lists a live cluster's pods in its first pass and follows them by a watch after
  * it: three passes, one list (rc_watch.h). A `--once` run lists them every time and watches
  * nothing. */
@@ -526,10 +505,10 @@ static void test_rc_loop__pods_listed_once_then_watched(void **state)
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
     reqs = th_kube_requests(&k);
-    lists_and_watches(reqs, "/api/v1/pods", &lists, &watches);
+    lists = th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_int_equal(lists, 1);
     assert_true(watches >= 1);
-    lists_and_watches(reqs, "/api/v1/nodes", &lists, &watches);
+    lists = th_kube_lists(reqs, "/api/v1/nodes", &watches);
     assert_int_equal(lists, 3); /* nodes: every pass */
     assert_int_equal(watches, 0);
     cJSON_Delete(reqs);
@@ -545,7 +524,7 @@ static void test_rc_loop__pods_listed_once_then_watched(void **state)
         free(err);
     }
     reqs = th_kube_requests(&k);
-    lists_and_watches(reqs, "/api/v1/pods", &lists, &watches);
+    lists = th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_int_equal(lists, 2);
     assert_int_equal(watches, 0);
     cJSON_Delete(reqs);

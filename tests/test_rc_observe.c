@@ -630,30 +630,6 @@ static void test_rc_observe__simulated_only(void **state)
 
 /* ==== Loop mode: the pods kept by a watch (rc_watch.h) ==== */
 
-/* Requests that listed the pods (a watch is a GET of the same path with watch=1). */
-static size_t pod_lists(const cJSON *reqs, size_t *watches)
-{
-    const cJSON *r;
-    size_t n = 0;
-
-    if (watches)
-        *watches = 0;
-    cJSON_ArrayForEach(r, reqs)
-    {
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(r, "path");
-        const cJSON *q = cJSON_GetObjectItemCaseSensitive(r, "query");
-        if (!cJSON_IsString(path) || strcmp(path->valuestring, "/api/v1/pods"))
-            continue;
-        if (cJSON_GetObjectItemCaseSensitive(q, "watch")) {
-            if (watches)
-                (*watches)++;
-        } else {
-            n++;
-        }
-    }
-    return n;
-}
-
 /* Wait (at most 20 s) until the set has applied `events` events in all. */
 static void wait_events(struct rc_watch_set *ws, size_t events)
 {
@@ -764,14 +740,14 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     assert_int_equal(fleet[1].reachable, 1);
     assert_int_equal(fleet[1].nodes[0].requested.v[PL_RES_CPU], 2000);
     reqs = th_kube_requests(&f->live);
-    assert_int_equal(pod_lists(reqs, NULL), 2); /* pages of 2 */
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 2); /* pages of 2 */
     cJSON_Delete(reqs);
     wait_running(ws, 1);
     /* the server ends each watch after a second; the watcher starts the next from where the
      * last ended, and misses nothing of what follows */
     usleep(2500 * 1000);
     reqs = th_kube_requests(&f->live);
-    pod_lists(reqs, &watches);
+    th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 2);
     cJSON_Delete(reqs);
     wait_running(ws, 1);
@@ -789,7 +765,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
                      RC_OK);
     assert_int_equal(rep.nwatched, 1);
     reqs = th_kube_requests(&f->live);
-    assert_int_equal(pod_lists(reqs, NULL), 0);
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 0);
     assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 1); /* nodes: listed every pass */
     cJSON_Delete(reqs);
     capacity_text(got, sizeof(got), &fleet[1]);
@@ -819,7 +795,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     capacity_text(got, sizeof(got), &fleet[1]);
     assert_string_equal(got, want);
     reqs = th_kube_requests(&f->live);
-    assert_int_equal(pod_lists(reqs, NULL), 2);
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 2);
     cJSON_Delete(reqs);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "its pod watch ended (too old resource version"));
@@ -838,7 +814,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
     wait_running(ws, 0);
     reqs = th_kube_requests(&f->live);
-    pod_lists(reqs, &watches);
+    th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 1);
     cJSON_Delete(reqs);
     {

@@ -420,6 +420,32 @@ size_t th_kube_count(const cJSON *reqs, const char *method, const char *path_par
     return n;
 }
 
+size_t th_kube_lists(const cJSON *reqs, const char *path, size_t *watches)
+{
+    const cJSON *r;
+    size_t n = 0;
+
+    if (watches)
+        *watches = 0;
+    cJSON_ArrayForEach(r, reqs)
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(r, "query");
+
+        if (!cJSON_IsString(p) || strcmp(p->valuestring, path) || !cJSON_IsString(m) ||
+            strcmp(m->valuestring, "GET"))
+            continue;
+        if (cJSON_GetObjectItemCaseSensitive(q, "watch")) {
+            if (watches)
+                (*watches)++;
+        } else {
+            n++;
+        }
+    }
+    return n;
+}
+
 void th_kube_clear_requests(struct th_kube *k)
 {
     char p[TH_PATH];

@@ -60,6 +60,9 @@ cJSON *th_kube_requests(const struct th_kube *k);
  * Borrowed from reqs. */
 const cJSON *th_kube_find(const cJSON *reqs, const char *method, const char *path_part);
 size_t th_kube_count(const cJSON *reqs, const char *method, const char *path_part);
+/* The GETs of exactly `path` that listed it; *watches (may be NULL): those that watched it
+ * (query watch=...). */
+size_t th_kube_lists(const cJSON *reqs, const char *path, size_t *watches);
 void th_kube_clear_requests(struct th_kube *k);
 
 /* Write a kubeconfig to path with one cluster "fake" (server k->url, plus cluster_extra
