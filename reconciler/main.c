@@ -1388,9 +1388,11 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
     if (r->cli->interval && r->cli->pass.cache && res && !res->skipped) {
         /* the clusters this pass read from a watch: a watcher started by this pass counts
          * from the next, so one whose watch is refused every time never does */
-        size_t events = 0;
-        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), NULL, &events);
-        rc_metrics_watches(r->metrics, res->nwatched, events);
+        struct rc_watch_set *ws = rc_cache_watches(r->cli->pass.cache);
+        size_t pod_events = 0, node_events = 0;
+        rc_watch_counts(ws, RC_WATCH_PODS, NULL, &pod_events);
+        rc_watch_counts(ws, RC_WATCH_NODES, NULL, &node_events);
+        rc_metrics_watches(r->metrics, res->nwatched, pod_events, res->nwatched_nodes, node_events);
     }
     rc_metrics_record(r->metrics, res, status, note, seconds, time(NULL));
     if (r->cli->metrics_file && rc_metrics_write_file(r->metrics, r->cli->metrics_file, &err) < 0)
@@ -1409,11 +1411,12 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
 static void trim_after_observing(struct run *r)
 {
 #ifdef __GLIBC__
-    size_t running = 0;
+    size_t pods = 0, nodes = 0;
 
     if (r->cli->pass.cache) {
-        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), &running, NULL);
-        if (running)
+        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), RC_WATCH_PODS, &pods, NULL);
+        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), RC_WATCH_NODES, &nodes, NULL);
+        if (pods || nodes)
             malloc_trim(RC_MEM_TOP_PAD);
     }
 #else

@@ -52,9 +52,10 @@ struct rc_metrics {
     /* the process at the end of the last pass: a loop's memory must not grow with its passes
      * (docs/architecture.md, "Memory: the arena") */
     size_t rss, peak_rss, git_cache, git_cache_bound;
-    /* loop mode's pod watches (rc_watch.h): clusters the last pass read from one, events */
+    /* loop mode's watches (rc_watch.h): clusters the last pass read from one, events; of
+     * pods, then of nodes */
     int have_watches;
-    size_t watches, watch_events;
+    size_t watches[2], watch_events[2];
     size_t nclusters, cap;
     struct cluster *clusters;
     /* the listener */
@@ -172,12 +173,15 @@ static void note_memory(struct rc_metrics *m)
     rc_git_cache_usage(&m->git_cache, &m->git_cache_bound);
 }
 
-void rc_metrics_watches(struct rc_metrics *m, size_t watched, size_t events)
+void rc_metrics_watches(struct rc_metrics *m, size_t pods, size_t pod_events, size_t nodes,
+                        size_t node_events)
 {
     pthread_mutex_lock(&m->mu);
     m->have_watches = 1;
-    m->watches = watched;
-    m->watch_events = events;
+    m->watches[0] = pods;
+    m->watch_events[0] = pod_events;
+    m->watches[1] = nodes;
+    m->watch_events[1] = node_events;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -324,13 +328,23 @@ static int text_locked(struct rc_metrics *m, struct rc_buf *b, struct rc_err *er
     if (!error && m->have_watches) {
         error = gauge_size(b, "rightplace_pod_watches",
                            "Live clusters whose pods the last pass took from their watch.",
-                           m->watches, err);
+                           m->watches[0], err);
         if (!error)
             error = family(b, "rightplace_pod_watch_events_total", "counter",
                            "Pod changes the watches applied.", err);
         if (!error)
-            error =
-                rc_buf_printf(b, err, "rightplace_pod_watch_events_total %zu\n", m->watch_events);
+            error = rc_buf_printf(b, err, "rightplace_pod_watch_events_total %zu\n",
+                                  m->watch_events[0]);
+        if (!error)
+            error = gauge_size(b, "rightplace_node_watches",
+                               "Live clusters whose nodes the last pass took from their watch.",
+                               m->watches[1], err);
+        if (!error)
+            error = family(b, "rightplace_node_watch_events_total", "counter",
+                           "Node changes the watches applied.", err);
+        if (!error)
+            error = rc_buf_printf(b, err, "rightplace_node_watch_events_total %zu\n",
+                                  m->watch_events[1]);
     }
     if (!error && m->last_success > 0) {
         error = family(b, "rightplace_last_success_timestamp_seconds", "gauge",

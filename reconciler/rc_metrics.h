@@ -52,10 +52,12 @@ void rc_metrics_free(struct rc_metrics *m);
 void rc_metrics_record(struct rc_metrics *m, const struct rc_pass_result *res, int status,
                        const char *apply_note, double seconds, time_t now);
 
-/* Loop mode's pod watches after a pass: the live clusters it took from their watch
- * (rightplace_pod_watches) and the events the watches applied so far
- * (rightplace_pod_watch_events_total); a process that never called this leaves both out. */
-void rc_metrics_watches(struct rc_metrics *m, size_t watched, size_t events);
+/* Loop mode's watches after a pass: the live clusters whose pods it took from their watch
+ * (rightplace_pod_watches) and the events those watches applied so far
+ * (rightplace_pod_watch_events_total), and the same of nodes (rightplace_node_watches,
+ * rightplace_node_watch_events_total); a process that never called this leaves them out. */
+void rc_metrics_watches(struct rc_metrics *m, size_t pods, size_t pod_events, size_t nodes,
+                        size_t node_events);
 
 /* The exposition text (appended to out). */
 int rc_metrics_text(struct rc_metrics *m, struct rc_buf *out, struct rc_err *err);

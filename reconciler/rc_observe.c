@@ -308,7 +308,7 @@ static void seen_node(struct seen *s, const cJSON *item)
  * it does not count. tmp is scratch for its demand, released here.
  */
 static int pod_kept(const cJSON *item, const struct pl_resnames *res, struct rc_arena *tmp,
-                    struct rc_watch_pod *out)
+                    struct seen_pod *out)
 {
     const char *node_name = field_str(field(item, "spec"), "nodeName");
     const char *unit = field_str(field(field(item, "metadata"), "labels"), PL_LABEL_UNIT);
@@ -330,9 +330,8 @@ static int pod_kept(const cJSON *item, const struct pl_resnames *res, struct rc_
 }
 
 /* A pod kept (from a list, or by a watcher), its strings copied into s's arena. */
-static void seen_kept(void *payload, const struct rc_watch_pod *k)
+static void seen_kept(struct seen *s, const struct seen_pod *k)
 {
-    struct seen *s = payload;
     struct seen_pod *p;
 
     if (s->npods == s->cap) {
@@ -347,18 +346,88 @@ static void seen_kept(void *payload, const struct rc_watch_pod *k)
 
 static void seen_pod(struct seen *s, const cJSON *item)
 {
-    struct rc_watch_pod k;
+    struct seen_pod k;
 
     if (pod_kept(item, s->res, &s->tmp, &k))
         seen_kept(s, &k);
 }
 
-/* pod_kept for rc_watch (on a watcher's thread, or while listing for one). */
-static int reduce_pod(const cJSON *item, const struct pl_resnames *res, struct rc_watch_pod *out)
+/*
+ * pod_kept for rc_watch (on a watcher's thread, or while listing for one), as the bytes a
+ * watcher's table holds: the number of request values up to the last that is not 0 (one
+ * byte; a pod not bound to a node has none), those values, then the unit and the node, each
+ * NUL-terminated ("" for none).
+ */
+static int reduce_pod(const cJSON *item, const struct pl_resnames *res, struct rc_buf *out)
 {
     struct rc_arena tmp = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct seen_pod k;
+    unsigned char nreq = 0;
 
-    return pod_kept(item, res, &tmp, out);
+    if (!pod_kept(item, res, &tmp, &k))
+        return 0;
+    for (int i = 0; i < res->n && i < PL_RES_MAX; i++) {
+        if (k.req.v[i])
+            nreq = (unsigned char)(i + 1);
+    }
+    if (rc_buf_add(out, &nreq, 1, &err) < 0 ||
+        rc_buf_add(out, k.req.v, nreq * sizeof(int64_t), &err) < 0 ||
+        rc_buf_add(out, k.unit ? k.unit : "", k.unit ? strlen(k.unit) + 1 : 1, &err) < 0 ||
+        rc_buf_add(out, k.node ? k.node : "", k.node ? strlen(k.node) + 1 : 1, &err) < 0)
+        return 0;
+    return 1;
+}
+
+/* A pod as reduce_pod kept it, into the fetch's seen (rc_watch_each_fn). */
+static void seen_pod_kept(void *payload, const char *key, const void *value, size_t len)
+{
+    const unsigned char *v = value;
+    struct seen_pod k;
+    const char *unit, *node;
+    size_t nreq;
+
+    (void)key;
+    memset(&k, 0, sizeof(k));
+    if (len < 3 || (nreq = v[0]) > PL_RES_MAX || len < 1 + nreq * sizeof(int64_t) + 2 ||
+        v[len - 1] != '\0')
+        return; /* not reduce_pod's: cannot happen */
+    memcpy(k.req.v, v + 1, nreq * sizeof(int64_t));
+    unit = (const char *)v + 1 + nreq * sizeof(int64_t);
+    node = unit + strlen(unit) + 1;
+    if (node >= (const char *)v + len)
+        return;
+    k.unit = *unit ? unit : NULL;
+    k.node = *node ? node : NULL;
+    seen_kept(payload, &k);
+}
+
+/* A node for rc_watch: prune_node's members, as JSON. */
+static int reduce_node(const cJSON *item, const struct pl_resnames *res, struct rc_buf *out)
+{
+    struct rc_err err = RC_ERR_INIT;
+    cJSON *n = prune_node(item);
+    char *text = cJSON_PrintUnformatted(n);
+    int kept = text && rc_buf_puts(out, text, &err) == RC_OK;
+
+    (void)res;
+    cJSON_free(text);
+    cJSON_Delete(n);
+    return kept;
+}
+
+/* A node as reduce_node kept it, into the fetch's seen (rc_watch_each_fn). */
+static void seen_node_kept(void *payload, const char *key, const void *value, size_t len)
+{
+    struct seen *s = payload;
+    cJSON *n = cJSON_ParseWithLength(value, len);
+
+    (void)key;
+    if (!n)
+        return; /* not reduce_node's: cannot happen */
+    if (!s->nodes)
+        s->nodes = cJSON_CreateArray();
+    cJSON_AddItemToArray(s->nodes, n);
 }
 
 static void seen_deployment(struct seen *s, const cJSON *d)
@@ -473,11 +542,11 @@ struct fetch {
     const struct rc_log *log;
     struct seen seen; /* what was kept of the lists */
     int ok;
-    int config;        /* the kubeconfig could not be loaded */
-    struct rc_err err; /* why it could not be read */
-    int once;          /* unreachable at the last pass: one attempt per request */
-    int watched;       /* the pods came from the cluster's watcher */
-    char why[256];     /* the watcher that ended, and why ("": none) */
+    int config;                     /* the kubeconfig could not be loaded */
+    struct rc_err err;              /* why it could not be read */
+    int once;                       /* unreachable at the last pass: one attempt per request */
+    int watched[RC_WATCH_NKINDS];   /* the pods, the nodes came from the cluster's watcher */
+    char why[RC_WATCH_NKINDS][256]; /* a watcher that ended, and why ("": none) */
 };
 
 static int collect_node(void *payload, const cJSON *item, struct rc_err *err)
@@ -507,49 +576,85 @@ static int collect_deployment(void *payload, const cJSON *item, struct rc_err *e
 #define PODS_THAT_COUNT                                                                            \
     "/api/v1/pods?fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"
 
-struct pod_table {
-    struct rc_watch_table *t;
-    const struct pl_resnames *res;
+/* A collection a watcher can keep between passes (rc_watch.h). */
+struct watched {
+    const char *what;          /* for messages: "pod", "node" */
+    const char *path;          /* the list's path and query, which the watch follows */
+    rc_kube_item_fn collect;   /* an item of a list kept by no watcher */
+    rc_watch_reduce_fn reduce; /* an item as a watcher keeps it */
+    rc_watch_each_fn take;     /* what a watcher kept, into the fetch's seen */
 };
 
-static int collect_pod_table(void *payload, const cJSON *item, struct rc_err *err)
+static const struct watched watched[RC_WATCH_NKINDS] = {
+    [RC_WATCH_PODS] = {"pod", PODS_THAT_COUNT, collect_pod, reduce_pod, seen_pod_kept},
+    [RC_WATCH_NODES] = {"node", "/api/v1/nodes", collect_node, reduce_node, seen_node_kept},
+};
+
+struct table_fill {
+    struct rc_watch_table *t;
+    const struct pl_resnames *res;
+    rc_watch_reduce_fn reduce;
+};
+
+static int collect_table(void *payload, const cJSON *item, struct rc_err *err)
 {
-    struct pod_table *pt = payload;
+    struct table_fill *tf = payload;
 
     (void)err;
-    rc_watch_table_put(pt->t, item, pt->res, reduce_pod);
+    rc_watch_table_put(tf->t, item, tf->res, tf->reduce);
     return RC_OK;
 }
 
-/* The pods that count: from the cluster's watcher when it holds them, else a list, after which
- * (in loop mode) a watcher keeps them for the next pass. */
-static int fetch_pods(struct fetch *f, struct rc_kube *k)
+/* The pods that count, or the nodes: from the cluster's watcher when it holds them, else a
+ * list, after which (in loop mode) a watcher keeps them for the next pass. */
+static int fetch_watched(struct fetch *f, struct rc_kube *k, enum rc_watch_kind kind)
 {
+    const struct watched *wd = &watched[kind];
     struct rc_watch_set *ws = f->ko->watches;
-    struct pod_table pt;
+    struct table_fill tf;
     uint64_t ident;
     char rv[128];
     int error;
 
     if (!ws)
-        return rc_kube_list(k, PODS_THAT_COUNT, NULL, collect_pod, &f->seen, &f->err);
+        return rc_kube_list(k, wd->path, NULL, wd->collect, &f->seen, &f->err);
     ident = rc_watch_ident(f->conn, rc_kube_server(k), f->seen.res);
-    if (rc_watch_take(ws, f->conn->name, ident, seen_kept, &f->seen, f->why, sizeof(f->why))) {
-        f->watched = 1;
+    if (rc_watch_take(ws, f->conn->name, kind, ident, wd->take, &f->seen, f->why[kind],
+                      sizeof(f->why[kind]))) {
+        f->watched[kind] = 1;
         return RC_OK;
     }
-    pt.t = rc_watch_table_new();
-    pt.res = f->seen.res;
-    error =
-        rc_kube_list_rv(k, PODS_THAT_COUNT, NULL, collect_pod_table, &pt, rv, sizeof(rv), &f->err);
+    tf.t = rc_watch_table_new();
+    tf.res = f->seen.res;
+    tf.reduce = wd->reduce;
+    error = rc_kube_list_rv(k, wd->path, NULL, collect_table, &tf, rv, sizeof(rv), &f->err);
     if (error < 0) {
-        rc_watch_table_free(pt.t);
+        rc_watch_table_free(tf.t);
         return error;
     }
-    rc_watch_table_each(pt.t, seen_kept, &f->seen);
-    rc_watch_start(ws, f->conn->name, ident, f->conn, f->ko, PODS_THAT_COUNT, rv, pt.t, f->seen.res,
-                   reduce_pod);
+    rc_watch_table_each(tf.t, wd->take, &f->seen);
+    rc_watch_start(ws, f->conn->name, kind, ident, f->conn, f->ko, wd->path, rv, tf.t, f->seen.res,
+                   wd->reduce);
     return RC_OK;
+}
+
+/*
+ * A pass that took a cluster's nodes and pods from its watchers, and lists nothing else,
+ * still asks the API server something: a cluster is reachable exactly when a request of this
+ * pass is answered, whatever its watchers hold (a watch can hold on a connection the server
+ * has stopped answering new requests on, or after the role lost `list`). One node, under the
+ * same authorization as the list it stands for; the answer is not read.
+ */
+#define PROBE "/api/v1/nodes?limit=1"
+
+static int probe(struct fetch *f, struct rc_kube *k)
+{
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    int error;
+
+    error = rc_kube_request(k, "GET", PROBE, NULL, NULL, 0, &resp, &f->err);
+    rc_http_response_release(&resp);
+    return error;
 }
 
 /*
@@ -594,8 +699,11 @@ static void *run_fetch(void *arg)
         return NULL;
     }
     f->seen.deployments = f->conn->detect_autoscaler;
-    if (rc_kube_list(k, "/api/v1/nodes", NULL, collect_node, &f->seen, &f->err) < 0 ||
-        fetch_pods(f, k) < 0 || (f->conn->detect_autoscaler && fetch_autoscalers(f, k) < 0))
+    if (fetch_watched(f, k, RC_WATCH_NODES) < 0 || fetch_watched(f, k, RC_WATCH_PODS) < 0 ||
+        (f->conn->detect_autoscaler && fetch_autoscalers(f, k) < 0))
+        goto done;
+    if (f->watched[RC_WATCH_NODES] && f->watched[RC_WATCH_PODS] && !f->conn->detect_autoscaler &&
+        probe(f, k) < 0)
         goto done;
     f->ok = 1;
 done:
@@ -697,25 +805,31 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                           "cluster '%s': %s: %s; it takes no new work", c->name,
                           fe->once ? "still unreachable" : "unreachable", fe->err.msg);
             }
-        } else {
-            if (rep && fe->watched)
-                rep->nwatched++;
+        } else if (rep) {
+            rep->nwatched += fe->watched[RC_WATCH_PODS];
+            rep->nwatched_nodes += fe->watched[RC_WATCH_NODES];
         }
         if (fe->ok && log) {
             if (fe->once) {
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
                 rc_log_kv(log, RC_LOG_INFO, lf, 1, "cluster '%s': reachable again", c->name);
             }
-            if (fe->why[0]) {
+            for (int kind = 0; kind < RC_WATCH_NKINDS; kind++) {
                 /* a watch that keeps failing (no RBAC `watch` on pods: a 403) leaves the
                  * cluster listed every pass, as without watches: said where it can be seen */
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
-                rc_log_kv(log, RC_LOG_INFO, lf, 1,
-                          "cluster '%s': its pod watch ended (%s); pods listed again", c->name,
-                          fe->why);
+                if (fe->why[kind][0])
+                    rc_log_kv(log, RC_LOG_INFO, lf, 1,
+                              "cluster '%s': its %s watch ended (%s); %ss listed again", c->name,
+                              watched[kind].what, fe->why[kind], watched[kind].what);
             }
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present%s", c->name, c->nnodes,
-                         c->npresent, fe->watched ? " (pods from its watch)" : "");
+                         c->npresent,
+                         fe->watched[RC_WATCH_NODES] && fe->watched[RC_WATCH_PODS]
+                             ? " (nodes and pods from their watches)"
+                         : fe->watched[RC_WATCH_NODES] ? " (nodes from their watch)"
+                         : fe->watched[RC_WATCH_PODS]  ? " (pods from their watch)"
+                                                       : "");
         }
         seen_release(&fe->seen);
     }

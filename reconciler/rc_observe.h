@@ -12,8 +12,9 @@
  * authentication, 5xx after retries) is marked unreachable and reported as a warning: that is
  * not an error of the pass.
  *
- * What it does not do: watch, cache between passes, or read anything but nodes, pods and
- * deployments.
+ * In loop mode (options.watches) the pods and nodes a pass listed are kept by watchers
+ * (rc_watch.h) and taken from them by the next pass. Nothing but nodes, pods and Deployments
+ * is read.
  */
 #ifndef RC_OBSERVE_H
 #define RC_OBSERVE_H
@@ -58,7 +59,8 @@ struct rc_observe_report {
     size_t nunreachable;             /* live clusters not read: outage or configuration */
     size_t nconfig;                  /* of those, the ones whose kubeconfig could not be loaded */
     char config_msg[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
-    size_t nwatched; /* live clusters read whose pods came from their watch (loop mode) */
+    size_t nwatched;       /* live clusters read whose pods came from their watch (loop mode) */
+    size_t nwatched_nodes; /* live clusters read whose nodes came from their watch */
 };
 
 /* rc_observe_fleet_opts, also filling *rep (may be NULL). */

@@ -2572,6 +2572,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         phase_mark(ph, PH_OBSERVE, &t);
         out->nunreachable = rep.nunreachable;
         out->nwatched = rep.nwatched;
+        out->nwatched_nodes = rep.nwatched_nodes;
         out->nconfig_errors = rep.nconfig;
         memcpy(out->config_error, rep.config_msg, sizeof(out->config_error));
         /* how long each unreachable live cluster has been so (the engine moves units of

@@ -155,6 +155,7 @@ struct rc_pass_result {
     double phase_seconds[RC_PHASE_COUNT]; /* wall time of each phase of the last attempt */
     size_t nunreachable;                  /* live clusters that could not be observed */
     size_t nwatched; /* live clusters whose pods came from their watch (loop mode, rc_watch.h) */
+    size_t nwatched_nodes;             /* live clusters whose nodes came from their watch */
     size_t nconfig_errors;             /* of those, the ones whose kubeconfig could not be loaded */
     char config_error[RC_ERR_MSG_MAX]; /* the first of those, naming the Cluster */
     /* warnings of the pass: the engine's (overlapping policies, split values, ...), then the

@@ -1,5 +1,5 @@
 /*
- * rc_watch.c - loop mode's watches of the live clusters' pods (see rc_watch.h).
+ * rc_watch.c - loop mode's watches of the live clusters' pods and nodes (see rc_watch.h).
  */
 #include "rc_watch.h"
 
@@ -9,41 +9,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rc_buf.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
 
 #include "rc_banned.h"
 
-/* ==== The table: namespace/name -> pod ==== */
+/* ==== The table: namespace/name -> the bytes kept ==== */
 
 /*
- * One allocation a pod: the request's leading values up to its last that is not 0 (a pod
- * not bound to a node has none), then the key, unit and node, each NUL-terminated. A table
- * lives as long as its watcher, so a pod costs what it holds: about 140 bytes with the
- * allocator's own, on average over the pods of bench/gen_kube_state.py's clusters, against
- * about 290 as a struct rc_watch_pod with its strings allocated apart.
+ * One allocation an object: its key and its bytes, the key NUL-terminated. A table lives as
+ * long as its watcher, so an object costs what it holds: a pod reduced by rc_observe.c about
+ * 140 bytes with the allocator's own, on average over the pods of bench/gen_kube_state.py's
+ * clusters, against about 290 as a struct of the request and two strings allocated apart.
  */
 struct tent {
     uint64_t h;
     struct tent *next;
-    uint16_t klen, ulen, nlen; /* ulen, nlen: 0 for none */
-    uint8_t nreq;
-    int64_t req[]; /* nreq values, then the strings */
+    uint32_t klen, vlen;
+    char data[]; /* the key, its NUL, then vlen bytes */
 };
 
 struct rc_watch_table {
     struct tent **slot;
-    size_t n, cap; /* cap: a power of two, or 0 */
+    size_t n, cap;         /* cap: a power of two, or 0 */
+    struct rc_buf scratch; /* what reduce writes */
 };
-
-static const char *tent_key(const struct tent *e)
-{
-    return (const char *)(e->req + e->nreq);
-}
 
 struct rc_watch_table *rc_watch_table_new(void)
 {
-    return rc_xcalloc(1, sizeof(struct rc_watch_table));
+    struct rc_watch_table *t = rc_xcalloc(1, sizeof(struct rc_watch_table));
+
+    rc_buf_init(&t->scratch, 0);
+    return t;
 }
 
 void rc_watch_table_free(struct rc_watch_table *t)
@@ -58,6 +56,7 @@ void rc_watch_table_free(struct rc_watch_table *t)
         }
     }
     free(t->slot);
+    rc_buf_release(&t->scratch);
     free(t);
 }
 
@@ -68,7 +67,7 @@ static struct tent **table_find(struct rc_watch_table *t, const char *key, uint6
     if (!t->cap)
         return NULL;
     for (pe = &t->slot[h & (t->cap - 1)]; *pe; pe = &(*pe)->next) {
-        if ((*pe)->h == h && !strcmp(tent_key(*pe), key))
+        if ((*pe)->h == h && !strcmp((*pe)->data, key))
             return pe;
     }
     return pe;
@@ -118,55 +117,30 @@ static void table_del_key(struct rc_watch_table *t, const char *key)
     t->n--;
 }
 
-/* The entry of pod p under key (h its hash): NULL when a string is longer than an entry
- * keeps (a unit label or node name of over 64 KiB, which no API server accepts). */
-static struct tent *tent_make(const char *key, uint64_t h, const struct rc_watch_pod *p, int nres)
-{
-    size_t klen = strlen(key), ulen = p->unit ? strlen(p->unit) : 0;
-    size_t nlen = p->node ? strlen(p->node) : 0;
-    int nreq = 0;
-    struct tent *e;
-    char *c;
-
-    if (klen >= UINT16_MAX || ulen >= UINT16_MAX || nlen >= UINT16_MAX)
-        return NULL;
-    for (int i = 0; i < nres && i < PL_RES_MAX; i++) {
-        if (p->req.v[i])
-            nreq = i + 1;
-    }
-    e = rc_xmalloc(sizeof(*e) + (size_t)nreq * sizeof(int64_t) + klen + ulen + nlen + 3);
-    e->h = h;
-    e->next = NULL;
-    e->klen = (uint16_t)klen;
-    e->ulen = (uint16_t)ulen;
-    e->nlen = (uint16_t)nlen;
-    e->nreq = (uint8_t)nreq;
-    memcpy(e->req, p->req.v, (size_t)nreq * sizeof(int64_t));
-    c = (char *)(e->req + nreq);
-    memcpy(c, key, klen + 1);
-    c += klen + 1;
-    memcpy(c, p->unit ? p->unit : "", ulen + 1);
-    c += ulen + 1;
-    memcpy(c, p->node ? p->node : "", nlen + 1);
-    return e;
-}
-
 void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
                         rc_watch_reduce_fn reduce)
 {
     char key[512]; /* a namespace (63) and a name (253) with room to spare */
-    struct rc_watch_pod pod;
     struct tent **pe, *e;
+    size_t klen;
     uint64_t h;
 
     if (!item_key(key, sizeof(key), item))
         return;
-    memset(&pod, 0, sizeof(pod));
-    h = rc_xxh64(key, strlen(key));
-    if (!reduce(item, res, &pod) || !(e = tent_make(key, h, &pod, res->n))) {
+    rc_buf_reset(&t->scratch);
+    if (reduce(item, res, &t->scratch) <= 0 || t->scratch.len >= UINT32_MAX) {
         table_del_key(t, key);
         return;
     }
+    klen = strlen(key);
+    h = rc_xxh64(key, klen);
+    e = rc_xmalloc(sizeof(*e) + klen + 1 + t->scratch.len);
+    e->h = h;
+    e->next = NULL;
+    e->klen = (uint32_t)klen;
+    e->vlen = (uint32_t)t->scratch.len;
+    memcpy(e->data, key, klen + 1);
+    memcpy(e->data + klen + 1, t->scratch.ptr, t->scratch.len);
     if (!t->cap || t->n + 1 > t->cap / 4 * 3)
         table_grow(t);
     pe = table_find(t, key, h);
@@ -180,21 +154,11 @@ void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struc
     t->n++;
 }
 
-void rc_watch_table_each(const struct rc_watch_table *t,
-                         void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload)
+void rc_watch_table_each(const struct rc_watch_table *t, rc_watch_each_fn fn, void *payload)
 {
     for (size_t i = 0; t && i < t->cap; i++) {
-        for (const struct tent *e = t->slot[i]; e; e = e->next) {
-            /* a view of the entry: its strings are not copied */
-            struct rc_watch_pod v;
-            const char *unit = tent_key(e) + e->klen + 1, *node = unit + e->ulen + 1;
-
-            memset(&v, 0, sizeof(v));
-            memcpy(v.req.v, e->req, (size_t)e->nreq * sizeof(int64_t));
-            v.unit = e->ulen ? unit : NULL;
-            v.node = e->nlen ? node : NULL;
-            fn(payload, &v);
-        }
+        for (const struct tent *e = t->slot[i]; e; e = e->next)
+            fn(payload, e->data, e->data + e->klen + 1, e->vlen);
     }
 }
 
@@ -202,6 +166,7 @@ void rc_watch_table_each(const struct rc_watch_table *t,
 
 struct watcher {
     char *name;
+    enum rc_watch_kind kind;
     uint64_t ident;
     char *path;
     struct rc_kube *k; /* the watcher's own client */
@@ -223,7 +188,7 @@ struct watcher {
 struct rc_watch_set {
     pthread_mutex_t mu;
     struct watcher *list;
-    atomic_size_t events;
+    atomic_size_t events[RC_WATCH_NKINDS];
     long timeout_s;
 };
 
@@ -341,11 +306,12 @@ static void *run_watch(void *arg)
     return NULL;
 }
 
-/* The watcher of `name` unlinked from the set (under its lock), or NULL. */
-static struct watcher *unlink_named(struct rc_watch_set *ws, const char *name)
+/* The watcher of `name` and `kind` unlinked from the set (under its lock), or NULL. */
+static struct watcher *unlink_named(struct rc_watch_set *ws, const char *name,
+                                    enum rc_watch_kind kind)
 {
     for (struct watcher **pw = &ws->list; *pw; pw = &(*pw)->next) {
-        if (!strcmp((*pw)->name, name)) {
+        if ((*pw)->kind == kind && !strcmp((*pw)->name, name)) {
             struct watcher *w = *pw;
             *pw = w->next;
             return w;
@@ -354,9 +320,8 @@ static struct watcher *unlink_named(struct rc_watch_set *ws, const char *name)
     return NULL;
 }
 
-int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
-                  void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload, char *why,
-                  size_t whylen)
+int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen)
 {
     struct watcher *w, *gone = NULL;
     int taken = 0;
@@ -364,7 +329,7 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
     if (why && whylen)
         why[0] = '\0';
     pthread_mutex_lock(&ws->mu);
-    for (w = ws->list; w && strcmp(w->name, name); w = w->next)
+    for (w = ws->list; w && (w->kind != kind || strcmp(w->name, name)); w = w->next)
         ;
     if (w) {
         pthread_mutex_lock(&w->mu);
@@ -380,7 +345,7 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
         }
         pthread_mutex_unlock(&w->mu);
         if (!taken)
-            gone = unlink_named(ws, name);
+            gone = unlink_named(ws, name, kind);
     }
     pthread_mutex_unlock(&ws->mu);
     if (gone)
@@ -388,16 +353,18 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
     return taken;
 }
 
-void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
-                    const struct rd_cluster_conn *conn, const struct rc_kube_options *ko,
-                    const char *path, const char *rv, struct rc_watch_table *t,
-                    const struct pl_resnames *res, rc_watch_reduce_fn reduce)
+void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                    uint64_t ident, const struct rd_cluster_conn *conn,
+                    const struct rc_kube_options *ko, const char *path, const char *rv,
+                    struct rc_watch_table *t, const struct pl_resnames *res,
+                    rc_watch_reduce_fn reduce)
 {
     struct rc_kube_options wko = *ko;
     struct watcher *w, *old;
     struct rc_err err = RC_ERR_INIT;
 
-    if (!rv || !rv[0] || strlen(rv) >= sizeof(w->rv) || res->n > PL_RES_MAX) {
+    if (!rv || !rv[0] || strlen(rv) >= sizeof(w->rv) || res->n > PL_RES_MAX ||
+        (unsigned)kind >= RC_WATCH_NKINDS) {
         rc_watch_table_free(t);
         return;
     }
@@ -414,6 +381,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
         return;
     }
     w->name = rc_xstrdup(name);
+    w->kind = kind;
     w->ident = ident;
     w->path = rc_xstrdup(path);
     w->res.n = res->n;
@@ -422,7 +390,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
     w->reduce = reduce;
     w->t = t;
     snprintf(w->rv, sizeof(w->rv), "%s", rv);
-    w->events = &ws->events;
+    w->events = &ws->events[kind];
     pthread_mutex_lock(&ws->mu);
     w->timeout_s = ws->timeout_s;
     pthread_mutex_unlock(&ws->mu);
@@ -432,7 +400,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
         return;
     }
     pthread_mutex_lock(&ws->mu);
-    old = unlink_named(ws, name);
+    old = unlink_named(ws, name, kind);
     w->next = ws->list;
     ws->list = w;
     pthread_mutex_unlock(&ws->mu);
@@ -468,12 +436,15 @@ void rc_watch_keep_only(struct rc_watch_set *ws, const char *const *names, size_
     }
 }
 
-void rc_watch_counts(struct rc_watch_set *ws, size_t *running, size_t *events)
+void rc_watch_counts(struct rc_watch_set *ws, enum rc_watch_kind kind, size_t *running,
+                     size_t *events)
 {
     size_t n = 0;
 
     pthread_mutex_lock(&ws->mu);
     for (struct watcher *w = ws->list; w; w = w->next) {
+        if (w->kind != kind)
+            continue;
         pthread_mutex_lock(&w->mu);
         n += !w->failed;
         pthread_mutex_unlock(&w->mu);
@@ -481,6 +452,6 @@ void rc_watch_counts(struct rc_watch_set *ws, size_t *running, size_t *events)
     if (running)
         *running = n;
     if (events)
-        *events = ws->events;
+        *events = ws->events[kind];
     pthread_mutex_unlock(&ws->mu);
 }

@@ -1,23 +1,24 @@
 /*
- * rc_watch.h - loop mode's watches of the live clusters' pods.
+ * rc_watch.h - loop mode's watches of the live clusters' pods and nodes.
  *
  * Observe (rc_observe.c) reads each live cluster's nodes and the pods that count. Listing
- * every pod every pass made loop mode cost each API server a list of all its pods every
+ * them every pass made loop mode cost each API server a list of all its pods and nodes every
  * --interval, whatever had changed (about 1.6 GB of JSON a pass for 100 clusters of 3,000
- * pods). In loop mode a pass that has listed a cluster's pods hands what it kept of them
- * (struct rc_watch_pod, by namespace/name) to a watcher: a thread of its own that watches
- * the cluster's pods from the list's resourceVersion, with the list's field selector, and
- * applies each change to that table. The next pass takes the table instead of listing, so
- * that a pass costs each cluster what changed in it, as an informer costs a controller.
+ * pods, and about 1 MB a pass for each 100 nodes). In loop mode a pass that has listed a
+ * cluster's pods (or nodes) hands what it kept of them, by namespace/name, to a watcher: a
+ * thread of its own that watches that collection from the list's resourceVersion, with the
+ * list's query, and applies each change to that table. The next pass takes the table instead
+ * of listing, so that a pass costs each cluster what changed in it, as an informer costs a
+ * controller. Each cluster has at most one watcher of each kind (enum rc_watch_kind).
  *
  * A watcher is trusted only while its watch holds. Anything else stops it, and the next pass
  * lists again and starts a new one: an ERROR event or error status (410 Expired when the
  * server no longer has the resourceVersion), a dropped connection, no word from the server
  * for the watch's timeout and half a minute, an event it cannot read, a Cluster whose
  * connection or whose resource names changed (its identity, below), a cluster no pass asked
- * for. So a watch never makes a cluster look reachable, or its pods current, when a list
- * would not: the nodes, and the autoscaler's Deployments, are listed every pass as before,
- * and a failing list makes the cluster unreachable whatever its watcher holds.
+ * for. So a watch never makes a cluster look reachable, or its pods and nodes current, when
+ * a list would not: a pass that sends a cluster no list sends it a probe (rc_observe.c), and
+ * a failing list or probe makes the cluster unreachable whatever its watchers hold.
  *
  * --once runs one pass, so it lists and starts no watcher (rc_pass gives observe a watch set
  * only when another pass follows).
@@ -32,29 +33,30 @@
 #include "pl_types.h"
 #include "rc_kube.h"
 
-/* What observe keeps of a pod that counts. */
-struct rc_watch_pod {
-    const char *unit; /* NULL: no rightplace.dev/unit label */
-    const char *node; /* NULL: not bound to a node */
-    struct pl_res req;
-};
+struct rc_buf;
 
-/* A pod reduced to what is kept of it (its strings borrowed from item): 1, or 0 when it does
- * not count. Called on the watcher's thread, so it must be reentrant. */
+/* What a watcher follows: each cluster has at most one watcher of each. */
+enum rc_watch_kind { RC_WATCH_PODS = 0, RC_WATCH_NODES = 1, RC_WATCH_NKINDS = 2 };
+
+/* An object reduced to the bytes kept of it, appended to out (empty when called): 1, or 0
+ * when it is not kept (a pod that does not count). Called on the watcher's thread, so it must
+ * be reentrant. */
 typedef int (*rc_watch_reduce_fn)(const cJSON *item, const struct pl_resnames *res,
-                                  struct rc_watch_pod *out);
+                                  struct rc_buf *out);
+/* One kept object: its namespace/name ("/name" when cluster-scoped) and its bytes, views of
+ * the table valid during the call. */
+typedef void (*rc_watch_each_fn)(void *payload, const char *key, const void *value, size_t len);
 
-/* Pods by namespace/name. */
+/* Objects by namespace/name, each held as the bytes its reduce function kept. */
 struct rc_watch_table;
 
 struct rc_watch_table *rc_watch_table_new(void);
 void rc_watch_table_free(struct rc_watch_table *t);
-/* Put item (a pod) under its namespace/name, reduced; one that does not count is removed. */
+/* Put item under its namespace/name, reduced; one that is not kept is removed. */
 void rc_watch_table_put(struct rc_watch_table *t, const cJSON *item, const struct pl_resnames *res,
                         rc_watch_reduce_fn reduce);
-/* Each pod, in no particular order (a view of the table, valid during the call). */
-void rc_watch_table_each(const struct rc_watch_table *t,
-                         void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload);
+/* Each object, in no particular order. */
+void rc_watch_table_each(const struct rc_watch_table *t, rc_watch_each_fn fn, void *payload);
 
 struct rc_watch_set;
 
@@ -75,33 +77,34 @@ uint64_t rc_watch_ident(const struct rd_cluster_conn *conn, const char *server,
                         const struct pl_resnames *res);
 
 /*
- * The pods of cluster `name`, when a watcher of that identity holds them: each given to fn,
- * under the watcher's lock, and 1. Else 0, with the reason in why (may be NULL; "" when there
- * was no watcher): the caller lists. A watcher of that name that failed, or has another
- * identity, is stopped. Any thread.
+ * The objects of kind `kind` of cluster `name`, when a watcher of that identity holds them:
+ * each given to fn, under the watcher's lock, and 1. Else 0, with the reason in why (may be
+ * NULL; "" when there was no watcher): the caller lists. A watcher of that name and kind that
+ * failed, or has another identity, is stopped. Any thread.
  */
-int rc_watch_take(struct rc_watch_set *ws, const char *name, uint64_t ident,
-                  void (*fn)(void *payload, const struct rc_watch_pod *p), void *payload, char *why,
-                  size_t whylen);
+int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen);
 
 /*
- * Start a watcher of cluster `name` (replacing any): it takes t, the pods a list at
- * resourceVersion rv found under `path` (a collection path with its query), and watches
+ * Start a watcher of kind `kind` of cluster `name` (replacing any): it takes t, what a list
+ * at resourceVersion rv found under `path` (a collection path with its query), and watches
  * `path` from rv with its own client, opened now from conn and ko. res is copied. Failing to
  * start (no resourceVersion, a client that cannot be opened, no thread) is silent: the next
  * pass lists. Any thread.
  */
-void rc_watch_start(struct rc_watch_set *ws, const char *name, uint64_t ident,
-                    const struct rd_cluster_conn *conn, const struct rc_kube_options *ko,
-                    const char *path, const char *rv, struct rc_watch_table *t,
-                    const struct pl_resnames *res, rc_watch_reduce_fn reduce);
+void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                    uint64_t ident, const struct rd_cluster_conn *conn,
+                    const struct rc_kube_options *ko, const char *path, const char *rv,
+                    struct rc_watch_table *t, const struct pl_resnames *res,
+                    rc_watch_reduce_fn reduce);
 
-/* Stop the watchers of clusters not named in names (n of them): a Cluster removed from the
- * source, or no longer live. */
+/* Stop the watchers (of every kind) of clusters not named in names (n of them): a Cluster
+ * removed from the source, or no longer live. */
 void rc_watch_keep_only(struct rc_watch_set *ws, const char *const *names, size_t n);
 
-/* Counters for tests and metrics: watchers running, and events applied since the set was
- * made. */
-void rc_watch_counts(struct rc_watch_set *ws, size_t *running, size_t *events);
+/* Counters for tests and metrics, of one kind: watchers running, and events applied since the
+ * set was made. */
+void rc_watch_counts(struct rc_watch_set *ws, enum rc_watch_kind kind, size_t *running,
+                     size_t *events);
 
 #endif

@@ -630,13 +630,13 @@ static void test_rc_observe__simulated_only(void **state)
 
 /* ==== Loop mode: the pods kept by a watch (rc_watch.h) ==== */
 
-/* Wait (at most 20 s) until the set has applied `events` events in all. */
-static void wait_events(struct rc_watch_set *ws, size_t events)
+/* Wait (at most 20 s) until the set's watchers of `kind` have applied `events` events in all. */
+static void wait_events(struct rc_watch_set *ws, enum rc_watch_kind kind, size_t events)
 {
     size_t got = 0;
 
     for (int i = 0; i < 400; i++) {
-        rc_watch_counts(ws, NULL, &got);
+        rc_watch_counts(ws, kind, NULL, &got);
         if (got >= events)
             return;
         usleep(50 * 1000);
@@ -644,13 +644,13 @@ static void wait_events(struct rc_watch_set *ws, size_t events)
     fail_msg("the watch applied %zu events, not %zu", got, events);
 }
 
-/* Wait (at most 20 s) until `running` watchers run. */
-static void wait_running(struct rc_watch_set *ws, size_t running)
+/* Wait (at most 20 s) until `running` watchers of `kind` run. */
+static void wait_running(struct rc_watch_set *ws, enum rc_watch_kind kind, size_t running)
 {
     size_t got = 0;
 
     for (int i = 0; i < 400; i++) {
-        rc_watch_counts(ws, &got, NULL);
+        rc_watch_counts(ws, kind, &got, NULL);
         if (got == running)
             return;
         usleep(50 * 1000);
@@ -742,7 +742,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 2); /* pages of 2 */
     cJSON_Delete(reqs);
-    wait_running(ws, 1);
+    wait_running(ws, RC_WATCH_PODS, 1);
     /* the server ends each watch after a second; the watcher starts the next from where the
      * last ended, and misses nothing of what follows */
     usleep(2500 * 1000);
@@ -750,7 +750,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 2);
     cJSON_Delete(reqs);
-    wait_running(ws, 1);
+    wait_running(ws, RC_WATCH_PODS, 1);
 
     assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
     apply_pod(k, "p6", "a", "u5"); /* ADDED (no phase yet: it does not count) */
@@ -758,15 +758,18 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     assert_int_equal(rc_kube_delete(k, "v1", "Pod", "w", "p2", NULL, &err), RC_OK); /* DELETED */
     set_phase(k, "p3", "Succeeded"); /* leaves the field selector: DELETED */
     apply_pod(k, "p5", "c", "u6");   /* MODIFIED: another unit */
-    wait_events(ws, 5);
+    wait_events(ws, RC_WATCH_PODS, 5);
 
     th_kube_clear_requests(&f->live);
     assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
                      RC_OK);
     assert_int_equal(rep.nwatched, 1);
+    assert_int_equal(rep.nwatched_nodes, 1);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 0);
-    assert_true(th_kube_count(reqs, "GET", "/api/v1/nodes") >= 1); /* nodes: listed every pass */
+    /* the nodes come from their watch too; the Deployments' lists say the cluster answers,
+     * so no probe is sent */
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/nodes", NULL), 0);
     cJSON_Delete(reqs);
     capacity_text(got, sizeof(got), &fleet[1]);
     /* a: p1 and p6; c: p5 alone; units u1 (p1), u5 (p6), u6 (p5) */
@@ -778,16 +781,16 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     capacity_text(want, sizeof(want), &listed[1]);
     assert_string_equal(got, want);
     fflush(f->logf);
-    assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (pods from its "
-                                      "watch)"));
+    assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (nodes and pods "
+                                      "from their watches)"));
 
     /* the server no longer has the watch's resourceVersion: the next watch ends in 410 and
      * the pass after it lists again */
     th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/pods$\", \"query\": \"watch\", "
                              "\"gone\": true}]");
-    wait_running(ws, 0);
+    wait_running(ws, RC_WATCH_PODS, 0);
     th_kube_faults(&f->live, "[]");
-    rc_watch_counts(ws, NULL, &events);
+    rc_watch_counts(ws, RC_WATCH_PODS, NULL, &events);
     th_kube_clear_requests(&f->live);
     assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
                      RC_OK);
@@ -799,10 +802,10 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     cJSON_Delete(reqs);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "its pod watch ended (too old resource version"));
-    wait_running(ws, 1); /* watched again from the new list */
+    wait_running(ws, RC_WATCH_PODS, 1); /* watched again from the new list */
     apply_pod(k, "p7", "c", "u7");
     set_phase(k, "p7", "Pending");
-    wait_events(ws, events + 2);
+    wait_events(ws, RC_WATCH_PODS, events + 2);
     assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
     capacity_text(got, sizeof(got), &fleet[1]);
     assert_string_equal(
@@ -812,13 +815,213 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     /* a pass without the cluster stops its watcher */
     src.nclusters = 1;
     assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
-    wait_running(ws, 0);
+    wait_running(ws, RC_WATCH_PODS, 0);
+    wait_running(ws, RC_WATCH_NODES, 0);
     reqs = th_kube_requests(&f->live);
     th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 1);
     cJSON_Delete(reqs);
     {
         /* deploy/rbac/member-cluster.yaml allows the watches */
+        char log[TH_PATH], *out = NULL, *errout = NULL;
+        const char *argv[] = {"python3",
+                              RP_SOURCE_DIR "/tests/rbac/check.py",
+                              "--allowed-only",
+                              RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml",
+                              th_kube_path(log, &f->live, "log.jsonl"),
+                              NULL};
+        int st = th_run(NULL, &out, &errout, argv);
+        if (st != 0)
+            fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
+        free(out);
+        free(errout);
+    }
+    rc_kube_free(k);
+    rc_watch_set_free(ws);
+    rc_arena_release(&a);
+}
+
+/* A node as the kubelet and an operator shape it: spec and labels by apply, status through
+ * nodes/status. */
+static void apply_node(struct rc_kube *k, const char *name, const char *labels, const char *spec)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char json[1024];
+    cJSON *obj;
+
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{%s}},\"spec\":{%s}}",
+             name, labels, spec);
+    obj = cJSON_Parse(json);
+    assert_non_null(obj);
+    assert_int_equal(rc_kube_apply(k, obj, "test", 1, NULL, &err), RC_OK);
+    cJSON_Delete(obj);
+}
+
+static void set_node_status(struct rc_kube *k, const char *name, const char *cpu, const char *ready)
+{
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char path[256], body[512];
+
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/status?fieldManager=kubelet", name);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
+             "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"8Gi\",\"pods\":\"110\"},"
+             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
+             name, cpu, ready);
+    assert_int_equal(rc_kube_request(k, "PATCH", path, "application/apply-patch+yaml", body,
+                                     strlen(body), &resp, &err),
+                     RC_OK);
+    rc_http_response_release(&resp);
+}
+
+/* What observe made of the live cluster's nodes, as text: each node's allocatable cpu,
+ * cordon, readiness, labels and taints, and what its pods request. */
+static void nodes_text(char *out, size_t n, const struct pl_cluster *c)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < c->nnodes && len < n; i++) {
+        const struct pl_node *node = &c->nodes[i];
+        len += (size_t)snprintf(
+            out + len, n - len, "%s cpu=%lld/%lld%s%s", node->name,
+            (long long)node->requested.v[PL_RES_CPU], (long long)node->allocatable.v[PL_RES_CPU],
+            node->unschedulable ? " cordoned" : "", node->not_ready ? " not-ready" : "");
+        for (size_t l = 0; l < node->labels.n && len < n; l++) {
+            if (strcmp(node->labels.v[l].key, "kubernetes.io/hostname"))
+                len += (size_t)snprintf(out + len, n - len, " %s=%s", node->labels.v[l].key,
+                                        node->labels.v[l].value);
+        }
+        for (size_t t = 0; t < node->ntaints && len < n; t++)
+            len += (size_t)snprintf(out + len, n - len, " taint %s:%s", node->taints[t].key,
+                                    node->taints[t].effect);
+        if (len < n)
+            len += (size_t)snprintf(out + len, n - len, "; ");
+    }
+}
+
+/* The probes among reqs: GETs of one node, which stand for a list. */
+static size_t probes(const cJSON *reqs)
+{
+    return th_kube_gets_with(reqs, "/api/v1/nodes", "limit", "1");
+}
+
+/*
+ * Loop mode: the nodes are watched as the pods are. A node made (and then made ready by its
+ * kubelet), one cordoned, one gone not-ready, relabelled and tainted, one deleted: the next
+ * pass sends no list of nodes or pods, only a probe of one node, and sees what a list sees. A
+ * probe that fails makes the cluster unreachable though both watches hold, and a pass whose
+ * probe is answered again takes the watches' state.
+ */
+static void test_rc_observe__watch_follows_the_nodes(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rc_kube_options ko = f->ko;
+    struct rc_watch_set *ws = rc_watch_set_new();
+    struct rc_observe_report rep;
+    struct rc_kube *k = NULL;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL, *listed = NULL;
+    size_t n = 0, running = 0;
+    char got[2048], want[2048];
+    cJSON *reqs;
+
+    rc_watch_set_timeout(ws, 1);
+    ko.watches = ws;
+    make_source(&src, &a, names, kcs, 1);
+    src.conns[1].detect_autoscaler = 0; /* no Deployments listed: nothing but the probe */
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nwatched_nodes, 0); /* the first pass lists */
+    reqs = th_kube_requests(&f->live);
+    assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
+    assert_int_equal(probes(reqs), 0);
+    cJSON_Delete(reqs);
+    wait_running(ws, RC_WATCH_NODES, 1);
+    wait_running(ws, RC_WATCH_PODS, 1);
+
+    assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
+    apply_node(k, "d", "\"zone\":\"z2\"", "");        /* ADDED, no status yet */
+    set_node_status(k, "d", "2", "True");             /* MODIFIED: its capacity */
+    apply_node(k, "a", "", "\"unschedulable\":true"); /* cordoned */
+    set_node_status(k, "c", "8", "False");            /* not ready */
+    apply_node(k, "c", "\"zone\":\"z1\"",             /* relabelled and tainted */
+               "\"taints\":[{\"key\":\"gpu\",\"effect\":\"NoSchedule\"}]");
+    assert_int_equal(rc_kube_delete(k, "v1", "Node", NULL, "b", NULL, &err), RC_OK);
+    wait_events(ws, RC_WATCH_NODES, 6);
+
+    th_kube_clear_requests(&f->live);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(fleet[1].reachable, 1);
+    assert_int_equal(rep.nwatched_nodes, 1);
+    assert_int_equal(rep.nwatched, 1);
+    reqs = th_kube_requests(&f->live);
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 0);
+    assert_int_equal(th_kube_lists(reqs, "/api/v1/nodes", NULL), 1); /* the probe alone */
+    assert_int_equal(probes(reqs), 1);
+    cJSON_Delete(reqs);
+    nodes_text(got, sizeof(got), &fleet[1]);
+    assert_string_equal(got, "a cpu=2000/4000 cordoned; c cpu=2000/8000 not-ready zone=z1 taint "
+                             "gpu:NoSchedule; d cpu=0/2000 zone=z2; ");
+    assert_int_equal(rc_observe_fleet_opts(&listed, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
+    nodes_text(want, sizeof(want), &listed[1]);
+    assert_string_equal(got, want);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (nodes and pods "
+                                      "from their watches)"));
+
+    /* the server stops answering lists; the watches hold, but the cluster is unreachable */
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"^limit=1$\", "
+                             "\"status\": 403}]");
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(fleet[1].reachable, 0);
+    assert_int_equal(rep.nunreachable, 1);
+    assert_int_equal(rep.nwatched_nodes, 0);
+    rc_watch_counts(ws, RC_WATCH_NODES, &running, NULL);
+    assert_int_equal(running, 1);
+    th_kube_faults(&f->live, "[]");
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(fleet[1].reachable, 1);
+    assert_int_equal(rep.nwatched_nodes, 1);
+    nodes_text(got, sizeof(got), &fleet[1]);
+    assert_string_equal(got, want);
+
+    /* a watch of nodes that fails is listed again, and the pods' watch is left alone */
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"watch\", "
+                             "\"gone\": true}]");
+    wait_running(ws, RC_WATCH_NODES, 0);
+    th_kube_faults(&f->live, "[]");
+    th_kube_clear_requests(&f->live);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nwatched_nodes, 0);
+    assert_int_equal(rep.nwatched, 1);
+    nodes_text(got, sizeof(got), &fleet[1]);
+    assert_string_equal(got, want);
+    reqs = th_kube_requests(&f->live);
+    assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
+    assert_int_equal(probes(reqs), 0); /* the list says the cluster answers */
+    cJSON_Delete(reqs);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "its node watch ended (too old resource version"));
+    wait_running(ws, RC_WATCH_NODES, 1);
+
+    src.nclusters = 1;
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
+    wait_running(ws, RC_WATCH_NODES, 0);
+    wait_running(ws, RC_WATCH_PODS, 0);
+    {
+        /* deploy/rbac/member-cluster.yaml allows the watches and the probe */
         char log[TH_PATH], *out = NULL, *errout = NULL;
         const char *argv[] = {"python3",
                               RP_SOURCE_DIR "/tests/rbac/check.py",
@@ -851,6 +1054,7 @@ int main(void)
         cmocka_unit_test(test_rc_observe__simulated_only),
         cmocka_unit_test_setup_teardown(test_rc_observe__autoscaler_found_by_each_rule, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_pods, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -17,9 +17,10 @@ real API server where rightplace depends on it:
 - GET, LIST (labelSelector, fieldSelector, limit/continue), DELETE (DeleteOptions,
   preconditions.uid → 409; a namespace's delete deletes what is in it, each a change of its
   own).
-- pods/NAME/status: apply (PATCH application/apply-patch+yaml, fieldManager required) sets the
-  body's status only (merged as apply merges; the rest of the body is ignored), 404 when the
-  pod does not exist, and bumps resourceVersion only when the status changed.
+- pods/NAME/status, nodes/NAME/status: apply (PATCH application/apply-patch+yaml, fieldManager
+  required) sets the body's status only (merged as apply merges; the rest of the body is
+  ignored), 404 when the object does not exist, and bumps resourceVersion only when the status
+  changed.
 - WATCH (GET on a list path, or one object's path, with watch=1|true; labelSelector and
   fieldSelector as LIST; limit/continue ignored): 200, chunked, one event a chunk, each a JSON
   object and a newline, {"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR", "object": ..}
@@ -741,10 +742,12 @@ class API:
             ns, rest = rest[1], rest[2:]
         resource = rest[0]
         name = rest[1] if len(rest) > 1 else None
-        # subresources: only pods/status, for tests that move a pod's phase as a kubelet does
+        # subresources: only pods/status and nodes/status, for tests that move a pod's phase
+        # or a node's conditions and allocatable as a kubelet does
         sub = rest[2] if len(rest) == 3 else None
         if len(rest) > 3 or resource not in table or \
-                (sub is not None and (sub, group, resource) != ("status", "", "pods")):
+                (sub is not None and (group, resource) not in (("", "pods"), ("", "nodes"))) or \
+                (sub is not None and sub != "status"):
             return status(404, "NotFound", "the server could not find the requested resource")
         kind, namespaced = table[resource]
         if ns is not None and not namespaced:
@@ -1002,7 +1005,7 @@ class API:
         return 200, self.present(c, new)
 
     def apply_status(self, c, query, ctype, body):
-        """Server-side apply to pods/NAME/status: the body's status only (the rest of it is
+        """Server-side apply to pods/NAME/status or nodes/NAME/status: the body's status only (the rest of it is
         ignored, as the real status subresource ignores it), merged as apply merges."""
         err, obj, fm, dry = self.apply_doc(c, query, ctype, body)
         if err:

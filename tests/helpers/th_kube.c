@@ -446,6 +446,25 @@ size_t th_kube_lists(const cJSON *reqs, const char *path, size_t *watches)
     return n;
 }
 
+size_t th_kube_gets_with(const cJSON *reqs, const char *path, const char *key, const char *value)
+{
+    const cJSON *r;
+    size_t n = 0;
+
+    cJSON_ArrayForEach(r, reqs)
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(r, "path");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "method");
+        const cJSON *v =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "query"), key);
+
+        if (cJSON_IsString(p) && !strcmp(p->valuestring, path) && cJSON_IsString(m) &&
+            !strcmp(m->valuestring, "GET") && cJSON_IsString(v) && !strcmp(v->valuestring, value))
+            n++;
+    }
+    return n;
+}
+
 void th_kube_clear_requests(struct th_kube *k)
 {
     char p[TH_PATH];

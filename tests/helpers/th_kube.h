@@ -63,6 +63,8 @@ size_t th_kube_count(const cJSON *reqs, const char *method, const char *path_par
 /* The GETs of exactly `path` that listed it; *watches (may be NULL): those that watched it
  * (query watch=...). */
 size_t th_kube_lists(const cJSON *reqs, const char *path, size_t *watches);
+/* The GETs of exactly `path` whose query has key=value (observe's probe: limit=1). */
+size_t th_kube_gets_with(const cJSON *reqs, const char *path, const char *key, const char *value);
 void th_kube_clear_requests(struct th_kube *k);
 
 /* Write a kubeconfig to path with one cluster "fake" (server k->url, plus cluster_extra
