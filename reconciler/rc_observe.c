@@ -542,11 +542,12 @@ struct fetch {
     const struct rc_log *log;
     struct seen seen; /* what was kept of the lists */
     int ok;
-    int config;                     /* the kubeconfig could not be loaded */
-    struct rc_err err;              /* why it could not be read */
-    int once;                       /* unreachable at the last pass: one attempt per request */
-    int watched[RC_WATCH_NKINDS];   /* the pods, the nodes came from the cluster's watcher */
-    char why[RC_WATCH_NKINDS][256]; /* a watcher that ended, and why ("": none) */
+    int config;                      /* the kubeconfig could not be loaded */
+    struct rc_err err;               /* why it could not be read */
+    int once;                        /* unreachable at the last pass: one attempt per request */
+    int watched[RC_WATCH_NKINDS];    /* the pods, the nodes came from the cluster's watcher */
+    char why[RC_WATCH_NKINDS][256];  /* a watcher that ended, and why ("": none) */
+    size_t refused[RC_WATCH_NKINDS]; /* it ended refused (403): the how manyth time; 0: not */
 };
 
 static int collect_node(void *payload, const cJSON *item, struct rc_err *err)
@@ -613,17 +614,21 @@ static int fetch_watched(struct fetch *f, struct rc_kube *k, enum rc_watch_kind 
     struct rc_watch_set *ws = f->ko->watches;
     struct table_fill tf;
     uint64_t ident;
+    size_t refusals;
     char rv[128];
     int error;
 
     if (!ws)
         return rc_kube_list(k, wd->path, NULL, wd->collect, &f->seen, &f->err);
     ident = rc_watch_ident(f->conn, rc_kube_server(k), f->seen.res);
+    refusals = rc_watch_refusals(ws, f->conn->name, kind);
     if (rc_watch_take(ws, f->conn->name, kind, ident, wd->take, &f->seen, f->why[kind],
                       sizeof(f->why[kind]))) {
         f->watched[kind] = 1;
         return RC_OK;
     }
+    if (rc_watch_refusals(ws, f->conn->name, kind) > refusals)
+        f->refused[kind] = refusals + 1;
     tf.t = rc_watch_table_new();
     tf.res = f->seen.res;
     tf.reduce = wd->reduce;
@@ -815,13 +820,21 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                 rc_log_kv(log, RC_LOG_INFO, lf, 1, "cluster '%s': reachable again", c->name);
             }
             for (int kind = 0; kind < RC_WATCH_NKINDS; kind++) {
-                /* a watch that keeps failing (no RBAC `watch` on pods: a 403) leaves the
-                 * cluster listed every pass, as without watches: said where it can be seen */
                 struct rc_log_field lf[] = {RC_LOG_STR("cluster", c->name)};
-                if (fe->why[kind][0])
+                const char *what = watched[kind].what;
+                if (fe->refused[kind])
+                    /* a role bound before it granted `watch` (an upgrade): listed every pass,
+                     * as without watches, and asked again after RC_WATCH_REFUSED_S; a
+                     * warning the first time, so that the fix is seen once, not every pass */
+                    rc_log_kv(log, fe->refused[kind] == 1 ? RC_LOG_WARN : RC_LOG_INFO, lf, 1,
+                              "cluster '%s': may not watch %ss (%s); they are listed every pass "
+                              "instead, and the watch is asked for again in %d minutes: grant "
+                              "`watch` on %ss (deploy/rbac/member-cluster.yaml)",
+                              c->name, what, fe->why[kind], RC_WATCH_REFUSED_S / 60, what);
+                else if (fe->why[kind][0])
                     rc_log_kv(log, RC_LOG_INFO, lf, 1,
                               "cluster '%s': its %s watch ended (%s); %ss listed again", c->name,
-                              watched[kind].what, fe->why[kind], watched[kind].what);
+                              what, fe->why[kind], what);
             }
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present%s", c->name, c->nnodes,
                          c->npresent,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rc_buf.h"
 #include "rc_hash.h"
@@ -178,6 +179,7 @@ struct watcher {
     pthread_mutex_t mu;
     struct rc_watch_table *t; /* under mu */
     int failed;               /* under mu: the watch ended in a way only a list can follow */
+    int refused;              /* under mu: by a 403 (failed is set too) */
     char why[256];            /* under mu: how */
     char rv[128];             /* the thread's alone */
     atomic_int stop;
@@ -185,12 +187,42 @@ struct watcher {
     struct watcher *next;
 };
 
+/* A watch the server refused: not asked for again for the set's refused_s (rc_watch.h). */
+struct refusal {
+    char *name;
+    enum rc_watch_kind kind;
+    double at; /* when, in monotonic seconds */
+    size_t count;
+    struct refusal *next;
+};
+
 struct rc_watch_set {
     pthread_mutex_t mu;
     struct watcher *list;
+    struct refusal *refusals;
     atomic_size_t events[RC_WATCH_NKINDS];
     long timeout_s;
+    long refused_s;
 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The refusal of name and kind (under the set's lock), or NULL. */
+static struct refusal *find_refusal(struct rc_watch_set *ws, const char *name,
+                                    enum rc_watch_kind kind)
+{
+    for (struct refusal *r = ws->refusals; r; r = r->next) {
+        if (r->kind == kind && !strcmp(r->name, name))
+            return r;
+    }
+    return NULL;
+}
 
 struct rc_watch_set *rc_watch_set_new(void)
 {
@@ -198,7 +230,27 @@ struct rc_watch_set *rc_watch_set_new(void)
 
     pthread_mutex_init(&ws->mu, NULL);
     ws->timeout_s = RC_WATCH_TIMEOUT_S;
+    ws->refused_s = RC_WATCH_REFUSED_S;
     return ws;
+}
+
+void rc_watch_set_refused_backoff(struct rc_watch_set *ws, long seconds)
+{
+    pthread_mutex_lock(&ws->mu);
+    ws->refused_s = seconds >= 0 ? seconds : RC_WATCH_REFUSED_S;
+    pthread_mutex_unlock(&ws->mu);
+}
+
+size_t rc_watch_refusals(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind)
+{
+    struct refusal *r;
+    size_t n;
+
+    pthread_mutex_lock(&ws->mu);
+    r = find_refusal(ws, name, kind);
+    n = r ? r->count : 0;
+    pthread_mutex_unlock(&ws->mu);
+    return n;
 }
 
 void rc_watch_set_timeout(struct rc_watch_set *ws, long seconds)
@@ -239,6 +291,12 @@ void rc_watch_set_free(struct rc_watch_set *ws)
     for (w = ws->list; w; w = next) {
         next = w->next;
         watcher_free(w);
+    }
+    while (ws->refusals) {
+        struct refusal *r = ws->refusals;
+        ws->refusals = r->next;
+        free(r->name);
+        free(r);
     }
     pthread_mutex_destroy(&ws->mu);
     free(ws);
@@ -297,6 +355,7 @@ static void *run_watch(void *arg)
         if (error < 0) {
             pthread_mutex_lock(&w->mu);
             w->failed = 1;
+            w->refused = rc_kube_last_status(w->k) == 403;
             snprintf(w->why, sizeof(w->why), "%s", err.msg);
             pthread_mutex_unlock(&w->mu);
             break;
@@ -339,6 +398,18 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind 
         } else if (w->failed) {
             if (why)
                 snprintf(why, whylen, "%s", w->why);
+            if (w->refused) {
+                struct refusal *r = find_refusal(ws, name, kind);
+                if (!r) {
+                    r = rc_xcalloc(1, sizeof(*r));
+                    r->name = rc_xstrdup(name);
+                    r->kind = kind;
+                    r->next = ws->refusals;
+                    ws->refusals = r;
+                }
+                r->count++;
+                r->at = now_s();
+            }
         } else {
             rc_watch_table_each(w->t, fn, payload);
             taken = 1;
@@ -368,6 +439,17 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
         rc_watch_table_free(t);
         return;
     }
+    pthread_mutex_lock(&ws->mu);
+    {
+        /* refused not long ago: the caller lists again next pass, without a watch request */
+        struct refusal *r = find_refusal(ws, name, kind);
+        if (r && now_s() < r->at + (double)ws->refused_s) {
+            pthread_mutex_unlock(&ws->mu);
+            rc_watch_table_free(t);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&ws->mu);
     w = rc_xcalloc(1, sizeof(*w));
     /* the watcher outlives the pass: nothing of the pass's (its log, its list of clusters
      * known down) is kept, and a watch is one attempt */

@@ -68,6 +68,14 @@ struct rc_watch_set *rc_watch_set_new(void);
  * long. The real API server picks 30-60 minutes when asked for none; informers ask for 5-10. */
 #define RC_WATCH_TIMEOUT_S 60
 void rc_watch_set_timeout(struct rc_watch_set *ws, long seconds);
+/*
+ * A watch the server refuses (403 Forbidden: a member cluster whose role was bound before it
+ * granted `watch`, deploy/rbac/member-cluster.yaml) is not asked for again for this long: the
+ * cluster's pods or nodes are listed every pass meanwhile, as without watches, instead of a
+ * refused request every pass. Tests shorten it.
+ */
+#define RC_WATCH_REFUSED_S 600
+void rc_watch_set_refused_backoff(struct rc_watch_set *ws, long seconds);
 /* Stops every watcher and waits for it (about a second at most). NULL is fine. */
 void rc_watch_set_free(struct rc_watch_set *ws);
 
@@ -80,7 +88,9 @@ uint64_t rc_watch_ident(const struct rd_cluster_conn *conn, const char *server,
  * The objects of kind `kind` of cluster `name`, when a watcher of that identity holds them:
  * each given to fn, under the watcher's lock, and 1. Else 0, with the reason in why (may be
  * NULL; "" when there was no watcher): the caller lists. A watcher of that name and kind that
- * failed, or has another identity, is stopped. Any thread.
+ * failed, or has another identity, is stopped; one the server refused (403) makes
+ * rc_watch_start of that name and kind do nothing for RC_WATCH_REFUSED_S, and is counted in
+ * rc_watch_refusals. Any thread.
  */
 int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
                   uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen);
@@ -97,6 +107,10 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
                     const struct rc_kube_options *ko, const char *path, const char *rv,
                     struct rc_watch_table *t, const struct pl_resnames *res,
                     rc_watch_reduce_fn reduce);
+
+/* How many times the server refused cluster `name`'s watch of `kind` since the set was made
+ * (a caller warns at the first and says it at info level after). */
+size_t rc_watch_refusals(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind);
 
 /* Stop the watchers (of every kind) of clusters not named in names (n of them): a Cluster
  * removed from the source, or no longer live. */

@@ -6,6 +6,7 @@
 #include "th.h"
 #include "th_git.h"
 #include "th_kube.h"
+#include "th_rp.h"
 
 #include <malloc.h>
 #include <stdatomic.h>
@@ -1040,6 +1041,100 @@ static void test_rc_observe__watch_follows_the_nodes(void **state)
     rc_arena_release(&a);
 }
 
+/* The watch requests of path among reqs. */
+static size_t watch_requests(struct th_kube *k, const char *path)
+{
+    cJSON *reqs = th_kube_requests(k);
+    size_t watches = 0;
+
+    th_kube_lists(reqs, path, &watches);
+    cJSON_Delete(reqs);
+    return watches;
+}
+
+/*
+ * A member cluster whose role was bound before it granted `watch` on nodes (an upgrade): the
+ * watch gets 403. The pass after it warns once, naming the fix, and lists the nodes; the
+ * passes after that list them without asking for a watch until the backoff ends, and a
+ * refusal after that is said at info level. The pods' watch is not touched.
+ */
+static void test_rc_observe__watch_refused_backs_off(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rc_kube_options ko = f->ko;
+    struct rc_watch_set *ws = rc_watch_set_new();
+    struct rc_observe_report rep;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+    cJSON *reqs;
+
+    ko.watches = ws;
+    make_source(&src, &a, names, kcs, 1);
+    th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"watch\", "
+                             "\"status\": 403}]");
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    wait_running(ws, RC_WATCH_PODS, 1);
+    wait_running(ws, RC_WATCH_NODES, 0); /* refused */
+    assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 1);
+
+    for (int pass = 0; pass < 3; pass++) {
+        th_kube_clear_requests(&f->live);
+        assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                         RC_OK);
+        assert_int_equal(fleet[1].reachable, 1);
+        assert_int_equal(fleet[1].nnodes, 3);
+        assert_int_equal(rep.nwatched, 1);
+        assert_int_equal(rep.nwatched_nodes, 0);
+        reqs = th_kube_requests(&f->live);
+        assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
+        cJSON_Delete(reqs);
+        /* no watch asked for while the backoff lasts */
+        assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 0);
+    }
+    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_NODES), 1);
+    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_PODS), 0);
+    fflush(f->logf);
+    assert_int_equal(th_count(f->logbuf, "may not watch nodes"), 1);
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'live': may not watch nodes ("));
+    assert_non_null(strstr(f->logbuf, "grant `watch` on nodes (deploy/rbac/member-cluster.yaml)"));
+
+    /* the backoff over: asked again, refused again, said at info level */
+    rc_watch_set_refused_backoff(ws, 0);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    for (int i = 0; i < 400 && watch_requests(&f->live, "/api/v1/nodes") < 1; i++)
+        usleep(50 * 1000); /* the watcher's first request */
+    assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 1);
+    wait_running(ws, RC_WATCH_NODES, 0); /* refused again */
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_NODES), 2);
+    fflush(f->logf);
+    assert_int_equal(th_count(f->logbuf, "may not watch nodes"), 2);
+    assert_int_equal(th_count(f->logbuf, "warning: cluster 'live': may not watch nodes"), 1);
+    assert_int_equal(th_count(f->logbuf, "rightplace: cluster 'live': may not watch nodes"), 1);
+    /* that pass asked again (the backoff is 0 now): wait for its refusal, or a watch still
+     * in flight could be refused after the next pass took it */
+    wait_running(ws, RC_WATCH_NODES, 0);
+
+    /* granted: the watch is asked for and holds */
+    th_kube_faults(&f->live, "[]");
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    wait_running(ws, RC_WATCH_NODES, 1);
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nwatched_nodes, 1);
+    rc_watch_set_free(ws);
+    rc_arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1055,6 +1150,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__autoscaler_found_by_each_rule, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__watch_refused_backs_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_pods, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
