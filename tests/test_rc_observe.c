@@ -676,11 +676,21 @@ static void apply_pod(struct rc_kube *k, const char *name, const char *node, con
     cJSON_Delete(obj);
 }
 
-/* The kubelet's part: a pod's phase, through the status subresource. */
-static void set_phase(struct rc_kube *k, const char *name, const char *phase)
+/* A server-side apply of body to a status subresource at path, as a kubelet writes it. */
+static void kubelet_patch(struct rc_kube *k, const char *path, const char *body)
 {
     struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
     struct rc_err err = RC_ERR_INIT;
+
+    assert_int_equal(rc_kube_request(k, "PATCH", path, "application/apply-patch+yaml", body,
+                                     strlen(body), &resp, &err),
+                     RC_OK);
+    rc_http_response_release(&resp);
+}
+
+/* The kubelet's part: a pod's phase, through the status subresource. */
+static void set_phase(struct rc_kube *k, const char *name, const char *phase)
+{
     char path[256], body[256];
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/w/pods/%s/status?fieldManager=kubelet", name);
@@ -688,10 +698,7 @@ static void set_phase(struct rc_kube *k, const char *name, const char *phase)
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
              "\"namespace\":\"w\"},\"status\":{\"phase\":\"%s\"}}",
              name, phase);
-    assert_int_equal(rc_kube_request(k, "PATCH", path, "application/apply-patch+yaml", body,
-                                     strlen(body), &resp, &err),
-                     RC_OK);
-    rc_http_response_release(&resp);
+    kubelet_patch(k, path, body);
 }
 
 /* What observe made of the live cluster, as text: the nodes' requests and the units present. */
@@ -708,6 +715,24 @@ static void capacity_text(char *out, size_t n, const struct pl_cluster *c)
                              (long long)c->nodes[i].requested.v[PL_RES_PODS]);
     for (size_t i = 0; i < c->npresent && len < n; i++)
         len += (size_t)snprintf(out + len, n - len, "%s ", c->present[i]);
+}
+
+/* deploy/rbac/member-cluster.yaml allows every request k's server recorded. */
+static void rbac_allows(struct th_kube *k)
+{
+    char log[TH_PATH], *out = NULL, *errout = NULL;
+    const char *argv[] = {"python3",
+                          RP_SOURCE_DIR "/tests/rbac/check.py",
+                          "--allowed-only",
+                          RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml",
+                          th_kube_path(log, k, "log.jsonl"),
+                          NULL};
+    int st = th_run(NULL, &out, &errout, argv);
+
+    if (st != 0)
+        fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
+    free(out);
+    free(errout);
 }
 
 /*
@@ -822,21 +847,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 1);
     cJSON_Delete(reqs);
-    {
-        /* deploy/rbac/member-cluster.yaml allows the watches */
-        char log[TH_PATH], *out = NULL, *errout = NULL;
-        const char *argv[] = {"python3",
-                              RP_SOURCE_DIR "/tests/rbac/check.py",
-                              "--allowed-only",
-                              RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml",
-                              th_kube_path(log, &f->live, "log.jsonl"),
-                              NULL};
-        int st = th_run(NULL, &out, &errout, argv);
-        if (st != 0)
-            fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
-        free(out);
-        free(errout);
-    }
+    rbac_allows(&f->live); /* the watches */
     rc_kube_free(k);
     rc_watch_set_free(ws);
     rc_arena_release(&a);
@@ -862,8 +873,6 @@ static void apply_node(struct rc_kube *k, const char *name, const char *labels, 
 
 static void set_node_status(struct rc_kube *k, const char *name, const char *cpu, const char *ready)
 {
-    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
-    struct rc_err err = RC_ERR_INIT;
     char path[256], body[512];
 
     snprintf(path, sizeof(path), "/api/v1/nodes/%s/status?fieldManager=kubelet", name);
@@ -872,10 +881,7 @@ static void set_node_status(struct rc_kube *k, const char *name, const char *cpu
              "\"status\":{\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"8Gi\",\"pods\":\"110\"},"
              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
              name, cpu, ready);
-    assert_int_equal(rc_kube_request(k, "PATCH", path, "application/apply-patch+yaml", body,
-                                     strlen(body), &resp, &err),
-                     RC_OK);
-    rc_http_response_release(&resp);
+    kubelet_patch(k, path, body);
 }
 
 /* What observe made of the live cluster's nodes, as text: each node's allocatable cpu,
@@ -1021,21 +1027,7 @@ static void test_rc_observe__watch_follows_the_nodes(void **state)
     assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
     wait_running(ws, RC_WATCH_NODES, 0);
     wait_running(ws, RC_WATCH_PODS, 0);
-    {
-        /* deploy/rbac/member-cluster.yaml allows the watches and the probe */
-        char log[TH_PATH], *out = NULL, *errout = NULL;
-        const char *argv[] = {"python3",
-                              RP_SOURCE_DIR "/tests/rbac/check.py",
-                              "--allowed-only",
-                              RP_SOURCE_DIR "/deploy/rbac/member-cluster.yaml",
-                              th_kube_path(log, &f->live, "log.jsonl"),
-                              NULL};
-        int st = th_run(NULL, &out, &errout, argv);
-        if (st != 0)
-            fail_msg("rbac check failed (%d):\n%s%s", st, out ? out : "", errout ? errout : "");
-        free(out);
-        free(errout);
-    }
+    rbac_allows(&f->live); /* the watches and the probe */
     rc_kube_free(k);
     rc_watch_set_free(ws);
     rc_arena_release(&a);
