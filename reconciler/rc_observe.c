@@ -269,9 +269,30 @@ static void copy_member(cJSON *to, const cJSON *from, const char *name)
         cJSON_AddItemToObject(to, name, cJSON_Duplicate(v, 1));
 }
 
+/* The condition node_not_ready reads (the first of type Ready), as its type and status
+ * alone, into the array conds; nothing when there is none. The others, and the Ready
+ * condition's message, reason and times, are most of a pruned node's bytes (about 800 of
+ * 1,900 on the bench's EKS-shaped nodes) and mean nothing to placement. */
+static void prune_conditions(cJSON *status, const cJSON *conds)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, conds)
+    {
+        const char *type = field_str(c, "type");
+        if (type && !strcmp(type, "Ready")) {
+            cJSON *kept = cJSON_CreateObject();
+            copy_member(kept, c, "type");
+            copy_member(kept, c, "status");
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(status, "conditions"), kept);
+            return;
+        }
+    }
+}
+
 /* The members of a Node that read_node reads, and nothing else: metadata.name and .labels,
- * spec.taints and .unschedulable, status.allocatable and .conditions. A member that is not
- * an object (metadata, spec, status) is left out, as field() reads it as absent. */
+ * spec.taints and .unschedulable, status.allocatable and the Ready condition. A member that
+ * is not an object (metadata, spec, status) is left out, as field() reads it as absent. */
 static cJSON *prune_node(const cJSON *item)
 {
     cJSON *n = cJSON_CreateObject();
@@ -291,7 +312,7 @@ static cJSON *prune_node(const cJSON *item)
     if (cJSON_IsObject(st)) {
         cJSON *o = cJSON_AddObjectToObject(n, "status");
         copy_member(o, st, "allocatable");
-        copy_member(o, st, "conditions");
+        prune_conditions(o, field(st, "conditions"));
     }
     return n;
 }

@@ -125,6 +125,46 @@ static void test_rc_observe_build__nodes_pods_present(void **state)
     rc_arena_release(&a);
 }
 
+/* Only the first Ready condition decides whether a node is ready, whatever comes around it
+ * (observe keeps that condition alone of a node, rc_observe.c's prune_node). */
+static void test_rc_observe_build__ready_condition(void **state)
+{
+    static const char nodes_json[] =
+        "[{\"metadata\":{\"name\":\"r1\"},\"status\":{\"conditions\":["
+        "{\"type\":\"MemoryPressure\",\"status\":\"False\",\"message\":\"ok\"},"
+        "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\","
+        "\"lastHeartbeatTime\":\"2026-12-05T00:00:00Z\"},{\"type\":\"Ready\",\"status\":\"False\"}]"
+        "}},"
+        "{\"metadata\":{\"name\":\"r2\"},\"status\":{\"conditions\":["
+        "{\"type\":\"DiskPressure\",\"status\":\"False\"}]}},"
+        "{\"metadata\":{\"name\":\"r3\"},\"status\":{\"conditions\":["
+        "{\"type\":\"Ready\",\"status\":5}]}},"
+        "{\"metadata\":{\"name\":\"r4\"},\"status\":{\"conditions\":["
+        "\"Ready\",{\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"False\"}]}},"
+        "{\"metadata\":{\"name\":\"r5\"},\"status\":{\"conditions\":{\"c\":"
+        "{\"type\":\"Ready\",\"status\":\"True\"}}}}]";
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_resnames res;
+    struct pl_cluster c;
+    cJSON *nodes = cJSON_Parse(nodes_json);
+
+    (void)state;
+    assert_non_null(nodes);
+    pl_resnames_init(&res);
+    memset(&c, 0, sizeof(c));
+    c.name = "x";
+    assert_int_equal(rc_observe_build(&c, nodes, NULL, NULL, &res, &a, &err), RC_OK);
+    assert_int_equal(c.nnodes, 5);
+    assert_int_equal(c.nodes[0].not_ready, 0); /* the first Ready */
+    assert_int_equal(c.nodes[1].not_ready, 1); /* none */
+    assert_int_equal(c.nodes[2].not_ready, 1); /* a status that is not a string */
+    assert_int_equal(c.nodes[3].not_ready, 1); /* items that are not conditions skipped */
+    assert_int_equal(c.nodes[4].not_ready, 0); /* read as cJSON iterates an object */
+    cJSON_Delete(nodes);
+    rc_arena_release(&a);
+}
+
 static enum pl_autoscaler detect(const char *deployments, size_t nshapes, int *any_shape)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -214,6 +254,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_observe_build__nodes_pods_present),
+        cmocka_unit_test(test_rc_observe_build__ready_condition),
         cmocka_unit_test(test_rc_observe_build__autoscaler_detection),
         cmocka_unit_test(test_rc_observe_build__malformed_items),
     };
