@@ -735,6 +735,63 @@ static void rbac_allows(struct th_kube *k)
     free(errout);
 }
 
+/* Loop mode's observe of one live cluster ("live", on f->live): a watch set kept from pass to
+ * pass, as rc_pass gives observe one when another pass follows. */
+struct loop_obs {
+    struct fixture *f;
+    struct rc_arena a;
+    const char *names[1], *kcs[1];
+    struct rd_source src;
+    struct rc_kube_options ko;
+    struct rc_watch_set *ws;
+    struct rc_observe_report rep;
+    struct pl_cluster *fleet; /* fleet[1] is the live cluster */
+    size_t n;
+};
+
+/* timeout_s: how long the server holds each watch (0: RC_WATCH_TIMEOUT_S). */
+static void loop_obs_init(struct loop_obs *o, struct fixture *f, long timeout_s)
+{
+    memset(o, 0, sizeof(*o));
+    o->f = f;
+    o->names[0] = "live";
+    o->kcs[0] = f->kc_live;
+    o->ko = f->ko;
+    o->ws = rc_watch_set_new();
+    if (timeout_s)
+        rc_watch_set_timeout(o->ws, timeout_s);
+    o->ko.watches = o->ws;
+    make_source(&o->src, &o->a, o->names, o->kcs, 1);
+}
+
+/* A pass: the report in o->rep, the clusters in o->fleet. */
+static void loop_pass(struct loop_obs *o)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    assert_int_equal(rc_observe_fleet_report(&o->fleet, &o->n, &o->src, &o->ko, &o->f->log, &o->rep,
+                                             &o->a, &err),
+                     RC_OK);
+}
+
+/* What a pass without watches makes of the live cluster. */
+static const struct pl_cluster *listed_pass(struct loop_obs *o)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_cluster *fleet = NULL;
+    size_t n = 0;
+
+    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &o->src, &o->f->ko, &o->f->log, &o->a, &err),
+                     RC_OK);
+    return &fleet[1];
+}
+
+static void loop_obs_release(struct loop_obs *o)
+{
+    rc_watch_set_free(o->ws);
+    rc_arena_release(&o->a);
+}
+
 /*
  * Loop mode: the first pass lists the pods and starts a watch; the cluster's changes (a pod
  * made and started, one deleted, one that ended, one relabelled) reach the next pass through
@@ -745,30 +802,22 @@ static void rbac_allows(struct th_kube *k)
 static void test_rc_observe__watch_follows_the_pods(void **state)
 {
     struct fixture *f = *state;
-    struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
-    const char *names[] = {"live"};
-    const char *kcs[] = {f->kc_live};
-    struct rc_kube_options ko = f->ko;
-    struct rc_watch_set *ws = rc_watch_set_new();
-    struct rc_observe_report rep;
+    struct loop_obs o;
     struct rc_kube *k = NULL;
-    struct rd_source src;
-    struct pl_cluster *fleet = NULL, *listed = NULL;
-    size_t n = 0, watches = 0, events = 0;
+    const struct pl_cluster *listed = NULL;
+    size_t watches = 0, events = 0;
     char got[1024], want[1024];
     cJSON *reqs;
 
-    rc_watch_set_timeout(ws, 1); /* the server ends each watch after a second */
-    ko.watches = ws;
-    make_source(&src, &a, names, kcs, 1);
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
-    assert_int_equal(fleet[1].reachable, 1);
-    assert_int_equal(fleet[1].nodes[0].requested.v[PL_RES_CPU], 2000);
+    loop_obs_init(&o, f, 1);
+    loop_pass(&o);
+    assert_int_equal(o.fleet[1].reachable, 1);
+    assert_int_equal(o.fleet[1].nodes[0].requested.v[PL_RES_CPU], 2000);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 2); /* pages of 2 */
     cJSON_Delete(reqs);
-    wait_running(ws, RC_WATCH_PODS, 1);
+    wait_running(o.ws, RC_WATCH_PODS, 1);
     /* the server ends each watch after a second; the watcher starts the next from where the
      * last ended, and misses nothing of what follows */
     usleep(2500 * 1000);
@@ -776,7 +825,7 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 2);
     cJSON_Delete(reqs);
-    wait_running(ws, RC_WATCH_PODS, 1);
+    wait_running(o.ws, RC_WATCH_PODS, 1);
 
     assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
     apply_pod(k, "p6", "a", "u5"); /* ADDED (no phase yet: it does not count) */
@@ -784,27 +833,26 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
     assert_int_equal(rc_kube_delete(k, "v1", "Pod", "w", "p2", NULL, &err), RC_OK); /* DELETED */
     set_phase(k, "p3", "Succeeded"); /* leaves the field selector: DELETED */
     apply_pod(k, "p5", "c", "u6");   /* MODIFIED: another unit */
-    wait_events(ws, RC_WATCH_PODS, 5);
+    wait_events(o.ws, RC_WATCH_PODS, 5);
 
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rep.nwatched, 1);
-    assert_int_equal(rep.nwatched_nodes, 1);
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched, 1);
+    assert_int_equal(o.rep.nwatched_nodes, 1);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 0);
     /* the nodes come from their watch too; the Deployments' lists say the cluster answers,
      * so no probe is sent */
     assert_int_equal(th_kube_lists(reqs, "/api/v1/nodes", NULL), 0);
     cJSON_Delete(reqs);
-    capacity_text(got, sizeof(got), &fleet[1]);
+    capacity_text(got, sizeof(got), &o.fleet[1]);
     /* a: p1 and p6; c: p5 alone; units u1 (p1), u5 (p6), u6 (p5) */
     assert_string_equal(
         got, "a cpu=2000 mem=2Gi pods=2000; b cpu=0 mem=0Gi pods=0; c cpu=1000 mem=1Gi pods=1000; "
              "u1 u5 u6 ");
     /* what a list says */
-    assert_int_equal(rc_observe_fleet_opts(&listed, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
-    capacity_text(want, sizeof(want), &listed[1]);
+    listed = listed_pass(&o);
+    capacity_text(want, sizeof(want), listed);
     assert_string_equal(got, want);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (nodes and pods "
@@ -814,43 +862,41 @@ static void test_rc_observe__watch_follows_the_pods(void **state)
      * the pass after it lists again */
     th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/pods$\", \"query\": \"watch\", "
                              "\"gone\": true}]");
-    wait_running(ws, RC_WATCH_PODS, 0);
+    wait_running(o.ws, RC_WATCH_PODS, 0);
     th_kube_faults(&f->live, "[]");
-    rc_watch_counts(ws, RC_WATCH_PODS, NULL, &events);
+    rc_watch_counts(o.ws, RC_WATCH_PODS, NULL, &events);
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rep.nwatched, 0); /* listed: its watch had ended */
-    capacity_text(got, sizeof(got), &fleet[1]);
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched, 0); /* listed: its watch had ended */
+    capacity_text(got, sizeof(got), &o.fleet[1]);
     assert_string_equal(got, want);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 2);
     cJSON_Delete(reqs);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "its pod watch ended (too old resource version"));
-    wait_running(ws, RC_WATCH_PODS, 1); /* watched again from the new list */
+    wait_running(o.ws, RC_WATCH_PODS, 1); /* watched again from the new list */
     apply_pod(k, "p7", "c", "u7");
     set_phase(k, "p7", "Pending");
-    wait_events(ws, RC_WATCH_PODS, events + 2);
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
-    capacity_text(got, sizeof(got), &fleet[1]);
+    wait_events(o.ws, RC_WATCH_PODS, events + 2);
+    loop_pass(&o);
+    capacity_text(got, sizeof(got), &o.fleet[1]);
     assert_string_equal(
         got, "a cpu=2000 mem=2Gi pods=2000; b cpu=0 mem=0Gi pods=0; c cpu=2000 mem=2Gi pods=2000; "
              "u1 u5 u6 u7 ");
 
     /* a pass without the cluster stops its watcher */
-    src.nclusters = 1;
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
-    wait_running(ws, RC_WATCH_PODS, 0);
-    wait_running(ws, RC_WATCH_NODES, 0);
+    o.src.nclusters = 1;
+    loop_pass(&o);
+    wait_running(o.ws, RC_WATCH_PODS, 0);
+    wait_running(o.ws, RC_WATCH_NODES, 0);
     reqs = th_kube_requests(&f->live);
     th_kube_lists(reqs, "/api/v1/pods", &watches);
     assert_true(watches >= 1);
     cJSON_Delete(reqs);
     rbac_allows(&f->live); /* the watches */
     rc_kube_free(k);
-    rc_watch_set_free(ws);
-    rc_arena_release(&a);
+    loop_obs_release(&o);
 }
 
 /* A node as the kubelet and an operator shape it: spec and labels by apply, status through
@@ -926,33 +972,24 @@ static size_t probes(const cJSON *reqs)
 static void test_rc_observe__watch_follows_the_nodes(void **state)
 {
     struct fixture *f = *state;
-    struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
-    const char *names[] = {"live"};
-    const char *kcs[] = {f->kc_live};
-    struct rc_kube_options ko = f->ko;
-    struct rc_watch_set *ws = rc_watch_set_new();
-    struct rc_observe_report rep;
+    struct loop_obs o;
     struct rc_kube *k = NULL;
-    struct rd_source src;
-    struct pl_cluster *fleet = NULL, *listed = NULL;
-    size_t n = 0, running = 0;
+    const struct pl_cluster *listed = NULL;
+    size_t running = 0;
     char got[2048], want[2048];
     cJSON *reqs;
 
-    rc_watch_set_timeout(ws, 1);
-    ko.watches = ws;
-    make_source(&src, &a, names, kcs, 1);
-    src.conns[1].detect_autoscaler = 0; /* no Deployments listed: nothing but the probe */
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rep.nwatched_nodes, 0); /* the first pass lists */
+    loop_obs_init(&o, f, 1);
+    o.src.conns[1].detect_autoscaler = 0; /* no Deployments listed: nothing but the probe */
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched_nodes, 0); /* the first pass lists */
     reqs = th_kube_requests(&f->live);
     assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
     assert_int_equal(probes(reqs), 0);
     cJSON_Delete(reqs);
-    wait_running(ws, RC_WATCH_NODES, 1);
-    wait_running(ws, RC_WATCH_PODS, 1);
+    wait_running(o.ws, RC_WATCH_NODES, 1);
+    wait_running(o.ws, RC_WATCH_PODS, 1);
 
     assert_int_equal(rc_kube_open(&k, f->kc_live, NULL, NULL, &err), RC_OK);
     apply_node(k, "d", "\"zone\":\"z2\"", "");        /* ADDED, no status yet */
@@ -962,24 +999,23 @@ static void test_rc_observe__watch_follows_the_nodes(void **state)
     apply_node(k, "c", "\"zone\":\"z1\"",             /* relabelled and tainted */
                "\"taints\":[{\"key\":\"gpu\",\"effect\":\"NoSchedule\"}]");
     assert_int_equal(rc_kube_delete(k, "v1", "Node", NULL, "b", NULL, &err), RC_OK);
-    wait_events(ws, RC_WATCH_NODES, 6);
+    wait_events(o.ws, RC_WATCH_NODES, 6);
 
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(fleet[1].reachable, 1);
-    assert_int_equal(rep.nwatched_nodes, 1);
-    assert_int_equal(rep.nwatched, 1);
+    loop_pass(&o);
+    assert_int_equal(o.fleet[1].reachable, 1);
+    assert_int_equal(o.rep.nwatched_nodes, 1);
+    assert_int_equal(o.rep.nwatched, 1);
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/pods", NULL), 0);
     assert_int_equal(th_kube_lists(reqs, "/api/v1/nodes", NULL), 1); /* the probe alone */
     assert_int_equal(probes(reqs), 1);
     cJSON_Delete(reqs);
-    nodes_text(got, sizeof(got), &fleet[1]);
+    nodes_text(got, sizeof(got), &o.fleet[1]);
     assert_string_equal(got, "a cpu=2000/4000 cordoned; c cpu=2000/8000 not-ready zone=z1 taint "
                              "gpu:NoSchedule; d cpu=0/2000 zone=z2; ");
-    assert_int_equal(rc_observe_fleet_opts(&listed, &n, &src, &f->ko, &f->log, &a, &err), RC_OK);
-    nodes_text(want, sizeof(want), &listed[1]);
+    listed = listed_pass(&o);
+    nodes_text(want, sizeof(want), listed);
     assert_string_equal(got, want);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "cluster 'live': 3 nodes, 3 units present (nodes and pods "
@@ -988,32 +1024,29 @@ static void test_rc_observe__watch_follows_the_nodes(void **state)
     /* the server stops answering lists; the watches hold, but the cluster is unreachable */
     th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"^limit=1$\", "
                              "\"status\": 403}]");
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(fleet[1].reachable, 0);
-    assert_int_equal(rep.nunreachable, 1);
-    assert_int_equal(rep.nwatched_nodes, 0);
-    rc_watch_counts(ws, RC_WATCH_NODES, &running, NULL);
+    loop_pass(&o);
+    assert_int_equal(o.fleet[1].reachable, 0);
+    assert_int_equal(o.rep.nunreachable, 1);
+    assert_int_equal(o.rep.nwatched_nodes, 0);
+    rc_watch_counts(o.ws, RC_WATCH_NODES, &running, NULL);
     assert_int_equal(running, 1);
     th_kube_faults(&f->live, "[]");
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(fleet[1].reachable, 1);
-    assert_int_equal(rep.nwatched_nodes, 1);
-    nodes_text(got, sizeof(got), &fleet[1]);
+    loop_pass(&o);
+    assert_int_equal(o.fleet[1].reachable, 1);
+    assert_int_equal(o.rep.nwatched_nodes, 1);
+    nodes_text(got, sizeof(got), &o.fleet[1]);
     assert_string_equal(got, want);
 
     /* a watch of nodes that fails is listed again, and the pods' watch is left alone */
     th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"watch\", "
                              "\"gone\": true}]");
-    wait_running(ws, RC_WATCH_NODES, 0);
+    wait_running(o.ws, RC_WATCH_NODES, 0);
     th_kube_faults(&f->live, "[]");
     th_kube_clear_requests(&f->live);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rep.nwatched_nodes, 0);
-    assert_int_equal(rep.nwatched, 1);
-    nodes_text(got, sizeof(got), &fleet[1]);
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched_nodes, 0);
+    assert_int_equal(o.rep.nwatched, 1);
+    nodes_text(got, sizeof(got), &o.fleet[1]);
     assert_string_equal(got, want);
     reqs = th_kube_requests(&f->live);
     assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
@@ -1021,16 +1054,15 @@ static void test_rc_observe__watch_follows_the_nodes(void **state)
     cJSON_Delete(reqs);
     fflush(f->logf);
     assert_non_null(strstr(f->logbuf, "its node watch ended (too old resource version"));
-    wait_running(ws, RC_WATCH_NODES, 1);
+    wait_running(o.ws, RC_WATCH_NODES, 1);
 
-    src.nclusters = 1;
-    assert_int_equal(rc_observe_fleet_opts(&fleet, &n, &src, &ko, &f->log, &a, &err), RC_OK);
-    wait_running(ws, RC_WATCH_NODES, 0);
-    wait_running(ws, RC_WATCH_PODS, 0);
+    o.src.nclusters = 1;
+    loop_pass(&o);
+    wait_running(o.ws, RC_WATCH_NODES, 0);
+    wait_running(o.ws, RC_WATCH_PODS, 0);
     rbac_allows(&f->live); /* the watches and the probe */
     rc_kube_free(k);
-    rc_watch_set_free(ws);
-    rc_arena_release(&a);
+    loop_obs_release(&o);
 }
 
 /* The watch requests of path among reqs. */
@@ -1053,78 +1085,61 @@ static size_t watch_requests(struct th_kube *k, const char *path)
 static void test_rc_observe__watch_refused_backs_off(void **state)
 {
     struct fixture *f = *state;
-    struct rc_arena a = RC_ARENA_INIT;
-    struct rc_err err = RC_ERR_INIT;
-    const char *names[] = {"live"};
-    const char *kcs[] = {f->kc_live};
-    struct rc_kube_options ko = f->ko;
-    struct rc_watch_set *ws = rc_watch_set_new();
-    struct rc_observe_report rep;
-    struct rd_source src;
-    struct pl_cluster *fleet = NULL;
-    size_t n = 0;
+    struct loop_obs o;
     cJSON *reqs;
 
-    ko.watches = ws;
-    make_source(&src, &a, names, kcs, 1);
+    loop_obs_init(&o, f, 0);
     th_kube_faults(&f->live, "[{\"path\": \"^/api/v1/nodes$\", \"query\": \"watch\", "
                              "\"status\": 403}]");
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    wait_running(ws, RC_WATCH_PODS, 1);
-    wait_running(ws, RC_WATCH_NODES, 0); /* refused */
+    loop_pass(&o);
+    wait_running(o.ws, RC_WATCH_PODS, 1);
+    wait_running(o.ws, RC_WATCH_NODES, 0); /* refused */
     assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 1);
 
     for (int pass = 0; pass < 3; pass++) {
         th_kube_clear_requests(&f->live);
-        assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                         RC_OK);
-        assert_int_equal(fleet[1].reachable, 1);
-        assert_int_equal(fleet[1].nnodes, 3);
-        assert_int_equal(rep.nwatched, 1);
-        assert_int_equal(rep.nwatched_nodes, 0);
+        loop_pass(&o);
+        assert_int_equal(o.fleet[1].reachable, 1);
+        assert_int_equal(o.fleet[1].nnodes, 3);
+        assert_int_equal(o.rep.nwatched, 1);
+        assert_int_equal(o.rep.nwatched_nodes, 0);
         reqs = th_kube_requests(&f->live);
         assert_true(th_kube_lists(reqs, "/api/v1/nodes", NULL) >= 1);
         cJSON_Delete(reqs);
         /* no watch asked for while the backoff lasts */
         assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 0);
     }
-    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_NODES), 1);
-    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_PODS), 0);
+    assert_int_equal(rc_watch_refusals(o.ws, "live", RC_WATCH_NODES), 1);
+    assert_int_equal(rc_watch_refusals(o.ws, "live", RC_WATCH_PODS), 0);
     fflush(f->logf);
     assert_int_equal(th_count(f->logbuf, "may not watch nodes"), 1);
     assert_non_null(strstr(f->logbuf, "warning: cluster 'live': may not watch nodes ("));
     assert_non_null(strstr(f->logbuf, "grant `watch` on nodes (deploy/rbac/member-cluster.yaml)"));
 
     /* the backoff over: asked again, refused again, said at info level */
-    rc_watch_set_refused_backoff(ws, 0);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
+    rc_watch_set_refused_backoff(o.ws, 0);
+    loop_pass(&o);
     for (int i = 0; i < 400 && watch_requests(&f->live, "/api/v1/nodes") < 1; i++)
         usleep(50 * 1000); /* the watcher's first request */
     assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 1);
-    wait_running(ws, RC_WATCH_NODES, 0); /* refused again */
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rc_watch_refusals(ws, "live", RC_WATCH_NODES), 2);
+    wait_running(o.ws, RC_WATCH_NODES, 0); /* refused again */
+    loop_pass(&o);
+    assert_int_equal(rc_watch_refusals(o.ws, "live", RC_WATCH_NODES), 2);
     fflush(f->logf);
     assert_int_equal(th_count(f->logbuf, "may not watch nodes"), 2);
     assert_int_equal(th_count(f->logbuf, "warning: cluster 'live': may not watch nodes"), 1);
     assert_int_equal(th_count(f->logbuf, "rightplace: cluster 'live': may not watch nodes"), 1);
     /* that pass asked again (the backoff is 0 now): wait for its refusal, or a watch still
      * in flight could be refused after the next pass took it */
-    wait_running(ws, RC_WATCH_NODES, 0);
+    wait_running(o.ws, RC_WATCH_NODES, 0);
 
     /* granted: the watch is asked for and holds */
     th_kube_faults(&f->live, "[]");
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    wait_running(ws, RC_WATCH_NODES, 1);
-    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &ko, &f->log, &rep, &a, &err),
-                     RC_OK);
-    assert_int_equal(rep.nwatched_nodes, 1);
-    rc_watch_set_free(ws);
-    rc_arena_release(&a);
+    loop_pass(&o);
+    wait_running(o.ws, RC_WATCH_NODES, 1);
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched_nodes, 1);
+    loop_obs_release(&o);
 }
 
 int main(void)
