@@ -8,14 +8,10 @@
 set -eu
 d=$1; shift
 nc=20; secs=20
-[ $# -gt 0 ] && [ "$1" != -- ] && { nc=$1; shift; }
-[ $# -gt 0 ] && [ "$1" != -- ] && { secs=$1; shift; }
-[ $# -gt 0 ] && [ "$1" = -- ] && shift
 src=$(cd "$(dirname "$0")/.." && pwd)
-builds=("$@")
-[ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
-rm -rf $d; mkdir -p $d
 . "$src/bench/fake_fleet.sh"
+fake_bench_args nc secs -- "$@"
+rm -rf $d; mkdir -p $d
 python3 $src/bench/gen_kube_state.py 3 6 > $d/state.json
 fake_kube_start $d $d/state.json plugin-token
 cat > $d/plugin.sh <<P

@@ -13,9 +13,27 @@
 #                                          holding bench/gen_kube_state.py's NODES nodes and
 #                                          NODES x PODS pods (KB: annotation size), token
 #                                          obs-token; the source repository in DIR/repo
+#   fake_bench_args VAR... -- "$@"         a bench's arguments: the leading ones, up to "--",
+#                                          into VAR... in order (a VAR keeps its default where
+#                                          they run out); the builds after "--" into the array
+#                                          builds (default build/rightplace)
 #   fake_fleet_repo REPO N                 a source repository of N Cluster objects c00, c01,
 #                                          ... (each selecting the kubeconfig context of its
 #                                          name, no autoscaler) and one ConfigMap, committed
+
+fake_bench_args() {
+    local names=() name
+    while [ "$1" != -- ]; do names+=("$1"); shift; done
+    shift
+    for name in "${names[@]}"; do
+        if [ $# -eq 0 ] || [ "$1" = -- ]; then break; fi
+        printf -v "$name" '%s' "$1"
+        shift
+    done
+    [ $# -gt 0 ] && [ "$1" = -- ] && shift
+    builds=("$@")
+    [ ${#builds[@]} -gt 0 ] || builds=("$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/rightplace")
+}
 
 fake_kube_start() {
     local d=$1 state=$2 token=$3

@@ -10,16 +10,10 @@
 set -eu
 d=$1; shift
 nc=20; nn=100; pp=30; ak=0
-[ $# -gt 0 ] && [ "$1" != -- ] && { nc=$1; shift; }
-[ $# -gt 0 ] && [ "$1" != -- ] && { nn=$1; shift; }
-[ $# -gt 0 ] && [ "$1" != -- ] && { pp=$1; shift; }
-[ $# -gt 0 ] && [ "$1" != -- ] && { ak=$1; shift; }
-[ $# -gt 0 ] && [ "$1" = -- ] && shift
 src=$(cd "$(dirname "$0")/.." && pwd)
-builds=("$@")
-[ ${#builds[@]} -gt 0 ] || builds=("$src/build/rightplace")
-rm -rf $d; mkdir -p $d
 . "$src/bench/fake_fleet.sh"
+fake_bench_args nc nn pp ak -- "$@"
+rm -rf $d; mkdir -p $d
 fake_pod_fleet $d $nc $nn $pp $ak
 r=$d/repo
 printf '%d clusters x %d nodes x %d pods a node; state %d bytes of JSON\n' $nc $nn $pp "$(stat -c %s $d/state.json)"

@@ -1403,7 +1403,7 @@ static void record_metrics(struct run *r, const struct rc_pass_result *res, int 
  * Between the passes of a loop that reads live clusters. Observe reads each cluster's lists
  * on threads of its own, each into a malloc arena of its own, and glibc keeps what a
  * thread's arena freed, up to the top pad (rc_mem_tune), for the life of the process; the
- * pod watchers' threads put more arenas in play. At 20 clusters of 1,000 pods a loop held
+ * watchers' threads put more arenas in play. At 20 clusters of 1,000 pods a loop held
  * about 244 MB where listing held 189 (bench/RESULTS.md, note 96). Given back
  * here, once the pass is over; the main arena keeps its pad, which a pass of simulated
  * clusters (no trim) keeps warm.
@@ -1414,8 +1414,9 @@ static void trim_after_observing(struct run *r)
     size_t pods = 0, nodes = 0;
 
     if (r->cli->pass.cache) {
-        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), RC_WATCH_PODS, &pods, NULL);
-        rc_watch_counts(rc_cache_watches(r->cli->pass.cache), RC_WATCH_NODES, &nodes, NULL);
+        struct rc_watch_set *ws = rc_cache_watches(r->cli->pass.cache);
+        rc_watch_counts(ws, RC_WATCH_PODS, &pods, NULL);
+        rc_watch_counts(ws, RC_WATCH_NODES, &nodes, NULL);
         if (pods || nodes)
             malloc_trim(RC_MEM_TOP_PAD);
     }

@@ -635,21 +635,17 @@ static int fetch_watched(struct fetch *f, struct rc_kube *k, enum rc_watch_kind 
     struct rc_watch_set *ws = f->ko->watches;
     struct table_fill tf;
     uint64_t ident;
-    size_t refusals;
     char rv[128];
     int error;
 
     if (!ws)
         return rc_kube_list(k, wd->path, NULL, wd->collect, &f->seen, &f->err);
     ident = rc_watch_ident(f->conn, rc_kube_server(k), f->seen.res);
-    refusals = rc_watch_refusals(ws, f->conn->name, kind);
     if (rc_watch_take(ws, f->conn->name, kind, ident, wd->take, &f->seen, f->why[kind],
-                      sizeof(f->why[kind]))) {
+                      sizeof(f->why[kind]), &f->refused[kind])) {
         f->watched[kind] = 1;
         return RC_OK;
     }
-    if (rc_watch_refusals(ws, f->conn->name, kind) > refusals)
-        f->refused[kind] = refusals + 1;
     tf.t = rc_watch_table_new();
     tf.res = f->seen.res;
     tf.reduce = wd->reduce;

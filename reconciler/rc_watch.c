@@ -380,13 +380,16 @@ static struct watcher *unlink_named(struct rc_watch_set *ws, const char *name,
 }
 
 int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
-                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen)
+                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen,
+                  size_t *refused)
 {
     struct watcher *w, *gone = NULL;
     int taken = 0;
 
     if (why && whylen)
         why[0] = '\0';
+    if (refused)
+        *refused = 0;
     pthread_mutex_lock(&ws->mu);
     for (w = ws->list; w && (w->kind != kind || strcmp(w->name, name)); w = w->next)
         ;
@@ -409,6 +412,8 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind 
                 }
                 r->count++;
                 r->at = now_s();
+                if (refused)
+                    *refused = r->count;
             }
         } else {
             rc_watch_table_each(w->t, fn, payload);

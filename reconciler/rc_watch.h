@@ -89,11 +89,13 @@ uint64_t rc_watch_ident(const struct rd_cluster_conn *conn, const char *server,
  * each given to fn, under the watcher's lock, and 1. Else 0, with the reason in why (may be
  * NULL; "" when there was no watcher): the caller lists. A watcher of that name and kind that
  * failed, or has another identity, is stopped; one the server refused (403) makes
- * rc_watch_start of that name and kind do nothing for RC_WATCH_REFUSED_S, and is counted in
- * rc_watch_refusals. Any thread.
+ * rc_watch_start of that name and kind do nothing for RC_WATCH_REFUSED_S, is counted in
+ * rc_watch_refusals, and sets *refused (may be NULL; else 0) to that count: the how manyth
+ * refusal this is. Any thread.
  */
 int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
-                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen);
+                  uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen,
+                  size_t *refused);
 
 /*
  * Start a watcher of kind `kind` of cluster `name` (replacing any): it takes t, what a list
