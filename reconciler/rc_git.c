@@ -2210,11 +2210,11 @@ done:
 /* Is an index path under the deploy paths that rc_git_build_tree replaces? */
 static int is_deploy_path(const char *p)
 {
-    static const char *const dirs[] = {"clusters", ".rightplace"};
+    static const char *const dirs[] = {"clusters", ".rightplace", "placements"};
 
     if (!strcmp(p, "placements.yaml"))
         return 1;
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         size_t n = strlen(dirs[i]);
 
         if (!strncmp(p, dirs[i], n) && (p[n] == '/' || p[n] == '\0'))

@@ -1055,6 +1055,32 @@ static int record_source(struct rd_record *rec, struct rc_git *g, const char *de
     return RC_OK;
 }
 
+/* A record's shard, by the blob id its header names (rd_record_read). */
+static int record_blob(void *payload, const char *id, const char **text, size_t *len,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    char *t = NULL;
+    int error = rc_git_read_blob(&t, len, payload, id, RD_RECORD_MAX_BYTES, a, err);
+
+    *text = t;
+    return error;
+}
+
+/* A record's bytes read: in one file, or its header, whose shards are read by id. */
+static int record_read(struct rd_record *rec, const char *text, size_t len, struct rc_git *g,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    return rd_record_read(rec, text, len, record_blob, g, NULL, NULL, a, err);
+}
+
+/* The git blob id of bytes, for the header of a record in shards (rd_render_options). */
+static int record_blob_id(char out[41], const void *data, size_t len)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    return rc_git_digest(out, data, len, &err);
+}
+
 static int read_record(struct rd_record *rec, struct rc_git *g, const char *deploy,
                        struct rc_arena *a, struct rc_err *err)
 {
@@ -1072,7 +1098,7 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     }
     if (error < 0)
         return error;
-    error = rd_record_parse(rec, text, len, a, err);
+    error = record_read(rec, text, len, g, a, err);
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     return record_source(rec, g, deploy, NULL, a, err);
@@ -1175,7 +1201,7 @@ static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes
     error = rc_git_read_blob(&text, &len, g, kl->blob, RD_RECORD_MAX_BYTES, a, err);
     if (error == RC_OK) {
         *nbytes += len;
-        error = rd_record_parse(rec, text, len, a, err);
+        error = record_read(rec, text, len, g, a, err);
     }
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
@@ -1262,6 +1288,7 @@ int rc_pass_path_commits(const char *path)
 static int managed_path(const char *p)
 {
     return !strncmp(p, "clusters/", 9) || !strcmp(p, RECORD_PATH) ||
+           !strncmp(p, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)) ||
            !strncmp(p, ".rightplace/", 12);
 }
 
@@ -1471,6 +1498,10 @@ static void digest_share_run(void *arg, size_t k)
          * with collision detection), and a record that differs is hashed once, as written */
         if (f->keep || (s->skip_record && !strcmp(f->path, RECORD_PATH)))
             continue;
+        if (f->id) { /* a shard of the record: render named it by its id */
+            memcpy(s->id[i], f->id, 41);
+            continue;
+        }
         s->error = rc_git_digest(s->id[i], f->data ? f->data : "", f->len, &s->err);
     }
 }
@@ -2063,6 +2094,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     if (ropts.record_memo && o->last_pass)
         rd_record_memo_keep_bytes(ropts.record_memo, 0);
     c->record_memo = ropts.record_memo;
+    ropts.blob_id = record_blob_id;
     ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
     ropts.nfile_errors = c->load.nerrors;
@@ -2525,6 +2557,15 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     }
     if (kept_list_edited(out->hand_edits, out->nhand_edits))
         cp->kept_from = NULL;
+    /* a record whose files someone edited is written whole: its header names the shards as
+     * rightplace wrote them (read by id, so the edit is not taken), and a shard kept would be
+     * the edited file */
+    for (size_t i = 0; i < out->nhand_edits; i++) {
+        const char *p = out->hand_edits[i].path;
+        if (!strcmp(p, RECORD_PATH) ||
+            !strncmp(p, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)))
+            cp->base_record = "";
+    }
 
     /* what the previous pass loaded and this one may not need goes now (not at the end of
      * that pass: its result pointed into it) */

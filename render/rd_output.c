@@ -260,6 +260,7 @@ static void files_add(struct files *f, const char *path, const char *data, size_
     f->v[f->n].data = data;
     f->v[f->n].len = len;
     f->v[f->n].keep = 0;
+    f->v[f->n].id = NULL;
     f->n++;
 }
 
@@ -1131,12 +1132,21 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             ro.nwarnings = opts->nwarnings + rw.n;
             ro.warnings = all;
         }
-        if (opts->record_base_is_memo)
-            error = rd_record_emit_unless_same(&b, &same, res, &ro, err);
-        else
-            error = rd_record_emit(&b, res, &ro, err);
+        struct rd_record_files rf;
+        error = rd_record_emit_files(&b, &rf, opts->record_base_is_memo, &same, res, &ro, a, err);
         if (error < 0)
             goto done;
+        /* a record in shards: those that did not change are the base's (the memo's, whose
+         * record the base has); the header names each by its blob id */
+        for (size_t i = 0; i < rf.nshards; i++) {
+            const struct rd_record_shard *sh = &rf.shards[i];
+            const char *path = rc_arena_strdup(a, sh->path);
+            if (sh->text)
+                files_add(&f, path, sh->text, sh->len);
+            else
+                files_keep(&f, path);
+            f.v[f.n - 1].id = rc_arena_strdup(a, sh->id);
+        }
         if (same) {
             files_keep(&f, "placements.yaml"); /* the base's, byte for byte */
         } else {

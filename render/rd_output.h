@@ -27,6 +27,7 @@
 struct rc_arena;
 struct rd_file_error; /* rd_source.h: {path, msg}; msg is "path:line:col: ..." */
 struct rd_verdict_tally;
+struct rd_record_shard;
 
 struct rd_render_options {
     const char *luna_key;   /* pod-template label for Luna; NULL: none. Default "elotl-luna" */
@@ -68,11 +69,18 @@ struct rd_render_options {
      * (sorted by path, unique): written to RD_KEPT_FILE, none when nkept is 0. */
     size_t nkept;
     const struct rd_kept *kept;
+    /* The git blob id of bytes (40 hex digits and a NUL into out; 0, or < 0 on failure):
+     * the header of a record in shards names each shard by it. Any thread. NULL: a record
+     * that would be written in shards is an error. */
+    int (*blob_id)(char out[41], const void *data, size_t len);
+    /* 0: records of up to RD_RECORD_INLINE_MAX units are written as one file; n > 0: up to
+     * n (tests lower it to write small records in shards) */
+    size_t record_inline_max;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL                 \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0        \
     }
 
 struct rd_tree_file {
@@ -80,6 +88,9 @@ struct rd_tree_file {
     const char *data; /* NULL when keep */
     size_t len;
     int keep; /* 1: the file is the base deploy tree's at this path (rd_render_options.reuse) */
+    /* NULL, or the file's blob id as render made it (a shard of the record, which its header
+     * names by id), so that it is not hashed again */
+    const char *id;
 };
 
 struct rd_tree {
@@ -162,10 +173,27 @@ struct rd_record {
 /*
  * Read a decision record. Unknown fields are ignored (forward compatible); missing or
  * mistyped required fields (apiVersion, kind, units[].unit, units[].state) are RC_EINVALID
- * with "placements.yaml:line:col: ..." messages.
+ * with "placements.yaml:line:col: ..." messages. A record in shards is RC_EINVALID here:
+ * rd_record_read reads it.
  */
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err);
+
+/* The bytes of blob id (40 hex), for rd_record_read: 0, or < 0 with err set. The bytes live
+ * as long as the caller's arena a. */
+typedef int (*rd_record_blob_fn)(void *payload, const char *id, const char **text, size_t *len,
+                                 struct rc_arena *a, struct rc_err *err);
+
+/*
+ * rd_record_parse, and a record in shards too: each shard the header names is read by its
+ * blob id through fetch (the file of that path in the same tree is not looked at), checked
+ * (its path, kind, unit count, each unit in its shard, no unit twice) and its units joined,
+ * sorted by unit. With shards, shards (may be NULL) gets the header's list (*nshards of
+ * them, in a), so that a caller can check the tree's files against it.
+ */
+int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_record_blob_fn fetch,
+                   void *payload, struct rd_record_shard **shards, size_t *nshards,
+                   struct rc_arena *a, struct rc_err *err);
 
 /*
  * The record rd_record_parse reads from the bytes rd_record_emit writes for (res, opts),
@@ -196,7 +224,7 @@ void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc
  * unknown state or verdict kind, a placed unit without clusters, a unit listed twice, counts
  * out of the parser's ranges, trailing bytes) is RC_EINVALID, never a crash.
  */
-#define RD_RECORD_PACK_VERSION "record-pack 2"
+#define RD_RECORD_PACK_VERSION "record-pack 3"
 void rd_record_pack(struct rc_buf *out, const struct rd_record *r);
 int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
                      struct rc_arena *a, struct rc_err *err);
@@ -239,13 +267,57 @@ uint64_t rd_record_warning_digest(const char *w);
 uint64_t rd_record_file_error_digest(const char *path, const char *msg);
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
 
-/* Write placements.yaml (as rd_render_tree does) into out. opts may be NULL. */
+/*
+ * A record of more than RD_RECORD_INLINE_MAX units is written in shards (docs/formats.md
+ * "placements.yaml"), so that a pass that changes one unit writes one shard and the header,
+ * not the whole record: placements.yaml is then the header (apiVersion
+ * RD_RECORD_SHARDED_API_VERSION, which rightplace versions before shards refuse), naming each
+ * shard file placements/<3 hex digits>.yaml (RD_RECORD_SHARD_DIR) by its blob id and unit
+ * count; a unit is in shard rd_record_shard_of(unit, nshards); nshards is
+ * rd_record_shards_for(nunits): a power of two, about RD_RECORD_SHARD_UNITS units a shard.
+ * Empty shards have no file. The record's identity is the header's blob id: it names every
+ * shard's bytes, and a reader reads the shards by the ids it names.
+ */
+#define RD_RECORD_INLINE_MAX 1024
+#define RD_RECORD_SHARD_UNITS 128
+#define RD_RECORD_SHARDS_MAX 4096
+#define RD_RECORD_SHARD_DIR "placements/"
+#define RD_RECORD_SHARDED_API_VERSION "rightplace.dev/v1alpha2"
+/* 1 (one file) for up to inline_max units (0: RD_RECORD_INLINE_MAX), else the shards */
+size_t rd_record_shards_for(size_t nunits, size_t inline_max);
+/* the shard of unit among nshards (a power of two): XXH64 of its id, seed 0, modulo nshards */
+size_t rd_record_shard_of(const char *unit, size_t nshards);
+
+/* A shard file of a record (rd_record_emit_files): path and blob id, its units, and its bytes,
+ * or NULL when the base deploy tree has it (the last record written with the memo had it). */
+struct rd_record_shard {
+    char path[32];
+    char id[41];
+    size_t nunits;
+    const char *text;
+    size_t len;
+};
+
+/* The shards of a record: none for a record in one file. */
+struct rd_record_files {
+    size_t nshards;
+    struct rd_record_shard *shards; /* sorted by path; texts and the array in the arena */
+};
+
+/* Write placements.yaml (as rd_render_tree does) into out, in one file whatever the number
+ * of units. opts may be NULL. */
 int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
                    const struct rd_render_options *opts, struct rc_err *err);
 
-/* As rd_record_emit, but when the record would be the last one written with
- * opts->record_memo byte for byte, *same is 1 and nothing is written (the memo still holds
- * it). Without a memo, or after a failed write, it always writes. */
+/* As rd_record_emit, but in shards beyond the inline size (files gets them, allocated in a).
+ * With may_same, when the record would be the last one written with opts->record_memo byte
+ * for byte, *same is 1 and out is not written (files lists the memo's shards, every one
+ * kept). Without a memo, or after a failed write, it always writes. */
+int rd_record_emit_files(struct rc_buf *out, struct rd_record_files *files, int may_same, int *same,
+                         const struct pl_result *res, const struct rd_render_options *opts,
+                         struct rc_arena *a, struct rc_err *err);
+
+/* rd_record_emit_files(out, NULL-like files, 1, same, ...) for a record in one file. */
 int rd_record_emit_unless_same(struct rc_buf *out, int *same, const struct pl_result *res,
                                const struct rd_render_options *opts, struct rc_err *err);
 

@@ -25,12 +25,18 @@
  *   warnings: [<line>, ...]      # +
  *   errors: [{file, message}]    # +  source files not loaded this pass
  *
+ * Beyond the inline size (rd_record_shards_for) the record is in shards (rd_output.h): the
+ * header above with apiVersion v1alpha2, `shards: <n>` and `shardFiles: [{file, blob,
+ * units}]` in place of `units`, and the units in placements/<k>.yaml, each a document of kind
+ * PlacementRecordShard holding `units:` as above (write_sharded; read_shards).
+ *
  * The reader ignores what it does not know, so later versions can add fields.
  */
 #include "rc_sort.h"
 #include "rd_output.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +185,11 @@ struct memo_warning {
     size_t len;
 };
 
+struct memo_shard {
+    char id[41];
+    size_t nunits;
+};
+
 struct rd_record_memo {
     size_t nunits; /* sorted by unit (strcmp) */
     struct memo_unit *units;
@@ -197,6 +208,10 @@ struct rd_record_memo {
     int have_last;
     uint64_t last_head, last_tail;
     int digests_only; /* rd_record_memo_keep_bytes(m, 0) */
+    /* the shards of the last record written with the memo, by index (an empty one: nunits 0,
+     * no file); nshards 0: it was one file */
+    size_t nshards;
+    struct memo_shard *shards;
 };
 
 void rd_record_memo_new(struct rd_record_memo **out)
@@ -255,7 +270,15 @@ void rd_record_memo_free(struct rd_record_memo *m)
     memo_units_free(m->units, m->nunits);
     memo_warnings_free(m->warnings, m->nwarnings);
     free(m->wdig);
+    free(m->shards);
     free(m);
+}
+
+static void memo_set_shards(struct rd_record_memo *m, struct memo_shard *v, size_t n)
+{
+    free(m->shards);
+    m->shards = v;
+    m->nshards = n;
 }
 
 struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
@@ -267,10 +290,11 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
 
 /* The memo for the record cache file (rc_rcache.h): the digests of the bytes before and
  * after the units, then each unit's name and key digest, in the memo's order, then the
- * digests of the warnings and file errors the record listed, sorted; all numbers
- * little-endian:
+ * record's shards, then the digests of the warnings and file errors the record listed,
+ * sorted; all numbers little-endian:
  *   u8 have_last, u64 last_head, u64 last_tail, u64 nunits,
  *   nunits x (u32 name length, name, u64 kd[0], u64 kd[1]),
+ *   u64 nshards, nshards x (u64 units, 40 hex digits of blob id, or 40 '-' for none),
  *   u64 nwarnings, nwarnings x u64 digest
  * The warnings' text and the entries' bytes are not kept: a memo read back writes them
  * again. */
@@ -297,6 +321,15 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
         rc_buf_add(out, m->units[i].unit, len, NULL);
         rc_buf_add(out, kd, 16, NULL);
     }
+    rc_le64_put(fixed, m->nshards);
+    rc_buf_add(out, fixed, 8, NULL);
+    for (size_t i = 0; i < m->nshards; i++) {
+        rc_le64_put(fixed, m->shards[i].nunits);
+        rc_buf_add(out, fixed, 8, NULL);
+        rc_buf_add(
+            out, m->shards[i].nunits ? m->shards[i].id : "----------------------------------------",
+            40, NULL);
+    }
     rc_le64_put(fixed, m->nwdig);
     rc_buf_add(out, fixed, 8, NULL);
     for (size_t i = 0; i < m->nwdig; i++) {
@@ -309,8 +342,9 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
 {
     const unsigned char *p = data, *end = p + len;
     struct memo_unit *v = NULL;
+    struct memo_shard *sh = NULL;
     uint64_t *wd = NULL;
-    size_t n, nwd;
+    size_t n, nwd, nsh, total = 0;
 
     if (len < 25 || p[0] > 1)
         return RC_EINVALID;
@@ -334,6 +368,40 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
         if (i && strcmp(v[i - 1].unit, v[i].unit) >= 0)
             goto bad; /* searched by name: sorted, each once */
     }
+    /* the shards: a power of two of them, or none; each unit counted in its own (the writer
+     * keeps a shard whose units all match, so the counts must be the units') */
+    if (end - p < 8)
+        goto bad;
+    nsh = (size_t)rc_le64_get(p);
+    p += 8;
+    if (nsh == 1 || nsh > RD_RECORD_SHARDS_MAX || (nsh & (nsh - 1)) || nsh > (size_t)(end - p) / 48)
+        goto bad;
+    sh = rc_xcalloc(nsh + 1, sizeof(*sh));
+    for (size_t i = 0; i < nsh; i++, p += 48) {
+        sh[i].nunits = (size_t)rc_le64_get(p);
+        if (sh[i].nunits > n)
+            goto bad;
+        memcpy(sh[i].id, p + 8, 40);
+        sh[i].id[40] = '\0';
+        if (sh[i].nunits ? !rc_is_object_id(sh[i].id, 40)
+                         : strcmp(sh[i].id, "----------------------------------------"))
+            goto bad;
+        sh[i].id[sh[i].nunits ? 40 : 0] = '\0';
+        total += sh[i].nunits;
+    }
+    if (nsh && total != n)
+        goto bad;
+    if (nsh) { /* each shard's count is its units' */
+        size_t *cnt = rc_xcalloc(nsh, sizeof(*cnt));
+        int ok = 1;
+        for (size_t i = 0; i < n; i++)
+            cnt[rd_record_shard_of(v[i].unit, nsh)]++;
+        for (size_t i = 0; i < nsh; i++)
+            ok = ok && cnt[i] == sh[i].nunits;
+        free(cnt);
+        if (!ok)
+            goto bad;
+    }
     if (end - p < 8)
         goto bad;
     nwd = (size_t)rc_le64_get(p);
@@ -356,6 +424,7 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
     m->nwarnings = 0;
     m->wdig = wd;
     m->nwdig = nwd;
+    memo_set_shards(m, sh, nsh);
     m->have_last = p[0];
     m->last_head = rc_le64_get(p + 1);
     m->last_tail = rc_le64_get(p + 9);
@@ -363,6 +432,7 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
     return RC_OK;
 bad:
     memo_units_free(v, n);
+    free(sh);
     free(wd);
     return RC_EINVALID;
 }
@@ -696,6 +766,301 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     return error;
 }
 
+/* ==== A record in shards ==== */
+
+size_t rd_record_shards_for(size_t nunits, size_t inline_max)
+{
+    size_t n = 2, per;
+
+    if (!inline_max)
+        inline_max = RD_RECORD_INLINE_MAX;
+    if (nunits <= inline_max)
+        return 1;
+    per = inline_max / (RD_RECORD_INLINE_MAX / RD_RECORD_SHARD_UNITS);
+    if (!per)
+        per = 1;
+    while (n < RD_RECORD_SHARDS_MAX && n * per < nunits)
+        n *= 2;
+    return n;
+}
+
+size_t rd_record_shard_of(const char *unit, size_t nshards)
+{
+    return (size_t)(rc_xxh64(unit, strlen(unit)) & (uint64_t)(nshards - 1));
+}
+
+static void shard_path(char out[32], size_t k)
+{
+    snprintf(out, 32, RD_RECORD_SHARD_DIR "%03x.yaml", (unsigned)(k & 0xfff));
+}
+
+/* A shard file's bytes before its units. */
+static int shard_prefix(struct rc_buf *out, struct rc_err *err)
+{
+    cJSON *head = cJSON_CreateObject();
+    int error;
+
+    rd_out_add_str(head, "apiVersion", RD_RECORD_SHARDED_API_VERSION);
+    rd_out_add_str(head, "kind", "PlacementRecordShard");
+    error = rd_yaml_emit(out, head, err);
+    cJSON_Delete(head);
+    if (!error)
+        error = rc_buf_add(out, "units:\n", 7, err);
+    return error;
+}
+
+/* Blob ids of the shards written, shard k on thread k * t / ns. */
+#define ID_SHARDS_PER_THREAD 16
+#define ID_THREADS_MAX 4
+struct id_share {
+    int (*fn)(char out[41], const void *data, size_t len);
+    char **text;
+    const size_t *size;
+    struct memo_shard *tab;
+    size_t ns, t;
+    int failed[ID_THREADS_MAX]; /* share k's */
+};
+
+static void id_share_run(void *arg, size_t k)
+{
+    struct id_share *sh = arg;
+
+    for (size_t i = sh->ns * k / sh->t; i < sh->ns * (k + 1) / sh->t; i++) {
+        if (sh->text[i] && sh->fn(sh->tab[i].id, sh->text[i], sh->size[i]) < 0)
+            sh->failed[k] = 1;
+    }
+}
+
+/*
+ * The units of a record in ns shards (rd_record_shards_for), each shard a file of files
+ * (texts in a). With a memo whose last record is the base deploy tree's (record_base_is_memo)
+ * and had as many shards, a shard whose units all match the memo's, as many as it had, is
+ * kept: not written, the base's file, named by the memo's id. In the others an entry the memo
+ * has the bytes of is copied, the rest written (on threads, as write_units). The memo then
+ * holds this record's entries and shards. With may_skip, when every shard is kept nothing is
+ * written and *skipped is 1 (files still lists them, all kept).
+ */
+static int write_sharded(struct rd_record_files *files, const struct pl_decision **dec, size_t ndec,
+                         const struct pl_result *res, const struct rd_render_options *opts,
+                         struct rd_record_memo *m, size_t ns, int may_skip, int *skipped,
+                         struct rc_arena *a, struct rc_err *err)
+{
+    size_t *of = rc_xcalloc(ndec + 1, sizeof(*of)), *cnt = rc_xcalloc(ns, sizeof(*cnt));
+    size_t *size = rc_xcalloc(ns, sizeof(*size));
+    unsigned char *dirty = rc_xcalloc(ns, 1), *copied = rc_xcalloc(ndec + 1, 1);
+    struct memo_unit *next = m ? rc_xcalloc(ndec + 1, sizeof(*next)) : NULL;
+    struct memo_shard *tab = rc_xcalloc(ns, sizeof(*tab));
+    struct unit_job *jobs = rc_xcalloc(ndec + 1, sizeof(*jobs));
+    char **text = rc_xcalloc(ns, sizeof(*text));
+    struct rc_buf key = RC_BUF_INIT, prefix = RC_BUF_INIT;
+    struct unit_worker *w = NULL;
+    unsigned char small[64], *keep = small;
+    size_t cap = sizeof(small), njobs = 0, nw = 0, nfiles = 0;
+    int base = m && opts && opts->record_base_is_memo && m->nshards == ns;
+    int error = 0, all_kept = 1;
+
+    *skipped = 0;
+    for (size_t i = 0; i < ndec; i++)
+        cnt[of[i] = rd_record_shard_of(dec[i]->unit, ns)]++;
+    for (size_t k = 0; k < ns; k++)
+        dirty[k] = !base || cnt[k] != m->shards[k].nunits;
+    /* which entries the memo has (moved to next); a shard with an entry it has not is written */
+    for (size_t i = 0; i < ndec; i++) {
+        const struct pl_decision *d = dec[i];
+        size_t at = (size_t)(d - res->decisions);
+        const struct rd_verdict_tally *kept = opts && opts->tallies ? opts->tallies[at] : NULL;
+        struct memo_unit *had;
+        struct entry e;
+
+        jobs[i].d = d;
+        jobs[i].kept = kept;
+        if (!m) {
+            dirty[of[i]] = 1;
+            continue;
+        }
+        if (d->nverdicts > cap) {
+            if (keep != small)
+                free(keep);
+            cap = d->nverdicts;
+            keep = rc_xcalloc(cap, 1);
+        }
+        entry_init(&e, d, kept, keep);
+        entry_key(&key, &e);
+        had = m->nunits ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
+                        : NULL;
+        next[i].unit = rc_xstrdup(d->unit);
+        if (had && memo_matches(had, &key)) {
+            next[i].kd[0] = had->kd[0];
+            next[i].kd[1] = had->kd[1];
+            next[i].key = had->key; /* moved; the unit stays for the search */
+            next[i].keylen = had->keylen;
+            next[i].chunk = had->chunk;
+            next[i].len = had->len;
+            had->key = had->chunk = NULL;
+            copied[i] = next[i].chunk != NULL;
+            continue;
+        }
+        dirty[of[i]] = 1;
+        if (!m->digests_only) {
+            next[i].keylen = key.len;
+            next[i].key = rc_xmalloc(key.len + 1);
+            memcpy(next[i].key, key.ptr, key.len);
+        } else {
+            key_digest(next[i].kd, key.ptr, key.len);
+        }
+    }
+    if (keep != small)
+        free(keep);
+    rc_buf_release(&key);
+    for (size_t k = 0; k < ns; k++) /* a shard emptied is a change too: its file goes */
+        all_kept = all_kept && !dirty[k];
+    if (may_skip && base && all_kept) {
+        *skipped = 1;
+    } else {
+        /* the entries of the shards written: copied, or written on threads */
+        for (size_t i = 0; i < ndec; i++) {
+            if (dirty[of[i]] && !copied[i]) {
+                jobs[njobs] = jobs[i];
+                jobs[njobs++].index = i;
+            }
+        }
+        error = shard_prefix(&prefix, err);
+        if (!error && njobs)
+            error = write_jobs(&w, &nw, jobs, njobs, opts, err);
+    }
+    if (!error && !*skipped) {
+        size_t j = 0, wk = 0;
+        for (size_t k = 0; k < ns; k++)
+            size[k] = prefix.len;
+        for (size_t i = 0, jj = 0; i < ndec; i++) {
+            if (!dirty[of[i]])
+                continue;
+            if (jj < njobs && jobs[jj].index == i)
+                size[of[i]] += jobs[jj++].len;
+            else
+                size[of[i]] += next[i].len;
+        }
+        for (size_t k = 0; k < ns; k++) {
+            if (!dirty[k] || !cnt[k])
+                continue;
+            text[k] = rc_arena_alloc(a, size[k] + 1);
+            memcpy(text[k], prefix.ptr, prefix.len);
+            size[k] = prefix.len; /* now the bytes written so far */
+        }
+        for (size_t i = 0; i < ndec; i++) {
+            const char *t;
+            size_t len;
+            if (!dirty[of[i]])
+                continue;
+            if (j < njobs && jobs[j].index == i) {
+                while (wk + 1 < nw && j >= w[wk].to)
+                    rc_buf_release(&w[wk++].text); /* copied: the peak holds one share */
+                t = w[wk].text.ptr + jobs[j].off;
+                len = jobs[j].len;
+                j++;
+                if (m) {
+                    m->last.units_written++;
+                    if (!m->digests_only) {
+                        next[i].len = len;
+                        next[i].chunk = rc_xmalloc(len + 1);
+                        memcpy(next[i].chunk, t, len);
+                    }
+                }
+            } else { /* copied: only a memo has bytes to copy */
+                t = next[i].chunk;
+                len = next[i].len;
+                if (m)
+                    m->last.units_kept++;
+            }
+            memcpy(text[of[i]] + size[of[i]], t, len);
+            size[of[i]] += len;
+        }
+        for (size_t k = 0; k < ns; k++) {
+            if (text[k])
+                text[k][size[k]] = '\0';
+        }
+    }
+    for (size_t k = 0; k < nw; k++)
+        rc_buf_release(&w[k].text);
+    free(w);
+    /* the shards' table: the memo's for those kept, each written one named by its blob id
+     * (made on every core: SHA-1 of the whole record in a first pass) */
+    if (!error && !*skipped) {
+        struct id_share sh;
+        memset(&sh, 0, sizeof(sh));
+        sh.fn = opts ? opts->blob_id : NULL;
+        sh.text = text;
+        sh.size = size;
+        sh.tab = tab;
+        sh.ns = ns;
+        sh.t = rc_threads_for(opts ? opts->threads : 0, ns, ID_SHARDS_PER_THREAD, ID_THREADS_MAX);
+        if (sh.t > ID_THREADS_MAX)
+            sh.t = ID_THREADS_MAX;
+        if (!sh.fn)
+            error = rc_err_set(err, RC_EINVALID,
+                               "a record of %zu units is written in shards, named by blob id, "
+                               "and no blob id function was given",
+                               ndec);
+        else
+            rc_threads_run(id_share_run, &sh, sh.t);
+        for (size_t k = 0; !error && k < sh.t; k++) {
+            if (sh.failed[k])
+                error = rc_err_set(err, RC_ERROR, "cannot make the blob id of a shard");
+        }
+    }
+    for (size_t k = 0; k < ns && !error; k++) {
+        if (!cnt[k])
+            continue;
+        tab[k].nunits = cnt[k];
+        if (!text[k]) { /* kept: only with the memo of the base's record */
+            memcpy(tab[k].id, m->shards[k].id, sizeof(tab[k].id));
+            m->last.units_kept += cnt[k];
+        }
+        nfiles++;
+    }
+    if (!error) {
+        struct rd_record_shard *v = rc_arena_calloc(a, nfiles + 1, sizeof(*v));
+        size_t f = 0;
+        for (size_t k = 0; k < ns; k++) {
+            if (!cnt[k])
+                continue;
+            shard_path(v[f].path, k);
+            memcpy(v[f].id, tab[k].id, sizeof(v[f].id));
+            v[f].nunits = cnt[k];
+            v[f].text = text[k];
+            v[f].len = text[k] ? size[k] : 0;
+            f++;
+        }
+        files->shards = v;
+        files->nshards = nfiles;
+    }
+    rc_buf_release(&prefix);
+    free(text);
+    free(jobs);
+    free(copied);
+    free(dirty);
+    free(size);
+    free(cnt);
+    free(of);
+    if (!m) {
+        free(tab);
+        return error;
+    }
+    if (error) {
+        memo_units_free(next, ndec);
+        next = NULL;
+        ndec = 0;
+        free(tab);
+        tab = NULL;
+        ns = 0;
+    }
+    memo_units_free(m->units, m->nunits);
+    m->units = next;
+    m->nunits = ndec;
+    memo_set_shards(m, tab, ns);
+    return error;
+}
+
 /* The memo's warnings by text, built when a warning is not where the last record had it (one
  * was added or removed before it): slot k holds an index + 1 into m->warnings, 0 empty. A
  * warning's chunk is a function of its text alone, so any entry of the same text will do. */
@@ -899,24 +1264,28 @@ static uint64_t tail_digest(const struct pl_result *res, const struct rd_render_
  * the units, and every entry the memo's at the same place), is not written: *skipped is 1 and out
  * is as it was.
  */
-static int record_emit(struct rc_buf *out, const struct pl_result *res,
-                       const struct rd_render_options *opts, int may_skip, int *skipped,
-                       struct rc_err *err)
+static int record_emit(struct rc_buf *out, struct rd_record_files *files, struct rc_arena *fa,
+                       const struct pl_result *res, const struct rd_render_options *opts,
+                       int may_skip, int *skipped, struct rc_err *err)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rd_record_memo *m = opts ? opts->record_memo : NULL;
     struct rc_buf hb = RC_BUF_INIT;
     cJSON *head = cJSON_CreateObject(), *arr;
     const struct pl_decision **dec;
-    size_t start = out->len;
+    size_t start = out->len, ns;
     char digest[17];
     size_t ndec;
     int error;
 
     *skipped = 0;
+    if (files)
+        memset(files, 0, sizeof(*files));
     if (m)
         memset(&m->last, 0, sizeof(m->last));
-    rd_out_add_str(head, "apiVersion", RD_API_VERSION);
+    dec = rd_out_sorted_decisions(res, &ndec, &a);
+    ns = files ? rd_record_shards_for(ndec, opts ? opts->record_inline_max : 0) : 1;
+    rd_out_add_str(head, "apiVersion", ns > 1 ? RD_RECORD_SHARDED_API_VERSION : RD_API_VERSION);
     rd_out_add_str(head, "kind", "PlacementRecord");
     rd_render_digest(digest, opts);
     rd_out_add_str(head, "renderDigest", digest);
@@ -927,9 +1296,26 @@ static int record_emit(struct rc_buf *out, const struct pl_result *res,
          * whether they changed decides the skip, and they are written only if it fails */
         uint64_t hh = rc_xxh64(hb.ptr, hb.len), th = tail_digest(res, opts);
         may_skip = may_skip && m && m->have_last && m->last_head == hh && m->last_tail == th;
-        dec = rd_out_sorted_decisions(res, &ndec, &a);
         rc_buf_add(out, hb.ptr, hb.len, NULL);
-        error = write_units(out, dec, ndec, res, opts, m, 0, may_skip, skipped, err);
+        if (ns == 1) {
+            error = write_units(out, dec, ndec, res, opts, m, 0, may_skip, skipped, err);
+            if (m)
+                memo_set_shards(m, NULL, 0);
+        } else {
+            error = write_sharded(files, dec, ndec, res, opts, m, ns, may_skip, skipped, fa, err);
+            if (!error && !*skipped)
+                error = member_text(out, "shards", cJSON_CreateNumber((double)ns), err);
+            if (!error && !*skipped) {
+                arr = cJSON_CreateArray();
+                for (size_t i = 0; i < files->nshards; i++) {
+                    cJSON *e = rd_out_push(arr, cJSON_CreateObject());
+                    rd_out_add_str(e, "file", files->shards[i].path);
+                    rd_out_add_str(e, "blob", files->shards[i].id);
+                    rd_out_add_int(e, "units", (int64_t)files->shards[i].nunits);
+                }
+                error = member_text(out, "shardFiles", arr, err);
+            }
+        }
         if (!error && !*skipped)
             error =
                 write_warnings(out, (const char *const *)res->warnings, res->nwarnings,
@@ -970,13 +1356,24 @@ int rd_record_emit(struct rc_buf *out, const struct pl_result *res,
 {
     int skipped;
 
-    return record_emit(out, res, opts, 0, &skipped, err);
+    return record_emit(out, NULL, NULL, res, opts, 0, &skipped, err);
 }
 
 int rd_record_emit_unless_same(struct rc_buf *out, int *same, const struct pl_result *res,
                                const struct rd_render_options *opts, struct rc_err *err)
 {
-    return record_emit(out, res, opts, 1, same, err);
+    return record_emit(out, NULL, NULL, res, opts, 1, same, err);
+}
+
+int rd_record_emit_files(struct rc_buf *out, struct rd_record_files *files, int may_same, int *same,
+                         const struct pl_result *res, const struct rd_render_options *opts,
+                         struct rc_arena *a, struct rc_err *err)
+{
+    int skipped;
+
+    if (!same)
+        same = &skipped;
+    return record_emit(out, files, a, res, opts, may_same, same, err);
 }
 
 /* ==== The record a result makes, without writing and reading it ==== */
@@ -1282,53 +1679,201 @@ static int each_unit(void *payload, const cJSON *item, const struct rd_docs *doc
     return 0;
 }
 
-int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
-                    struct rc_err *err)
+/* A document of the record (file: its name in messages): one mapping, of apiVersion api (or,
+ * with api2, that one: *sharded 1) and kind `kind`; its units streamed into in. */
+static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, struct units_in *in,
+                    const char *file, const char *text, size_t len, const char *api,
+                    const char *api2, const char *kind, struct rc_arena *a, struct rc_err *err)
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
-    struct units_in in = {a, NULL, NULL, 0, 0, 0};
     struct rd_yaml_items items = {"units", each_unit, NULL};
-    struct rd_docs *docs = NULL;
-    const cJSON *root, *units;
     const char *s = NULL;
-    struct rd_record r = {"", NULL, 0, NULL, NULL};
     int error;
 
     /* read unit by unit: each unit within the usual limits, the whole record within
      * RD_RECORD_MAX_BYTES, whatever the number of units */
     limits.max_bytes = RD_RECORD_MAX_BYTES;
-    items.payload = &in;
-    error = rd_yaml_load_items(&docs, RECORD_FILE, text, len, &limits, &items, err);
+    items.payload = in;
+    error = rd_yaml_load_items(docs, file, text, len, &limits, &items, err);
+    if (error < 0)
+        return error;
+    if (rd_docs_count(*docs) != 1)
+        return rc_err_set(err, RC_EINVALID, "%s: expected one document, found %zu", file,
+                          rd_docs_count(*docs));
+    *root = rd_docs_get(*docs, 0);
+    if (!cJSON_IsObject(*root))
+        return rd_out_err_at(err, *docs, file, *root, "record is not a mapping");
+    error = rd_out_get_str(&s, *root, "apiVersion", 1, *docs, file, a, err);
+    if (error < 0)
+        return error;
+    *sharded = api2 && !strcmp(s, api2);
+    if (strcmp(s, api) && !*sharded)
+        return rd_out_err_at(err, *docs, file,
+                             cJSON_GetObjectItemCaseSensitive(*root, "apiVersion"),
+                             "unsupported apiVersion '%s'", s);
+    error = rd_out_get_str(&s, *root, "kind", 1, *docs, file, a, err);
+    if (error < 0)
+        return error;
+    if (strcmp(s, kind))
+        return rd_out_err_at(err, *docs, file, cJSON_GetObjectItemCaseSensitive(*root, "kind"),
+                             "kind is '%s', expected '%s'", s, kind);
+    return 0;
+}
+
+/* A count the header gives: a whole number in [lo, hi]. */
+static int get_count_field(size_t *out, const cJSON *obj, const char *key, double lo, double hi,
+                           const struct rd_docs *docs, struct rc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (!cJSON_IsNumber(v) || v->valuedouble < lo || v->valuedouble > hi ||
+        v->valuedouble != (double)(size_t)v->valuedouble)
+        return rd_out_err_at(err, docs, RECORD_FILE, v ? v : obj,
+                             "field '%s' is not a whole number from %.0f to %.0f", key, lo, hi);
+    *out = (size_t)v->valuedouble;
+    return 0;
+}
+
+/* The header's shards (shards, shardFiles): each file's path, blob id and unit count. */
+static int header_shards(struct rd_record_shard **out, size_t *n, size_t *count, const cJSON *root,
+                         const struct rd_docs *docs, struct rc_arena *a, struct rc_err *err)
+{
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "shardFiles"), *f;
+    struct rd_record_shard *v;
+    size_t k = 0;
+    int error;
+
+    if (cJSON_GetObjectItemCaseSensitive(root, "units"))
+        return rd_out_err_at(err, docs, RECORD_FILE,
+                             cJSON_GetObjectItemCaseSensitive(root, "units"),
+                             "a record in shards lists its units in its shard files");
+    error = get_count_field(count, root, "shards", 2, RD_RECORD_SHARDS_MAX, docs, err);
+    if (error < 0)
+        return error;
+    if (*count & (*count - 1))
+        return rd_out_err_at(err, docs, RECORD_FILE,
+                             cJSON_GetObjectItemCaseSensitive(root, "shards"),
+                             "field 'shards' is not a power of two");
+    if (!cJSON_IsArray(files) || (size_t)cJSON_GetArraySize(files) > *count)
+        return rd_out_err_at(err, docs, RECORD_FILE, files ? files : root,
+                             "field 'shardFiles' is not a list of at most %zu files", *count);
+    v = rc_arena_calloc(a, (size_t)cJSON_GetArraySize(files) + 1, sizeof(*v));
+    cJSON_ArrayForEach(f, files)
+    {
+        const char *path = NULL, *id = NULL;
+        char want[32];
+        size_t idx;
+        if ((error = rd_out_get_str(&path, f, "file", 1, docs, RECORD_FILE, a, err)) < 0 ||
+            (error = rd_out_get_str(&id, f, "blob", 1, docs, RECORD_FILE, a, err)) < 0 ||
+            (error = get_count_field(&v[k].nunits, f, "units", 1, 1e12, docs, err)) < 0)
+            return error;
+        /* placements/<index>.yaml, in order, each once, within the count */
+        idx = strlen(path) == strlen(RD_RECORD_SHARD_DIR) + 8
+                  ? (size_t)strtoul(path + strlen(RD_RECORD_SHARD_DIR), NULL, 16)
+                  : *count;
+        if (idx < *count)
+            shard_path(want, idx);
+        if (idx >= *count || strcmp(want, path) || (k && strcmp(v[k - 1].path, path) >= 0))
+            return rd_out_err_at(err, docs, RECORD_FILE, f,
+                                 "shard file '%s' is not placements/<index>.yaml, in order, "
+                                 "of an index below %zu",
+                                 path, *count);
+        if (!rc_is_object_id(id, strlen(id)))
+            return rd_out_err_at(err, docs, RECORD_FILE, f, "shard blob '%s' is not an object id",
+                                 id);
+        memcpy(v[k].path, path, strlen(path) + 1);
+        memcpy(v[k].id, id, 41);
+        k++;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+struct unit_sort {
+    struct pl_prev_unit u;
+    struct rd_verdict_tally t;
+};
+
+static int cmp_unit_sort(const void *x, const void *y)
+{
+    return strcmp(((const struct unit_sort *)x)->u.unit, ((const struct unit_sort *)y)->u.unit);
+}
+
+/* The units of the shards the header names, read by blob id into in, then sorted by unit. */
+static int read_shards(struct units_in *in, const struct rd_record_shard *v, size_t n, size_t count,
+                       rd_record_blob_fn fetch, void *payload, struct rc_arena *a,
+                       struct rc_err *err)
+{
+    int error = 0;
+
+    if (!fetch)
+        return rc_err_set(err, RC_EINVALID,
+                          "%s: the record is in shards (apiVersion %s), read here as one file",
+                          RECORD_FILE, RD_RECORD_SHARDED_API_VERSION);
+    for (size_t k = 0; k < n && !error; k++) {
+        struct rd_docs *docs = NULL;
+        const cJSON *root;
+        const char *text = NULL;
+        size_t len = 0, from = in->n, idx;
+        int sharded = 0;
+        error = fetch(payload, v[k].id, &text, &len, a, err);
+        if (error < 0)
+            return rc_err_prefix(err, "%s names %s as blob %.12s: ", RECORD_FILE, v[k].path,
+                                 v[k].id);
+        error = load_doc(&docs, &root, &sharded, in, v[k].path, text, len,
+                         RD_RECORD_SHARDED_API_VERSION, NULL, "PlacementRecordShard", a, err);
+        rd_docs_free(docs);
+        if (error < 0)
+            return error;
+        idx = (size_t)strtoul(v[k].path + strlen(RD_RECORD_SHARD_DIR), NULL, 16);
+        if (in->n - from != v[k].nunits)
+            return rc_err_set(err, RC_EINVALID, "%s: %zu units, where %s says %zu", v[k].path,
+                              in->n - from, RECORD_FILE, v[k].nunits);
+        for (size_t i = from; i < in->n; i++) {
+            if (rd_record_shard_of(in->units[i].unit, count) != idx)
+                return rc_err_set(err, RC_EINVALID, "%s: unit '%s' belongs in shard %03zx",
+                                  v[k].path, in->units[i].unit,
+                                  rd_record_shard_of(in->units[i].unit, count));
+        }
+    }
+    if (in->n > 1) { /* in order of unit, as written in one file */
+        struct unit_sort *t = rc_xcalloc(in->n, sizeof(*t));
+        for (size_t i = 0; i < in->n; i++) {
+            t[i].u = in->units[i];
+            t[i].t = in->tallies[i];
+        }
+        rc_sort(t, in->n, sizeof(*t), cmp_unit_sort);
+        for (size_t i = 0; i < in->n; i++) {
+            in->units[i] = t[i].u;
+            in->tallies[i] = t[i].t;
+        }
+        free(t);
+    }
+    return 0;
+}
+
+int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_record_blob_fn fetch,
+                   void *payload, struct rd_record_shard **shards, size_t *nshards,
+                   struct rc_arena *a, struct rc_err *err)
+{
+    struct units_in in = {a, NULL, NULL, 0, 0, 0};
+    struct rd_docs *docs = NULL;
+    const cJSON *root, *units;
+    const char *s = NULL;
+    struct rd_record r = {"", NULL, 0, NULL, NULL};
+    struct rd_record_shard *sv = NULL;
+    size_t nsv = 0, count = 0;
+    int error, sharded = 0;
+
+    if (shards)
+        *shards = NULL;
+    if (nshards)
+        *nshards = 0;
+    error = load_doc(&docs, &root, &sharded, &in, RECORD_FILE, text, len, RD_API_VERSION,
+                     RD_RECORD_SHARDED_API_VERSION, "PlacementRecord", a, err);
     if (error < 0)
         goto done;
-    if (rd_docs_count(docs) != 1) {
-        error = rc_err_set(err, RC_EINVALID, "%s: expected one document, found %zu", RECORD_FILE,
-                           rd_docs_count(docs));
-        goto done;
-    }
-    root = rd_docs_get(docs, 0);
-    if (!cJSON_IsObject(root)) {
-        error = rd_out_err_at(err, docs, RECORD_FILE, root, "record is not a mapping");
-        goto done;
-    }
-    error = rd_out_get_str(&s, root, "apiVersion", 1, docs, RECORD_FILE, a, err);
-    if (error < 0)
-        goto done;
-    if (strcmp(s, RD_API_VERSION)) {
-        error = rd_out_err_at(err, docs, RECORD_FILE,
-                              cJSON_GetObjectItemCaseSensitive(root, "apiVersion"),
-                              "unsupported apiVersion '%s'", s);
-        goto done;
-    }
-    error = rd_out_get_str(&s, root, "kind", 1, docs, RECORD_FILE, a, err);
-    if (error < 0)
-        goto done;
-    if (strcmp(s, "PlacementRecord")) {
-        error =
-            rd_out_err_at(err, docs, RECORD_FILE, cJSON_GetObjectItemCaseSensitive(root, "kind"),
-                          "kind is '%s', expected 'PlacementRecord'", s);
-        goto done;
-    }
     error = rd_out_get_str(&s, root, "source", 0, docs, RECORD_FILE, a, err);
     if (error < 0)
         goto done;
@@ -1337,10 +1882,18 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
     error = rd_out_get_str(&r.render_digest, root, "renderDigest", 0, docs, RECORD_FILE, a, err);
     if (error < 0)
         goto done;
-    units = cJSON_GetObjectItemCaseSensitive(root, "units");
-    if (units && !cJSON_IsNull(units) && !cJSON_IsArray(units)) {
-        error = rd_out_err_at(err, docs, RECORD_FILE, units, "field 'units' is not a list");
-        goto done;
+    if (sharded) {
+        error = header_shards(&sv, &nsv, &count, root, docs, a, err);
+        if (error == 0)
+            error = read_shards(&in, sv, nsv, count, fetch, payload, a, err);
+        if (error < 0)
+            goto done;
+    } else {
+        units = cJSON_GetObjectItemCaseSensitive(root, "units");
+        if (units && !cJSON_IsNull(units) && !cJSON_IsArray(units)) {
+            error = rd_out_err_at(err, docs, RECORD_FILE, units, "field 'units' is not a list");
+            goto done;
+        }
     }
     r.nunits = in.n;
     r.units = rc_arena_calloc(a, in.n + 1, sizeof(*r.units));
@@ -1353,11 +1906,21 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
     if (error < 0)
         goto done;
     *out = r;
+    if (shards)
+        *shards = sv;
+    if (nshards)
+        *nshards = nsv;
 done:
     free(in.units);
     free(in.tallies);
     rd_docs_free(docs);
     return error;
+}
+
+int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
+                    struct rc_err *err)
+{
+    return rd_record_read(out, text, len, NULL, NULL, NULL, NULL, a, err);
 }
 
 /* ==== The binary form (rd_record_pack) ====

@@ -222,6 +222,106 @@ static void test_rc_drift__hand_edit_is_reported_and_repaired(void **state)
     free(repo);
 }
 
+/* A record in shards (more units than one file holds) whose shard someone edits by hand: the
+ * edit is reported and repaired like any other, and it never becomes the record the next pass
+ * starts from (the header names the shard as rightplace wrote it, by blob id): here it claims
+ * the units of the shard run on the other cluster, and nothing moves. */
+static void test_rc_drift__hand_edited_shard_is_not_taken(void **state)
+{
+    char *repo = th_git_init("handedit-shards", 0);
+    char *dir = th_tmpdir("handedit-shards");
+    const char *shard = "placements/000.yaml";
+    char wt[4096], path[8192], spec[64];
+    char *err = NULL, *rendered, *edited, *repaired, *subject, *head, *id, *moved;
+    FILE *f;
+    (void)state;
+
+    /* 1,100 one-pod Deployments, each its own unit, on two clusters: cluster-00 fills first */
+    for (int c = 0; c < 2; c++) {
+        char text[512];
+        snprintf(path, sizeof(path), "fleet/cluster-%02d.yaml", c);
+        snprintf(text, sizeof(text),
+                 "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata:\n"
+                 "  name: cluster-%02d\nspec:\n  autoscaler: {type: none}\n  nodes:\n"
+                 "  - {name: pool, count: 2, allocatable: {cpu: \"40\", memory: 256Gi, "
+                 "pods: \"1000\"}}\n",
+                 c);
+        th_write_file(repo, path, text, (size_t)-1);
+    }
+    th_write_file(repo, "policy.yaml",
+                  "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata: {name: "
+                  "gen}\nspec:\n  namespaceSelector: {}\n  resourceSelectors:\n"
+                  "    labelSelectors: [{matchLabels: {app: gen}}]\n",
+                  (size_t)-1);
+    for (int w = 0; w < 1100; w++) {
+        char text[768];
+        snprintf(path, sizeof(path), "apps/w-%04d.yaml", w);
+        snprintf(text, sizeof(text),
+                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w-%04d\n"
+                 "  namespace: ns-%d\n  labels: {app: gen}\nspec:\n  replicas: 1\n"
+                 "  selector: {matchLabels: {w: w-%04d}}\n  template:\n"
+                 "    metadata: {labels: {w: w-%04d}}\n    spec:\n      containers:\n"
+                 "      - name: c\n        image: registry.example/app:1\n"
+                 "        resources: {requests: {cpu: 100m, memory: 64Mi}}\n",
+                 w, w % 3, w, w);
+        th_write_file(repo, path, text, (size_t)-1);
+    }
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "fleet", NULL));
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--once", "--no-apply", NULL),
+                     0);
+    head = th_git_show(repo, "deploy", "placements.yaml");
+    th_assert_contains(head, "\nshards: ");
+    rendered = th_git_show(repo, "deploy", shard);
+    assert_non_null(rendered);
+    assert_true(th_count(rendered, "- cluster-00\n") > 0);
+
+    /* the hand edit: every unit of the shard "on" cluster-01 */
+    snprintf(wt, sizeof(wt), "%s/wt", dir);
+    free(th_git_ok(repo, "worktree", "add", wt, "deploy", NULL));
+    snprintf(path, sizeof(path), "%s/%s", wt, shard);
+    edited = strdup(rendered);
+    assert_non_null(edited);
+    for (char *p = strstr(edited, "- cluster-00\n"); p; p = strstr(p, "- cluster-00\n"))
+        p[11] = '1';
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(edited, f);
+    fclose(f);
+    free(th_git_ok(wt, "commit", "-qam", "move them by hand", NULL));
+
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL),
+                     0);
+    th_assert_contains(err, "changed by hand");
+    free(err);
+    subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
+    assert_string_equal(subject, "repair 1 hand-edited file on the deploy branch");
+    repaired = th_git_show(repo, "deploy", shard);
+    assert_string_equal(repaired, rendered); /* restored */
+    /* nothing moved: the clusters' files are those of the first commit */
+    moved = th_git_ok(repo, "diff", "--name-only", "deploy~2", "deploy", "--", "clusters/", NULL);
+    assert_string_equal(moved, "");
+    /* and the header names the shard the tree has */
+    snprintf(spec, sizeof(spec), "deploy:%s", shard);
+    id = th_git_ok(repo, "rev-parse", spec, NULL);
+    id[40] = '\0';
+    free(head);
+    head = th_git_show(repo, "deploy", "placements.yaml");
+    th_assert_contains(head, id);
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(rendered);
+    free(edited);
+    free(repaired);
+    free(subject);
+    free(moved);
+    free(id);
+    free(head);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_rc_drift__stale_ref_lock_is_cleared),
         cmocka_unit_test(test_rc_drift__remote_ref_lock_left_by_a_killed_push),
         cmocka_unit_test(test_rc_drift__hand_edit_is_reported_and_repaired),
+        cmocka_unit_test(test_rc_drift__hand_edited_shard_is_not_taken),
     };
     int rc;
 

@@ -35,6 +35,7 @@
 #include "rc_git.h"
 #include "rc_pass.h"
 #include "th_git.h"
+#include "th_rp.h"
 
 #include "rc_banned.h"
 
@@ -68,6 +69,9 @@ struct world {
     int nodes[NCLUSTERS], prod[NCLUSTERS];
     int ns_in_any[NNS]; /* namespaces the "any" policy selects */
     int readme;
+    /* 0, or a record of more units than this is written in shards: every other walk, so
+     * that its fleet (12 workloads at first, up to 40) crosses from one file to shards and back */
+    size_t inline_max;
 };
 
 static uint64_t next(struct world *x)
@@ -421,6 +425,7 @@ static void pass(struct outcome *out, struct world *x, enum way way)
     struct rc_git *g = NULL;
 
     o.apply = 0;
+    o.render.record_inline_max = x->inline_max;
     o.bounded_verdicts = way != PLAN; /* as reconcile runs, in both modes; plan keeps all */
     o.dry_run = way == PLAN;
     o.last_pass = way != LOOP;
@@ -510,6 +515,7 @@ static void expect_replay(struct world *x, const char *commit, int step, const c
 
     o.bounded_verdicts = 1; /* as the replay command runs */
     o.last_pass = 1;
+    o.render.record_inline_max = x->inline_max;
     assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
     if (rc_replay(&r, g, commit, &o, &x->a, &err) != RC_OK)
         fail_msg("seed %llx step %d (%s): replay of %.12s: %s", (unsigned long long)x->seed, step,
@@ -558,11 +564,13 @@ static void world_close(struct world *x)
     free(x->state_loop);
 }
 
-static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *nerrors)
+static void walk(uint64_t seed, size_t inline_max, int steps, int *ncommits, int *nskipped,
+                 int *nerrors, int *nsharded)
 {
     struct world x;
 
     world_open(&x, seed);
+    x.inline_max = inline_max;
     for (int step = 0; step <= steps; step++) {
         const char *what = "the first commit";
         struct outcome o[4];
@@ -584,9 +592,12 @@ static void walk(uint64_t seed, int steps, int *ncommits, int *nskipped, int *ne
         expect_same(&x, &o[COLD], &o[ONCE], ONCE, step, what);
         expect_same(&x, &o[COLD], &o[LOOP], LOOP, step, what);
         if (strcmp(o[COLD].deploy, before)) {
+            char *rec = th_git_show(x.repo, o[COLD].deploy, "placements.yaml");
             expect_changes(&x, before, &o[COLD], step, what);
             expect_replay(&x, o[COLD].deploy, step, what);
             (*ncommits)++;
+            *nsharded += rec && strstr(rec, "\nshards: ") != NULL;
+            free(rec);
         }
         *nskipped += o[ONCE].res.skipped + o[LOOP].res.skipped;
         *nerrors += o[COLD].res.nfile_errors > 0 || !strncmp(o[COLD].report, "refused", 7);
@@ -605,16 +616,19 @@ static void test_rc_equivalence__caches_never_change_a_decision(void **state)
     /* RP_EQ_SEEDS=N RP_EQ_STEPS=M walk longer (the suite: 3 walks of STEPS commits) */
     const char *ns = getenv("RP_EQ_SEEDS"), *ms = getenv("RP_EQ_STEPS");
     int seeds = ns ? (int)strtol(ns, NULL, 10) : 3, steps = ms ? (int)strtol(ms, NULL, 10) : STEPS;
-    int ncommits = 0, nskipped = 0, nerrors = 0;
+    int ncommits = 0, nskipped = 0, nerrors = 0, nsharded = 0;
 
     (void)state;
 
     for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++)
-        walk(seed * 0x9E3779B97F4A7C15ULL, steps, &ncommits, &nskipped, &nerrors);
-    /* the walks did what they are for: commits, passes the memo stopped, broken files */
+        walk(seed * 0x9E3779B97F4A7C15ULL, seed % 2 ? 0 : 10, steps, &ncommits, &nskipped, &nerrors,
+             &nsharded);
+    /* the walks did what they are for: commits, passes the memo stopped, broken files,
+     * records in shards */
     assert_true(ncommits >= seeds * steps / 2);
     assert_true(nskipped > 0);
     assert_true(nerrors > 0);
+    assert_true(seeds < 2 || nsharded > 0);
 }
 
 int main(void)

@@ -19,8 +19,10 @@
 #include "rc_buf.h"
 #include "rd_output.h"
 #include "rd_source.h"
+#include "rc_git.h"
 #include "rd_yaml.h"
 #include "th_record.h"
+#include "th_rp.h"
 
 #define BENCH_UNITS 20000
 #define BENCH_CLUSTERS 100
@@ -962,6 +964,404 @@ static void test_rd_record__unpack_takes_any_bytes(void **state)
     rc_arena_release(&a);
 }
 
+/* ==== A record in shards ==== */
+
+/* The blobs the tests "commit": each shard written, by its id (a repository's object store). */
+struct store {
+    size_t n;
+    struct {
+        char id[41];
+        const char *text;
+        size_t len;
+    } v[4096];
+};
+
+static int blob_id(char out[41], const void *data, size_t len)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    return rc_git_digest(out, data, len, &err);
+}
+
+static int store_fetch(void *payload, const char *id, const char **text, size_t *len,
+                       struct rc_arena *a, struct rc_err *err)
+{
+    struct store *st = payload;
+
+    (void)a;
+    for (size_t i = 0; i < st->n; i++) {
+        if (!strcmp(st->v[i].id, id)) {
+            *text = st->v[i].text;
+            *len = st->v[i].len;
+            return 0;
+        }
+    }
+    return rc_err_set(err, RC_ENOTFOUND, "no blob %s", id);
+}
+
+/* The shards written (text), into the store (kept ones must be there already); returns how
+ * many were written. The ids are checked against the bytes. */
+static size_t store_put(struct store *st, const struct rd_record_files *f, struct rc_arena *a)
+{
+    size_t written = 0;
+
+    for (size_t i = 0; i < f->nshards; i++) {
+        const struct rd_record_shard *sh = &f->shards[i];
+        const char *t;
+        size_t len;
+        if (!sh->text) { /* kept: the store has it */
+            assert_int_equal(store_fetch(st, sh->id, &t, &len, a, &(struct rc_err)RC_ERR_INIT), 0);
+            continue;
+        }
+        {
+            char id[41];
+            assert_int_equal(blob_id(id, sh->text, sh->len), 0);
+            assert_string_equal(id, sh->id);
+        }
+        assert_true(st->n < sizeof(st->v) / sizeof(st->v[0]));
+        memcpy(st->v[st->n].id, sh->id, 41);
+        st->v[st->n].text = rc_arena_strndup(a, sh->text, sh->len);
+        st->v[st->n].len = sh->len;
+        st->n++;
+        written++;
+    }
+    return written;
+}
+
+static void read_sharded(struct rd_record *rec, const struct rc_buf *head, struct store *st,
+                         struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    if (rd_record_read(rec, head->ptr, head->len, store_fetch, st, NULL, NULL, a, &err) < 0)
+        fail_msg("%s", err.msg);
+}
+
+/* Beyond the inline size the record is a header and shards: each unit in the shard its id
+ * hashes to, each shard named in the header by its blob id and unit count; read back it is
+ * the record in one file, and the one a result makes. The header refuses to be read as one
+ * file, and old readers refuse its apiVersion. */
+static void test_rd_record__shards_read_back_as_one_file(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf head = RC_BUF_INIT, whole = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record sharded, inline_rec, made;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_files f;
+    struct rd_record_shard *listed = NULL;
+    size_t nlisted = 0;
+    struct store *st = calloc(1, sizeof(*st));
+    int same = -1;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    opts.blob_id = blob_id;
+    opts.record_inline_max = 16; /* 59 units, about 2 a shard: 32 shards */
+    assert_int_equal(rd_record_shards_for(59, 16), 32);
+    assert_int_equal(rd_record_shards_for(16, 16), 1);
+    assert_int_equal(rd_record_shards_for(10000, 0), 128);
+    assert_int_equal(rd_record_shards_for(1024, 0), 1);
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(same, 0);
+    assert_true(f.nshards > 16 && f.nshards <= 32);
+    assert_int_equal(store_put(st, &f, &a), f.nshards);
+    th_assert_contains(head.ptr, "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\n");
+    th_assert_contains(head.ptr, "\nshards: 32\nshardFiles:\n- file: placements/");
+    assert_null(strstr(head.ptr, "\nunits:"));
+    th_assert_contains(head.ptr, "warnings:\n"); /* the rest of the record stays in the header */
+    for (size_t i = 0; i < f.nshards; i++) {
+        char want[32];
+        size_t k = (size_t)strtoul(f.shards[i].path + strlen("placements/"), NULL, 16);
+        snprintf(want, sizeof(want), "placements/%03zx.yaml", k);
+        assert_string_equal(f.shards[i].path, want);
+        assert_true(i == 0 || strcmp(f.shards[i - 1].path, f.shards[i].path) < 0);
+        th_assert_contains(f.shards[i].text, "apiVersion: rightplace.dev/v1alpha2\nkind: "
+                                             "PlacementRecordShard\nunits:\n- unit: ");
+        assert_int_equal(th_count(f.shards[i].text, "\n- unit: "), (int)f.shards[i].nunits);
+    }
+
+    if (rd_record_read(&sharded, head.ptr, head.len, store_fetch, st, &listed, &nlisted, &a, &err) <
+        0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(nlisted, f.nshards);
+    assert_string_equal(listed[0].id, f.shards[0].id);
+    for (size_t i = 1; i < sharded.nunits; i++)
+        assert_true(strcmp(sharded.units[i - 1].unit, sharded.units[i].unit) < 0);
+    assert_int_equal(rd_record_emit(&whole, &res, &opts, &err), 0); /* one file */
+    if (rd_record_parse(&inline_rec, whole.ptr, whole.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    th_assert_records_equal(&sharded, &inline_rec);
+    assert_int_equal(rd_record_of_result(&made, &res, &opts, &a), 0);
+    th_assert_records_equal(&made, &sharded);
+
+    /* with the base's memo: a unit alone in its shard removed empties the shard, whose file
+     * goes; that is a change of the header, not the same record */
+    {
+        struct rd_record_memo *memo = NULL;
+        struct rd_record_files g;
+        size_t alone = f.nshards, before = f.nshards;
+        rd_record_memo_new(&memo);
+        opts.record_memo = memo;
+        rc_buf_reset(&head);
+        assert_int_equal(rd_record_emit_files(&head, &f, 0, &same, &res, &opts, &a, &err), 0);
+        opts.record_base_is_memo = 1;
+        for (size_t i = 0; i < f.nshards && alone == f.nshards; i++)
+            alone = f.shards[i].nunits == 1 ? i : alone;
+        assert_true(alone < f.nshards);
+        for (size_t i = 0; i < res.ndecisions; i++) {
+            if (res.decisions[i].change != PL_CHANGE_REMOVED &&
+                rd_record_shard_of(res.decisions[i].unit, 32) ==
+                    (size_t)strtoul(f.shards[alone].path + 11, NULL, 16))
+                res.decisions[i].change = PL_CHANGE_REMOVED;
+        }
+        rc_buf_reset(&head);
+        assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+        assert_int_equal(same, 0);
+        assert_int_equal(g.nshards, before - 1);
+        assert_null(strstr(head.ptr, f.shards[alone].path));
+        assert_int_equal(store_put(st, &g, &a), 0); /* the others are kept */
+        opts.record_memo = NULL;
+        opts.record_base_is_memo = 0;
+        rd_record_memo_free(memo);
+    }
+
+    /* read as one file (no shards reader), or by a reader of the first apiVersion: refused */
+    assert_int_equal(rd_record_parse(&inline_rec, head.ptr, head.len, &a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "in shards");
+
+    /* without a blob id function a record in shards cannot be written */
+    opts.blob_id = NULL;
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, &same, &res, &opts, &a, &err), RC_EINVALID);
+    th_assert_contains(err.msg, "no blob id function");
+    free(st);
+    rc_buf_release(&head);
+    rc_buf_release(&whole);
+    rc_arena_release(&a);
+}
+
+/* With the memo of the base's record, a pass writes the shards whose units changed and keeps
+ * the others (their files are the base's): one decision that changes writes one shard and the
+ * header; a unit added or removed, its shard; nothing changed, nothing. The memo read back
+ * from the record cache file (digests alone: a `--once` process) keeps the same shards. What
+ * it writes is what a writer without a memo writes. */
+static void test_rd_record__shards_written_as_they_change(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf head = RC_BUF_INIT, cold = RC_BUF_INIT, exported = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record rec, made;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT, none;
+    struct rd_record_files f, g;
+    struct rd_record_memo *memo = NULL, *read_back = NULL;
+    struct rd_record_stats stats;
+    struct store *st = calloc(1, sizeof(*st));
+    int same = -1;
+    enum { N = 3000 };
+
+    (void)state;
+    make_result(&res, N, 10, &a);
+    opts.blob_id = blob_id;
+    rd_record_memo_new(&memo);
+    opts.record_memo = memo;
+    opts.record_inline_max = 512; /* 64 units a shard: 64 shards */
+    none = opts;
+    none.record_memo = NULL;
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(f.nshards, 64);
+    assert_int_equal(store_put(st, &f, &a), 64);
+    opts.record_base_is_memo = 1; /* the base deploy tree now has this record */
+
+    /* nothing changed: the same record, every shard kept */
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(same, 1);
+    assert_int_equal(g.nshards, 64);
+    assert_int_equal(store_put(st, &g, &a), 0);
+
+    /* one decision changes: its shard is written and the header names its new id */
+    res.decisions[1234].targets[0].cluster = "cluster-009";
+    res.decisions[1234].reason = "moved";
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(same, 0);
+    assert_int_equal(store_put(st, &g, &a), 1);
+    stats = rd_record_memo_stats(memo);
+    assert_int_equal(stats.units_written, 1);
+    assert_int_equal(stats.units_kept, N - 1);
+    read_sharded(&rec, &head, st, &a);
+    assert_int_equal(rd_record_of_result(&made, &res, &opts, &a), 0);
+    th_assert_records_equal(&made, &rec);
+    assert_int_equal(rd_record_emit_files(&cold, &f, 0, NULL, &res, &none, &a, &err), 0);
+    assert_int_equal(cold.len, head.len); /* the same header as a writer without a memo */
+    assert_memory_equal(cold.ptr, head.ptr, head.len);
+
+    /* a unit removed: its shard alone */
+    res.decisions[17].change = PL_CHANGE_REMOVED;
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(store_put(st, &g, &a), 1);
+    read_sharded(&rec, &head, st, &a);
+    assert_int_equal(rec.nunits, N - 1);
+
+    /* the memo as the record cache file keeps it (digests alone), read back in another
+     * process: the same shards kept; a unit added writes its own */
+    rd_record_memo_export(memo, &exported);
+    rd_record_memo_new(&read_back);
+    assert_int_equal(rd_record_memo_import(read_back, exported.ptr, exported.len), 0);
+    opts.record_memo = read_back;
+    res.decisions[17].change = PL_CHANGE_NONE;
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(store_put(st, &g, &a), 1);
+    read_sharded(&rec, &head, st, &a);
+    assert_int_equal(rec.nunits, N);
+    rc_buf_reset(&cold);
+    assert_int_equal(rd_record_emit_files(&cold, &f, 0, NULL, &res, &none, &a, &err), 0);
+    assert_memory_equal(cold.ptr, head.ptr, head.len);
+
+    /* a memo whose record is not the base's keeps no shard: every one written */
+    opts.record_base_is_memo = 0;
+    rc_buf_reset(&head);
+    assert_int_equal(rd_record_emit_files(&head, &g, 1, &same, &res, &opts, &a, &err), 0);
+    for (size_t i = 0; i < g.nshards; i++)
+        assert_non_null(g.shards[i].text);
+
+    /* a memo whose shard table does not add up is not read back */
+    {
+        struct rc_buf bad = RC_BUF_INIT;
+        rd_record_memo_export(read_back, &bad);
+        /* the first shard's count, after the units: one more than it holds */
+        for (size_t at = 25; at + 48 < bad.len; at++) {
+            if (!memcmp(bad.ptr + at + 8, g.shards[0].id, 40)) {
+                bad.ptr[at]++;
+                break;
+            }
+        }
+        assert_int_equal(rd_record_memo_import(memo, bad.ptr, bad.len), RC_EINVALID);
+        rc_buf_release(&bad);
+    }
+    rd_record_memo_free(memo);
+    rd_record_memo_free(read_back);
+    free(st);
+    rc_buf_release(&head);
+    rc_buf_release(&cold);
+    rc_buf_release(&exported);
+    rc_arena_release(&a);
+}
+
+/* What rightplace never writes is refused with the file and the reason: a unit in the wrong
+ * shard, a count the shard does not hold, a shard the store does not have, units in the
+ * header, a shard count that is not a power of two, a file name out of order. */
+static void test_rd_record__shards_refused_when_wrong(void **state)
+{
+    static const char *const heads[] = {
+        /* the unit's shard of 2 is not 1 unless it hashes there: checked below */
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nshardFiles:\n"
+        "- {file: placements/000.yaml, blob: @, units: 1}\n- {file: placements/001.yaml, "
+        "blob: @, units: 1}\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nshardFiles:\n"
+        "- {file: placements/000.yaml, blob: @, units: 3}\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nshardFiles:\n"
+        "- {file: placements/000.yaml, blob: deadbeefdeadbeefdeadbeefdeadbeefdeadbeef, units: "
+        "1}\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nunits: []\n"
+        "shardFiles: []\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 3\nshardFiles: []\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nshardFiles:\n"
+        "- {file: placements/001.yaml, blob: @, units: 1}\n- {file: placements/000.yaml, "
+        "blob: @, units: 1}\n",
+        "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecord\nshards: 2\nshardFiles:\n"
+        "- {file: ../000.yaml, blob: @, units: 1}\n",
+    };
+    static const char *const why[] = {"belongs in shard", "2 units, where", "no blob",
+                                      "lists its units",  "power of two",   "in order",
+                                      "in order"};
+    struct rc_arena a = RC_ARENA_INIT;
+    struct store *st = calloc(1, sizeof(*st));
+    const char *u0 = NULL, *u1 = NULL;
+    char shard0[256], shard1[256];
+
+    (void)state;
+    /* two units, one of each shard of 2 */
+    for (int i = 0; !u0 || !u1; i++) {
+        const char *u = rc_arena_printf(&a, "p/ns/u%d", i);
+        if (rd_record_shard_of(u, 2) == 0 && !u0)
+            u0 = u;
+        else if (rd_record_shard_of(u, 2) == 1 && !u1)
+            u1 = u;
+    }
+    /* shard 000 holds the unit of shard 1 and one more of its own: the first header says 1 */
+    snprintf(shard0, sizeof(shard0),
+             "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecordShard\nunits:\n"
+             "- {unit: %s, state: pending}\n- {unit: %s, state: pending}\n",
+             u1, u0);
+    snprintf(shard1, sizeof(shard1),
+             "apiVersion: rightplace.dev/v1alpha2\nkind: PlacementRecordShard\nunits:\n"
+             "- {unit: %s, state: pending}\n",
+             u1);
+    assert_int_equal(blob_id(st->v[0].id, shard0, strlen(shard0)), 0);
+    st->v[0].text = shard0;
+    st->v[0].len = strlen(shard0);
+    assert_int_equal(blob_id(st->v[1].id, shard1, strlen(shard1)), 0);
+    st->v[1].text = shard1;
+    st->v[1].len = strlen(shard1);
+    st->n = 2;
+    for (size_t k = 0; k < sizeof(heads) / sizeof(heads[0]); k++) {
+        struct rc_err err = RC_ERR_INIT;
+        struct rd_record rec;
+        char text[1024];
+        size_t at = 0;
+        /* '@': a blob id. The first header names shard 1's blob as shard 000 (its unit
+         * hashes to 1); the others, shard 0's */
+        for (const char *p = heads[k]; *p && at + 41 < sizeof(text); p++) {
+            if (*p != '@') {
+                text[at++] = *p;
+                continue;
+            }
+            memcpy(text + at, st->v[k == 0 || k == 5 ? 1 : 0].id, 40);
+            at += 40;
+        }
+        text[at] = '\0';
+        if (rd_record_read(&rec, text, strlen(text), store_fetch, st, NULL, NULL, &a, &err) !=
+            (k == 2 ? RC_ENOTFOUND : RC_EINVALID))
+            fail_msg("header %zu: %s", k, err.msg[0] ? err.msg : "read");
+        th_assert_contains(err.msg, why[k]);
+    }
+    free(st);
+    rc_arena_release(&a);
+}
+
+/* The bench's largest record (20,000 units) in shards reads back whole. */
+static void test_rd_record__bench_scale_in_shards(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf head = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record rec;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_files f;
+    struct store *st = calloc(1, sizeof(*st));
+
+    (void)state;
+    make_result(&res, BENCH_UNITS, BENCH_CLUSTERS, &a);
+    opts.blob_id = blob_id;
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, NULL, &res, &opts, &a, &err), 0);
+    assert_int_equal(f.nshards, 256);
+    store_put(st, &f, &a);
+    read_sharded(&rec, &head, st, &a);
+    assert_int_equal(rec.nunits, BENCH_UNITS);
+    for (size_t i = 0; i < rec.nunits; i++)
+        assert_string_equal(rec.units[i].unit, res.decisions[i].unit);
+    free(st);
+    rc_buf_release(&head);
+    rc_arena_release(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -978,6 +1378,16 @@ int main(void)
         cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
+        cmocka_unit_test(test_rd_record__shards_read_back_as_one_file),
+        cmocka_unit_test(test_rd_record__shards_written_as_they_change),
+        cmocka_unit_test(test_rd_record__shards_refused_when_wrong),
+        cmocka_unit_test(test_rd_record__bench_scale_in_shards),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct rc_err err = RC_ERR_INIT;
+    int rc;
+
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc_git_global_shutdown();
+    return rc;
 }

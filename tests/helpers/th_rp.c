@@ -54,6 +54,31 @@ char *th_git_show(const char *repo, const char *rev, const char *path)
     return out;
 }
 
+char *th_git_record(const char *repo, const char *rev)
+{
+    char *all = th_git_show(repo, rev, "placements.yaml"), *ls = NULL, *line, *save = NULL;
+    size_t len;
+
+    if (!all)
+        return NULL;
+    len = strlen(all);
+    if (th_git(repo, &ls, NULL, "ls-tree", "--name-only", rev, "placements/", NULL) != 0) {
+        free(ls);
+        return all;
+    }
+    for (line = strtok_r(ls, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *one = th_git_show(repo, rev, line);
+        size_t n = one ? strlen(one) : 0;
+        all = realloc(all, len + n + 1);
+        assert_non_null(all);
+        memcpy(all + len, one ? one : "", n + 1);
+        len += n;
+        free(one);
+    }
+    free(ls);
+    return all;
+}
+
 int th_count(const char *s, const char *needle)
 {
     int n = 0;

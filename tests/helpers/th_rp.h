@@ -14,6 +14,11 @@ char *th_example_repo(void);
 /* `git show <rev>:<path>` in repo, or NULL when it does not exist (malloc'd). */
 char *th_git_show(const char *repo, const char *rev, const char *path);
 
+/* The whole record of deploy commit rev: placements.yaml, then each shard file of a record in
+ * shards (placements/<k>.yaml, in order), as `git show` gives them; NULL without
+ * placements.yaml (malloc'd). */
+char *th_git_record(const char *repo, const char *rev);
+
 /* Number of occurrences of `needle` in s (s may be NULL). */
 int th_count(const char *s, const char *needle);
 
