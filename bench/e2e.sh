@@ -111,7 +111,9 @@ for size in "${sizes[@]}"; do
     (cd "$floor" && git add -A && git commit -q -m floor)
     end=$(date +%s.%N)
     git_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
-    rec=$(git -C "$src" cat-file -s deploy:placements.yaml)
+    # the whole record: placements.yaml, and its shards beyond 1,024 units
+    rec=$(git -C "$src" ls-tree -r -l deploy placements.yaml placements/ |
+        awk '{ s += $4 } END { printf "%.0f", s }')
     cap=$(git -C "$src" cat-file -s deploy:.rightplace/capacity.yaml)
     echo "| $n x $c | ${bytes} MB | ${scan_s} s | ${t1} s ($(x "$t1" "$scan_s")) | $(mb "$r1") MB | ${t5} s ($(x "$t5" "$scan_s")) | ${t2} s | $(mb "$r2") MB | ${t3} s | $(mb "$r3") MB | ${t4:-?} ms | ${t6:-?} ms | ${r4:-?} MB | ${git_s} s | $(mb $((rec / 1024))) MB | $((cap / 1024)) KB | $s1/$s5/$s2/$s3/$s4 |"
     for p in first firstp noop change; do
