@@ -1,8 +1,9 @@
 /*
- * fuzz_rd_output.c - the deploy branch's parsers on arbitrary input: rd_record_parse,
- * rd_capacity_parse and rd_kept_parse must never crash, and a snapshot or a list of kept
- * versions that parses must write back to text that parses to the same again (emit -> parse
- * -> emit is stable; the kept versions read back entry for entry).
+ * fuzz_rd_output.c - the deploy branch's parsers on arbitrary input: rd_record_parse (and
+ * rd_record_read of a record in shards), rd_capacity_parse and rd_kept_parse must never
+ * crash, and a snapshot or a list of kept versions that parses must write back to text that
+ * parses to the same again (emit -> parse -> emit is stable; the kept versions read back
+ * entry for entry).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +40,53 @@ static void kept_round_trip(const uint8_t *data, size_t size, struct rc_arena *a
     rc_buf_release(&two);
 }
 
+/* A record in shards, from one input: the header, then each shard the header names, in the
+ * order they are read, each part after a line "--- 8< ---". Whatever the blob id asked for,
+ * the next part is the answer. */
+#define CUT "\n--- 8< ---\n"
+struct parts {
+    const char *at, *end;
+};
+
+static int next_part(void *payload, const char *id, const char **text, size_t *len,
+                     struct rc_arena *a, struct rc_err *err)
+{
+    struct parts *p = payload;
+    const char *cut;
+
+    (void)id;
+    (void)a;
+    if (p->at >= p->end)
+        return rc_err_set(err, RC_ENOTFOUND, "no more parts");
+    cut = memmem(p->at, (size_t)(p->end - p->at), CUT, strlen(CUT));
+    *text = p->at;
+    *len = (size_t)((cut ? cut : p->end) - p->at);
+    p->at = cut ? cut + strlen(CUT) : p->end;
+    return 0;
+}
+
+static void sharded(const uint8_t *data, size_t size, struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    const char *s = (const char *)data, *cut = memmem(s, size, CUT, strlen(CUT));
+    struct parts p;
+    struct rd_record r;
+    struct rd_record_shard *v = NULL;
+    size_t n = 0;
+
+    if (!cut)
+        return;
+    p.at = cut + strlen(CUT);
+    p.end = s + size;
+    if (rd_record_read(&r, s, (size_t)(cut - s), next_part, &p, &v, &n, a, &err) != 0)
+        return;
+    /* what reads is sorted by unit, each once */
+    for (size_t i = 1; i < r.nunits; i++) {
+        if (strcmp(r.units[i - 1].unit, r.units[i].unit) >= 0)
+            abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct rc_arena a = RC_ARENA_INIT;
@@ -50,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
 
     (void)rd_record_parse(&r, (const char *)data, size, &a, &err);
+    sharded(data, size, &a);
     kept_round_trip(data, size, &a);
     pl_resnames_init(&res);
     if (rd_capacity_parse(&c, &n, &res, (const char *)data, size, &a, &err) == 0 &&
