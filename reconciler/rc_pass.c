@@ -1056,11 +1056,11 @@ static int record_source(struct rd_record *rec, struct rc_git *g, const char *de
 }
 
 /* A record's shard, by the blob id its header names (rd_record_read). */
-static int record_blob(void *payload, const char *id, const char **text, size_t *len,
+static int record_blob(void *payload, const char *id, size_t max, const char **text, size_t *len,
                        struct rc_arena *a, struct rc_err *err)
 {
     char *t = NULL;
-    int error = rc_git_read_blob(&t, len, payload, id, RD_RECORD_MAX_BYTES, a, err);
+    int error = rc_git_read_blob(&t, len, payload, id, max, a, err);
 
     *text = t;
     return error;

@@ -179,17 +179,18 @@ struct rd_record {
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err);
 
-/* The bytes of blob id (40 hex), for rd_record_read: 0, or < 0 with err set. The bytes live
- * as long as the caller's arena a. */
-typedef int (*rd_record_blob_fn)(void *payload, const char *id, const char **text, size_t *len,
-                                 struct rc_arena *a, struct rc_err *err);
+/* The bytes of blob id (40 hex), for rd_record_read: 0, or < 0 with err set (a blob of more
+ * than max bytes is an error). The bytes live as long as arena a. */
+typedef int (*rd_record_blob_fn)(void *payload, const char *id, size_t max, const char **text,
+                                 size_t *len, struct rc_arena *a, struct rc_err *err);
 
 /*
  * rd_record_parse, and a record in shards too: each shard the header names is read by its
  * blob id through fetch (the file of that path in the same tree is not looked at), checked
  * (its path, kind, unit count, each unit in its shard, no unit twice) and its units joined,
- * sorted by unit. With shards, shards (may be NULL) gets the header's list (*nshards of
- * them, in a), so that a caller can check the tree's files against it.
+ * sorted by unit. The header and its shards together are held to RD_RECORD_MAX_BYTES, and
+ * one shard's bytes at a time are held. With shards, shards (may be NULL) gets the header's list
+ * (*nshards of them, in a), so that a caller can check the tree's files against it.
  */
 int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_record_blob_fn fetch,
                    void *payload, struct rd_record_shard **shards, size_t *nshards,

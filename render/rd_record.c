@@ -1800,10 +1800,11 @@ static int cmp_unit_sort(const void *x, const void *y)
     return strcmp(((const struct unit_sort *)x)->u.unit, ((const struct unit_sort *)y)->u.unit);
 }
 
-/* The units of the shards the header names, read by blob id into in, then sorted by unit. */
+/* The units of the shards the header names, read by blob id into in, then sorted by unit;
+ * the shards' bytes within budget (what RD_RECORD_MAX_BYTES leaves after the header), each
+ * shard's freed once its units are read. */
 static int read_shards(struct units_in *in, const struct rd_record_shard *v, size_t n, size_t count,
-                       rd_record_blob_fn fetch, void *payload, struct rc_arena *a,
-                       struct rc_err *err)
+                       size_t budget, rd_record_blob_fn fetch, void *payload, struct rc_err *err)
 {
     int error = 0;
 
@@ -1812,18 +1813,23 @@ static int read_shards(struct units_in *in, const struct rd_record_shard *v, siz
                           "%s: the record is in shards (apiVersion %s), read here as one file",
                           RECORD_FILE, RD_RECORD_SHARDED_API_VERSION);
     for (size_t k = 0; k < n && !error; k++) {
+        struct rc_arena scratch = RC_ARENA_INIT;
         struct rd_docs *docs = NULL;
         const cJSON *root;
         const char *text = NULL;
         size_t len = 0, from = in->n, idx;
         int sharded = 0;
-        error = fetch(payload, v[k].id, &text, &len, a, err);
-        if (error < 0)
+        error = fetch(payload, v[k].id, budget, &text, &len, &scratch, err);
+        if (error < 0) {
+            rc_arena_release(&scratch);
             return rc_err_prefix(err, "%s names %s as blob %.12s: ", RECORD_FILE, v[k].path,
                                  v[k].id);
+        }
+        budget -= len < budget ? len : budget;
         error = load_doc(&docs, &root, &sharded, in, v[k].path, text, len,
-                         RD_RECORD_SHARDED_API_VERSION, NULL, "PlacementRecordShard", a, err);
+                         RD_RECORD_SHARDED_API_VERSION, NULL, "PlacementRecordShard", in->a, err);
         rd_docs_free(docs);
+        rc_arena_release(&scratch);
         if (error < 0)
             return error;
         idx = (size_t)strtoul(v[k].path + strlen(RD_RECORD_SHARD_DIR), NULL, 16);
@@ -1885,7 +1891,9 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
     if (sharded) {
         error = header_shards(&sv, &nsv, &count, root, docs, a, err);
         if (error == 0)
-            error = read_shards(&in, sv, nsv, count, fetch, payload, a, err);
+            error = read_shards(&in, sv, nsv, count,
+                                len < RD_RECORD_MAX_BYTES ? RD_RECORD_MAX_BYTES - len : 0, fetch,
+                                payload, err);
         if (error < 0)
             goto done;
     } else {

@@ -983,7 +983,7 @@ static int blob_id(char out[41], const void *data, size_t len)
     return rc_git_digest(out, data, len, &err);
 }
 
-static int store_fetch(void *payload, const char *id, const char **text, size_t *len,
+static int store_fetch(void *payload, const char *id, size_t max, const char **text, size_t *len,
                        struct rc_arena *a, struct rc_err *err)
 {
     struct store *st = payload;
@@ -991,6 +991,8 @@ static int store_fetch(void *payload, const char *id, const char **text, size_t 
     (void)a;
     for (size_t i = 0; i < st->n; i++) {
         if (!strcmp(st->v[i].id, id)) {
+            if (st->v[i].len > max)
+                return rc_err_set(err, RC_EINVALID, "blob %s: more than %zu bytes", id, max);
             *text = st->v[i].text;
             *len = st->v[i].len;
             return 0;
@@ -1010,7 +1012,8 @@ static size_t store_put(struct store *st, const struct rd_record_files *f, struc
         const char *t;
         size_t len;
         if (!sh->text) { /* kept: the store has it */
-            assert_int_equal(store_fetch(st, sh->id, &t, &len, a, &(struct rc_err)RC_ERR_INIT), 0);
+            assert_int_equal(
+                store_fetch(st, sh->id, (size_t)-1, &t, &len, a, &(struct rc_err)RC_ERR_INIT), 0);
             continue;
         }
         {
@@ -1335,6 +1338,51 @@ static void test_rd_record__shards_refused_when_wrong(void **state)
     rc_arena_release(&a);
 }
 
+/* The budget of a record in shards is the whole record's: each shard may hold what the header
+ * and the shards before it left of RD_RECORD_MAX_BYTES. */
+static size_t maxes[8], nmaxes;
+
+static int budget_fetch(void *payload, const char *id, size_t max, const char **text, size_t *len,
+                        struct rc_arena *a, struct rc_err *err)
+{
+    if (nmaxes < 8)
+        maxes[nmaxes++] = max;
+    return store_fetch(payload, id, max, text, len, a, err);
+}
+
+static void test_rd_record__shards_within_one_budget(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf head = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record rec;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_files f;
+    struct store *st = calloc(1, sizeof(*st));
+    size_t left;
+
+    (void)state;
+    make_result(&res, 20, 4, &a);
+    opts.blob_id = blob_id;
+    opts.record_inline_max = 8; /* 20 units: 32 shards; at most 8 read here are checked */
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, NULL, &res, &opts, &a, &err), 0);
+    store_put(st, &f, &a);
+    nmaxes = 0;
+    if (rd_record_read(&rec, head.ptr, head.len, budget_fetch, st, NULL, NULL, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rec.nunits, 20);
+    left = RD_RECORD_MAX_BYTES - head.len;
+    for (size_t k = 0; k < nmaxes; k++) {
+        assert_int_equal(maxes[k], left);
+        left -= f.shards[k].len;
+    }
+    assert_int_equal(nmaxes, 8);
+    free(st);
+    rc_buf_release(&head);
+    rc_arena_release(&a);
+}
+
 /* The bench's largest record (20,000 units) in shards reads back whole. */
 static void test_rd_record__bench_scale_in_shards(void **state)
 {
@@ -1381,6 +1429,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__shards_read_back_as_one_file),
         cmocka_unit_test(test_rd_record__shards_written_as_they_change),
         cmocka_unit_test(test_rd_record__shards_refused_when_wrong),
+        cmocka_unit_test(test_rd_record__shards_within_one_budget),
         cmocka_unit_test(test_rd_record__bench_scale_in_shards),
     };
     struct rc_err err = RC_ERR_INIT;

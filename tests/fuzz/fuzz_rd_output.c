@@ -48,7 +48,7 @@ struct parts {
     const char *at, *end;
 };
 
-static int next_part(void *payload, const char *id, const char **text, size_t *len,
+static int next_part(void *payload, const char *id, size_t max, const char **text, size_t *len,
                      struct rc_arena *a, struct rc_err *err)
 {
     struct parts *p = payload;
@@ -56,6 +56,7 @@ static int next_part(void *payload, const char *id, const char **text, size_t *l
 
     (void)id;
     (void)a;
+    (void)max;
     if (p->at >= p->end)
         return rc_err_set(err, RC_ENOTFOUND, "no more parts");
     cut = memmem(p->at, (size_t)(p->end - p->at), CUT, strlen(CUT));
