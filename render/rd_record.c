@@ -528,6 +528,70 @@ static int cmp_memo_unit(const void *key, const void *x)
     return strcmp(key, ((const struct memo_unit *)x)->unit);
 }
 
+/* Room for a decision's verdict flags (entry_init), grown as needed. */
+struct keep_room {
+    unsigned char small[64];
+    unsigned char *keep; /* NULL: small */
+    size_t cap;
+};
+
+static unsigned char *keep_room(struct keep_room *r, size_t n)
+{
+    if (!r->keep) {
+        r->keep = r->small;
+        r->cap = sizeof(r->small);
+    }
+    if (n > r->cap) {
+        if (r->keep != r->small)
+            free(r->keep);
+        r->cap = n;
+        r->keep = rc_xcalloc(n, 1);
+    }
+    return r->keep;
+}
+
+static void keep_room_free(struct keep_room *r)
+{
+    if (r->keep && r->keep != r->small)
+        free(r->keep);
+}
+
+/* Unit d's entry against memo m: next gets the unit's name and what m keeps of the entry's key
+ * (the key itself, or its digest), and *had the memo's entry of that unit (NULL: none). 1 when
+ * that entry was written from the same key: its key, digest and bytes (chunk; NULL when the
+ * memo kept none) are moved to next, the unit's name staying for the search. */
+static int memo_take(struct memo_unit *next, struct memo_unit **had, struct rd_record_memo *m,
+                     const struct pl_decision *d, const struct rd_verdict_tally *kept,
+                     struct rc_buf *key, struct keep_room *room)
+{
+    struct memo_unit *h;
+    struct entry e;
+
+    entry_init(&e, d, kept, keep_room(room, d->nverdicts));
+    entry_key(key, &e);
+    h = m->nunits ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit) : NULL;
+    *had = h;
+    next->unit = rc_xstrdup(d->unit);
+    if (h && memo_matches(h, key)) {
+        next->kd[0] = h->kd[0];
+        next->kd[1] = h->kd[1];
+        next->key = h->key;
+        next->keylen = h->keylen;
+        next->chunk = h->chunk;
+        next->len = h->len;
+        h->key = h->chunk = NULL;
+        return 1;
+    }
+    if (!m->digests_only) {
+        next->keylen = key->len;
+        next->key = rc_xmalloc(key->len + 1);
+        memcpy(next->key, key->ptr, key->len);
+    } else {
+        key_digest(next->kd, key->ptr, key->len);
+    }
+    return 0;
+}
+
 /* Entries written on more than one thread: enough entries for a second thread to pay. */
 #define UNITS_PER_THREAD 1024
 #define WRITE_THREADS_MAX 4
@@ -639,8 +703,8 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
     struct rc_buf key = RC_BUF_INIT;
     struct unit_job *jobs = NULL;
     struct unit_worker *w = NULL;
-    unsigned char small[64], *keep = small;
-    size_t cap = sizeof(small), njobs = 0, nw = 0, wk = 0;
+    struct keep_room room = {{0}, NULL, 0};
+    size_t njobs = 0, nw = 0, wk = 0;
     int error = 0;
 
     *skipped = 0;
@@ -665,29 +729,11 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
         size_t at = (size_t)(d - res->decisions);
         const struct rd_verdict_tally *kept = opts && opts->tallies ? opts->tallies[at] : NULL;
         struct memo_unit *had = NULL;
-        struct entry e;
 
         if (m) {
-            if (d->nverdicts > cap) {
-                if (keep != small)
-                    free(keep);
-                cap = d->nverdicts;
-                keep = rc_xcalloc(cap, 1);
-            }
-            entry_init(&e, d, kept, keep);
-            entry_key(&key, &e);
-            had = m->nunits
-                      ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
-                      : NULL;
-            next[i].unit = rc_xstrdup(d->unit);
-            if (had && memo_matches(had, &key)) {
+            if (memo_take(&next[i], &had, m, d, kept, &key, &room)) {
                 same = same && had == &m->units[i];
-                if (had->chunk) {
-                    next[i].key = had->key; /* moved; the unit stays for the search */
-                    next[i].keylen = had->keylen;
-                    next[i].chunk = had->chunk;
-                    next[i].len = had->len;
-                    had->key = had->chunk = NULL;
+                if (next[i].chunk) {
                     m->last.units_kept++;
                     continue;
                 }
@@ -695,20 +741,12 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
             } else {
                 same = 0;
             }
-            if (!m->digests_only) {
-                next[i].keylen = key.len;
-                next[i].key = rc_xmalloc(key.len + 1);
-                memcpy(next[i].key, key.ptr, key.len);
-            } else {
-                key_digest(next[i].kd, key.ptr, key.len);
-            }
         }
         jobs[njobs].d = d;
         jobs[njobs].kept = kept;
         jobs[njobs++].index = i;
     }
-    if (keep != small)
-        free(keep);
+    keep_room_free(&room);
     rc_buf_release(&key);
     may_skip = may_skip && same;
     if (njobs && !may_skip)
@@ -854,8 +892,8 @@ static int write_sharded(struct rd_record_files *files, const struct pl_decision
     char **text = rc_xcalloc(ns, sizeof(*text));
     struct rc_buf key = RC_BUF_INIT, prefix = RC_BUF_INIT;
     struct unit_worker *w = NULL;
-    unsigned char small[64], *keep = small;
-    size_t cap = sizeof(small), njobs = 0, nw = 0, nfiles = 0;
+    struct keep_room room = {{0}, NULL, 0};
+    size_t njobs = 0, nw = 0, nfiles = 0;
     int base = m && opts && opts->record_base_is_memo && m->nshards == ns;
     int error = 0, all_kept = 1;
 
@@ -870,47 +908,16 @@ static int write_sharded(struct rd_record_files *files, const struct pl_decision
         size_t at = (size_t)(d - res->decisions);
         const struct rd_verdict_tally *kept = opts && opts->tallies ? opts->tallies[at] : NULL;
         struct memo_unit *had;
-        struct entry e;
 
         jobs[i].d = d;
         jobs[i].kept = kept;
-        if (!m) {
-            dirty[of[i]] = 1;
-            continue;
-        }
-        if (d->nverdicts > cap) {
-            if (keep != small)
-                free(keep);
-            cap = d->nverdicts;
-            keep = rc_xcalloc(cap, 1);
-        }
-        entry_init(&e, d, kept, keep);
-        entry_key(&key, &e);
-        had = m->nunits ? bsearch(d->unit, m->units, m->nunits, sizeof(*m->units), cmp_memo_unit)
-                        : NULL;
-        next[i].unit = rc_xstrdup(d->unit);
-        if (had && memo_matches(had, &key)) {
-            next[i].kd[0] = had->kd[0];
-            next[i].kd[1] = had->kd[1];
-            next[i].key = had->key; /* moved; the unit stays for the search */
-            next[i].keylen = had->keylen;
-            next[i].chunk = had->chunk;
-            next[i].len = had->len;
-            had->key = had->chunk = NULL;
+        if (m && memo_take(&next[i], &had, m, d, kept, &key, &room)) {
             copied[i] = next[i].chunk != NULL;
             continue;
         }
         dirty[of[i]] = 1;
-        if (!m->digests_only) {
-            next[i].keylen = key.len;
-            next[i].key = rc_xmalloc(key.len + 1);
-            memcpy(next[i].key, key.ptr, key.len);
-        } else {
-            key_digest(next[i].kd, key.ptr, key.len);
-        }
     }
-    if (keep != small)
-        free(keep);
+    keep_room_free(&room);
     rc_buf_release(&key);
     for (size_t k = 0; k < ns; k++) /* a shard emptied is a change too: its file goes */
         all_kept = all_kept && !dirty[k];
