@@ -1066,11 +1066,12 @@ static int record_blob(void *payload, const char *id, size_t max, const char **t
     return error;
 }
 
-/* A record's bytes read: in one file, or its header, whose shards are read by id. */
-static int record_read(struct rd_record *rec, const char *text, size_t len, struct rc_git *g,
-                       struct rc_arena *a, struct rc_err *err)
+/* A record's bytes read: in one file, or its header, whose shards are read by id; layout (may
+ * be NULL) gets which. */
+static int record_read(struct rd_record *rec, struct rd_record_layout *layout, const char *text,
+                       size_t len, struct rc_git *g, struct rc_arena *a, struct rc_err *err)
 {
-    return rd_record_read(rec, text, len, record_blob, g, NULL, NULL, a, err);
+    return rd_record_read(rec, text, len, record_blob, g, layout, a, err);
 }
 
 /* The git blob id of bytes, for the header of a record in shards (rd_render_options). */
@@ -1081,14 +1082,16 @@ static int record_blob_id(char out[41], const void *data, size_t len)
     return rc_git_digest(out, data, len, &err);
 }
 
-static int read_record(struct rd_record *rec, struct rc_git *g, const char *deploy,
-                       struct rc_arena *a, struct rc_err *err)
+static int read_record(struct rd_record *rec, struct rd_record_layout *layout, struct rc_git *g,
+                       const char *deploy, struct rc_arena *a, struct rc_err *err)
 {
     char *text = NULL;
     size_t len = 0;
     int error;
 
     memset(rec, 0, sizeof(*rec));
+    if (layout)
+        memset(layout, 0, sizeof(*layout));
     if (!deploy || !deploy[0])
         return RC_OK;
     error = rc_git_read_file(&text, &len, g, deploy, RECORD_PATH, a, err);
@@ -1098,7 +1101,7 @@ static int read_record(struct rd_record *rec, struct rc_git *g, const char *depl
     }
     if (error < 0)
         return error;
-    error = record_read(rec, text, len, g, a, err);
+    error = record_read(rec, layout, text, len, g, a, err);
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
     return record_source(rec, g, deploy, NULL, a, err);
@@ -1201,7 +1204,7 @@ static int prev_record_blob(struct rd_record *rec, size_t *nread, size_t *nbytes
     error = rc_git_read_blob(&text, &len, g, kl->blob, RD_RECORD_MAX_BYTES, a, err);
     if (error == RC_OK) {
         *nbytes += len;
-        error = record_read(rec, text, len, g, a, err);
+        error = record_read(rec, NULL, text, len, g, a, err);
     }
     if (error < 0)
         return rc_err_prefix(err, "deploy commit %.12s: %s: ", deploy, RECORD_PATH);
@@ -2897,6 +2900,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
 {
     struct compute c;
     struct rd_record rec, prev;
+    struct rd_record_layout layout;
     struct rc_pass_options ro;
     char id[41], parent[41];
     char *cap = NULL;
@@ -2916,7 +2920,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = rc_git_resolve(id, g, commit, err);
     if (error < 0)
         goto done;
-    error = read_record(&rec, g, id, a, err);
+    error = read_record(&rec, &layout, g, id, a, err);
     if (error < 0)
         goto done;
     if (!rec.source || !rec.source[0]) {
@@ -2932,6 +2936,9 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
         if (!same_render_digest(&rec, &ro))
             ro.render.pull = o->render.pull;
     }
+    /* and its record as the commit has it: one file, or that many shards (a commit made before
+     * records were written in shards has one file whatever its size) */
+    ro.render.record_shards = layout.shards;
     /* The source is loaded as a pass loads it (through a cache: a batch at a time on every
      * core, each batch's text dropped once parsed, and past the budget the heaviest files
      * refused, as the pass that made the commit refused them), but through a cache of its
@@ -2952,7 +2959,7 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     } else if (error < 0) {
         goto done;
     } else {
-        error = read_record(&prev, g, parent, a, err);
+        error = read_record(&prev, NULL, g, parent, a, err);
         if (error < 0)
             goto done;
     }
@@ -3030,7 +3037,7 @@ int rc_verdicts_recompute(struct rc_verdicts *out, struct rc_git *g, const char 
     if (error < 0)
         goto done;
     out->when = rc_git_commit_time(g, out->commit);
-    error = read_record(&rec, g, out->commit, a, err);
+    error = read_record(&rec, NULL, g, out->commit, a, err);
     if (error < 0)
         goto done;
     if (!rec.source || !rec.source[0]) {

@@ -76,11 +76,14 @@ struct rd_render_options {
     /* 0: records of up to RD_RECORD_INLINE_MAX units are written as one file; n > 0: up to
      * n (tests lower it to write small records in shards) */
     size_t record_inline_max;
+    /* 0: the record's layout follows from its units (rd_record_shards_for); 1: one file; a
+     * power of two: that many shards. Replay writes the layout of the commit it replays. */
+    size_t record_shards;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0        \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0     \
     }
 
 struct rd_tree_file {
@@ -184,17 +187,25 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
 typedef int (*rd_record_blob_fn)(void *payload, const char *id, size_t max, const char **text,
                                  size_t *len, struct rc_arena *a, struct rc_err *err);
 
+/* How a record read was laid out: shards 1 for one file, else the header's `shards` and the
+ * shard files it lists (nfiles of them, in the arena). */
+struct rd_record_layout {
+    size_t shards;
+    size_t nfiles;
+    struct rd_record_shard *files;
+};
+
 /*
  * rd_record_parse, and a record in shards too: each shard the header names is read by its
  * blob id through fetch (the file of that path in the same tree is not looked at), checked
  * (its path, kind, unit count, each unit in its shard, no unit twice) and its units joined,
  * sorted by unit. The header and its shards together are held to RD_RECORD_MAX_BYTES, and
- * one shard's bytes at a time are held. With shards, shards (may be NULL) gets the header's list
- * (*nshards of them, in a), so that a caller can check the tree's files against it.
+ * one shard's bytes at a time are held. layout (may be NULL) gets how the record was laid
+ * out.
  */
 int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_record_blob_fn fetch,
-                   void *payload, struct rd_record_shard **shards, size_t *nshards,
-                   struct rc_arena *a, struct rc_err *err);
+                   void *payload, struct rd_record_layout *layout, struct rc_arena *a,
+                   struct rc_err *err);
 
 /*
  * The record rd_record_parse reads from the bytes rd_record_emit writes for (res, opts),

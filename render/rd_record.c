@@ -1291,7 +1291,11 @@ static int record_emit(struct rc_buf *out, struct rd_record_files *files, struct
     if (m)
         memset(&m->last, 0, sizeof(m->last));
     dec = rd_out_sorted_decisions(res, &ndec, &a);
-    ns = files ? rd_record_shards_for(ndec, opts ? opts->record_inline_max : 0) : 1;
+    ns = !files ? 1
+         : opts && opts->record_shards
+             ? opts->record_shards
+             : rd_record_shards_for(ndec, opts ? opts->record_inline_max : 0);
+
     rd_out_add_str(head, "apiVersion", ns > 1 ? RD_RECORD_SHARDED_API_VERSION : RD_API_VERSION);
     rd_out_add_str(head, "kind", "PlacementRecord");
     rd_render_digest(digest, opts);
@@ -1377,9 +1381,14 @@ int rd_record_emit_files(struct rc_buf *out, struct rd_record_files *files, int 
                          struct rc_arena *a, struct rc_err *err)
 {
     int skipped;
+    size_t ns = opts ? opts->record_shards : 0;
 
     if (!same)
         same = &skipped;
+    *same = 0;
+    if (ns > RD_RECORD_SHARDS_MAX || (ns & (ns - 1)))
+        return rc_err_set(err, RC_EINVALID, "%zu shards: not a power of two up to %d", ns,
+                          RD_RECORD_SHARDS_MAX);
     return record_emit(out, files, a, res, opts, may_same, same, err);
 }
 
@@ -1867,8 +1876,8 @@ static int read_shards(struct units_in *in, const struct rd_record_shard *v, siz
 }
 
 int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_record_blob_fn fetch,
-                   void *payload, struct rd_record_shard **shards, size_t *nshards,
-                   struct rc_arena *a, struct rc_err *err)
+                   void *payload, struct rd_record_layout *layout, struct rc_arena *a,
+                   struct rc_err *err)
 {
     struct units_in in = {a, NULL, NULL, 0, 0, 0};
     struct rd_docs *docs = NULL;
@@ -1879,10 +1888,8 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
     size_t nsv = 0, count = 0;
     int error, sharded = 0;
 
-    if (shards)
-        *shards = NULL;
-    if (nshards)
-        *nshards = 0;
+    if (layout)
+        memset(layout, 0, sizeof(*layout));
     error = load_doc(&docs, &root, &sharded, &in, RECORD_FILE, text, len, RD_API_VERSION,
                      RD_RECORD_SHARDED_API_VERSION, "PlacementRecord", a, err);
     if (error < 0)
@@ -1921,10 +1928,11 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
     if (error < 0)
         goto done;
     *out = r;
-    if (shards)
-        *shards = sv;
-    if (nshards)
-        *nshards = nsv;
+    if (layout) {
+        layout->shards = sharded ? count : 1;
+        layout->nfiles = nsv;
+        layout->files = sv;
+    }
 done:
     free(in.units);
     free(in.tallies);
@@ -1935,7 +1943,7 @@ done:
 int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct rc_arena *a,
                     struct rc_err *err)
 {
-    return rd_record_read(out, text, len, NULL, NULL, NULL, NULL, a, err);
+    return rd_record_read(out, text, len, NULL, NULL, NULL, a, err);
 }
 
 /* ==== The binary form (rd_record_pack) ====

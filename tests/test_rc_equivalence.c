@@ -515,7 +515,7 @@ static void expect_replay(struct world *x, const char *commit, int step, const c
 
     o.bounded_verdicts = 1; /* as the replay command runs */
     o.last_pass = 1;
-    o.render.record_inline_max = x->inline_max;
+    /* the record's layout (one file, or shards) replay takes from the commit */
     assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
     if (rc_replay(&r, g, commit, &o, &x->a, &err) != RC_OK)
         fail_msg("seed %llx step %d (%s): replay of %.12s: %s", (unsigned long long)x->seed, step,

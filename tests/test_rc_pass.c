@@ -1033,6 +1033,62 @@ static void test_rc_pass__replay_after_a_hand_edited_list(void **state)
     fx_close(&f);
 }
 
+/* Replay writes the record in the layout of the commit it replays: in shards when the commit
+ * has them, whatever the size at which this build starts shards; in one file when the commit
+ * has one file, as a version before shards wrote it for a fleet of any size. */
+static void replay_matches(struct fx *f, size_t inline_max)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_replay_result rr;
+    struct rc_err err = RC_ERR_INIT;
+
+    o.apply = 0;
+    o.render.record_inline_max = inline_max;
+    if (rc_replay(&rr, f->g, "refs/heads/deploy", &o, &f->a, &err) != RC_OK)
+        fail_msg("replay: %s", err.msg);
+    if (!rr.match)
+        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
+                 rr.nmismatch ? rr.mismatch[0].path : "");
+}
+
+static void test_rc_pass__replay_writes_the_commits_layout(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    char *rec;
+    (void)state;
+
+    fx_open(&f, NULL);
+    o.apply = 0;
+    o.cache = f.cache;
+    o.render.record_inline_max = 1; /* the example's units in shards */
+    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    rec = th_git_show(f.repo, "deploy", "placements.yaml");
+    th_assert_contains(rec, "\nshards: ");
+    free(rec);
+    replay_matches(&f, 0); /* this build would write the example's record as one file */
+
+    /* one file with more units than the inline size: as an older version wrote it */
+    free(th_git_commit_files(f.repo, "z", "c/z.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: z, namespace: "
+                             "rayjob1}\ndata: {a: b}\n",
+                             NULL));
+    o.render.record_shards = 1;
+    fx_new_cache(&f);
+    o.cache = f.cache;
+    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    assert_int_equal(res.committed, 1);
+    rec = th_git_show(f.repo, "deploy", "placements.yaml");
+    assert_null(strstr(rec, "\nshards: "));
+    free(rec);
+    replay_matches(&f, 1); /* this build would write shards */
+    fx_close(&f);
+}
+
 /* The same for a Namespace no policy places: it is no unit of the record, but the cluster
  * directories take it from the source (labels and all). Dropping both copies would change what
  * is deployed; the original alone is kept, in later passes too. */
@@ -1114,6 +1170,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__file_whole_again_renders_what_it_says_now),
         cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
         cmocka_unit_test(test_rc_pass__replay_after_a_hand_edited_list),
+        cmocka_unit_test(test_rc_pass__replay_writes_the_commits_layout),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_keeps_its_namespace),

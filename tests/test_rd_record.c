@@ -1036,7 +1036,7 @@ static void read_sharded(struct rd_record *rec, const struct rc_buf *head, struc
 {
     struct rc_err err = RC_ERR_INIT;
 
-    if (rd_record_read(rec, head->ptr, head->len, store_fetch, st, NULL, NULL, a, &err) < 0)
+    if (rd_record_read(rec, head->ptr, head->len, store_fetch, st, NULL, a, &err) < 0)
         fail_msg("%s", err.msg);
 }
 
@@ -1053,8 +1053,7 @@ static void test_rd_record__shards_read_back_as_one_file(void **state)
     struct rd_record sharded, inline_rec, made;
     struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
     struct rd_record_files f;
-    struct rd_record_shard *listed = NULL;
-    size_t nlisted = 0;
+    struct rd_record_layout layout;
     struct store *st = calloc(1, sizeof(*st));
     int same = -1;
 
@@ -1085,11 +1084,11 @@ static void test_rd_record__shards_read_back_as_one_file(void **state)
         assert_int_equal(th_count(f.shards[i].text, "\n- unit: "), (int)f.shards[i].nunits);
     }
 
-    if (rd_record_read(&sharded, head.ptr, head.len, store_fetch, st, &listed, &nlisted, &a, &err) <
-        0)
+    if (rd_record_read(&sharded, head.ptr, head.len, store_fetch, st, &layout, &a, &err) < 0)
         fail_msg("%s", err.msg);
-    assert_int_equal(nlisted, f.nshards);
-    assert_string_equal(listed[0].id, f.shards[0].id);
+    assert_int_equal(layout.shards, 32);
+    assert_int_equal(layout.nfiles, f.nshards);
+    assert_string_equal(layout.files[0].id, f.shards[0].id);
     for (size_t i = 1; i < sharded.nunits; i++)
         assert_true(strcmp(sharded.units[i - 1].unit, sharded.units[i].unit) < 0);
     assert_int_equal(rd_record_emit(&whole, &res, &opts, &err), 0); /* one file */
@@ -1329,7 +1328,7 @@ static void test_rd_record__shards_refused_when_wrong(void **state)
             at += 40;
         }
         text[at] = '\0';
-        if (rd_record_read(&rec, text, strlen(text), store_fetch, st, NULL, NULL, &a, &err) !=
+        if (rd_record_read(&rec, text, strlen(text), store_fetch, st, NULL, &a, &err) !=
             (k == 2 ? RC_ENOTFOUND : RC_EINVALID))
             fail_msg("header %zu: %s", k, err.msg[0] ? err.msg : "read");
         th_assert_contains(err.msg, why[k]);
@@ -1369,7 +1368,7 @@ static void test_rd_record__shards_within_one_budget(void **state)
     assert_int_equal(rd_record_emit_files(&head, &f, 0, NULL, &res, &opts, &a, &err), 0);
     store_put(st, &f, &a);
     nmaxes = 0;
-    if (rd_record_read(&rec, head.ptr, head.len, budget_fetch, st, NULL, NULL, &a, &err) < 0)
+    if (rd_record_read(&rec, head.ptr, head.len, budget_fetch, st, NULL, &a, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(rec.nunits, 20);
     left = RD_RECORD_MAX_BYTES - head.len;

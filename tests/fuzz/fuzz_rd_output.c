@@ -72,15 +72,16 @@ static void sharded(const uint8_t *data, size_t size, struct rc_arena *a)
     const char *s = (const char *)data, *cut = memmem(s, size, CUT, strlen(CUT));
     struct parts p;
     struct rd_record r;
-    struct rd_record_shard *v = NULL;
-    size_t n = 0;
+    struct rd_record_layout layout;
 
     if (!cut)
         return;
     p.at = cut + strlen(CUT);
     p.end = s + size;
-    if (rd_record_read(&r, s, (size_t)(cut - s), next_part, &p, &v, &n, a, &err) != 0)
+    if (rd_record_read(&r, s, (size_t)(cut - s), next_part, &p, &layout, a, &err) != 0)
         return;
+    if (layout.shards < 1 || (layout.shards & (layout.shards - 1)) || layout.nfiles > layout.shards)
+        abort();
     /* what reads is sorted by unit, each once */
     for (size_t i = 1; i < r.nunits; i++) {
         if (strcmp(r.units[i - 1].unit, r.units[i].unit) >= 0)
