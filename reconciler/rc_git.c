@@ -1666,8 +1666,8 @@ static int is_deploy_path(const char *p);
  * file (an executable, a symlink, a submodule), or a file where a deploy directory goes. */
 static int odd_deploy_entry(const char *path, git_filemode_t mode)
 {
-    return is_deploy_path(path) &&
-           (mode != GIT_FILEMODE_BLOB || !strcmp(path, "clusters") || !strcmp(path, ".rightplace"));
+    return is_deploy_path(path) && (mode != GIT_FILEMODE_BLOB || !strcmp(path, "clusters") ||
+                                    !strcmp(path, ".rightplace") || !strcmp(path, "placements"));
 }
 
 static int walk_cb(const char *root, const git_tree_entry *e, void *payload)

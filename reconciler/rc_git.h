@@ -221,7 +221,8 @@ int rc_git_list_tree(struct rc_git_blob **out, size_t *n, struct rc_git *g, cons
                      const char *prefix, struct rc_arena *a, struct rc_err *err);
 /* rc_git_list_tree of the whole tree, and in *nodd how many entries under the deploy paths
  * (see rc_git_build_tree) are not plain files of mode 100644 (executables, symlinks,
- * submodules), plus a file named "clusters" or ".rightplace": what only rc_git_build_tree,
+ * submodules), plus a file named "clusters", ".rightplace" or "placements" (where the record's
+ * shards go): what only rc_git_build_tree,
  * not rc_git_update_tree, puts right. */
 int rc_git_list_tree_odd(struct rc_git_blob **out, size_t *n, size_t *nodd, struct rc_git *g,
                          const char *commit, struct rc_arena *a, struct rc_err *err);

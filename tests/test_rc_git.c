@@ -593,8 +593,14 @@ static void test_rc_git__tree_listed_ahead(void **state)
     assert_int_equal(rc_git_tree_walks(f->g), 2);
     {
         size_t odd = 0;
+        char *c3;
         assert_int_equal(rc_git_list_tree_odd(&v, &n, &odd, f->g, c2, &f->a, &err), RC_OK);
         assert_int_equal(odd, 1);
+        /* a file where the record's shards go is odd too */
+        c3 = th_git_commit_files(f->work, "three", "placements", "not a directory\n", NULL);
+        assert_int_equal(rc_git_list_tree_odd(&v, &n, &odd, f->g, c3, &f->a, &err), RC_OK);
+        assert_int_equal(odd, 2);
+        free(c3);
     }
     /* a listing of part of a tree is not the whole tree's: walked as before */
     assert_int_equal(rc_git_list_ahead(f->g, c2, &err), RC_OK);
