@@ -1122,6 +1122,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     /* the record and the capacity snapshot */
     {
         struct rd_render_options ro = *opts;
+        struct rd_record_files rf;
         int same = 0;
         if (rw.n) { /* render's warnings join the record's */
             const char **all = rc_arena_calloc(a, opts->nwarnings + rw.n + 1, sizeof(*all));
@@ -1132,20 +1133,18 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             ro.nwarnings = opts->nwarnings + rw.n;
             ro.warnings = all;
         }
-        struct rd_record_files rf;
         error = rd_record_emit_files(&b, &rf, opts->record_base_is_memo, &same, res, &ro, a, err);
         if (error < 0)
             goto done;
         /* a record in shards: those that did not change are the base's (the memo's, whose
          * record the base has); the header names each by its blob id */
-        for (size_t i = 0; i < rf.nshards; i++) {
+        for (size_t i = 0; i < rf.nshards; i++) { /* rf's shards live in a */
             const struct rd_record_shard *sh = &rf.shards[i];
-            const char *path = rc_arena_strdup(a, sh->path);
             if (sh->text)
-                files_add(&f, path, sh->text, sh->len);
+                files_add(&f, sh->path, sh->text, sh->len);
             else
-                files_keep(&f, path);
-            f.v[f.n - 1].id = rc_arena_strdup(a, sh->id);
+                files_keep(&f, sh->path);
+            f.v[f.n - 1].id = sh->id;
         }
         if (same) {
             files_keep(&f, "placements.yaml"); /* the base's, byte for byte */

@@ -303,6 +303,7 @@ size_t rd_record_shard_of(const char *unit, size_t nshards);
 /* A shard file of a record (rd_record_emit_files): path and blob id, its units, and its bytes,
  * or NULL when the base deploy tree has it (the last record written with the memo had it). */
 struct rd_record_shard {
+    size_t index; /* k of placements/<k>.yaml */
     char path[32];
     char id[41];
     size_t nunits;

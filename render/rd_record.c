@@ -190,6 +190,11 @@ struct memo_shard {
     size_t nunits;
 };
 
+/* An empty shard's id in the exported memo */
+#define NO_SHARD_ID "----------------------------------------"
+
+static int shard_count_ok(size_t n);
+
 struct rd_record_memo {
     size_t nunits; /* sorted by unit (strcmp) */
     struct memo_unit *units;
@@ -326,9 +331,7 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
     for (size_t i = 0; i < m->nshards; i++) {
         rc_le64_put(fixed, m->shards[i].nunits);
         rc_buf_add(out, fixed, 8, NULL);
-        rc_buf_add(
-            out, m->shards[i].nunits ? m->shards[i].id : "----------------------------------------",
-            40, NULL);
+        rc_buf_add(out, m->shards[i].nunits ? m->shards[i].id : NO_SHARD_ID, 40, NULL);
     }
     rc_le64_put(fixed, m->nwdig);
     rc_buf_add(out, fixed, 8, NULL);
@@ -344,7 +347,7 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
     struct memo_unit *v = NULL;
     struct memo_shard *sh = NULL;
     uint64_t *wd = NULL;
-    size_t n, nwd, nsh, total = 0;
+    size_t n, nwd, nsh;
 
     if (len < 25 || p[0] > 1)
         return RC_EINVALID;
@@ -374,23 +377,16 @@ int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len
         goto bad;
     nsh = (size_t)rc_le64_get(p);
     p += 8;
-    if (nsh == 1 || nsh > RD_RECORD_SHARDS_MAX || (nsh & (nsh - 1)) || nsh > (size_t)(end - p) / 48)
+    if ((nsh && !shard_count_ok(nsh)) || nsh > (size_t)(end - p) / 48)
         goto bad;
     sh = rc_xcalloc(nsh + 1, sizeof(*sh));
     for (size_t i = 0; i < nsh; i++, p += 48) {
         sh[i].nunits = (size_t)rc_le64_get(p);
-        if (sh[i].nunits > n)
-            goto bad;
         memcpy(sh[i].id, p + 8, 40);
-        sh[i].id[40] = '\0';
-        if (sh[i].nunits ? !rc_is_object_id(sh[i].id, 40)
-                         : strcmp(sh[i].id, "----------------------------------------"))
+        if (sh[i].nunits ? !rc_is_object_id(sh[i].id, 40) : memcmp(sh[i].id, NO_SHARD_ID, 40))
             goto bad;
         sh[i].id[sh[i].nunits ? 40 : 0] = '\0';
-        total += sh[i].nunits;
     }
-    if (nsh && total != n)
-        goto bad;
     if (nsh) { /* each shard's count is its units' */
         size_t *cnt = rc_xcalloc(nsh, sizeof(*cnt));
         int ok = 1;
@@ -822,6 +818,12 @@ size_t rd_record_shards_for(size_t nunits, size_t inline_max)
     return n;
 }
 
+/* A count of shards rightplace writes: a power of two from 2 to RD_RECORD_SHARDS_MAX. */
+static int shard_count_ok(size_t n)
+{
+    return n >= 2 && n <= RD_RECORD_SHARDS_MAX && !(n & (n - 1));
+}
+
 size_t rd_record_shard_of(const char *unit, size_t nshards)
 {
     return (size_t)(rc_xxh64(unit, strlen(unit)) & (uint64_t)(nshards - 1));
@@ -847,26 +849,23 @@ static int shard_prefix(struct rc_buf *out, struct rc_err *err)
     return error;
 }
 
-/* Blob ids of the shards written, shard k on thread k * t / ns. */
+/* The blob ids of the shards written (text[k] not NULL), one shard an item on every core;
+ * a shard whose id cannot be made gets "". */
 #define ID_SHARDS_PER_THREAD 16
 #define ID_THREADS_MAX 4
-struct id_share {
+struct id_job {
     int (*fn)(char out[41], const void *data, size_t len);
     char **text;
     const size_t *size;
     struct memo_shard *tab;
-    size_t ns, t;
-    int failed[ID_THREADS_MAX]; /* share k's */
 };
 
-static void id_share_run(void *arg, size_t k)
+static void id_item(void *arg, size_t k)
 {
-    struct id_share *sh = arg;
+    struct id_job *j = arg;
 
-    for (size_t i = sh->ns * k / sh->t; i < sh->ns * (k + 1) / sh->t; i++) {
-        if (sh->text[i] && sh->fn(sh->tab[i].id, sh->text[i], sh->size[i]) < 0)
-            sh->failed[k] = 1;
-    }
+    if (j->text[k] && j->fn(j->tab[k].id, j->text[k], j->size[k]) < 0)
+        j->tab[k].id[0] = '\0';
 }
 
 /*
@@ -993,26 +992,19 @@ static int write_sharded(struct rd_record_files *files, const struct pl_decision
     /* the shards' table: the memo's for those kept, each written one named by its blob id
      * (made on every core: SHA-1 of the whole record in a first pass) */
     if (!error && !*skipped) {
-        struct id_share sh;
-        memset(&sh, 0, sizeof(sh));
-        sh.fn = opts ? opts->blob_id : NULL;
-        sh.text = text;
-        sh.size = size;
-        sh.tab = tab;
-        sh.ns = ns;
-        sh.t = rc_threads_for(opts ? opts->threads : 0, ns, ID_SHARDS_PER_THREAD, ID_THREADS_MAX);
-        if (sh.t > ID_THREADS_MAX)
-            sh.t = ID_THREADS_MAX;
-        if (!sh.fn)
+        struct id_job job = {opts ? opts->blob_id : NULL, text, size, tab};
+        if (!job.fn)
             error = rc_err_set(err, RC_EINVALID,
                                "a record of %zu units is written in shards, named by blob id, "
                                "and no blob id function was given",
                                ndec);
         else
-            rc_threads_run(id_share_run, &sh, sh.t);
-        for (size_t k = 0; !error && k < sh.t; k++) {
-            if (sh.failed[k])
-                error = rc_err_set(err, RC_ERROR, "cannot make the blob id of a shard");
+            rc_threads_each(
+                id_item, &job, ns,
+                rc_threads_for(opts->threads, ns, ID_SHARDS_PER_THREAD, ID_THREADS_MAX));
+        for (size_t k = 0; !error && k < ns; k++) {
+            if (text[k] && !tab[k].id[0])
+                error = rc_err_set(err, RC_ERROR, "cannot make the blob id of shard %zu", k);
         }
     }
     for (size_t k = 0; k < ns && !error; k++) {
@@ -1032,6 +1024,7 @@ static int write_sharded(struct rd_record_files *files, const struct pl_decision
             if (!cnt[k])
                 continue;
             shard_path(v[f].path, k);
+            v[f].index = k;
             memcpy(v[f].id, tab[k].id, sizeof(v[f].id));
             v[f].nunits = cnt[k];
             v[f].text = text[k];
@@ -1386,7 +1379,7 @@ int rd_record_emit_files(struct rc_buf *out, struct rd_record_files *files, int 
     if (!same)
         same = &skipped;
     *same = 0;
-    if (ns > RD_RECORD_SHARDS_MAX || (ns & (ns - 1)))
+    if (ns > 1 && !shard_count_ok(ns))
         return rc_err_set(err, RC_EINVALID, "%zu shards: not a power of two up to %d", ns,
                           RD_RECORD_SHARDS_MAX);
     return record_emit(out, files, a, res, opts, may_same, same, err);
@@ -1766,7 +1759,7 @@ static int header_shards(struct rd_record_shard **out, size_t *n, size_t *count,
     error = get_count_field(count, root, "shards", 2, RD_RECORD_SHARDS_MAX, docs, err);
     if (error < 0)
         return error;
-    if (*count & (*count - 1))
+    if (!shard_count_ok(*count))
         return rd_out_err_at(err, docs, RECORD_FILE,
                              cJSON_GetObjectItemCaseSensitive(root, "shards"),
                              "field 'shards' is not a power of two");
@@ -1799,6 +1792,7 @@ static int header_shards(struct rd_record_shard **out, size_t *n, size_t *count,
                                  id);
         memcpy(v[k].path, path, strlen(path) + 1);
         memcpy(v[k].id, id, 41);
+        v[k].index = idx;
         k++;
     }
     *out = v;
@@ -1833,7 +1827,7 @@ static int read_shards(struct units_in *in, const struct rd_record_shard *v, siz
         struct rd_docs *docs = NULL;
         const cJSON *root;
         const char *text = NULL;
-        size_t len = 0, from = in->n, idx;
+        size_t len = 0, from = in->n;
         int sharded = 0;
         error = fetch(payload, v[k].id, budget, &text, &len, &scratch, err);
         if (error < 0) {
@@ -1848,12 +1842,11 @@ static int read_shards(struct units_in *in, const struct rd_record_shard *v, siz
         rc_arena_release(&scratch);
         if (error < 0)
             return error;
-        idx = (size_t)strtoul(v[k].path + strlen(RD_RECORD_SHARD_DIR), NULL, 16);
         if (in->n - from != v[k].nunits)
             return rc_err_set(err, RC_EINVALID, "%s: %zu units, where %s says %zu", v[k].path,
                               in->n - from, RECORD_FILE, v[k].nunits);
         for (size_t i = from; i < in->n; i++) {
-            if (rd_record_shard_of(in->units[i].unit, count) != idx)
+            if (rd_record_shard_of(in->units[i].unit, count) != v[k].index)
                 return rc_err_set(err, RC_EINVALID, "%s: unit '%s' belongs in shard %03zx",
                                   v[k].path, in->units[i].unit,
                                   rd_record_shard_of(in->units[i].unit, count));
