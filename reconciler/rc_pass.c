@@ -1692,6 +1692,28 @@ static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struc
     return error;
 }
 
+/* Whether hand edits v[0..n) changed the record: placements.yaml or a file of its shards. */
+static int record_edited(const struct rc_git_change *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(v[i].path, RECORD_PATH) ||
+            !strncmp(v[i].path, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The deploy commit whose record a pass starts from, given the hand edits v[0..n) made since
+ * rightplace's last commit `base` up to the head `deploy`: the head's, unless someone edited
+ * the record there. A record is what rightplace decided; an edit of it (a unit "moved", a
+ * file broken or removed) is reported and restored, never taken as a decision, and never
+ * stops a pass. Without such a commit of rightplace's (none found) the head's is read. */
+static const char *record_commit(const char *deploy, const char *base,
+                                 const struct rc_git_change *v, size_t n)
+{
+    return base[0] && record_edited(v, n) ? base : deploy;
+}
+
 /* Whether hand edits v[0..n) changed RD_KEPT_FILE: a list of kept versions someone else wrote
  * is not taken (the versions are looked for in history). */
 static int kept_list_edited(const struct rc_git_change *v, size_t n)
@@ -2546,29 +2568,24 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     cp->ph = ph;
     phase_mark(NULL, 0, &t);
-    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,
-                        &prev_line, g, o->cache, o->last_pass, out->deploy_old, o->log, a, err);
-    if (error < 0)
-        goto done;
-    cp->base_record = prev_line.blob;
-    cp->kept_from = out->deploy_old;
-    phase_mark(ph, PH_RECORD, &t);
     if (out->deploy_old[0]) {
         error = detect_hand_edits(out, g, a, err);
         if (error < 0)
             goto done;
     }
+    error = prev_record(
+        &prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached, &prev_line, g,
+        o->cache, o->last_pass,
+        record_commit(out->deploy_old, out->hand_edit_base, out->hand_edits, out->nhand_edits),
+        o->log, a, err);
+    if (error < 0)
+        goto done;
+    /* a record whose files someone edited is written whole: a file kept would be the edit */
+    cp->base_record = record_edited(out->hand_edits, out->nhand_edits) ? "" : prev_line.blob;
+    cp->kept_from = out->deploy_old;
+    phase_mark(ph, PH_RECORD, &t);
     if (kept_list_edited(out->hand_edits, out->nhand_edits))
         cp->kept_from = NULL;
-    /* a record whose files someone edited is written whole: its header names the shards as
-     * rightplace wrote them (read by id, so the edit is not taken), and a shard kept would be
-     * the edited file */
-    for (size_t i = 0; i < out->nhand_edits; i++) {
-        const char *p = out->hand_edits[i].path;
-        if (!strcmp(p, RECORD_PATH) ||
-            !strncmp(p, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)))
-            cp->base_record = "";
-    }
 
     /* what the previous pass loaded and this one may not need goes now (not at the end of
      * that pass: its result pointed into it) */
@@ -2959,23 +2976,22 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     } else if (error < 0) {
         goto done;
     } else {
-        error = read_record(&prev, NULL, g, parent, a, err);
-        if (error < 0)
-            goto done;
-    }
-    error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
-    if (error < 0)
-        goto done;
-    if (prev.source && prev.source[0]) {
-        /* the parent's list of kept versions, as the pass that made this commit took it */
+        /* the record and the list of kept versions the pass that made this commit started
+         * from: the parent's, but for what someone edited by hand there */
         struct rc_git_change *edits = NULL;
         size_t nedits = 0;
         char base[41];
         error = hand_edits_of(&edits, &nedits, base, g, parent, a, err);
+        if (error == RC_OK)
+            error = read_record(&prev, NULL, g, record_commit(parent, base, edits, nedits), a, err);
         if (error < 0)
             goto done;
-        c.kept_from = kept_list_edited(edits, nedits) ? NULL : parent;
+        if (prev.source && prev.source[0])
+            c.kept_from = kept_list_edited(edits, nedits) ? NULL : parent;
     }
+    error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
+    if (error < 0)
+        goto done;
     error = compute_load(&c, g, rec.source, &prev, o, a, err);
     if (error < 0)
         goto done;

@@ -222,6 +222,80 @@ static void test_rc_drift__hand_edit_is_reported_and_repaired(void **state)
     free(repo);
 }
 
+/* Someone edits placements.yaml on the deploy branch: one edit "moves" a unit to another
+ * cluster, one breaks the file, one removes it. None is taken as a decision: each is reported
+ * and restored, no workload's files move, no pass fails, and the repair replays (replay
+ * starts from the record the pass started from). */
+static void test_rc_drift__hand_edited_record_is_not_taken(void **state)
+{
+    char *repo = th_example_repo();
+    char *dir = th_tmpdir("handedit-record");
+    static const char *const edits[] = {"move", "break", "remove"};
+    char wt[4096], path[8192];
+    char *err = NULL, *out = NULL, *rendered, *first, *subject, *moved, *repaired;
+    (void)state;
+
+    assert_int_equal(th_rp(NULL, NULL, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+    rendered = th_git_show(repo, "deploy", "placements.yaml");
+    assert_non_null(rendered);
+    first = th_git_ok(repo, "rev-parse", "deploy", NULL);
+    first[40] = '\0';
+    snprintf(wt, sizeof(wt), "%s/wt", dir);
+    free(th_git_ok(repo, "worktree", "add", wt, "deploy", NULL));
+    snprintf(path, sizeof(path), "%s/placements.yaml", wt);
+    for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+        free(th_git_ok(wt, "reset", "-q", "--hard", NULL)); /* to the deploy head */
+        if (!strcmp(edits[e], "move")) {
+            /* rayjob1 "on" dynamic-cluster: its unit's clusters line, and nothing else */
+            static const char was[] = "  clusters:\n  - static-cluster\n";
+            const char *u = strstr(rendered, "- unit: rayjob-capacity-policy-rayjob1/");
+            const char *c = u ? strstr(u, was) : NULL;
+            FILE *f;
+            assert_non_null(c);
+            f = fopen(path, "w");
+            assert_non_null(f);
+            fprintf(f, "%.*s  clusters:\n  - dynamic-cluster\n%s", (int)(c - rendered), rendered,
+                    c + strlen(was));
+            fclose(f);
+            free(th_git_ok(wt, "commit", "-qam", "move rayjob1 by hand", NULL));
+        } else if (!strcmp(edits[e], "break")) {
+            FILE *f = fopen(path, "a");
+            assert_non_null(f);
+            fputs("units: [\n", f);
+            fclose(f);
+            free(th_git_ok(wt, "commit", "-qam", "break the record", NULL));
+        } else {
+            free(th_git_ok(wt, "rm", "-q", "placements.yaml", NULL));
+            free(th_git_ok(wt, "commit", "-qm", "remove the record", NULL));
+        }
+        assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--no-apply", NULL), 0);
+        th_assert_contains(err, "changed by hand");
+        th_assert_contains(err, "this pass restored");
+        free(err);
+        subject = th_git_ok(repo, "log", "-1", "--format=%s", "deploy", NULL);
+        assert_string_equal(subject, "repair 1 hand-edited file on the deploy branch");
+        repaired = th_git_show(repo, "deploy", "placements.yaml");
+        assert_non_null(repaired);
+        assert_string_equal(repaired, rendered);
+        /* no workload moved: the clusters' files are those of the first commit */
+        moved = th_git_ok(repo, "diff", "--name-only", first, "deploy", "--", "clusters/", NULL);
+        assert_string_equal(moved, "");
+        assert_int_equal(th_rp(&out, NULL, "replay", "--repo", repo, "deploy", NULL), 0);
+        th_assert_contains(out, "match");
+        free(out);
+        free(subject);
+        free(repaired);
+        free(moved);
+    }
+    free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
+    free(rendered);
+    free(first);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A record in shards (more units than one file holds) whose shard someone edits by hand: the
  * edit is reported and repaired like any other, and it never becomes the record the next pass
  * starts from (the header names the shard as rightplace wrote it, by blob id): here it claims
@@ -308,6 +382,31 @@ static void test_rc_drift__hand_edited_shard_is_not_taken(void **state)
     free(head);
     head = th_git_show(repo, "deploy", "placements.yaml");
     th_assert_contains(head, id);
+
+    /* a header that names a shard the repository lacks: reported and restored, not a pass
+     * that fails until someone mends it */
+    free(th_git_ok(wt, "reset", "-q", "--hard", NULL)); /* to the deploy head */
+    snprintf(path, sizeof(path), "%s/placements.yaml", wt);
+    {
+        char *p = strstr(head, id);
+        FILE *hf = fopen(path, "w");
+        assert_non_null(p);
+        assert_non_null(hf);
+        fprintf(hf, "%.*s%s%s", (int)(p - head), head, "0123456789abcdef0123456789abcdef01234567",
+                p + 40);
+        fclose(hf);
+    }
+    free(th_git_ok(wt, "commit", "-qam", "name a shard that is not there", NULL));
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL),
+                     0);
+    th_assert_contains(err, "changed by hand");
+    free(err);
+    free(repaired);
+    repaired = th_git_show(repo, "deploy", "placements.yaml");
+    assert_string_equal(repaired, head);
+    free(moved);
+    moved = th_git_ok(repo, "diff", "--name-only", "deploy~4", "deploy", "--", "clusters/", NULL);
+    assert_string_equal(moved, "");
     free(th_git_ok(repo, "worktree", "remove", "--force", wt, NULL));
     free(rendered);
     free(edited);
@@ -329,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_rc_drift__stale_ref_lock_is_cleared),
         cmocka_unit_test(test_rc_drift__remote_ref_lock_left_by_a_killed_push),
         cmocka_unit_test(test_rc_drift__hand_edit_is_reported_and_repaired),
+        cmocka_unit_test(test_rc_drift__hand_edited_record_is_not_taken),
         cmocka_unit_test(test_rc_drift__hand_edited_shard_is_not_taken),
     };
     int rc;

@@ -711,15 +711,16 @@ static void test_rc_incremental__last_pass_keeps_nothing(void **state)
     free(repo);
 }
 
-/* Someone else's commit on the deploy branch changes placements.yaml: its blob id is not the
- * one kept, so the pass reads the file. */
-static void test_rc_incremental__edited_record_is_read(void **state)
+/* Someone else's commit on the deploy branch changes placements.yaml: the edit is not taken
+ * (rc_pass.c, record_commit). The pass starts from the record of rightplace's last commit,
+ * which it keeps, so it reads nothing, and its commit restores the file. */
+static void test_rc_incremental__edited_record_is_not_taken(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
     struct rc_cache *loop = NULL;
     struct rc_err err = RC_ERR_INIT;
-    char *repo = make_repo(), *wt, *text;
+    char *repo = make_repo(), *wt, *text, *before, *after;
     char tree[41];
 
     (void)state;
@@ -727,6 +728,7 @@ static void test_rc_incremental__edited_record_is_read(void **state)
     assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
     run_pass(&res, tree, repo, loop, &a);
     assert_int_equal(res.committed, 1);
+    before = th_git_show(repo, "deploy", "placements.yaml");
 
     wt = th_tmpdir("incremental-wt");
     th_rm_rf(wt);
@@ -741,9 +743,14 @@ static void test_rc_incremental__edited_record_is_read(void **state)
     write_job(repo, 3, "2");
     free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 cpu", NULL));
     run_pass(&res, tree, repo, loop, &a);
-    assert_int_equal(res.nrecord_read, NJOBS);
+    assert_int_equal(res.nhand_edits, 1);
+    assert_int_equal(res.nrecord_read, 0);
     assert_int_equal(res.committed, 1);
+    after = th_git_show(repo, "deploy", "placements.yaml");
+    assert_string_equal(after, before); /* job-3's cpu is no decision: the record as written */
 
+    free(before);
+    free(after);
     rc_cache_free(loop);
     rc_git_global_shutdown();
     rc_arena_release(&a);
@@ -831,7 +838,7 @@ int main(void)
         cmocka_unit_test(test_rc_incremental__source_listed_once),
         cmocka_unit_test(test_rc_incremental__deploy_tree_listed_from_memory),
         cmocka_unit_test(test_rc_incremental__deploy_head_listed_ahead),
-        cmocka_unit_test(test_rc_incremental__edited_record_is_read),
+        cmocka_unit_test(test_rc_incremental__edited_record_is_not_taken),
         cmocka_unit_test(test_rc_incremental__last_pass_keeps_nothing),
         cmocka_unit_test(test_rc_incremental__many_files_hash_as_git_does),
         cmocka_unit_test(test_rc_incremental__git_cache_bounded),
