@@ -1,8 +1,9 @@
 /*
  * bench_rd_record.c - how fast a decision record comes back, by each form it can be kept in:
  * placements.yaml parsed (rd_record_parse), the binary form of the record cache file
- * (rd_record_pack / rd_record_unpack), and, for comparison, the record's YAML held as packed
- * cJSON documents (rd_pack / rd_unpack: the tree back, before any field is read out of it).
+ * (rd_record_pack / rd_record_unpack, and by shard as it keeps a record in shards:
+ * rd_record_pack_shard / rd_record_unpack_shards), and, for comparison, the record's YAML held as
+ * packed cJSON documents (rd_pack / rd_unpack: the tree back, before any field is read out of it).
  * Usage: bench_rd_record PLACEMENTS_YAML [REPEATS]
  * (e.g. `git -C /tmp/rp-e2e/10000x100/src show deploy:placements.yaml > /tmp/rec.yaml`)
  */
@@ -64,6 +65,94 @@ int main(int argc, char **argv)
         best[3] = now() - t3 < best[3] ? now() - t3 : best[3];
         (void)h;
         rc_arena_release(&tmp);
+        rc_arena_release(&a);
+    }
+    /* by shard, as the record cache file keeps a record in shards (rc_rcache.c): each
+     * shard packed, one shard packed (what a pass that changes one unit packs), and the
+     * parts joined back */
+    {
+        size_t nsh = rd_record_shards_for(rec.nunits, 0), *count, *start, *which, *index;
+        struct rc_buf *parts, head = RC_BUF_INIT, order = RC_BUF_INIT;
+        const unsigned char **pp;
+        size_t *lens, nparts = 0, bytes = 0;
+        double bs[3] = {1e9, 1e9, 1e9};
+        if (rd_record_parse(&rec, text.ptr, text.len, &a, &err) < 0)
+            return 1;
+        count = calloc(nsh + 1, sizeof(*count));
+        start = calloc(nsh + 1, sizeof(*start));
+        which = calloc(rec.nunits + 1, sizeof(*which));
+        index = calloc(nsh + 1, sizeof(*index));
+        lens = calloc(nsh + 1, sizeof(*lens));
+        pp = calloc(nsh + 1, sizeof(*pp));
+        parts = calloc(nsh + 1, sizeof(*parts));
+        for (size_t i = 0; i < rec.nunits; i++)
+            count[rd_record_shard_of(rec.units[i].unit, nsh)]++;
+        for (size_t k = 1; k <= nsh; k++)
+            start[k] = start[k - 1] + count[k - 1];
+        {
+            size_t *at = calloc(nsh + 1, sizeof(*at));
+            for (size_t i = 0; i < rec.nunits; i++) {
+                size_t k = rd_record_shard_of(rec.units[i].unit, nsh);
+                which[start[k] + at[k]++] = i;
+            }
+            free(at);
+        }
+        for (int r = 0; r < reps; r++) {
+            struct rc_arena tmp = RC_ARENA_INIT;
+            double t0 = now(), t1, t2;
+            nparts = 0;
+            bytes = 0;
+            for (size_t k = 0; k < nsh; k++) {
+                if (!count[k])
+                    continue;
+                rc_buf_release(&parts[nparts]);
+                rc_buf_init(&parts[nparts], 0);
+                rd_record_pack_shard(&parts[nparts], &rec, NULL, which + start[k], count[k]);
+                index[nparts] = k;
+                nparts++;
+            }
+            rc_buf_reset(&head);
+            rd_record_pack_head(&head, &rec, NULL);
+            rc_buf_reset(&order);
+            rd_record_pack_order(&order, &rec, nsh);
+            t1 = now();
+            for (size_t k = 0; k < nparts; k++) {
+                pp[k] = (const unsigned char *)parts[k].ptr;
+                lens[k] = parts[k].len;
+                bytes += lens[k];
+            }
+            if (rd_record_unpack_shards(
+                    &back, NULL, NULL, (const unsigned char *)head.ptr, head.len, pp, lens, index,
+                    nparts, nsh, (const unsigned char *)order.ptr, rec.nunits, &tmp, &err) < 0) {
+                fprintf(stderr, "unpack by shard: %s\n", err.msg);
+                return 1;
+            }
+            t2 = now();
+            {
+                struct rc_buf one = RC_BUF_INIT;
+                double t3 = now();
+                rd_record_pack_shard(&one, &rec, NULL, which + start[index[0]], count[index[0]]);
+                bs[2] = now() - t3 < bs[2] ? now() - t3 : bs[2];
+                rc_buf_release(&one);
+            }
+            bs[0] = t1 - t0 < bs[0] ? t1 - t0 : bs[0];
+            bs[1] = t2 - t1 < bs[1] ? t2 - t1 : bs[1];
+            rc_arena_release(&tmp);
+        }
+        printf("by shard: %zu shards, %zu bytes; best of %d: pack all %.1f ms, pack one %.2f ms, "
+               "join %.1f ms\n",
+               nparts, bytes + head.len + order.len, reps, bs[0] * 1e3, bs[2] * 1e3, bs[1] * 1e3);
+        for (size_t k = 0; k <= nsh; k++)
+            rc_buf_release(&parts[k]);
+        rc_buf_release(&head);
+        rc_buf_release(&order);
+        free(parts);
+        free(pp);
+        free(lens);
+        free(index);
+        free(which);
+        free(start);
+        free(count);
         rc_arena_release(&a);
     }
     /* the alternative: the whole record as packed cJSON documents, expanded again */

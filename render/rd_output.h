@@ -241,6 +241,35 @@ void rd_record_pack(struct rc_buf *out, const struct rd_record *r);
 int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
                      struct rc_arena *a, struct rc_err *err);
 
+/*
+ * A record packed in parts, so that the record cache file (reconciler/rc_rcache.h) keeps a
+ * record in shards by its shards' blob ids, and a pass that wrote one shard packs one:
+ * rd_record_pack_shard packs the units r->units[which[0..n)] (one shard's, in order) with,
+ * when memo is the writer's memo r was written with, each unit's key digest;
+ * rd_record_pack_head packs the rest of r, and of memo (NULL: none) all but its units;
+ * rd_record_pack_order the order of r's units by shard (nshards of them): for each unit, in
+ * order, the rank of its shard among the shards that have units, two bytes (little-endian),
+ * so that the join puts each unit in its place without comparing any.
+ * rd_record_unpack_shards joins a head and its shards' parts (parts[k] is shard index[k] of
+ * nshards, ascending), placed by the order of nunits units, into the record, and the memo
+ * when every part has its digests (then *memo_read is 1), that they were packed from. The
+ * bytes are untrusted: besides what rd_record_unpack and rd_record_memo_import check, each
+ * unit must be in its shard, the units in order and each once, and each named by its digests
+ * as by its record; else RC_EINVALID.
+ */
+struct rd_record_memo;
+void rd_record_pack_shard(struct rc_buf *out, const struct rd_record *r,
+                          const struct rd_record_memo *memo, const size_t *which, size_t n);
+void rd_record_pack_head(struct rc_buf *out, const struct rd_record *r,
+                         const struct rd_record_memo *memo);
+void rd_record_pack_order(struct rc_buf *out, const struct rd_record *r, size_t nshards);
+int rd_record_unpack_shards(struct rd_record *out, struct rd_record_memo *memo, int *memo_read,
+                            const unsigned char *head, size_t hlen,
+                            const unsigned char *const *parts, const size_t *lens,
+                            const size_t *index, size_t nparts, size_t nshards,
+                            const unsigned char *order, size_t nunits, struct rc_arena *a,
+                            struct rc_err *err);
+
 /* The writer's memo (rd_render_options.record_memo) and what the last record written with
  * it did: entries (units) and warnings copied from the memo, or written. */
 struct rd_record_memo;
@@ -278,6 +307,10 @@ int rd_record_file_error_listed(const uint64_t *digests, size_t n, const char *p
 uint64_t rd_record_warning_digest(const char *w);
 uint64_t rd_record_file_error_digest(const char *path, const char *msg);
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len);
+/* The shards of the last record written with m (0: it was one file), and the blob id of
+ * shard k ("" for an empty shard, which has no file). */
+size_t rd_record_memo_shards(const struct rd_record_memo *m);
+const char *rd_record_memo_shard_id(const struct rd_record_memo *m, size_t k);
 
 /*
  * A record of more than RD_RECORD_INLINE_MAX units is written in shards (docs/formats.md

@@ -303,29 +303,36 @@ struct rd_record_stats rd_record_memo_stats(const struct rd_record_memo *m)
  *   u64 nwarnings, nwarnings x u64 digest
  * The warnings' text and the entries' bytes are not kept: a memo read back writes them
  * again. */
-void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
+/* unit i of m as exported: u32 name length, name, u64 kd[0], u64 kd[1] */
+static void memo_export_unit(const struct rd_record_memo *m, size_t i, struct rc_buf *out)
+{
+    const struct memo_unit *u = &m->units[i];
+    unsigned char n[4], kd[16];
+    size_t len = strlen(u->unit);
+    uint64_t d[2] = {u->kd[0], u->kd[1]};
+
+    if (u->key) /* the digest of a key kept whole is made here, not every pass */
+        key_digest(d, u->key, u->keylen);
+    rc_le32_put(n, (uint32_t)len);
+    rc_le64_put(kd, d[0]);
+    rc_le64_put(kd + 8, d[1]);
+    rc_buf_add(out, n, 4, NULL);
+    rc_buf_add(out, u->unit, len, NULL);
+    rc_buf_add(out, kd, 16, NULL);
+}
+
+/* the export, with its units or (units 0) as if it had none */
+static void memo_export(const struct rd_record_memo *m, struct rc_buf *out, int units)
 {
     unsigned char fixed[25];
 
     fixed[0] = (unsigned char)(m->have_last != 0);
     rc_le64_put(fixed + 1, m->last_head);
     rc_le64_put(fixed + 9, m->last_tail);
-    rc_le64_put(fixed + 17, m->nunits);
+    rc_le64_put(fixed + 17, units ? m->nunits : 0);
     rc_buf_add(out, fixed, sizeof(fixed), NULL);
-    for (size_t i = 0; i < m->nunits; i++) {
-        const struct memo_unit *u = &m->units[i];
-        unsigned char n[4], kd[16];
-        size_t len = strlen(u->unit);
-        uint64_t d[2] = {u->kd[0], u->kd[1]};
-        if (u->key) /* the digest of a key kept whole is made here, not every pass */
-            key_digest(d, u->key, u->keylen);
-        rc_le32_put(n, (uint32_t)len);
-        rc_le64_put(kd, d[0]);
-        rc_le64_put(kd + 8, d[1]);
-        rc_buf_add(out, n, 4, NULL);
-        rc_buf_add(out, m->units[i].unit, len, NULL);
-        rc_buf_add(out, kd, 16, NULL);
-    }
+    for (size_t i = 0; units && i < m->nunits; i++)
+        memo_export_unit(m, i, out);
     rc_le64_put(fixed, m->nshards);
     rc_buf_add(out, fixed, 8, NULL);
     for (size_t i = 0; i < m->nshards; i++) {
@@ -339,6 +346,21 @@ void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
         rc_le64_put(fixed, m->wdig[i]);
         rc_buf_add(out, fixed, 8, NULL);
     }
+}
+
+void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out)
+{
+    memo_export(m, out, 1);
+}
+
+size_t rd_record_memo_shards(const struct rd_record_memo *m)
+{
+    return m ? m->nshards : 0;
+}
+
+const char *rd_record_memo_shard_id(const struct rd_record_memo *m, size_t k)
+{
+    return m && k < m->nshards && m->shards[k].nunits ? m->shards[k].id : "";
 }
 
 int rd_record_memo_import(struct rd_record_memo *m, const void *data, size_t len)
@@ -1803,11 +1825,38 @@ static int header_shards(struct rd_record_shard **out, size_t *n, size_t *count,
 struct unit_sort {
     struct pl_prev_unit u;
     struct rd_verdict_tally t;
+    uint64_t kd[2];
 };
 
 static int cmp_unit_sort(const void *x, const void *y)
 {
     return strcmp(((const struct unit_sort *)x)->u.unit, ((const struct unit_sort *)y)->u.unit);
+}
+
+/* units[0..n) and their tallies (and key digests, kd may be NULL) in order of unit, as
+ * written in one file */
+static void sort_units(struct pl_prev_unit *units, struct rd_verdict_tally *tallies,
+                       uint64_t (*kd)[2], size_t n)
+{
+    struct unit_sort *t;
+
+    if (n < 2)
+        return;
+    t = rc_xcalloc(n, sizeof(*t));
+    for (size_t i = 0; i < n; i++) {
+        t[i].u = units[i];
+        t[i].t = tallies[i];
+        if (kd)
+            memcpy(t[i].kd, kd[i], sizeof(t[i].kd));
+    }
+    rc_sort(t, n, sizeof(*t), cmp_unit_sort);
+    for (size_t i = 0; i < n; i++) {
+        units[i] = t[i].u;
+        tallies[i] = t[i].t;
+        if (kd)
+            memcpy(kd[i], t[i].kd, sizeof(t[i].kd));
+    }
+    free(t);
 }
 
 /* The units of the shards the header names, read by blob id into in, then sorted by unit;
@@ -1852,19 +1901,7 @@ static int read_shards(struct units_in *in, const struct rd_record_shard *v, siz
                                   rd_record_shard_of(in->units[i].unit, count));
         }
     }
-    if (in->n > 1) { /* in order of unit, as written in one file */
-        struct unit_sort *t = rc_xcalloc(in->n, sizeof(*t));
-        for (size_t i = 0; i < in->n; i++) {
-            t[i].u = in->units[i];
-            t[i].t = in->tallies[i];
-        }
-        rc_sort(t, in->n, sizeof(*t), cmp_unit_sort);
-        for (size_t i = 0; i < in->n; i++) {
-            in->units[i] = t[i].u;
-            in->tallies[i] = t[i].t;
-        }
-        free(t);
-    }
+    sort_units(in->units, in->tallies, NULL, in->n);
     return 0;
 }
 
@@ -2230,4 +2267,236 @@ int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t le
         return error;
     *out = r;
     return 0;
+}
+
+/* ==== A record packed by shard (rd_record_pack_shard) ====
+ *
+ * A shard:  u64 P, P bytes of rd_record_pack (source "", no render digest, the shard's units
+ *           in order), u64 K (0, or the units: their key digests follow), K x (u32 name
+ *           length, name, u64 kd[0], u64 kd[1]) as rd_record_memo_export writes a unit
+ * A head:   u64 P, P bytes of rd_record_pack (no units), then what rd_record_memo_export
+ *           writes of the memo with its units left out (nothing: no memo)
+ */
+
+void rd_record_pack_shard(struct rc_buf *out, const struct rd_record *r,
+                          const struct rd_record_memo *memo, const size_t *which, size_t n)
+{
+    struct rd_record sub = {"", NULL, n, NULL, NULL};
+    unsigned char num[8] = {0};
+    size_t at = out->len;
+    int digests = memo && memo->nunits == r->nunits;
+
+    sub.units = rc_xcalloc(n + 1, sizeof(*sub.units));
+    sub.tallies = rc_xcalloc(n + 1, sizeof(*sub.tallies));
+    for (size_t i = 0; i < n; i++) {
+        sub.units[i] = r->units[which[i]];
+        if (r->tallies)
+            sub.tallies[i] = r->tallies[which[i]];
+        digests = digests && !strcmp(memo->units[which[i]].unit, r->units[which[i]].unit);
+    }
+    rc_buf_add(out, num, 8, NULL);
+    rd_record_pack(out, &sub);
+    rc_le64_put((unsigned char *)out->ptr + at, out->len - at - 8);
+    rc_le64_put(num, digests ? n : 0);
+    rc_buf_add(out, num, 8, NULL);
+    for (size_t i = 0; digests && i < n; i++)
+        memo_export_unit(memo, which[i], out);
+    free(sub.units);
+    free(sub.tallies);
+}
+
+void rd_record_pack_head(struct rc_buf *out, const struct rd_record *r,
+                         const struct rd_record_memo *memo)
+{
+    struct rd_record head = *r;
+    unsigned char num[8] = {0};
+    size_t at = out->len;
+
+    head.nunits = 0;
+    rc_buf_add(out, num, 8, NULL);
+    rd_record_pack(out, &head);
+    rc_le64_put((unsigned char *)out->ptr + at, out->len - at - 8);
+    if (memo)
+        memo_export(memo, out, 0);
+}
+
+/* The packed record of p[0..len) as "u64 P, P bytes", *rest after it; -1 when it does not
+ * read */
+static int unpack_part(struct rd_record *r, const unsigned char **rest, const unsigned char *p,
+                       size_t len, struct rc_arena *a, struct rc_err *err)
+{
+    size_t n;
+
+    if (len < 8 || (n = (size_t)rc_le64_get(p)) > len - 8)
+        return -1;
+    if (rd_record_unpack(r, p + 8, n, a, err) < 0)
+        return -1;
+    *rest = p + 8 + n;
+    return 0;
+}
+
+/* Part p[0..len) ("u64 P, P bytes" of rd_record_pack, then its key digests) unpacked into
+ * the joined record's places: its unit i at r->units[at[i]] (n units, as the order says),
+ * each unit's key digest at kd[at[i]] (*digests 0 when the part has none); each unit in
+ * shard `shard` of nshards. 0, or -1 when it does not read. */
+static int unpack_part_at(struct rd_record *r, uint64_t (*kd)[2], int *digests,
+                          const unsigned char *p, size_t len, const size_t *at, size_t n,
+                          size_t shard, size_t nshards, struct rc_arena *a)
+{
+    struct unpacker in;
+    const unsigned char *end = p + len;
+    size_t plen, nd;
+
+    if (len < 8 || (plen = (size_t)rc_le64_get(p)) > len - 8)
+        return -1;
+    in = (struct unpacker){p + 8, p + 8 + plen, a, 0, NULL, 0, 0};
+    (void)get_str(&in, 1);
+    (void)get_str(&in, 0);
+    if (get_count(&in) != n)
+        in.bad = 1;
+    for (size_t i = 0; i < n && !in.bad; i++) {
+        get_unit(&in, &r->units[at[i]], &r->tallies[at[i]]);
+        if (!in.bad && rd_record_shard_of(r->units[at[i]].unit, nshards) != shard)
+            in.bad = 1;
+    }
+    free(in.tab);
+    if (in.bad || in.p != in.end)
+        return -1;
+    p = in.end;
+    if (end - p < 8)
+        return -1;
+    nd = (size_t)rc_le64_get(p);
+    p += 8;
+    if (nd && nd != n)
+        return -1;
+    *digests = *digests && nd;
+    for (size_t i = 0; i < nd; i++) {
+        const char *unit = r->units[at[i]].unit;
+        size_t ulen;
+        if (end - p < 4)
+            return -1;
+        ulen = rc_le32_get(p);
+        if ((size_t)(end - p) - 4 < ulen || (size_t)(end - p) - 4 - ulen < 16 ||
+            strlen(unit) != ulen || memcmp(p + 4, unit, ulen))
+            return -1;
+        kd[at[i]][0] = rc_le64_get(p + 4 + ulen);
+        kd[at[i]][1] = rc_le64_get(p + 12 + ulen);
+        p += 20 + ulen;
+    }
+    return p == end ? 0 : -1;
+}
+
+int rd_record_unpack_shards(struct rd_record *out, struct rd_record_memo *memo, int *memo_read,
+                            const unsigned char *head, size_t hlen,
+                            const unsigned char *const *parts, const size_t *lens,
+                            const size_t *index, size_t nparts, size_t nshards,
+                            const unsigned char *order, size_t nunits, struct rc_arena *a,
+                            struct rc_err *err)
+{
+    struct rd_record h, r;
+    const unsigned char *rest;
+    uint64_t(*kd)[2] = NULL;
+    size_t mlen, *start = NULL, *at = NULL, *fill = NULL;
+    int digests = 1, error = RC_EINVALID;
+
+    if (memo_read)
+        *memo_read = 0;
+    memset(&r, 0, sizeof(r));
+    if (!shard_count_ok(nshards) || nparts > RD_RECORD_SHARDS_MAX ||
+        unpack_part(&h, &rest, head, hlen, a, err) < 0 || h.nunits)
+        goto bad;
+    mlen = hlen - (size_t)(rest - head);
+    r.source = h.source;
+    r.render_digest = h.render_digest;
+    /* where each part's units go: the order names the part of each unit of the record, in
+     * order of unit */
+    start = rc_xcalloc(nparts + 1, sizeof(*start));
+    fill = rc_xcalloc(nparts + 1, sizeof(*fill));
+    at = rc_xcalloc(nunits + 1, sizeof(*at));
+    for (size_t j = 0; j < nunits; j++) {
+        size_t k = (size_t)order[2 * j] | (size_t)order[2 * j + 1] << 8;
+        if (k >= nparts)
+            goto bad;
+        start[k + 1]++;
+    }
+    for (size_t k = 0; k < nparts; k++)
+        start[k + 1] += start[k];
+    for (size_t j = 0; j < nunits; j++) {
+        size_t k = (size_t)order[2 * j] | (size_t)order[2 * j + 1] << 8;
+        at[start[k] + fill[k]++] = j;
+    }
+    r.nunits = nunits;
+    r.units = rc_arena_calloc(a, nunits + 1, sizeof(*r.units));
+    r.tallies = rc_arena_calloc(a, nunits + 1, sizeof(*r.tallies));
+    kd = rc_xcalloc(nunits + 1, sizeof(*kd));
+    for (size_t k = 0; k < nparts; k++) {
+        if (index[k] >= nshards || (k && index[k] <= index[k - 1]) || start[k + 1] == start[k] ||
+            unpack_part_at(&r, kd, &digests, parts[k], lens[k], at + start[k],
+                           start[k + 1] - start[k], index[k], nshards, a) < 0)
+            goto bad;
+    }
+    /* in order of unit, each once: what the order says, checked */
+    for (size_t j = 1; j < nunits; j++) {
+        if (strcmp(r.units[j - 1].unit, r.units[j].unit) >= 0)
+            goto bad;
+    }
+    /* the memo: as rd_record_memo_export writes it whole, and read back as that is */
+    if (memo && mlen && digests) {
+        struct rc_buf b = RC_BUF_INIT;
+        unsigned char num[8];
+        if (mlen < 25)
+            goto bad;
+        rc_buf_add(&b, rest, 17, NULL);
+        rc_le64_put(num, r.nunits);
+        rc_buf_add(&b, num, 8, NULL);
+        for (size_t i = 0; i < r.nunits; i++) {
+            unsigned char n[4], d[16];
+            size_t ulen = strlen(r.units[i].unit);
+            rc_le32_put(n, (uint32_t)ulen);
+            rc_le64_put(d, kd[i][0]);
+            rc_le64_put(d + 8, kd[i][1]);
+            rc_buf_add(&b, n, 4, NULL);
+            rc_buf_add(&b, r.units[i].unit, ulen, NULL);
+            rc_buf_add(&b, d, 16, NULL);
+        }
+        rc_buf_add(&b, rest + 25, mlen - 25, NULL);
+        error = rc_le64_get(rest + 17) ? RC_EINVALID : rd_record_memo_import(memo, b.ptr, b.len);
+        rc_buf_release(&b);
+        if (error < 0)
+            goto bad;
+        if (memo_read)
+            *memo_read = 1;
+    }
+    *out = r;
+    error = 0;
+    goto done;
+bad:
+    error = rc_err_set(err, RC_EINVALID, "packed record in shards: not what was packed");
+done:
+    free(start);
+    free(fill);
+    free(at);
+    free(kd);
+    return error;
+}
+
+void rd_record_pack_order(struct rc_buf *out, const struct rd_record *r, size_t nshards)
+{
+    size_t *part = rc_xcalloc(nshards + 1, sizeof(*part)), *sh, n = 0;
+
+    sh = rc_xcalloc(r->nunits + 1, sizeof(*sh));
+    for (size_t i = 0; i < r->nunits; i++)
+        part[sh[i] = rd_record_shard_of(r->units[i].unit, nshards)] = 1;
+    for (size_t k = 0; k < nshards; k++) {
+        size_t used = part[k];
+        part[k] = n;
+        n += used;
+    }
+    for (size_t i = 0; i < r->nunits; i++) {
+        unsigned char b[2] = {(unsigned char)(part[sh[i]] & 0xff),
+                              (unsigned char)(part[sh[i]] >> 8)};
+        rc_buf_add(out, b, 2, NULL);
+    }
+    free(part);
+    free(sh);
 }

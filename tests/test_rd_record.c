@@ -1144,6 +1144,163 @@ static void test_rd_record__shards_read_back_as_one_file(void **state)
     rc_arena_release(&a);
 }
 
+/* A record in shards packed by shard (the record cache file keeps it so): the head and the
+ * shards' parts join into the record the writer wrote and the memo it wrote it with (their
+ * exports the same bytes), a part without digests gives the record without the memo, and
+ * every cut or flipped byte of a part, a part under another index, parts out of order and a
+ * unit in two parts are refused or give a record the parser could give, never a crash. */
+static void test_rd_record__packed_by_shard_joins_back(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf head = RC_BUF_INIT, packed_head = RC_BUF_INIT, want = RC_BUF_INIT;
+    struct rc_buf got = RC_BUF_INIT, order = RC_BUF_INIT;
+    struct pl_result res;
+    struct rd_record made, back;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_files f;
+    struct rd_record_memo *memo = NULL, *read = NULL;
+    size_t nsh, nparts = 0, *count, *index;
+    struct rc_buf *parts;
+    const unsigned char **pp;
+    size_t *lens;
+    int same = -1, memo_read = 0;
+
+    (void)state;
+    make_varied(&res, &opts, &a);
+    opts.blob_id = blob_id;
+    opts.record_inline_max = 16;
+    rd_record_memo_new(&memo);
+    rd_record_memo_keep_bytes(memo, 0);
+    opts.record_memo = memo;
+    assert_int_equal(rd_record_emit_files(&head, &f, 0, &same, &res, &opts, &a, &err), 0);
+    assert_int_equal(rd_record_of_result(&made, &res, &opts, &a), 0);
+    nsh = rd_record_memo_shards(memo);
+    assert_int_equal(nsh, 32);
+    count = calloc(nsh, sizeof(*count));
+    index = calloc(nsh, sizeof(*index));
+    lens = calloc(nsh, sizeof(*lens));
+    pp = calloc(nsh, sizeof(*pp));
+    parts = calloc(nsh, sizeof(*parts));
+    for (size_t k = 0; k < nsh; k++) {
+        size_t *which = calloc(made.nunits + 1, sizeof(*which)), n = 0;
+        for (size_t i = 0; i < made.nunits; i++) {
+            if (rd_record_shard_of(made.units[i].unit, nsh) == k)
+                which[n++] = i;
+        }
+        assert_int_equal(n != 0, rd_record_memo_shard_id(memo, k)[0] != '\0');
+        if (n) {
+            rc_buf_init(&parts[nparts], 0);
+            rd_record_pack_shard(&parts[nparts], &made, memo, which, n);
+            index[nparts] = k;
+            count[nparts] = n;
+            pp[nparts] = (const unsigned char *)parts[nparts].ptr;
+            lens[nparts] = parts[nparts].len;
+            nparts++;
+        }
+        free(which);
+    }
+    rd_record_pack_head(&packed_head, &made, memo);
+    rd_record_pack_order(&order, &made, nsh);
+    assert_int_equal(order.len, 2 * made.nunits);
+#define JOIN(m, p, l, ix, n, ns, ord, a)                                                           \
+    rd_record_unpack_shards(&back, m, NULL, (const unsigned char *)packed_head.ptr,                \
+                            packed_head.len, p, l, ix, n, ns, (const unsigned char *)(ord),        \
+                            made.nunits, a, &err)
+    rd_record_memo_new(&read);
+    assert_int_equal(
+        rd_record_unpack_shards(&back, read, &memo_read, (const unsigned char *)packed_head.ptr,
+                                packed_head.len, pp, lens, index, nparts, nsh,
+                                (const unsigned char *)order.ptr, made.nunits, &a, &err),
+        0);
+    th_assert_records_equal(&back, &made);
+    assert_int_equal(memo_read, 1);
+    rd_record_memo_export(memo, &want);
+    rd_record_memo_export(read, &got);
+    assert_int_equal(got.len, want.len);
+    assert_memory_equal(got.ptr, want.ptr, want.len);
+
+    /* what does not join */
+    {
+        char *bad_order = malloc(order.len);
+        size_t j = 1;
+        /* a part under another index: its units are not in that shard */
+        index[0] ^= 1;
+        assert_int_equal(JOIN(NULL, pp, lens, index, nparts, nsh, order.ptr, &a), RC_EINVALID);
+        index[0] ^= 1;
+        /* parts out of order, each under its own index */
+        {
+            const unsigned char *tp = pp[0];
+            size_t tl = lens[0], ti = index[0];
+            pp[0] = pp[1], lens[0] = lens[1], index[0] = index[1];
+            pp[1] = tp, lens[1] = tl, index[1] = ti;
+            assert_int_equal(JOIN(NULL, pp, lens, index, nparts, nsh, order.ptr, &a), RC_EINVALID);
+            pp[1] = pp[0], lens[1] = lens[0], index[1] = index[0];
+            pp[0] = tp, lens[0] = tl, index[0] = ti;
+        }
+        /* two units of different parts in each other's places: not in order */
+        memcpy(bad_order, order.ptr, order.len);
+        while (j < made.nunits && !memcmp(bad_order + 2 * j, bad_order, 2))
+            j++;
+        assert_true(j < made.nunits);
+        bad_order[0] = order.ptr[2 * j];
+        bad_order[1] = order.ptr[2 * j + 1];
+        bad_order[2 * j] = order.ptr[0];
+        bad_order[2 * j + 1] = order.ptr[1];
+        assert_int_equal(JOIN(NULL, pp, lens, index, nparts, nsh, bad_order, &a), RC_EINVALID);
+        /* an order naming a part there is not */
+        bad_order[0] = (char)0xff;
+        assert_int_equal(JOIN(NULL, pp, lens, index, nparts, nsh, bad_order, &a), RC_EINVALID);
+        free(bad_order);
+        /* a shard count that is not a power of two */
+        assert_int_equal(JOIN(NULL, pp, lens, index, nparts, 33, order.ptr, &a), RC_EINVALID);
+    }
+    /* every cut and flipped byte of the first part, in an exact-size copy (ASan) */
+    for (size_t cut = 0; cut <= lens[0]; cut++) {
+        for (int flip = 0; flip < 2; flip++) {
+            struct rc_arena tmp = RC_ARENA_INIT;
+            size_t n = flip ? lens[0] : cut;
+            unsigned char *exact;
+            const unsigned char *saved = pp[0];
+            size_t saved_len = lens[0];
+            int rc;
+            if (flip && cut == lens[0])
+                break;
+            exact = malloc(n ? n : 1);
+            memcpy(exact, saved, n);
+            if (flip)
+                exact[cut] ^= 0x41;
+            pp[0] = exact;
+            lens[0] = n;
+            rc = JOIN(read, pp, lens, index, nparts, nsh, order.ptr, &tmp);
+            if (rc == 0)
+                assert_parser_could_give(&back);
+            else
+                assert_int_equal(rc, RC_EINVALID);
+            pp[0] = saved;
+            lens[0] = saved_len;
+            free(exact);
+            rc_arena_release(&tmp);
+        }
+    }
+    for (size_t k = 0; k < nparts; k++)
+        rc_buf_release(&parts[k]);
+    free(parts);
+    free(pp);
+    free(lens);
+    free(index);
+    free(count);
+    rd_record_memo_free(memo);
+    rd_record_memo_free(read);
+    rc_buf_release(&head);
+    rc_buf_release(&packed_head);
+    rc_buf_release(&order);
+    rc_buf_release(&want);
+#undef JOIN
+    rc_buf_release(&got);
+    rc_arena_release(&a);
+}
+
 /* With the memo of the base's record, a pass writes the shards whose units changed and keeps
  * the others (their files are the base's): one decision that changes writes one shard and the
  * header; a unit added or removed, its shard; nothing changed, nothing. The memo read back
@@ -1426,6 +1583,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
         cmocka_unit_test(test_rd_record__shards_read_back_as_one_file),
+        cmocka_unit_test(test_rd_record__packed_by_shard_joins_back),
         cmocka_unit_test(test_rd_record__shards_written_as_they_change),
         cmocka_unit_test(test_rd_record__shards_refused_when_wrong),
         cmocka_unit_test(test_rd_record__shards_within_one_budget),
