@@ -5,11 +5,14 @@
  * pass). In loop mode the record kept in memory (rc_cache_record) answers first; the file
  * serves the first pass after a restart.
  *
- * The file holds one record, keyed by the blob id of the placements.yaml it stands for: the
+ * The file holds records keyed by the blob id of the placements.yaml each stands for: the
  * record the last pass committed (rd_record_of_result, which gives what rd_record_parse of
  * those bytes gives), or the one it parsed from the deploy head. Content addressing makes a
  * hit exact: a hand edit, another writer or another repository gives another blob id, and the
- * file is then read and parsed as without the cache.
+ * file is then read and parsed as without the cache. A record in shards (docs/formats.md) is
+ * kept by shard, each shard's units under the shard file's blob id, so that a pass that wrote
+ * one shard packs and appends that one (rd_record_pack_shard) and the record's entry naming
+ * them all; the file is rewritten whole when what no record uses would outweigh the rest.
  *
  * The file is untrusted input. It is used only when it is a regular file of this user of at
  * most RC_RCACHE_MAX_BYTES whose header names this exact build (the program's version, the
@@ -17,7 +20,9 @@
  * entry carries its length and a checksum (XXH64) and is decoded by rd_record_unpack,
  * which checks every length and what rd_record_parse checks of a record. Anything else is a
  * warning (once for one state of the file), the record is parsed, and the file is rewritten
- * (a temporary file, fsync, rename). Callers hold the state directory's lock.
+ * (a temporary file, fsync, rename). Appends are not synced: a tail torn by a crash fails
+ * its lengths or checksums, costs a parse, and the file is rewritten. Callers hold the state
+ * directory's lock.
  */
 #ifndef RC_RCACHE_H
 #define RC_RCACHE_H
@@ -72,9 +77,10 @@ int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_recor
                    const struct rc_rcache_line *line, struct rc_err *err);
 
 /* rc_rcache_save in two steps, so that a pass can pack the record while it writes its commit
- * (the blob id comes with the commit): rc_rcache_prepare writes the file's bytes into out
- * (reads rc's header only: safe on another thread), and rc_rcache_write names the blob,
- * checksums and writes them, as rc_rcache_save does. memo (may be NULL): the writer's memo
+ * (the blob id comes with the commit): rc_rcache_prepare writes into out the file's bytes,
+ * or for a record in shards those to append (it reads rc's header and list of entries, which
+ * only rc_rcache_load and rc_rcache_write change: safe on another thread between them), and
+ * rc_rcache_write names the blob, checksums and writes them, as rc_rcache_save does. memo (may be NULL): the writer's memo
  * the record's blob was written with (rd_render_options.record_memo), kept beside it so that
  * the next process can tell that its record would be the same without writing it; a file
  * holding the blob's record without a memo is written again when prepared bytes bring one. */

@@ -66,6 +66,8 @@ enum mode { WITH_STATE, NO_STATE, NO_PARSE_CACHE };
 
 /* One `rightplace reconcile --once --no-apply --force` run; log (may be NULL) gets its log.
  * tree: the deploy tree after it. */
+static size_t inline_max; /* rd_render_options.record_inline_max of the runs (0: default) */
+
 static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, enum mode m,
                      FILE *log)
 {
@@ -81,6 +83,7 @@ static void run_once(struct rc_pass_result *res, char tree[41], struct fx *f, en
     o.force = 1;
     o.last_pass = 1;
     o.bounded_verdicts = 1;
+    o.render.record_inline_max = inline_max;
     o.log = log ? &lg : NULL;
     assert_int_equal(rc_cache_new(&cache, m == NO_STATE ? NULL : f->state, &err), RC_OK);
     if (m == NO_PARSE_CACHE)
@@ -296,7 +299,25 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
 /* A damaged, truncated or foreign file: a warning, the record parsed, the right tree, and the
  * file rewritten (the run after it takes the record from the file, silently). A file holding
  * another blob's record is a miss: the same, but no warning. */
-static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
+/* The offset of the last entry of a record cache file's bytes f[0..len) (the record's),
+ * its entries from hdr. */
+static size_t last_entry_at(const char *f, size_t len, size_t hdr)
+{
+    size_t off = hdr, last = hdr;
+
+    while (off + 8 <= len) {
+        const unsigned char *p = (const unsigned char *)f + off;
+        size_t l = 0;
+        for (int b = 7; b >= 0; b--)
+            l = l << 8 | p[b];
+        last = off;
+        off += 8 + l;
+    }
+    assert_int_equal(off, len);
+    return last;
+}
+
+static void damaged_file_costs_a_parse(void)
 {
     static const char *const kinds[] = {"another build", "truncated", "a flipped byte",
                                         "another blob",  "garbage",   "empty"};
@@ -304,8 +325,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
     struct rc_pass_result res, plain;
     char tree[41], want[41];
     char *good, *base;
-    size_t len, hdr;
-    (void)state;
+    size_t len, hdr, last;
 
     fx_open(&f);
     run_once(&res, tree, &f, WITH_STATE, NULL);
@@ -314,6 +334,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
     assert_int_equal(plain.committed, 0);
     good = th_read_all(f.path, &len);
     hdr = (size_t)(strchr(strchr(good, '\n') + 1, '\n') + 1 - good);
+    last = last_entry_at(good, len, hdr);
     assert_true(len > hdr + 60 + 100);
     for (size_t kind = 0; kind < sizeof(kinds) / sizeof(kinds[0]); kind++) {
         char *bad = malloc(len);
@@ -332,7 +353,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
             bad[len - 10] ^= 0x20;
             break;
         case 3: /* the record of another placements.yaml */
-            bad[hdr + 16] = bad[hdr + 16] == 'a' ? 'b' : 'a';
+            bad[last + 17] = bad[last + 17] == 'a' ? 'b' : 'a';
             break;
         case 4:
             memset(bad, 'x', len);
@@ -348,7 +369,7 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
         if (kind == 3) {
             /* a miss (the deploy branch moved by other means), not damage: said at debug
              * level only */
-            if (strstr(text, "warning") || !strstr(text, "holds the record of another"))
+            if (strstr(text, "warning") || !strstr(text, "holds no record of this"))
                 fail_msg("%s: a warning, or no debug line, in:\n%s", kinds[kind], text);
         } else if (!strstr(text, "record cache '") ||
                    !strstr(text, "ignored (the record is parsed)")) {
@@ -384,12 +405,153 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
     fx_close(&f);
 }
 
+static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
+{
+    (void)state;
+    damaged_file_costs_a_parse();
+    inline_max = 1; /* and a record in shards: its 'S' and 'R' entries */
+    damaged_file_costs_a_parse();
+    inline_max = 0;
+}
+
+static int fetch_blob(void *payload, const char *id, size_t max, const char **text, size_t *len,
+                      struct rc_arena *a, struct rc_err *err)
+{
+    char *t = NULL;
+    int error = rc_git_read_blob(&t, len, payload, id, max, a, err);
+
+    *text = t;
+    return error;
+}
+
+/* The deploy head's record (in shards or not) as a reader reads it from git equals what the
+ * file holds for its blob. */
+static void assert_file_holds_head_shards(struct fx *f)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_git *g = NULL;
+    struct rc_rcache *rc = NULL;
+    struct rd_record read, loaded;
+    struct rd_record_layout layout;
+    char blob[41], *text = NULL;
+    size_t len = 0;
+
+    assert_int_equal(rc_git_open(&g, f->repo, NULL, &err), RC_OK);
+    assert_int_equal(rc_git_file_id(blob, g, "refs/heads/deploy", "placements.yaml", &err), RC_OK);
+    assert_int_equal(
+        rc_git_read_file(&text, &len, g, "refs/heads/deploy", "placements.yaml", &a, &err), RC_OK);
+    if (rd_record_read(&read, text, len, fetch_blob, g, &layout, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_true(layout.shards > 1);
+    rc_rcache_new(&rc, f->path);
+    assert_int_equal(rc_rcache_load(rc, &loaded, NULL, NULL, NULL, blob, &a, NULL), 1);
+    th_assert_records_equal(&loaded, &read);
+    rc_rcache_free(rc);
+    rc_git_free(g);
+    rc_arena_release(&a);
+}
+
+static size_t file_size(const char *path)
+{
+    struct stat st;
+
+    assert_int_equal(stat(path, &st), 0);
+    return (size_t)st.st_size;
+}
+
+/* A record in shards is kept by shard: a run that changes one unit appends the shard it
+ * wrote and the record's entry, not the whole record, and the next run takes the record
+ * from the entries old and new; the file is what a reader of the commit reads, and the trees
+ * are those of runs without the file. A torn tail (a crash during an append) costs a parse
+ * and a warning, and the file is written whole again. */
+static void test_rc_rcache__shards_are_appended(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res, plain;
+    char tree[41], want[41];
+    size_t whole, after;
+    char *src;
+    FILE *log;
+    (void)state;
+
+    inline_max = 1; /* the example's units in shards, about one a shard */
+    fx_open(&f);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.committed, 1);
+    whole = file_size(f.path);
+    assert_int_equal(res.nrecord_cache_written, whole);
+    assert_file_holds_head_shards(&f);
+
+    /* a new unit: one shard and the record's entry appended */
+    src = th_git_commit_files(f.repo, "a new unit", "apps/solo.yaml", new_unit, NULL);
+    free(src);
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.committed, 1);
+    after = file_size(f.path);
+    assert_int_equal(after, whole + res.nrecord_cache_written);
+    assert_true(res.nrecord_cache_written < whole);
+    {
+        /* what was appended: an 'S' entry for each shard file the commit changed, then the
+         * record's 'R' */
+        char *changed = th_git_ok(f.repo, "diff", "--name-only", "deploy~1", "deploy", "--",
+                                  "placements/", NULL);
+        size_t flen, off = whole, ns = 0, nr = 0;
+        char *bytes = th_read_all(f.path, &flen);
+        assert_int_equal(flen, after);
+        while (off + 8 <= flen) {
+            const unsigned char *p = (const unsigned char *)bytes + off;
+            size_t l = 0;
+            for (int b = 7; b >= 0; b--)
+                l = l << 8 | p[b];
+            ns += p[16] == 'S';
+            nr += p[16] == 'R';
+            off += 8 + l;
+        }
+        assert_int_equal(off, flen);
+        assert_int_equal(nr, 1);
+        assert_true(changed[0] != '\0'); /* one path a line, the last without '\n' */
+        assert_int_equal(ns, (size_t)th_count(changed, "\n") + 1);
+        free(changed);
+        free(bytes);
+    }
+    assert_file_holds_head_shards(&f);
+    /* the next run takes it from the entries old and new, and commits what a run without
+     * the file commits */
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    assert_int_equal(res.nrecord_read, 0);
+    run_once(&plain, want, &f, NO_STATE, NULL);
+    assert_string_equal(tree, want);
+
+    /* a torn tail: the record's entry cut short */
+    assert_int_equal(truncate(f.path, (off_t)after - 3), 0);
+    log = tmpfile();
+    run_once(&res, tree, &f, WITH_STATE, log);
+    {
+        char *text = th_slurp(log);
+        th_assert_contains(text, "truncated or damaged; ignored (the record is parsed)");
+        free(text);
+    }
+    fclose(log);
+    assert_int_equal(res.record_cached, 0);
+    assert_true(res.nrecord_read > 0);
+    assert_string_equal(tree, want);
+    assert_int_equal(res.nrecord_cache_written, file_size(f.path)); /* written whole */
+    run_once(&res, tree, &f, WITH_STATE, NULL);
+    assert_int_equal(res.record_cached, 1);
+    fx_close(&f);
+    inline_max = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_rcache__once_takes_the_record_it_committed),
         cmocka_unit_test(test_rc_rcache__memo_joins_the_record_it_lacked),
         cmocka_unit_test(test_rc_rcache__damaged_file_costs_a_parse),
+        cmocka_unit_test(test_rc_rcache__shards_are_appended),
     };
     struct rc_err err = RC_ERR_INIT;
     char *home = th_git_env_setup();
