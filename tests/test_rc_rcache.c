@@ -107,8 +107,19 @@ static void set_deploy(const struct fx *f, const char *commit)
     free(th_git_ok(f->repo, "update-ref", "refs/heads/deploy", commit, NULL));
 }
 
-/* What the file holds for the deploy head's placements.yaml is what rd_record_parse reads
- * from that blob, field by field. */
+static int fetch_blob(void *payload, const char *id, size_t max, const char **text, size_t *len,
+                      struct rc_arena *a, struct rc_err *err)
+{
+    char *t = NULL;
+    int error = rc_git_read_blob(&t, len, payload, id, max, a, err);
+
+    *text = t;
+    return error;
+}
+
+/* What the file holds for the deploy head's placements.yaml is what a reader reads from that
+ * blob (and the shards it names), field by field; the head's record is in shards or not, as
+ * the fixture's runs write it. */
 static void assert_file_holds_head_record(struct fx *f)
 {
     struct rc_err err = RC_ERR_INIT;
@@ -116,7 +127,8 @@ static void assert_file_holds_head_record(struct fx *f)
     struct rc_git *g = NULL;
     struct rc_rcache *rc = NULL;
     struct rc_rcache_line line;
-    struct rd_record parsed, loaded;
+    struct rd_record read, loaded;
+    struct rd_record_layout layout;
     char blob[41], *text = NULL;
     size_t len = 0;
 
@@ -124,12 +136,13 @@ static void assert_file_holds_head_record(struct fx *f)
     assert_int_equal(rc_git_file_id(blob, g, "refs/heads/deploy", "placements.yaml", &err), RC_OK);
     assert_int_equal(
         rc_git_read_file(&text, &len, g, "refs/heads/deploy", "placements.yaml", &a, &err), RC_OK);
-    if (rd_record_parse(&parsed, text, len, &a, &err) < 0)
+    if (rd_record_read(&read, text, len, fetch_blob, g, &layout, &a, &err) < 0)
         fail_msg("%s", err.msg);
-    assert_true(parsed.nunits > 0);
+    assert_true(read.nunits > 0);
+    assert_true(inline_max ? layout.shards > 1 : layout.shards == 1);
     rc_rcache_new(&rc, f->path);
     assert_int_equal(rc_rcache_load(rc, &loaded, &line, NULL, NULL, blob, &a, NULL), 1);
-    th_assert_records_equal(&loaded, &parsed);
+    th_assert_records_equal(&loaded, &read);
     /* and the blob's source line: none (RD_SOURCE_FILE names the source commit) */
     assert_false(line.have);
     assert_null(strstr(text, "\nsource: "));
@@ -299,17 +312,22 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
 /* A damaged, truncated or foreign file: a warning, the record parsed, the right tree, and the
  * file rewritten (the run after it takes the record from the file, silently). A file holding
  * another blob's record is a miss: the same, but no warning. */
-/* The offset of the last entry of a record cache file's bytes f[0..len) (the record's),
- * its entries from hdr. */
-static size_t last_entry_at(const char *f, size_t len, size_t hdr)
+/* The entries of a record cache file's bytes f[from..len) (reconciler/rc_rcache.c): each
+ * whole, the last ending the file; counts of shard and record entries (ns, nr may be NULL),
+ * and returns the offset of the last entry (the record's). */
+static size_t walk_entries(const char *f, size_t len, size_t from, size_t *ns, size_t *nr)
 {
-    size_t off = hdr, last = hdr;
+    size_t off = from, last = from;
 
     while (off + 8 <= len) {
         const unsigned char *p = (const unsigned char *)f + off;
         size_t l = 0;
         for (int b = 7; b >= 0; b--)
             l = l << 8 | p[b];
+        if (ns)
+            *ns += p[16] == 'S';
+        if (nr)
+            *nr += p[16] == 'R';
         last = off;
         off += 8 + l;
     }
@@ -334,7 +352,7 @@ static void damaged_file_costs_a_parse(void)
     assert_int_equal(plain.committed, 0);
     good = th_read_all(f.path, &len);
     hdr = (size_t)(strchr(strchr(good, '\n') + 1, '\n') + 1 - good);
-    last = last_entry_at(good, len, hdr);
+    last = walk_entries(good, len, hdr, NULL, NULL);
     assert_true(len > hdr + 60 + 100);
     for (size_t kind = 0; kind < sizeof(kinds) / sizeof(kinds[0]); kind++) {
         char *bad = malloc(len);
@@ -414,44 +432,6 @@ static void test_rc_rcache__damaged_file_costs_a_parse(void **state)
     inline_max = 0;
 }
 
-static int fetch_blob(void *payload, const char *id, size_t max, const char **text, size_t *len,
-                      struct rc_arena *a, struct rc_err *err)
-{
-    char *t = NULL;
-    int error = rc_git_read_blob(&t, len, payload, id, max, a, err);
-
-    *text = t;
-    return error;
-}
-
-/* The deploy head's record (in shards or not) as a reader reads it from git equals what the
- * file holds for its blob. */
-static void assert_file_holds_head_shards(struct fx *f)
-{
-    struct rc_err err = RC_ERR_INIT;
-    struct rc_arena a = RC_ARENA_INIT;
-    struct rc_git *g = NULL;
-    struct rc_rcache *rc = NULL;
-    struct rd_record read, loaded;
-    struct rd_record_layout layout;
-    char blob[41], *text = NULL;
-    size_t len = 0;
-
-    assert_int_equal(rc_git_open(&g, f->repo, NULL, &err), RC_OK);
-    assert_int_equal(rc_git_file_id(blob, g, "refs/heads/deploy", "placements.yaml", &err), RC_OK);
-    assert_int_equal(
-        rc_git_read_file(&text, &len, g, "refs/heads/deploy", "placements.yaml", &a, &err), RC_OK);
-    if (rd_record_read(&read, text, len, fetch_blob, g, &layout, &a, &err) < 0)
-        fail_msg("%s", err.msg);
-    assert_true(layout.shards > 1);
-    rc_rcache_new(&rc, f->path);
-    assert_int_equal(rc_rcache_load(rc, &loaded, NULL, NULL, NULL, blob, &a, NULL), 1);
-    th_assert_records_equal(&loaded, &read);
-    rc_rcache_free(rc);
-    rc_git_free(g);
-    rc_arena_release(&a);
-}
-
 static size_t file_size(const char *path)
 {
     struct stat st;
@@ -481,7 +461,7 @@ static void test_rc_rcache__shards_are_appended(void **state)
     assert_int_equal(res.committed, 1);
     whole = file_size(f.path);
     assert_int_equal(res.nrecord_cache_written, whole);
-    assert_file_holds_head_shards(&f);
+    assert_file_holds_head_record(&f);
 
     /* a new unit: one shard and the record's entry appended */
     src = th_git_commit_files(f.repo, "a new unit", "apps/solo.yaml", new_unit, NULL);
@@ -497,26 +477,17 @@ static void test_rc_rcache__shards_are_appended(void **state)
          * record's 'R' */
         char *changed = th_git_ok(f.repo, "diff", "--name-only", "deploy~1", "deploy", "--",
                                   "placements/", NULL);
-        size_t flen, off = whole, ns = 0, nr = 0;
+        size_t flen, ns = 0, nr = 0;
         char *bytes = th_read_all(f.path, &flen);
         assert_int_equal(flen, after);
-        while (off + 8 <= flen) {
-            const unsigned char *p = (const unsigned char *)bytes + off;
-            size_t l = 0;
-            for (int b = 7; b >= 0; b--)
-                l = l << 8 | p[b];
-            ns += p[16] == 'S';
-            nr += p[16] == 'R';
-            off += 8 + l;
-        }
-        assert_int_equal(off, flen);
+        walk_entries(bytes, flen, whole, &ns, &nr);
         assert_int_equal(nr, 1);
         assert_true(changed[0] != '\0'); /* one path a line, the last without '\n' */
         assert_int_equal(ns, (size_t)th_count(changed, "\n") + 1);
         free(changed);
         free(bytes);
     }
-    assert_file_holds_head_shards(&f);
+    assert_file_holds_head_record(&f);
     /* the next run takes it from the entries old and new, and commits what a run without
      * the file commits */
     run_once(&res, tree, &f, WITH_STATE, NULL);
