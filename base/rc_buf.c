@@ -198,10 +198,28 @@ int rc_file_read_at(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+int rc_file_write_all(int fd, const void *data, size_t n)
+{
+    const char *p = data;
+
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err)
 {
     struct rc_buf tmp = RC_BUF_INIT;
-    const char *p = data;
     int fd = -1;
     int error;
 
@@ -213,16 +231,9 @@ int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc
         error = rc_err_set(err, RC_ERROR, "cannot create '%s': %s", tmp.ptr, strerror(errno));
         goto done;
     }
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
-            goto done;
-        }
-        p += w;
-        n -= (size_t)w;
+    if (rc_file_write_all(fd, data, n) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+        goto done;
     }
     if (fsync(fd) < 0 || close(fd) < 0) {
         fd = -1;

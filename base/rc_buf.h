@@ -53,6 +53,8 @@ int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err);
 /* Read exactly n bytes of fd at offset off (pread, again after EINTR): 0, or -1 on an error
  * or when the file ends first. */
 int rc_file_read_at(int fd, void *buf, size_t n, uint64_t off);
+/* Write all n bytes of data to fd (again after EINTR): 0, or -1 with errno set. */
+int rc_file_write_all(int fd, const void *data, size_t n);
 /* Write data to path atomically (temp file in the same folder, fsync, rename); mode 0600. */
 int rc_file_write_atomic(const char *path, const void *data, size_t n, struct rc_err *err);
 

@@ -288,7 +288,6 @@ static int write_memo_file(const struct rc_cache *c, struct rc_err *err)
 {
     const struct rc_memo *m = &c->memo;
     struct rc_buf text = RC_BUF_INIT, path = RC_BUF_INIT, tmp = RC_BUF_INIT;
-    size_t off = 0;
     int fd = -1, error = RC_OK;
 
     rc_buf_printf(&text, NULL,
@@ -315,15 +314,9 @@ static int write_memo_file(const struct rc_cache *c, struct rc_err *err)
         error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
         goto done;
     }
-    while (off < text.len) {
-        ssize_t w = write(fd, text.ptr + off, text.len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
-            goto done;
-        }
-        off += (size_t)w;
+    if (rc_file_write_all(fd, text.ptr, text.len) < 0) {
+        error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
+        goto done;
     }
     if (close(fd) < 0) {
         fd = -1;

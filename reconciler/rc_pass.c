@@ -1288,11 +1288,15 @@ int rc_pass_path_commits(const char *path)
     return strcmp(path, CAPACITY_PATH) && strcmp(path, RD_SOURCE_FILE);
 }
 
+/* Whether deploy path p is a file of the record: placements.yaml or one of its shards. */
+static int record_path(const char *p)
+{
+    return !strcmp(p, RECORD_PATH) || !strncmp(p, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR));
+}
+
 static int managed_path(const char *p)
 {
-    return !strncmp(p, "clusters/", 9) || !strcmp(p, RECORD_PATH) ||
-           !strncmp(p, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)) ||
-           !strncmp(p, ".rightplace/", 12);
+    return !strncmp(p, "clusters/", 9) || record_path(p) || !strncmp(p, ".rightplace/", 12);
 }
 
 static int cmp_change(const void *x, const void *y)
@@ -1692,26 +1696,25 @@ static int detect_hand_edits(struct rc_pass_result *out, struct rc_git *g, struc
     return error;
 }
 
-/* Whether hand edits v[0..n) changed the record: placements.yaml or a file of its shards. */
+/* Whether hand edits v[0..n) changed the record (record_path). */
 static int record_edited(const struct rc_git_change *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (!strcmp(v[i].path, RECORD_PATH) ||
-            !strncmp(v[i].path, RD_RECORD_SHARD_DIR, strlen(RD_RECORD_SHARD_DIR)))
+        if (record_path(v[i].path))
             return 1;
     }
     return 0;
 }
 
-/* The deploy commit whose record a pass starts from, given the hand edits v[0..n) made since
- * rightplace's last commit `base` up to the head `deploy`: the head's, unless someone edited
- * the record there. A record is what rightplace decided; an edit of it (a unit "moved", a
- * file broken or removed) is reported and restored, never taken as a decision, and never
- * stops a pass. Without such a commit of rightplace's (none found) the head's is read. */
-static const char *record_commit(const char *deploy, const char *base,
-                                 const struct rc_git_change *v, size_t n)
+/* The deploy commit whose record a pass starts from, when the head is `deploy` and the last
+ * commit of rightplace's below it `base` (edited: hand edits since then changed the record):
+ * the head's, unless someone edited the record there. A record is what rightplace decided;
+ * an edit of it (a unit "moved", a file broken or removed) is reported and restored, never
+ * taken as a decision, and never stops a pass. Without such a commit of rightplace's (none
+ * found) the head's is read. */
+static const char *record_commit(const char *deploy, const char *base, int edited)
 {
-    return base[0] && record_edited(v, n) ? base : deploy;
+    return base[0] && edited ? base : deploy;
 }
 
 /* Whether hand edits v[0..n) changed RD_KEPT_FILE: a list of kept versions someone else wrote
@@ -2490,7 +2493,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
     char deploy_ref[512], propose_ref[512] = "";
     char key[41] = "";
     int error;
-    int decisions_changed = 0;
+    int decisions_changed = 0, edited;
     double ph[PH_N] = {0}, t = mono_ms();
     char(*ids)[41] = NULL;
     size_t base_odd = 0; /* deploy-path entries of the head only a whole build puts right */
@@ -2573,15 +2576,15 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (error < 0)
             goto done;
     }
-    error = prev_record(
-        &prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached, &prev_line, g,
-        o->cache, o->last_pass,
-        record_commit(out->deploy_old, out->hand_edit_base, out->hand_edits, out->nhand_edits),
-        o->log, a, err);
+    edited = record_edited(out->hand_edits, out->nhand_edits);
+    error =
+        prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,
+                    &prev_line, g, o->cache, o->last_pass,
+                    record_commit(out->deploy_old, out->hand_edit_base, edited), o->log, a, err);
     if (error < 0)
         goto done;
     /* a record whose files someone edited is written whole: a file kept would be the edit */
-    cp->base_record = record_edited(out->hand_edits, out->nhand_edits) ? "" : prev_line.blob;
+    cp->base_record = edited ? "" : prev_line.blob;
     cp->kept_from = out->deploy_old;
     phase_mark(ph, PH_RECORD, &t);
     if (kept_list_edited(out->hand_edits, out->nhand_edits))
@@ -2983,7 +2986,8 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
         char base[41];
         error = hand_edits_of(&edits, &nedits, base, g, parent, a, err);
         if (error == RC_OK)
-            error = read_record(&prev, NULL, g, record_commit(parent, base, edits, nedits), a, err);
+            error = read_record(&prev, NULL, g,
+                                record_commit(parent, base, record_edited(edits, nedits)), a, err);
         if (error < 0)
             goto done;
         if (prev.source && prev.source[0])

@@ -514,23 +514,6 @@ done:
     free(have);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The offset of the last entry of the prepared bytes b[from..) (the 'R'), and whether it
  * keeps the writer's memo. */
 static size_t last_entry(const struct rc_buf *b, size_t from, int *memo)
@@ -593,7 +576,7 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
             (size_t)st.st_size != rc->size)
             error = rc_err_set(err, RC_ERROR, "cannot append to the record cache '%s': %s",
                                rc->path, fd < 0 ? strerror(errno) : "it changed");
-        else if (write_all(fd, prepared->ptr, prepared->len) < 0 || fstat(fd, &st) < 0)
+        else if (rc_file_write_all(fd, prepared->ptr, prepared->len) < 0 || fstat(fd, &st) < 0)
             error = rc_err_set(err, RC_ERROR, "cannot append to the record cache '%s': %s",
                                rc->path, strerror(errno));
         if (fd >= 0)

@@ -80,10 +80,11 @@ int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_recor
  * (the blob id comes with the commit): rc_rcache_prepare writes into out the file's bytes,
  * or for a record in shards those to append (it reads rc's header and list of entries, which
  * only rc_rcache_load and rc_rcache_write change: safe on another thread between them), and
- * rc_rcache_write names the blob, checksums and writes them, as rc_rcache_save does. memo (may be NULL): the writer's memo
- * the record's blob was written with (rd_render_options.record_memo), kept beside it so that
- * the next process can tell that its record would be the same without writing it; a file
- * holding the blob's record without a memo is written again when prepared bytes bring one. */
+ * rc_rcache_write names the blob, checksums and writes them, as rc_rcache_save does. memo
+ * (may be NULL): the writer's memo the record's blob was written with
+ * (rd_render_options.record_memo), kept beside it so that the next process can tell that its
+ * record would be the same without writing it; a file holding the blob's record without a
+ * memo is written again when prepared bytes bring one. */
 struct rc_buf;
 void rc_rcache_prepare(struct rc_buf *out, const struct rc_rcache *rc, const struct rd_record *r,
                        const struct rc_rcache_line *line, const struct rd_record_memo *memo);

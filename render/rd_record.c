@@ -574,6 +574,21 @@ static void keep_room_free(struct keep_room *r)
         free(r->keep);
 }
 
+/* Unit u's entry was written now, as text[0..len): counted, and its bytes kept by a memo that
+ * keeps bytes (m may be NULL). */
+static void memo_written(struct rd_record_memo *m, struct memo_unit *u, const char *text,
+                         size_t len)
+{
+    if (!m)
+        return;
+    m->last.units_written++;
+    if (!m->digests_only) {
+        u->len = len;
+        u->chunk = rc_xmalloc(len + 1);
+        memcpy(u->chunk, text, len);
+    }
+}
+
 /* Unit d's entry against memo m: next gets the unit's name and what m keeps of the entry's key
  * (the key itself, or its digest), and *had the memo's entry of that unit (NULL: none). 1 when
  * that entry was written from the same key: its key, digest and bytes (chunk; NULL when the
@@ -789,14 +804,7 @@ static int write_units(struct rc_buf *out, const struct pl_decision **dec, size_
                     rc_buf_release(&w[wk++].text); /* copied: the peak holds one share */
                 text = w[wk].text.ptr + jobs[j].off;
                 len = jobs[j].len;
-                if (m) {
-                    m->last.units_written++;
-                    if (!m->digests_only) {
-                        next[i].len = len;
-                        next[i].chunk = rc_xmalloc(len + 1);
-                        memcpy(next[i].chunk, text, len);
-                    }
-                }
+                memo_written(m, &next[i], text, len);
                 j++;
             } else {
                 text = next[i].chunk;
@@ -986,14 +994,7 @@ static int write_sharded(struct rd_record_files *files, const struct pl_decision
                 t = w[wk].text.ptr + jobs[j].off;
                 len = jobs[j].len;
                 j++;
-                if (m) {
-                    m->last.units_written++;
-                    if (!m->digests_only) {
-                        next[i].len = len;
-                        next[i].chunk = rc_xmalloc(len + 1);
-                        memcpy(next[i].chunk, t, len);
-                    }
-                }
+                memo_written(m, &next[i], t, len);
             } else { /* copied: only a memo has bytes to copy */
                 t = next[i].chunk;
                 len = next[i].len;

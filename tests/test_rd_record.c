@@ -1146,9 +1146,10 @@ static void test_rd_record__shards_read_back_as_one_file(void **state)
 
 /* A record in shards packed by shard (the record cache file keeps it so): the head and the
  * shards' parts join into the record the writer wrote and the memo it wrote it with (their
- * exports the same bytes), a part without digests gives the record without the memo, and
- * every cut or flipped byte of a part, a part under another index, parts out of order and a
- * unit in two parts are refused or give a record the parser could give, never a crash. */
+ * exports the same bytes). A part under another index, parts out of order, two units swapped
+ * in the order, an order naming a part that is not there and a shard count that is not a
+ * power of two are refused; every cut or flipped byte of a part is refused or gives a record
+ * the parser could give, never a crash. */
 static void test_rd_record__packed_by_shard_joins_back(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
