@@ -216,6 +216,19 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
 int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
                         const struct rd_render_options *opts, struct rc_arena *a);
 
+/*
+ * The same record, made over `base`, the record of the base deploy tree, right after the
+ * record was written with opts->record_memo and opts->record_base_is_memo (so the memo's last
+ * record was base): a unit whose entry the memo took unchanged is base's unit, its strings
+ * shared (they must live as long as out); the others are made as rd_record_of_result makes
+ * them, in a. The units and tallies arrays are out's own, buffers a took (rc_arena_take), as
+ * are those rd_record_of_result and rd_record_copy make. *shared: the units shared. -1, out
+ * untouched, without such a memo or when it is not of res's record; then make it whole.
+ */
+int rd_record_of_result_over(struct rd_record *out, size_t *shared, const struct pl_result *res,
+                             const struct rd_render_options *opts, const struct rd_record *base,
+                             struct rc_arena *a);
+
 /* The same record, pointing into res for its units' strings (the rest in a): valid while res
  * is. Saves the copies for a record that is only packed (rd_record_pack). */
 void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,

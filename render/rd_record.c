@@ -177,6 +177,7 @@ struct memo_unit {
     uint64_t kd[2];
     char *chunk;
     size_t len;
+    int same; /* the last write took the entry as the memo had it (rd_record_of_result_over) */
 };
 
 struct memo_warning {
@@ -612,6 +613,7 @@ static int memo_take(struct memo_unit *next, struct memo_unit **had, struct rd_r
         next->keylen = h->keylen;
         next->chunk = h->chunk;
         next->len = h->len;
+        next->same = 1;
         h->key = h->chunk = NULL;
         return 1;
     }
@@ -1488,6 +1490,16 @@ static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
     tally_as_read(tally, *tally);
 }
 
+/* A record's units and tallies arrays: buffers a takes, so that a record made over this one
+ * (rd_record_of_result_over), which shares its strings but not its arrays, lets the arrays go
+ * alone (rc_arena_pass_on). */
+static void record_arrays(struct rd_record *r, size_t n, struct rc_arena *a)
+{
+    r->units = rc_arena_take(a, rc_xcalloc(n + 1, sizeof(*r->units)), (n + 1) * sizeof(*r->units));
+    r->tallies =
+        rc_arena_take(a, rc_xcalloc(n + 1, sizeof(*r->tallies)), (n + 1) * sizeof(*r->tallies));
+}
+
 static void record_of_result(struct rd_record *out, const struct pl_result *res,
                              const struct rd_render_options *opts, int copy, struct rc_arena *a)
 {
@@ -1501,8 +1513,7 @@ static void record_of_result(struct rd_record *out, const struct pl_result *res,
     out->source = ""; /* the record names none: RD_SOURCE_FILE does */
     rd_render_digest(digest, opts);
     out->render_digest = rc_arena_strdup(a, digest);
-    out->units = rc_arena_calloc(a, ndec + 1, sizeof(*out->units));
-    out->tallies = rc_arena_calloc(a, ndec + 1, sizeof(*out->tallies));
+    record_arrays(out, ndec, a);
     for (size_t i = 0; i < ndec; i++) {
         size_t at = (size_t)(dec[i] - res->decisions);
         unit_as_read(&out->units[i], &out->tallies[i], dec[i],
@@ -1525,6 +1536,57 @@ void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res
     record_of_result(out, res, opts, 0, a);
 }
 
+int rd_record_of_result_over(struct rd_record *out, size_t *shared, const struct pl_result *res,
+                             const struct rd_render_options *opts, const struct rd_record *base,
+                             struct rc_arena *a)
+{
+    const struct rd_record_memo *m = opts ? opts->record_memo : NULL;
+    struct rc_arena tmp = RC_ARENA_INIT;
+    const struct pl_decision **dec;
+    char digest[17];
+    size_t ndec, j = 0;
+
+    *shared = 0;
+    if (!m || !opts->record_base_is_memo || !base || !base->tallies)
+        return -1;
+    dec = rd_out_sorted_decisions(res, &ndec, &tmp);
+    if (m->nunits != ndec) { /* not the memo of this result's record */
+        rc_arena_release(&tmp);
+        return -1;
+    }
+    memset(out, 0, sizeof(*out));
+    out->source = "";
+    rd_render_digest(digest, opts);
+    out->render_digest = base->render_digest && !strcmp(base->render_digest, digest)
+                             ? base->render_digest
+                             : rc_arena_strdup(a, digest);
+    record_arrays(out, ndec, a);
+    for (size_t i = 0; i < ndec; i++) {
+        const char *unit = dec[i]->unit;
+        size_t at = (size_t)(dec[i] - res->decisions);
+        /* the entry the memo took as it was is the base's: the same key, the same bytes, the
+         * same entry read back (the base's units are sorted as written; a base that is not
+         * only shares less) */
+        if (m->units[i].same && !strcmp(m->units[i].unit, unit)) {
+            int c = 1;
+            while (j < base->nunits && (c = strcmp(base->units[j].unit, unit)) < 0)
+                j++;
+            if (c == 0) {
+                out->units[i] = base->units[j];
+                out->tallies[i] = base->tallies[j];
+                (*shared)++;
+                j++;
+                continue;
+            }
+        }
+        unit_as_read(&out->units[i], &out->tallies[i], dec[i],
+                     opts->tallies ? opts->tallies[at] : NULL, 1, a);
+    }
+    out->nunits = ndec;
+    rc_arena_release(&tmp);
+    return 0;
+}
+
 static const char **dup_strs(const char *const *v, size_t n, struct rc_arena *a)
 {
     const char **o = rc_arena_calloc(a, n + 1, sizeof(*o));
@@ -1540,8 +1602,7 @@ void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc
     out->source = dup_or_null(in->source, a);
     out->render_digest = dup_or_null(in->render_digest, a);
     out->nunits = in->nunits;
-    out->units = rc_arena_calloc(a, in->nunits + 1, sizeof(*out->units));
-    out->tallies = rc_arena_calloc(a, in->nunits + 1, sizeof(*out->tallies));
+    record_arrays(out, in->nunits, a);
     for (size_t i = 0; i < in->nunits; i++) {
         const struct pl_prev_unit *s = &in->units[i];
         struct pl_prev_unit *d = &out->units[i];

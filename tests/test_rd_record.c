@@ -1144,6 +1144,88 @@ static void test_rd_record__shards_read_back_as_one_file(void **state)
     rc_arena_release(&a);
 }
 
+/* A record made over the base's (rd_record_of_result_over), right after the writer's memo wrote
+ * the next record over the base's: the same record rd_record_of_result makes, for every kind
+ * of entry, in one file and in shards, sharing the base's units whose entries did not change
+ * (their strings are the base's) and making the others. Without a memo whose last record was
+ * the base's, or with one of another record, it is refused (then the caller makes it whole). */
+static void test_rd_record__of_result_over_shares_unchanged(void **state)
+{
+    (void)state;
+    for (int sharded = 0; sharded < 2; sharded++) {
+        struct rc_arena a = RC_ARENA_INIT, ba = RC_ARENA_INIT, oa = RC_ARENA_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        struct rc_buf out = RC_BUF_INIT;
+        struct rd_record_files f;
+        struct pl_result res;
+        struct rd_record base, over, whole;
+        struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+        struct rd_record_memo *memo = NULL;
+        size_t shared = 99, nsame = 0;
+        int same;
+
+        make_varied(&res, &opts, &a);
+        if (sharded) {
+            opts.blob_id = blob_id;
+            opts.record_inline_max = 16;
+        }
+        rd_record_memo_new(&memo);
+        opts.record_memo = memo;
+        assert_int_equal(rd_record_emit_files(&out, &f, 0, &same, &res, &opts, &a, &err), 0);
+        assert_int_equal(f.nshards != 0, sharded);
+        assert_int_equal(rd_record_of_result(&base, &res, &opts, &ba), 0);
+        /* no memo of the base yet: refused */
+        assert_int_equal(rd_record_of_result_over(&over, &shared, &res, &opts, &base, &oa), -1);
+        assert_int_equal(shared, 0);
+
+        /* two entries change, a unit goes */
+        res.decisions[10].targets[0].cluster = "cluster-011";
+        res.decisions[11].verdicts[0].detail = "changed";
+        res.decisions[20].change = PL_CHANGE_REMOVED;
+        opts.record_base_is_memo = 1;
+        rc_buf_reset(&out);
+        assert_int_equal(rd_record_emit_files(&out, &f, 1, &same, &res, &opts, &a, &err), 0);
+        assert_int_equal(same, 0);
+        assert_int_equal(rd_record_of_result_over(&over, &shared, &res, &opts, &base, &oa), 0);
+        assert_int_equal(rd_record_of_result(&whole, &res, &opts, &a), 0);
+        th_assert_records_equal(&over, &whole);
+        assert_int_equal(over.nunits, base.nunits - 1);
+        assert_int_equal(shared, base.nunits - 3);
+        for (size_t i = 0, j = 0; i < over.nunits; i++) {
+            while (strcmp(base.units[j].unit, over.units[i].unit) < 0)
+                j++;
+            assert_string_equal(base.units[j].unit, over.units[i].unit);
+            if (over.units[i].unit == base.units[j].unit) { /* shared, not copied */
+                assert_ptr_equal(over.units[i].verdicts, base.units[j].verdicts);
+                nsame++;
+            } else {
+                assert_true(!strcmp(over.units[i].unit, res.decisions[10].unit) ||
+                            !strcmp(over.units[i].unit, res.decisions[11].unit));
+            }
+        }
+        assert_int_equal(nsame, shared);
+        /* the base may go once the record made over it is made whole (the cache's job) */
+        rc_arena_release(&oa);
+
+        /* the memo's last record is not the base's: refused */
+        opts.record_base_is_memo = 0;
+        assert_int_equal(rd_record_of_result_over(&over, &shared, &res, &opts, &base, &oa), -1);
+        /* a memo of another record (a unit fewer): refused */
+        opts.record_base_is_memo = 1;
+        res.decisions[30].change = PL_CHANGE_REMOVED;
+        rc_buf_reset(&out);
+        assert_int_equal(rd_record_emit_files(&out, &f, 1, &same, &res, &opts, &a, &err), 0);
+        res.decisions[30].change = PL_CHANGE_NONE;
+        assert_int_equal(rd_record_of_result_over(&over, &shared, &res, &opts, &base, &oa), -1);
+
+        rd_record_memo_free(memo);
+        rc_buf_release(&out);
+        rc_arena_release(&oa);
+        rc_arena_release(&ba);
+        rc_arena_release(&a);
+    }
+}
+
 /* A record in shards packed by shard (the record cache file keeps it so): the head and the
  * shards' parts join into the record the writer wrote and the memo it wrote it with (their
  * exports the same bytes). A part under another index, parts out of order, two units swapped
@@ -1585,6 +1667,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
         cmocka_unit_test(test_rd_record__shards_read_back_as_one_file),
         cmocka_unit_test(test_rd_record__packed_by_shard_joins_back),
+        cmocka_unit_test(test_rd_record__of_result_over_shares_unchanged),
         cmocka_unit_test(test_rd_record__shards_written_as_they_change),
         cmocka_unit_test(test_rd_record__shards_refused_when_wrong),
         cmocka_unit_test(test_rd_record__shards_within_one_budget),
