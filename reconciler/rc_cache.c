@@ -44,14 +44,23 @@
 #define MEMO_MAGIC "rightplace-pass-state 1"
 #define MEMO_MAX_ERRORS 100000
 
-/* A kept decision record and the arena that holds it. */
+/* A kept decision record and the arena that holds it. A record made over the one before it
+ * (rc_cache_take_record_over) shares that one's strings: its arena took the older one's
+ * blocks, and `chain` counts the records in it; `dead` counts the units of those records no
+ * later record shares, whose strings the chain still holds. */
 struct kept_record {
     char blob[41]; /* "" when none */
     struct rd_record rec;
-    struct rc_arena arena;
-    char *text; /* the blob's bytes (in arena), or NULL */
+    struct rc_arena arena; /* empty when the record after it took it over */
+    char *text;            /* the blob's bytes (in arena), or NULL */
     size_t len;
+    unsigned chain;
+    size_t dead;
 };
+
+/* A chain holds at most this many records, and dead units up to a quarter of its record's:
+ * then the next record is made whole and the chain goes with the record before it. */
+#define CHAIN_MAX 64
 
 struct rc_cache {
     char *state_dir; /* NULL: memory only */
@@ -538,6 +547,25 @@ const struct rd_record *rc_cache_record(const struct rc_cache *c, const char *bl
     return &c->rec.rec;
 }
 
+/* The record before the current one goes (a result of the pass before the last may point
+ * into it no longer): its arena, or, when the current record took that arena over, the
+ * buffers of its own the current one does not share (its arrays and its text). */
+static void retire_older(struct rc_cache *c)
+{
+    struct kept_record *o = &c->older;
+
+    if (o->arena.head) {
+        rc_arena_release(&o->arena);
+    } else if (o->blob[0]) {
+        struct rc_arena gone = RC_ARENA_INIT;
+        rc_arena_pass_on(&c->rec.arena, o->rec.units, &gone);
+        rc_arena_pass_on(&c->rec.arena, o->rec.tallies, &gone);
+        rc_arena_pass_on(&c->rec.arena, o->text, &gone);
+        rc_arena_release(&gone);
+    }
+    memset(o, 0, sizeof(*o));
+}
+
 void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
                          const char *text, size_t len)
 {
@@ -547,8 +575,9 @@ void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_r
     if (!c || !blob || strlen(blob) != 40)
         return;
     rd_record_copy(&copy, r, &fresh);
-    rc_arena_release(&c->older.arena);
+    retire_older(c);
     c->older = c->rec;
+    memset(&c->rec, 0, sizeof(c->rec));
     memcpy(c->rec.blob, blob, 41);
     c->rec.rec = copy;
     c->rec.text = text ? rc_arena_strndup(&fresh, text, len) : NULL;
@@ -559,17 +588,44 @@ void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_r
 void rc_cache_take_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
                           struct rc_arena *arena, const char *text, size_t len)
 {
+    rc_cache_take_record_over(c, blob, r, arena, text, len, (size_t)-1);
+}
+
+const struct rd_record *rc_cache_record_to_share(const struct rc_cache *c, const char *blob)
+{
+    const struct rd_record *r = rc_cache_record(c, blob);
+
+    if (!r || c->rec.chain + 1 >= CHAIN_MAX || c->rec.dead > r->nunits / 4)
+        return NULL;
+    return r;
+}
+
+void rc_cache_take_record_over(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                               struct rc_arena *arena, const char *text, size_t len, size_t dropped)
+{
+    int over = dropped != (size_t)-1;
+    unsigned chain = 0;
+    size_t dead = 0;
+
     if (!c || !blob || strlen(blob) != 40) {
         rc_arena_release(arena);
         return;
     }
-    rc_arena_release(&c->older.arena);
+    retire_older(c);
+    if (over) { /* r points into the current record: its memory goes with r's */
+        chain = c->rec.chain + 1;
+        dead = c->rec.dead + dropped;
+        rc_arena_adopt(arena, &c->rec.arena);
+    }
     c->older = c->rec;
+    memset(&c->rec, 0, sizeof(c->rec));
     memcpy(c->rec.blob, blob, 41);
     c->rec.rec = *r;
     c->rec.text = (char *)text;
     c->rec.len = text ? len : 0;
     c->rec.arena = *arena;
+    c->rec.chain = chain;
+    c->rec.dead = dead;
     memset(arena, 0, sizeof(*arena));
 }
 

@@ -87,6 +87,18 @@ void rc_cache_set_record(struct rc_cache *c, const char *blob, const struct rd_r
  * is left empty). Saves the copy for a record made for the cache. */
 void rc_cache_take_record(struct rc_cache *c, const char *blob, const struct rd_record *r,
                           struct rc_arena *arena, const char *text, size_t len);
+/* Loop mode's record made over the record the pass started from (rd_record_of_result_over),
+ * which is the change's work, not the fleet's. rc_cache_record_to_share: the record of blob
+ * when a record may be made over it, or NULL (not kept, or its chain of shared records long
+ * or holding too many units no record uses: make the next one whole, and the chain goes).
+ * rc_cache_take_record_over: rc_cache_take_record of such a record, which shares the current
+ * one's strings (dropped: the current one's units it does not share); the current record's
+ * memory then lives as long as r's, but for its arrays and text, which go with the record
+ * after r as an older record's arena would. */
+const struct rd_record *rc_cache_record_to_share(const struct rc_cache *c, const char *blob);
+void rc_cache_take_record_over(struct rc_cache *c, const char *blob, const struct rd_record *r,
+                               struct rc_arena *arena, const char *text, size_t len,
+                               size_t dropped);
 /* The bytes of that blob when rc_cache_set_record was given them (text NULL: not kept), so
  * that comparing the next record with it needs no read; NULL otherwise. */
 const char *rc_cache_record_text(const struct rc_cache *c, const char *blob, size_t *len);

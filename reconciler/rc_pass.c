@@ -1810,6 +1810,7 @@ struct compute {
     /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
      * record it made, kept with that record in the record cache file */
     const struct rd_record_memo *record_memo;
+    int record_base_is_memo; /* rd_render_options.record_base_is_memo of the render */
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
     int bounded_verdicts;  /* rc_pass_options.bounded_verdicts */
@@ -2125,6 +2126,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts.blob_id = record_blob_id;
     ropts.record_base_is_memo = ropts.record_memo && c->base_record && c->base_record[0] &&
                                 !strcmp(c->base_record, rc_cache_memo_blob(o->cache));
+    c->record_base_is_memo = ropts.record_base_is_memo;
     ropts.nfile_errors = c->load.nerrors;
     ropts.file_errors = c->load.errors;
     ropts.nkept = c->load.nbroken;
@@ -2353,6 +2355,11 @@ struct record_job {
     struct rc_arena *pass; /* the pass's: it holds the record's text (rd_render_tree) */
     struct rc_arena fresh;
     struct rd_record rec;
+    /* loop mode: the record the pass started from, when rec may be made over it
+     * (rc_cache_record_to_share); dropped: its units rec does not share ((size_t)-1: rec is
+     * made whole) */
+    const struct rd_record *base;
+    size_t dropped, shared;
     struct rc_buf packed; /* rc_rcache_prepare's bytes */
     double ms_made, ms_packed;
 };
@@ -2366,10 +2373,15 @@ static void *record_job_run(void *arg)
 
     /* made in an arena the cache takes over: no copy; for the file alone (the last pass),
      * pointing into the result: no string copied */
-    if (j->o->last_pass)
+    j->dropped = (size_t)-1;
+    if (j->o->last_pass) {
         rd_record_view_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
-    else
+    } else if (j->base && rd_record_of_result_over(&j->rec, &j->shared, &j->cp->res, &j->ro,
+                                                   j->base, &j->fresh) == 0) {
+        j->dropped = j->base->nunits - (j->shared < j->base->nunits ? j->shared : j->base->nunits);
+    } else {
         rd_record_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
+    }
     t1 = mono_ms();
     record_source_line(&line, f->data, f->len);
     if (j->rfile)
@@ -2394,6 +2406,10 @@ static void record_job_start(struct record_job *j, const struct rc_pass_options 
     j->pass = pass;
     j->ro = o->render;
     j->ro.tallies = cp->tallies;
+    j->ro.record_memo = (struct rd_record_memo *)cp->record_memo;
+    j->ro.record_base_is_memo = cp->record_base_is_memo;
+    if (!o->last_pass && cp->record_base_is_memo)
+        j->base = rc_cache_record_to_share(o->cache, cp->base_record);
     j->started = 1;
     j->threaded = pthread_create(&j->tid, NULL, record_job_run, j) == 0;
     if (!j->threaded)
@@ -2424,9 +2440,9 @@ static size_t record_job_finish(struct record_job *j, int committed, const char 
     wrote = rc_rcache_written(j->rfile) - before;
     if (j->rfile && j->o->log)
         rc_log_debug(j->o->log,
-                     "record: made in %.0f ms, packed in %.0f ms (beside the commit); %zu bytes "
-                     "written to the record cache (%.0f ms)",
-                     j->ms_made, j->ms_packed, wrote, mono_ms() - t0);
+                     "record: made in %.0f ms (%zu units shared), packed in %.0f ms (beside the "
+                     "commit); %zu bytes written to the record cache (%.0f ms)",
+                     j->ms_made, j->shared, j->ms_packed, wrote, mono_ms() - t0);
     rc_buf_release(&j->packed);
     if (j->o->last_pass) {
         rc_arena_release(&j->fresh);
@@ -2437,7 +2453,7 @@ static size_t record_job_finish(struct record_job *j, int committed, const char 
          * as many fresh pages to fault in) */
         if (rc_arena_pass_on(j->pass, text, &j->fresh) < 0)
             text = rc_arena_strndup(&j->fresh, f->data, f->len);
-        rc_cache_take_record(j->o->cache, id, &j->rec, &j->fresh, text, f->len);
+        rc_cache_take_record_over(j->o->cache, id, &j->rec, &j->fresh, text, f->len, j->dropped);
     }
     return wrote;
 }
@@ -2842,6 +2858,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         {
             int k = find_tree_file(&cp->tree, RECORD_PATH);
             out->nrecord_cache_written = record_job_finish(&rjob, 1, k >= 0 ? ids[k] : NULL);
+            out->nrecord_shared = rjob.shared;
         }
         phase_mark(ph, PH_COMMIT, &t);
     }

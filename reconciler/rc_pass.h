@@ -134,6 +134,9 @@ struct rc_pass_result {
      * parsed when the file did not hold it) */
     int record_cached;
     size_t nrecord_cache_written;
+    /* loop mode, a record committed: units of the record kept for the next pass that it
+     * shares with the record the pass started from (rd_record_of_result_over; 0: made whole) */
+    size_t nrecord_shared;
     /* placements.yaml compared with the deploy head's but for the source line: 0 when their
      * blob ids are equal or the pass commits for other paths anyway (not `plan`) */
     size_t nrecord_compared;

@@ -18,6 +18,7 @@
 #include "rc_pass.h"
 #include "rd_output.h"
 #include "th_git.h"
+#include "th_record.h"
 #include "th_rp.h"
 
 #include "rc_banned.h"
@@ -475,6 +476,104 @@ static void test_rc_incremental__one_change_reads_no_record(void **state)
     free(repo);
 }
 
+/* The entries of a record in one file ("- unit: <name>" and its indented lines), for a count
+ * independent of the writer's memo: how many units of `old` have the same entry in `now`. */
+static size_t entries_alike(const char *old, const char *now)
+{
+    size_t n = 0;
+    const char *p = strstr(old, "\nunits:\n");
+
+    for (p = p ? strstr(p, "\n- unit: ") : NULL; p; p = strstr(p + 1, "\n- unit: ")) {
+        const char *end = p + 1, *name = p + 9, *found;
+        size_t len, nlen = strcspn(name, "\n");
+        while ((end = strchr(end, '\n')) != NULL && !strncmp(end + 1, "  ", 2))
+            end++;
+        len = end ? (size_t)(end - p) : strlen(p);
+        for (found = strstr(now, "\n- unit: "); found; found = strstr(found + 1, "\n- unit: ")) {
+            if (!strncmp(found + 9, name, nlen) && found[9 + nlen] == '\n')
+                break;
+        }
+        if (found && !strncmp(found, p, len) && (found[len] == '\n' || !found[len]) &&
+            strncmp(found + len, "\n  ", 3))
+            n++;
+    }
+    return n;
+}
+
+/* Loop mode keeps the record it committed for the next pass. A record that changes by a few
+ * units is made over the one before it, sharing the entries that did not change, which is the
+ * change's work and not the fleet's; it is the record a parse of the committed file gives, pass
+ * after pass, while units come and go. The chain of records sharing memory is cut (the next
+ * record made whole) once units no record uses pile up: memory stays what the record needs. */
+static void test_rc_incremental__kept_record_made_over_the_last(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    struct rc_cache *loop = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    char *repo = make_repo();
+    char tree[41];
+    size_t units = NJOBS, nshared = 0, nwhole = 0;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&err), RC_OK);
+    assert_int_equal(rc_cache_new(&loop, NULL, &err), RC_OK);
+    run_pass(&res, tree, repo, loop, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrecord_shared, 0); /* nothing before it */
+    for (int i = 0; i < 24; i++) {
+        int removed = i % 3 == 2;
+        struct rc_arena pa = RC_ARENA_INIT;
+        struct rd_record parsed;
+        const struct rd_record *kept;
+        char *blob, *text, *before = th_git_show(repo, "refs/heads/deploy", "placements.yaml");
+        char cm[256];
+
+        write_job(repo, NJOBS + i, "1"); /* a unit comes, and a ConfigMap moves to another */
+        snprintf(cm, sizeof(cm),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: team, "
+                 "labels: {app.kubernetes.io/instance: job-%d}}\ndata: {a: b}\n",
+                 i % NJOBS);
+        th_write_file(repo, "jobs/extra.yaml", cm, (size_t)-1);
+        if (removed) /* and one goes */
+            unlink(rc_arena_printf(&a, "%s/jobs/job-%d.yaml", repo, NJOBS + i - 2));
+        free(th_git_ok(repo, "add", "-A", NULL));
+        free(th_git_ok(repo, "commit", "-q", "-m", "a job more", NULL));
+        run_pass(&res, tree, repo, loop, &pa);
+        assert_int_equal(res.committed, 1);
+        assert_int_equal(res.nrecord_read, 0);
+        text = th_git_show(repo, "refs/heads/deploy", "placements.yaml");
+        /* shared: every unit the last record had, as it had it; or none (made whole) */
+        if (res.nrecord_shared) {
+            assert_int_equal(res.nrecord_shared, entries_alike(before, text));
+            nshared++;
+        } else {
+            nwhole++;
+        }
+        units += 1 - (size_t)removed;
+        blob = th_git_rev(repo, "refs/heads/deploy:placements.yaml");
+        kept = rc_cache_record(loop, blob);
+        assert_non_null(kept);
+        if (rd_record_parse(&parsed, text, strlen(text), &pa, &err) < 0)
+            fail_msg("%s", err.msg);
+        th_assert_records_equal(kept, &parsed);
+        free(text);
+        free(before);
+        free(blob);
+        rc_arena_release(&pa);
+    }
+    /* most records were made over the last; the units that went cut the chain at least once */
+    assert_true(nshared >= 16);
+    assert_true(nwhole >= 1);
+    assert_scratch_commits(tree, repo, &a);
+
+    rc_cache_free(loop);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A pass lists the source's files once: a changed source commit is listed for the no-op
  * check (did any YAML change?), and the load takes that listing rather than walking the
  * tree again; a commit that changes no YAML is skipped after that one listing. */
@@ -832,6 +931,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
+        cmocka_unit_test(test_rc_incremental__kept_record_made_over_the_last),
         cmocka_unit_test(test_rc_incremental__warnings_once_in_loop_mode),
         cmocka_unit_test(test_rc_incremental__warnings_once_with_a_state_directory),
         cmocka_unit_test(test_rc_incremental__file_errors_once_in_loop_mode),
