@@ -22,6 +22,9 @@
  *   as a long-running loop sees them; every tenth prints the heap in use, RSS and what
  *   libgit2's object cache holds, and the last the passes' median and slowest times: memory
  *   that grows with the number of passes, not with the fleet, shows there.
+ *   BENCH_SOAK_UNITS=1: each of those commits also gives the workload another unit label
+ *   (soak-00000, soak-00001, ...): a unit goes and one comes, so every pass changes the
+ *   record, and loop mode's kept record is made over the one before (rc_cache.h).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -141,18 +144,27 @@ static int cmp_double(const void *x, const void *y)
 static int commit_file(struct rc_git *g, const char *path, const char *data, size_t len);
 
 /* BENCH_SOAK: n passes after n commits of `path`, each `content` and a comment of its own. */
+#define UNIT_LABEL "app.kubernetes.io/instance: "
 static int soak(struct rc_git *g, struct rc_git *pusher, struct rc_cache *cache, const char *path,
                 const struct rc_buf *content, long n)
 {
     double *ms = rc_xcalloc((size_t)n + 1, sizeof(*ms));
-    int rc = 0;
+    int rc = 0, units = getenv("BENCH_SOAK_UNITS") != NULL;
 
     for (long i = 0; i < n && rc == 0; i++) {
         struct rc_buf c = RC_BUF_INIT;
         struct rc_err err = RC_ERR_INIT;
         double t0;
 
-        if (rc_buf_add(&c, content->ptr, content->len, &err) < 0 ||
+        const char *label = units ? strstr(content->ptr, UNIT_LABEL) : NULL;
+        size_t head = label ? (size_t)(label - content->ptr) + strlen(UNIT_LABEL) : content->len;
+        size_t tail = label ? head + strcspn(content->ptr + head, "\n") : content->len;
+
+        /* BENCH_SOAK_UNITS: the workload's unit label is another each pass (a unit goes, one
+         * comes: the record changes) */
+        if (rc_buf_add(&c, content->ptr, head, &err) < 0 ||
+            (label && rc_buf_printf(&c, &err, "soak-%05ld", i) < 0) ||
+            rc_buf_add(&c, content->ptr + tail, content->len - tail, &err) < 0 ||
             rc_buf_printf(&c, &err, "\n# soak %ld\n", i) < 0 ||
             commit_file(pusher, path, c.ptr, c.len) < 0) {
             rc_buf_release(&c);
