@@ -1939,7 +1939,13 @@ static const struct rd_verdict_tally **keep_recorded_reasons(struct pl_result *r
     order = rc_arena_calloc(a, prev->nunits, sizeof(*order));
     for (size_t i = 0; i < prev->nunits; i++)
         order[i] = i;
-    qsort_r(order, prev->nunits, sizeof(*order), cmp_prev_index, prev->units);
+    /* a record rightplace wrote is sorted by unit already: checked, not sorted again */
+    for (size_t i = 1; i < prev->nunits; i++) {
+        if (strcmp(prev->units[i - 1].unit, prev->units[i].unit) > 0) {
+            qsort_r(order, prev->nunits, sizeof(*order), cmp_prev_index, prev->units);
+            break;
+        }
+    }
     for (size_t i = 0; i < res->ndecisions; i++) {
         struct pl_decision *d = &res->decisions[i];
         const struct pl_prev_unit *p = NULL;
