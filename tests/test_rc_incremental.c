@@ -574,6 +574,92 @@ static void test_rc_incremental__kept_record_made_over_the_last(void **state)
     free(repo);
 }
 
+/* The cache's chain of records made over the last (rc_cache_take_record_over): a record may be
+ * made over the current one until the chain holds 64 records, or until units no record uses
+ * pass a quarter of the record's; then it is made whole, and the chain goes two records later.
+ * The record before the current one stays readable until the next record is taken (a pass's
+ * result may point into it); the sanitizers see every buffer freed once, none twice. */
+static const char *blob_of(int i)
+{
+    static char b[41];
+    snprintf(b, sizeof(b), "%040d", i);
+    return b;
+}
+
+static void take_next(struct rc_cache *c, int i, size_t dropped, size_t *nshared, size_t *nwhole)
+{
+    const struct rd_record *cur = rc_cache_record(c, blob_of(i - 1));
+    const struct rd_record *base = rc_cache_record_to_share(c, blob_of(i - 1));
+    struct rc_arena fresh = RC_ARENA_INIT;
+    struct rd_record next;
+
+    assert_non_null(cur);
+    if (base && dropped != (size_t)-1) { /* the units shared, the arrays its own */
+        assert_ptr_equal(base, cur);
+        next = *base;
+        next.units = rc_arena_take(&fresh, calloc(base->nunits + 1, sizeof(*next.units)),
+                                   (base->nunits + 1) * sizeof(*next.units));
+        next.tallies = rc_arena_take(&fresh, calloc(base->nunits + 1, sizeof(*next.tallies)),
+                                     (base->nunits + 1) * sizeof(*next.tallies));
+        memcpy(next.units, base->units, base->nunits * sizeof(*next.units));
+        memcpy(next.tallies, base->tallies, base->nunits * sizeof(*next.tallies));
+        rc_cache_take_record_over(c, blob_of(i), &next, &fresh, rc_arena_strdup(&fresh, "text"), 4,
+                                  dropped);
+        (*nshared)++;
+    } else {
+        rd_record_copy(&next, cur, &fresh);
+        rc_cache_take_record(c, blob_of(i), &next, &fresh, NULL, 0);
+        (*nwhole)++;
+    }
+}
+
+static void test_rc_incremental__kept_record_chain_is_cut(void **state)
+{
+    struct rc_cache *c = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena fresh = RC_ARENA_INIT;
+    struct pl_prev_unit units[8];
+    struct rd_verdict_tally tallies[8];
+    struct rd_record first = {"", NULL, 8, units, tallies}, r, before = first;
+    size_t nshared = 0, nwhole = 0;
+    char names[8][8];
+
+    (void)state;
+    memset(units, 0, sizeof(units));
+    memset(tallies, 0, sizeof(tallies));
+    for (int u = 0; u < 8; u++) {
+        snprintf(names[u], sizeof(names[u]), "u%d", u);
+        units[u].unit = names[u];
+        units[u].state = PL_STATE_PLACED;
+    }
+    assert_int_equal(rc_cache_new(&c, NULL, &err), RC_OK);
+    rd_record_copy(&r, &first, &fresh);
+    rc_cache_take_record(c, blob_of(0), &r, &fresh, NULL, 0);
+    for (int i = 1; i <= 70; i++) {
+        /* the pass's copy of the current record (prev_record_blob copies it so) */
+        struct rd_record now = *rc_cache_record(c, blob_of(i - 1));
+        /* the record before it, copied a take ago, is still there */
+        for (int u = 0; i > 1 && u < 8; u++)
+            assert_string_equal(before.units[u].unit, names[u]);
+        take_next(c, i, 0, &nshared, &nwhole);
+        /* the whole record comes after 63 made over the last, and the chain starts again */
+        assert_int_equal(nwhole, i >= 64 ? 1 : 0);
+        assert_int_equal(nshared, (size_t)(i >= 64 ? i - 1 : i));
+        /* a pass's result may point into the record it started from: still there */
+        for (int u = 0; u < 8; u++)
+            assert_string_equal(now.units[u].unit, names[u]);
+        before = now;
+    }
+    /* units no record uses pile up: 3 of 8 dropped is past a quarter, so the next is whole */
+    take_next(c, 71, 3, &nshared, &nwhole);
+    assert_int_equal(nshared, 70 - 1 + 1);
+    assert_null(rc_cache_record_to_share(c, blob_of(71)));
+    take_next(c, 72, 0, &nshared, &nwhole);
+    assert_int_equal(nwhole, 2);
+    assert_non_null(rc_cache_record_to_share(c, blob_of(72)));
+    rc_cache_free(c);
+}
+
 /* A pass lists the source's files once: a changed source commit is listed for the no-op
  * check (did any YAML change?), and the load takes that listing rather than walking the
  * tree again; a commit that changes no YAML is skipped after that one listing. */
@@ -932,6 +1018,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_incremental__one_change_reads_no_record),
         cmocka_unit_test(test_rc_incremental__kept_record_made_over_the_last),
+        cmocka_unit_test(test_rc_incremental__kept_record_chain_is_cut),
         cmocka_unit_test(test_rc_incremental__warnings_once_in_loop_mode),
         cmocka_unit_test(test_rc_incremental__warnings_once_with_a_state_directory),
         cmocka_unit_test(test_rc_incremental__file_errors_once_in_loop_mode),
