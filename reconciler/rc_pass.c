@@ -1809,7 +1809,7 @@ struct compute {
     const struct rd_verdict_tally **tallies; /* rd_render_options.tallies of the render */
     /* rd_render_options.record_memo of the render (NULL: none): after it, the memo of the
      * record it made, kept with that record in the record cache file */
-    const struct rd_record_memo *record_memo;
+    struct rd_record_memo *record_memo;
     int record_base_is_memo; /* rd_render_options.record_base_is_memo of the render */
     /* --replace-unreachable-after: the grace of policies without the annotation (0: none) */
     int64_t replace_unreachable_after;
@@ -2384,7 +2384,7 @@ static void *record_job_run(void *arg)
         rd_record_view_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
     } else if (j->base && rd_record_of_result_over(&j->rec, &j->shared, &j->cp->res, &j->ro,
                                                    j->base, &j->fresh) == 0) {
-        j->dropped = j->base->nunits - (j->shared < j->base->nunits ? j->shared : j->base->nunits);
+        j->dropped = j->base->nunits - j->shared; /* each base unit is shared once at most */
     } else {
         rd_record_of_result(&j->rec, &j->cp->res, &j->ro, &j->fresh);
     }
@@ -2412,7 +2412,7 @@ static void record_job_start(struct record_job *j, const struct rc_pass_options 
     j->pass = pass;
     j->ro = o->render;
     j->ro.tallies = cp->tallies;
-    j->ro.record_memo = (struct rd_record_memo *)cp->record_memo;
+    j->ro.record_memo = cp->record_memo;
     j->ro.record_base_is_memo = cp->record_base_is_memo;
     if (!o->last_pass && cp->record_base_is_memo)
         j->base = rc_cache_record_to_share(o->cache, cp->base_record);

@@ -1500,90 +1500,81 @@ static void record_arrays(struct rd_record *r, size_t n, struct rc_arena *a)
         rc_arena_take(a, rc_xcalloc(n + 1, sizeof(*r->tallies)), (n + 1) * sizeof(*r->tallies));
 }
 
-static void record_of_result(struct rd_record *out, const struct pl_result *res,
-                             const struct rd_render_options *opts, int copy, struct rc_arena *a)
+/* The record res makes, its strings copied into a or (copy 0) res's own. With base (the
+ * record the memo's last write was over, copy 1): a unit whose entry the memo took as it was
+ * is base's unit, shared. Returns the units shared, or (size_t)-1, out untouched, when the memo
+ * is not of res's record. */
+static size_t record_of_result(struct rd_record *out, const struct pl_result *res,
+                               const struct rd_render_options *opts, int copy,
+                               const struct rd_record *base, struct rc_arena *a)
 {
+    const struct rd_record_memo *m = base ? opts->record_memo : NULL;
     struct rc_arena tmp = RC_ARENA_INIT;
     const struct pl_decision **dec;
     char digest[17];
-    size_t ndec;
+    size_t ndec, j = 0, shared = 0;
 
     dec = rd_out_sorted_decisions(res, &ndec, &tmp);
+    if (m && m->nunits != ndec) {
+        rc_arena_release(&tmp);
+        return (size_t)-1;
+    }
     memset(out, 0, sizeof(*out));
     out->source = ""; /* the record names none: RD_SOURCE_FILE does */
     rd_render_digest(digest, opts);
-    out->render_digest = rc_arena_strdup(a, digest);
+    out->render_digest = base && base->render_digest && !strcmp(base->render_digest, digest)
+                             ? base->render_digest
+                             : rc_arena_strdup(a, digest);
     record_arrays(out, ndec, a);
     for (size_t i = 0; i < ndec; i++) {
         size_t at = (size_t)(dec[i] - res->decisions);
+        /* the entry the memo took as it was is the base's: the same key, the same bytes, the
+         * same entry read back (the base's units are sorted as written; a base that is not
+         * only shares less) */
+        if (m && m->units[i].same && !strcmp(m->units[i].unit, dec[i]->unit)) {
+            int c = 1;
+            while (j < base->nunits && (c = strcmp(base->units[j].unit, dec[i]->unit)) < 0)
+                j++;
+            if (c == 0) {
+                out->units[i] = base->units[j];
+                out->tallies[i] = base->tallies[j++];
+                shared++;
+                continue;
+            }
+        }
         unit_as_read(&out->units[i], &out->tallies[i], dec[i],
                      opts && opts->tallies ? opts->tallies[at] : NULL, copy, a);
     }
     out->nunits = ndec;
     rc_arena_release(&tmp);
+    return shared;
 }
 
 int rd_record_of_result(struct rd_record *out, const struct pl_result *res,
                         const struct rd_render_options *opts, struct rc_arena *a)
 {
-    record_of_result(out, res, opts, 1, a);
+    record_of_result(out, res, opts, 1, NULL, a);
     return 0;
 }
 
 void rd_record_view_of_result(struct rd_record *out, const struct pl_result *res,
                               const struct rd_render_options *opts, struct rc_arena *a)
 {
-    record_of_result(out, res, opts, 0, a);
+    record_of_result(out, res, opts, 0, NULL, a);
 }
 
 int rd_record_of_result_over(struct rd_record *out, size_t *shared, const struct pl_result *res,
                              const struct rd_render_options *opts, const struct rd_record *base,
                              struct rc_arena *a)
 {
-    const struct rd_record_memo *m = opts ? opts->record_memo : NULL;
-    struct rc_arena tmp = RC_ARENA_INIT;
-    const struct pl_decision **dec;
-    char digest[17];
-    size_t ndec, j = 0;
-
     *shared = 0;
-    if (!m || !opts->record_base_is_memo || !base || !base->tallies)
+    if (!opts || !opts->record_memo || !opts->record_base_is_memo || !base || !base->tallies)
         return -1;
-    dec = rd_out_sorted_decisions(res, &ndec, &tmp);
-    if (m->nunits != ndec) { /* not the memo of this result's record */
-        rc_arena_release(&tmp);
+    *shared = record_of_result(out, res, opts, 1, base, a);
+    if (*shared == (size_t)-1) { /* not the memo of this result's record */
+        *shared = 0;
         return -1;
     }
-    memset(out, 0, sizeof(*out));
-    out->source = "";
-    rd_render_digest(digest, opts);
-    out->render_digest = base->render_digest && !strcmp(base->render_digest, digest)
-                             ? base->render_digest
-                             : rc_arena_strdup(a, digest);
-    record_arrays(out, ndec, a);
-    for (size_t i = 0; i < ndec; i++) {
-        const char *unit = dec[i]->unit;
-        size_t at = (size_t)(dec[i] - res->decisions);
-        /* the entry the memo took as it was is the base's: the same key, the same bytes, the
-         * same entry read back (the base's units are sorted as written; a base that is not
-         * only shares less) */
-        if (m->units[i].same && !strcmp(m->units[i].unit, unit)) {
-            int c = 1;
-            while (j < base->nunits && (c = strcmp(base->units[j].unit, unit)) < 0)
-                j++;
-            if (c == 0) {
-                out->units[i] = base->units[j];
-                out->tallies[i] = base->tallies[j];
-                (*shared)++;
-                j++;
-                continue;
-            }
-        }
-        unit_as_read(&out->units[i], &out->tallies[i], dec[i],
-                     opts->tallies ? opts->tallies[at] : NULL, 1, a);
-    }
-    out->nunits = ndec;
-    rc_arena_release(&tmp);
     return 0;
 }
 
