@@ -577,7 +577,61 @@ static int parse_node_entry(struct pl_node **v, size_t *n, size_t *cap, const cJ
     return 0;
 }
 
-static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct ctx *c)
+/* A cluster's lists that grow with its size, as they stream in (rd_yaml.h): its shapes,
+ * nodes and present units. c is the context of the element being read. */
+struct cluster_lists {
+    struct ctx c;
+    struct pl_shape *shapes;
+    size_t nshapes, scap;
+    struct pl_node *nodes; /* in the arena, grown by parse_node_entry */
+    size_t nnodes, ncap;
+    const char **present;
+    size_t npresent, pcap;
+};
+
+static int each_shape(void *payload, const cJSON *item, const struct rd_docs *docs,
+                      struct rc_err *err)
+{
+    struct cluster_lists *p = payload;
+    int error;
+
+    (void)err; /* p->c.err */
+    p->c.docs = docs;
+    p->shapes = rc_xgrow(p->shapes, &p->scap, p->nshapes + 1, sizeof(*p->shapes));
+    memset(&p->shapes[p->nshapes], 0, sizeof(p->shapes[p->nshapes]));
+    error = parse_shape(&p->shapes[p->nshapes], item, &p->c);
+    if (error < 0)
+        return error;
+    p->nshapes++;
+    return 0;
+}
+
+static int each_node(void *payload, const cJSON *item, const struct rd_docs *docs,
+                     struct rc_err *err)
+{
+    struct cluster_lists *p = payload;
+
+    (void)err; /* p->c.err */
+    p->c.docs = docs;
+    return parse_node_entry(&p->nodes, &p->nnodes, &p->ncap, item, &p->c);
+}
+
+static int each_present(void *payload, const cJSON *item, const struct rd_docs *docs,
+                        struct rc_err *err)
+{
+    struct cluster_lists *p = payload;
+
+    (void)err; /* p->c.err */
+    p->c.docs = docs;
+    if (!cJSON_IsString(item))
+        return FAIL(&p->c, item, "'present' entry is not a string");
+    p->present = rc_xgrow(p->present, &p->pcap, p->npresent + 1, sizeof(*p->present));
+    p->present[p->npresent++] = rc_arena_strdup(p->c.a, item->valuestring);
+    return 0;
+}
+
+static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct cluster_lists *p,
+                         struct ctx *c)
 {
     const cJSON *arr, *it;
     const char *as = NULL;
@@ -618,6 +672,11 @@ static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct ctx *c)
         k++;
     }
     cl->nshapes = k;
+    if (p->nshapes) {
+        cl->shapes = rc_arena_calloc(c->a, p->nshapes + 1, sizeof(*cl->shapes));
+        memcpy(cl->shapes, p->shapes, p->nshapes * sizeof(*cl->shapes));
+        cl->nshapes = p->nshapes;
+    }
     arr = field(j, "nodes");
     if (arr && !cJSON_IsArray(arr))
         return FAIL(c, arr, "field 'nodes' is not a list");
@@ -627,8 +686,18 @@ static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct ctx *c)
         if ((error = parse_node_entry(&cl->nodes, &cl->nnodes, &cap, it, c)) < 0)
             return error;
     }
-    return rd_out_get_strs(&cl->present, &cl->npresent, j, "present", c->docs, CAPACITY_FILE, c->a,
-                           c->err);
+    if (p->nnodes) {
+        cl->nodes = p->nodes;
+        cl->nnodes = p->nnodes;
+    }
+    error = rd_out_get_strs(&cl->present, &cl->npresent, j, "present", c->docs, CAPACITY_FILE, c->a,
+                            c->err);
+    if (error == 0 && p->npresent) {
+        cl->present = rc_arena_calloc(c->a, p->npresent + 1, sizeof(*cl->present));
+        memcpy(cl->present, p->present, p->npresent * sizeof(*cl->present));
+        cl->npresent = p->npresent;
+    }
+    return error;
 }
 
 /* Clusters as they stream in (rd_yaml_load_items). */
@@ -636,6 +705,7 @@ struct clusters_in {
     struct ctx c;
     struct pl_cluster *v;
     size_t n, cap;
+    struct cluster_lists lists; /* of the cluster being read */
 };
 
 static int cmp_cluster_name(const void *x, const void *y)
@@ -653,8 +723,13 @@ static int each_cluster(void *payload, const cJSON *item, const struct rd_docs *
     in->c.docs = docs;
     in->v = rc_xgrow(in->v, &in->cap, in->n + 1, sizeof(*in->v));
     memset(&in->v[in->n], 0, sizeof(in->v[in->n]));
-    error = parse_cluster(&in->v[in->n], item, &in->c);
+    error = parse_cluster(&in->v[in->n], item, &in->lists, &in->c);
     in->c.docs = NULL;
+    in->lists.nshapes = 0;
+    in->lists.nodes = NULL;
+    in->lists.nnodes = 0;
+    in->lists.ncap = 0;
+    in->lists.npresent = 0;
     if (error < 0)
         return error;
     in->n++;
@@ -665,7 +740,12 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
                       size_t len, struct rc_arena *a, struct rc_err *err)
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
-    struct rd_yaml_items items = {"clusters", each_cluster, NULL};
+    struct rd_yaml_items lists[] = {
+        {"shapes", each_shape, NULL, NULL, 0},
+        {"nodes", each_node, NULL, NULL, 0},
+        {"present", each_present, NULL, NULL, 0},
+    };
+    struct rd_yaml_items items = {"clusters", each_cluster, NULL, lists, 3};
     struct rd_docs *docs = NULL;
     const cJSON *root, *arr, *v;
     struct clusters_in in;
@@ -673,15 +753,21 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
     struct ctx c;
     int error;
 
-    /* read cluster by cluster: each within the usual limits, the whole snapshot within
-     * RD_RECORD_MAX_BYTES, whatever the size of the fleet (rd_output.h) */
+    /* read cluster by cluster, and each cluster's shapes, nodes and present units one by
+     * one: each within the usual limits, the whole snapshot within RD_RECORD_MAX_BYTES,
+     * whatever the size of the fleet or of one cluster (rd_output.h) */
     memset(&in, 0, sizeof(in));
     in.c.res = res;
     in.c.a = a;
     in.c.err = err;
+    in.lists.c = in.c;
+    for (size_t i = 0; i < 3; i++)
+        lists[i].payload = &in.lists;
     items.payload = &in;
     limits.max_bytes = RD_RECORD_MAX_BYTES;
-    error = rd_yaml_load_items(&docs, CAPACITY_FILE, text, len, &limits, &items, err);
+    error = rd_yaml_load_items(&docs, CAPACITY_FILE, text, len, &limits, &items, 1, err);
+    free(in.lists.shapes);
+    free(in.lists.present);
     if (error < 0)
         goto done;
     c.docs = docs;

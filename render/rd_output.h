@@ -160,8 +160,11 @@ struct rd_verdict_tally {
 /*
  * rightplace reads back whatever it writes: records are read item by item (rd_yaml_load_items),
  * each unit and each cluster within the reader's usual limits (1,000,000 nodes, depth 64),
- * the whole file within RD_RECORD_MAX_BYTES, so no fleet rightplace accepts makes a record
- * it cannot read, while a hostile file still costs bounded memory per item.
+ * and the lists that grow with the source or the fleet (a unit's objects, clusters and
+ * shares; a cluster's shapes, nodes and present units; the record's errors and warnings)
+ * element by element, the whole file within RD_RECORD_MAX_BYTES. So no fleet rightplace
+ * accepts makes a record it cannot read, while a hostile file still costs bounded memory per
+ * element.
  */
 #define RD_RECORD_MAX_BYTES ((size_t)1 << 30)
 

@@ -1684,8 +1684,47 @@ static void parse_tally(struct rd_verdict_tally *t, const cJSON *j)
     t->omitted = (size_t)om->valuedouble;
 }
 
+/* A list of strings as it streams in (an entry's objects or clusters). */
+struct str_list {
+    const char *key;
+    const char **v;
+    size_t n, cap;
+    struct rc_arena *a;
+};
+
+static int each_str(void *payload, const cJSON *item, const struct rd_docs *docs,
+                    struct rc_err *err)
+{
+    struct str_list *l = payload;
+
+    if (!cJSON_IsString(item))
+        return rd_out_err_at(err, docs, RECORD_FILE, item, "'%s' entry is not a string", l->key);
+    l->v = rc_xgrow(l->v, &l->cap, l->n + 1, sizeof(*l->v));
+    l->v[l->n++] = rc_arena_strdup(l->a, item->valuestring);
+    return 0;
+}
+
+/* The field key of j as rd_out_get_strs reads it, or, when its elements were streamed into
+ * l, those (taken: l is emptied). */
+static int get_streamed_strs(const char ***out, size_t *n, const cJSON *j, struct str_list *l,
+                             const struct rd_docs *docs, struct rc_arena *a, struct rc_err *err)
+{
+    int error = rd_out_get_strs(out, n, j, l->key, docs, RECORD_FILE, a, err);
+
+    if (error == 0 && l->n) {
+        *out = rc_arena_calloc(a, l->n + 1, sizeof(**out));
+        memcpy(*out, l->v, l->n * sizeof(**out));
+        *n = l->n;
+    }
+    l->n = 0;
+    return error;
+}
+
+/* objects and clusters: the lists of an entry that grow with the fleet (a unit's objects,
+ * the clusters it is copied to), streamed one string at a time (rd_yaml.h) */
 static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
-                      struct rc_arena *a, struct rc_err *err)
+                      struct str_list *objects, struct str_list *clusters, struct rc_arena *a,
+                      struct rc_err *err)
 {
     const char *state = NULL;
     int error;
@@ -1698,15 +1737,14 @@ static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_do
     if (!error)
         error = rd_out_get_str(&u->policy_digest, j, "policyDigest", 0, docs, RECORD_FILE, a, err);
     if (!error)
-        error = rd_out_get_strs(&u->objects, &u->nobjects, j, "objects", docs, RECORD_FILE, a, err);
+        error = get_streamed_strs(&u->objects, &u->nobjects, j, objects, docs, a, err);
     if (!error)
         error = rd_out_get_str(&state, j, "state", 1, docs, RECORD_FILE, a, err);
     if (!error && pl_state_parse(&u->state, state) < 0)
         error = rd_out_err_at(err, docs, RECORD_FILE, cJSON_GetObjectItemCaseSensitive(j, "state"),
                               "unknown state '%s' of unit '%s'", state, u->unit);
     if (!error)
-        error =
-            rd_out_get_strs(&u->clusters, &u->nclusters, j, "clusters", docs, RECORD_FILE, a, err);
+        error = get_streamed_strs(&u->clusters, &u->nclusters, j, clusters, docs, a, err);
     if (!error && u->state == PL_STATE_PLACED && u->nclusters == 0)
         error =
             rd_out_err_at(err, docs, RECORD_FILE, j, "placed unit '%s' has no clusters", u->unit);
@@ -1744,6 +1782,7 @@ struct units_in {
     struct pl_prev_unit *units;
     struct rd_verdict_tally *tallies;
     size_t n, cap, tcap;
+    struct str_list objects, clusters; /* of the entry being read */
 };
 
 static int each_unit(void *payload, const cJSON *item, const struct rd_docs *docs,
@@ -1755,7 +1794,7 @@ static int each_unit(void *payload, const cJSON *item, const struct rd_docs *doc
     in->units = rc_xgrow(in->units, &in->cap, in->n + 1, sizeof(*in->units));
     in->tallies = rc_xgrow(in->tallies, &in->tcap, in->n + 1, sizeof(*in->tallies));
     memset(&in->units[in->n], 0, sizeof(in->units[in->n]));
-    error = parse_unit(&in->units[in->n], item, docs, in->a, err);
+    error = parse_unit(&in->units[in->n], item, docs, &in->objects, &in->clusters, in->a, err);
     if (error < 0)
         return error;
     parse_tally(&in->tallies[in->n], item);
@@ -1770,15 +1809,34 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
                     const char *api2, const char *kind, struct rc_arena *a, struct rc_err *err)
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
-    struct rd_yaml_items items = {"units", each_unit, NULL};
+    struct rd_yaml_items lists[] = {
+        {"objects", each_str, &in->objects, NULL, 0},
+        {"clusters", each_str, &in->clusters, NULL, 0},
+        {"shares", NULL, NULL, NULL, 0}, /* not read back: the engine recomputes them */
+    };
+    struct rd_yaml_items items[] = {
+        {"units", each_unit, in, lists, sizeof(lists) / sizeof(lists[0])},
+        /* one a broken source file or a warning: read past, one at a time */
+        {"errors", NULL, NULL, NULL, 0},
+        {"warnings", NULL, NULL, NULL, 0},
+    };
     const char *s = NULL;
     int error;
 
-    /* read unit by unit: each unit within the usual limits, the whole record within
-     * RD_RECORD_MAX_BYTES, whatever the number of units */
+    /* read unit by unit, and each unit's objects and clusters one by one: each within the
+     * usual limits, the whole record within RD_RECORD_MAX_BYTES, whatever the number of
+     * units or the size of one (rd_output.h) */
     limits.max_bytes = RD_RECORD_MAX_BYTES;
-    items.payload = in;
-    error = rd_yaml_load_items(docs, file, text, len, &limits, &items, err);
+    in->objects.key = "objects";
+    in->objects.a = in->a;
+    in->clusters.key = "clusters";
+    in->clusters.a = in->a;
+    error = rd_yaml_load_items(docs, file, text, len, &limits, items,
+                               sizeof(items) / sizeof(items[0]), err);
+    free(in->objects.v);
+    free(in->clusters.v);
+    memset(&in->objects, 0, sizeof(in->objects));
+    memset(&in->clusters, 0, sizeof(in->clusters));
     if (error < 0)
         return error;
     if (rd_docs_count(*docs) != 1)
@@ -1962,7 +2020,7 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
                    void *payload, struct rd_record_layout *layout, struct rc_arena *a,
                    struct rc_err *err)
 {
-    struct units_in in = {a, NULL, NULL, 0, 0, 0};
+    struct units_in in;
     struct rd_docs *docs = NULL;
     const cJSON *root, *units;
     const char *s = NULL;
@@ -1971,6 +2029,8 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
     size_t nsv = 0, count = 0;
     int error, sharded = 0;
 
+    memset(&in, 0, sizeof(in));
+    in.a = a;
     if (layout)
         memset(layout, 0, sizeof(*layout));
     error = load_doc(&docs, &root, &sharded, &in, RECORD_FILE, text, len, RD_API_VERSION,

@@ -1614,50 +1614,117 @@ size_t rd_docs_bytes(const struct rd_docs *docs)
     return docs ? docs->bytes : 0;
 }
 
-/* ==== Streaming the items of one sequence ==== */
+/* ==== Streaming the elements of sequences ==== */
 
-/* Build one item of the streamed sequence with budgets of its own and hand it over. The
- * item's nodes get their own position table (and graveyard), freed with it. */
-static int ld_stream_item(struct ld *l, yaml_event_t *ev, const struct rd_yaml_items *items)
+/* Forget what the last streamed element left in d (its tree, its positions), keeping the
+ * allocations for the next one; a position table an element made large is freed. */
+static void docs_clear(struct rd_docs *d)
 {
-    struct rd_docs *root_docs = l->docs;
-    size_t nodes = l->nodes, bytes = l->bytes;
+    for (size_t i = 0; i < d->n; i++)
+        cJSON_Delete(d->docs[i]);
+    d->n = 0;
+    cJSON_Delete(d->graveyard);
+    d->graveyard = NULL;
+    if (d->pos.cap > 256) {
+        cJSON_free(d->pos.v);
+        d->pos.v = NULL;
+        d->pos.cap = 0;
+    } else if (d->pos.n) {
+        memset(d->pos.v, 0, d->pos.cap * sizeof(*d->pos.v));
+    }
+    d->pos.n = 0;
+    d->bytes = 0;
+}
+
+static int ld_stream_map(struct ld *l, struct rd_pos pos, int depth, enum map_role role,
+                         const struct rd_yaml_items *items, size_t nitems, struct built *out);
+
+/* Build one element of a streamed sequence (its first event *ev, consumed) in edocs, with
+ * budgets and anchors of its own, and hand it to it->each. `depth`: collections around it. */
+static int ld_stream_elem(struct ld *l, yaml_event_t *ev, int depth, const struct rd_yaml_items *it,
+                          struct rd_docs *edocs)
+{
+    struct rd_docs *outer = l->docs;
+    size_t nodes = l->nodes, bytes = l->bytes, alias_nodes = l->alias_nodes;
     struct built b = {0};
     int error;
 
-    l->docs = rc_xcalloc(1, sizeof(*l->docs));
-    l->docs->file = rc_xstrdup(l->file);
+    l->docs = edocs;
     l->nodes = 0;
     l->bytes = 0;
-    anchors_clear(l); /* anchors do not reach across items */
-    error = ld_node(l, ev, 2, ROLE_OTHER, &b);
-    if (error == RC_OK) {
-        docs_push(l->docs, b.node);
-        error = check_finite(l, b.node, rd_docs_pos(l->docs, b.node));
+    l->alias_nodes = 0;
+    anchors_clear(l); /* anchors do not reach into or out of an element */
+    if (it->ninner && ev->type == YAML_MAPPING_START_EVENT) {
+        struct rd_pos mpos = mark_pos(ev->start_mark);
+
+        yaml_event_delete(ev);
+        error = depth + 1 > l->lim.max_depth
+                    ? ld_fail(l, mpos, "nesting deeper than %d levels", l->lim.max_depth)
+                    : ld_stream_map(l, mpos, depth + 1, ROLE_OTHER, it->inner, it->ninner, &b);
+    } else {
+        error = ld_node(l, ev, depth, ROLE_OTHER, &b);
     }
     if (error == RC_OK) {
-        error = items->each(items->payload, b.node, l->docs, l->err);
+        docs_push(edocs, b.node);
+        error = check_finite(l, b.node, rd_docs_pos(edocs, b.node));
+    }
+    if (error == RC_OK && it->each) {
+        error = it->each(it->payload, b.node, edocs, l->err);
         if (error > 0)
             error = RC_OK;
     }
     anchors_clear(l);
-    rd_docs_free(l->docs);
-    l->docs = root_docs;
+    docs_clear(edocs);
+    l->docs = outer;
     l->nodes = nodes;
     l->bytes = bytes;
+    l->alias_nodes = alias_nodes;
     return error;
 }
 
-/* The root mapping, with the value of items->key streamed. */
-static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_items *items,
-                          struct built *out)
+/* The elements of a streamed sequence (its start event consumed; spos: where it starts),
+ * each built at `depth` collections deep. */
+static int ld_stream_seq(struct ld *l, struct rd_pos spos, int depth,
+                         const struct rd_yaml_items *it)
 {
+    struct rd_docs *edocs;
+    yaml_event_t ev;
+    int error;
+
+    error = count_node(l, spos, 1);
+    if (error < 0)
+        return error;
+    edocs = rc_xcalloc(1, sizeof(*edocs));
+    edocs->file = rc_xstrdup(l->file);
+    for (;;) {
+        error = ld_next(l, &ev);
+        if (error < 0)
+            break;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        error = ld_stream_elem(l, &ev, depth, it, edocs);
+        if (error < 0)
+            break;
+    }
+    rd_docs_free(edocs);
+    return error;
+}
+
+/* A mapping (its start event consumed; `depth` collections around its values) whose
+ * sequences under items[i].key are streamed; each such key keeps an empty sequence. */
+static int ld_stream_map(struct ld *l, struct rd_pos pos, int depth, enum map_role role,
+                         const struct rd_yaml_items *items, size_t nitems, struct built *out)
+{
+    const char *where = role == ROLE_ROOT ? "at the top of this file" : "in this item";
     struct mbuild mb = {0};
     yaml_event_t ev;
     char *keytext = NULL;
-    int streamed = 0;
+    unsigned streamed = 0;
     int error;
 
+    assert(nitems <= sizeof(streamed) * CHAR_BIT);
     error = count_node(l, pos, 1);
     if (error < 0)
         return error;
@@ -1671,6 +1738,7 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
         struct rd_pos kpos;
         char numbuf[NUM_TEXT_MAX];
         const char *key = NULL;
+        size_t which = nitems;
         int float_tag;
 
         error = ld_next(l, &ev);
@@ -1683,61 +1751,54 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
         kpos = mark_pos(ev.start_mark);
         if (ev.type != YAML_SCALAR_EVENT) {
             yaml_event_delete(&ev);
-            error = ld_fail(l, kpos, "only scalar keys are supported at the top of this file");
+            error = ld_fail(l, kpos, "only scalar keys are supported %s", where);
             goto done;
         }
         keytext = rc_xstrdup((const char *)ev.data.scalar.value);
         float_tag = is_tag(ev.data.scalar.tag, "float");
         if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !strcmp(keytext, "<<")) {
             yaml_event_delete(&ev);
-            error = ld_fail(l, kpos, "merge keys are not supported at the top of this file");
+            error = ld_fail(l, kpos, "merge keys are not supported %s", where);
             goto done;
         }
-        error = ld_node(l, &ev, 1, ROLE_OTHER, &kb);
+        error = ld_node(l, &ev, depth, ROLE_OTHER, &kb);
         if (error < 0)
             goto done;
         bury(l, kb.node);
         error = key_text(l, kb.node, keytext, float_tag, kpos, numbuf, &key);
         if (error < 0)
             goto done;
+        for (size_t i = 0; i < nitems && which == nitems; i++)
+            if (!strcmp(key, items[i].key))
+                which = i;
         error = ld_next(l, &ev);
         if (error < 0)
             goto done;
-        if (!strcmp(key, items->key) && streamed) {
+        if (which < nitems && (streamed >> which & 1u)) {
             yaml_event_delete(&ev);
             error = ld_fail(l, kpos, "key '%.64s' appears twice", key);
             goto done;
         }
-        if (!strcmp(key, items->key) && ev.type == YAML_SEQUENCE_START_EVENT) {
+        if (which < nitems)
+            streamed |= 1u << which;
+        if (which < nitems && ev.type == YAML_SEQUENCE_START_EVENT) {
             struct rd_pos spos = mark_pos(ev.start_mark);
             cJSON *empty;
 
             yaml_event_delete(&ev);
-            streamed = 1;
-            error = count_node(l, spos, 1);
+            error = depth + 1 > l->lim.max_depth
+                        ? ld_fail(l, spos, "nesting deeper than %d levels", l->lim.max_depth)
+                        : ld_stream_seq(l, spos, depth + 1, &items[which]);
             if (error < 0)
                 goto done;
-            for (;;) {
-                error = ld_next(l, &ev);
-                if (error < 0)
-                    goto done;
-                if (ev.type == YAML_SEQUENCE_END_EVENT) {
-                    yaml_event_delete(&ev);
-                    break;
-                }
-                error = ld_stream_item(l, &ev, items);
-                if (error < 0)
-                    goto done;
-            }
-            /* the key stays, with an empty sequence where the items were */
+            /* the key stays, with an empty sequence where the elements were */
             empty = must(cJSON_CreateArray());
             note_pos(l, empty, spos);
-            error = mb_set(l, &mb, ROLE_ROOT, key, empty, 0, kpos);
+            error = mb_set(l, &mb, role, key, empty, 0, kpos);
             if (error < 0)
                 goto done;
         } else {
-            streamed |= !strcmp(key, items->key);
-            error = ld_node(l, &ev, 1, ROLE_OTHER, &vb);
+            error = ld_node(l, &ev, depth, ROLE_OTHER, &vb);
             if (error < 0)
                 goto done;
             error = check_finite(l, vb.node, rd_docs_pos(l->docs, vb.node));
@@ -1747,7 +1808,7 @@ static int ld_stream_root(struct ld *l, struct rd_pos pos, const struct rd_yaml_
             }
             if (vb.height + 1 > out->height)
                 out->height = vb.height + 1;
-            error = mb_set(l, &mb, ROLE_ROOT, key, vb.node, 0, kpos);
+            error = mb_set(l, &mb, role, key, vb.node, 0, kpos);
             if (error < 0)
                 goto done;
         }
@@ -1766,14 +1827,14 @@ done:
 
 int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text, size_t len,
                        const struct rd_yaml_limits *limits, const struct rd_yaml_items *items,
-                       struct rc_err *err)
+                       size_t nitems, struct rc_err *err)
 {
     struct ld l;
     yaml_event_t ev;
     int ndocs = 0;
     int error;
 
-    assert(out && (text || !len) && items && items->key && items->each);
+    assert(out && (text || !len) && items && nitems);
     *out = NULL;
     error = ld_open(&l, file, text, len, limits, err);
     if (error < 0)
@@ -1810,7 +1871,7 @@ int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text,
         if (ev.type == YAML_MAPPING_START_EVENT) {
             struct rd_pos mpos = mark_pos(ev.start_mark);
             yaml_event_delete(&ev);
-            error = ld_stream_root(&l, mpos, items, &b);
+            error = ld_stream_map(&l, mpos, 1, ROLE_ROOT, items, nitems, &b);
         } else {
             error = ld_node(&l, &ev, 0, ROLE_ROOT, &b);
         }

@@ -121,27 +121,35 @@ void rd_docs_from_trees(struct rd_docs **out, const char *file, cJSON **roots, s
 const char *rd_yaml_version(void);
 
 /*
- * Load one document whose root is a mapping, streaming the items of the sequence under the
- * root key items->key: each item is built, handed to items->each and freed before the next
- * one is read, so that memory holds one item at a time. This is how rightplace reads its
- * own records (placements.yaml, .rightplace/capacity.yaml), which grow with the fleet.
+ * Load one document whose root is a mapping, streaming the elements of the sequences under
+ * the root keys items[0..nitems).key: each element is built, handed to that entry's each and
+ * freed before the next one is read, so that memory holds one element at a time. An entry
+ * with inner entries streams, the same way, the sequences under those keys of each of its
+ * elements that is a mapping: their elements go to the inner each first, then the element,
+ * which holds an empty sequence there, to the entry's each. This is how rightplace reads its
+ * own records (placements.yaml, .rightplace/capacity.yaml), which grow with the fleet, and a
+ * unit's objects or a cluster's nodes with them.
  * Limits: max_bytes bounds the whole input; max_nodes, max_depth (counted from the root)
- * and the alias text budget bound each item on its own, and the rest of the document
- * together. Anchors do not reach across items. Top-level merge keys and a repeated
- * items->key are refused. each() gets the item (freed after it returns: copy what is kept)
- * and a document set for rd_docs_pos; a negative return stops the load with that code and
- * err as each() set it. *out holds the root with an empty sequence in place of the items
- * (rd_docs_count 0 for an empty input); free it with rd_docs_free.
+ * and the alias text budget bound each streamed element on its own (without the elements
+ * streamed inside it), and the rest of the document together. Anchors do not reach into or
+ * out of a streamed element. Merge keys and a repeated streamed key are refused in a mapping
+ * whose sequences are streamed (the root, and elements with inner entries). each (NULL: the
+ * elements are read and dropped) gets the element (freed after it returns: copy what is
+ * kept) and a document set for rd_docs_pos; a negative return stops the load with that code
+ * and err as each set it. *out holds the root with an empty sequence in place of each
+ * streamed one (rd_docs_count 0 for an empty input); free it with rd_docs_free.
  */
 struct rd_yaml_items {
     const char *key;
     int (*each)(void *payload, const cJSON *item, const struct rd_docs *docs, struct rc_err *err);
     void *payload;
+    const struct rd_yaml_items *inner; /* streamed inside each element: ninner entries */
+    size_t ninner;
 };
 
 int rd_yaml_load_items(struct rd_docs **out, const char *file, const char *text, size_t len,
                        const struct rd_yaml_limits *limits, const struct rd_yaml_items *items,
-                       struct rc_err *err);
+                       size_t nitems, struct rc_err *err);
 
 /* Are two trees the same: same types, same keys in the same order, numbers equal as
  * doubles (NaN equals NaN), strings byte for byte? Stricter than cJSON_Compare, which ignores

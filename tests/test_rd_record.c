@@ -786,7 +786,7 @@ static void test_rd_record__items_budget_is_per_item(void **state)
     struct rc_buf b = RC_BUF_INIT;
     struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
     struct count c = {0};
-    struct rd_yaml_items items = {"units", count_item, &c};
+    struct rd_yaml_items items = {"units", count_item, &c, NULL, 0};
     struct rd_docs *docs = NULL;
     const char *cross = "kind: X\nunits:\n- &a {x: 1}\n- *a\n";
     const char *laughs = "units:\n- a: &a [x, x, x, x, x, x, x, x, x, x]\n"
@@ -801,7 +801,7 @@ static void test_rd_record__items_budget_is_per_item(void **state)
     for (int i = 0; i < 2000; i++)
         assert_int_equal(rc_buf_printf(&b, &err, "- {a: %d, b: [1, 2, 3]}\n", i), 0);
     assert_int_equal(rc_buf_printf(&b, &err, "kind: After\n"), 0);
-    if (rd_yaml_load_items(&docs, "r.yaml", b.ptr, b.len, &lim, &items, &err) < 0)
+    if (rd_yaml_load_items(&docs, "r.yaml", b.ptr, b.len, &lim, &items, 1, &err) < 0)
         fail_msg("%s", err.msg);
     assert_int_equal(c.items, 2000);
     assert_string_equal(cJSON_GetObjectItem(rd_docs_get(docs, 0), "kind")->valuestring, "After");
@@ -812,13 +812,274 @@ static void test_rd_record__items_budget_is_per_item(void **state)
     assert_int_equal(rd_yaml_load(&docs, "r.yaml", b.ptr, b.len, &lim, NULL, &err), RC_EINVALID);
     assert_non_null(strstr(err.msg, "more than 1000 nodes"));
 
-    assert_int_equal(rd_yaml_load_items(&docs, "r.yaml", cross, strlen(cross), &lim, &items, &err),
-                     RC_EINVALID);
+    assert_int_equal(
+        rd_yaml_load_items(&docs, "r.yaml", cross, strlen(cross), &lim, &items, 1, &err),
+        RC_EINVALID);
     assert_non_null(strstr(err.msg, "r.yaml:4:3: unknown anchor 'a'"));
     assert_int_equal(
-        rd_yaml_load_items(&docs, "r.yaml", laughs, strlen(laughs), &lim, &items, &err),
+        rd_yaml_load_items(&docs, "r.yaml", laughs, strlen(laughs), &lim, &items, 1, &err),
         RC_EINVALID);
     assert_non_null(strstr(err.msg, "more than 1000 nodes"));
+    rc_buf_release(&b);
+}
+
+/* ==== What grows inside one item ==== */
+
+#define BIG_OBJECTS 1100000
+#define WIDE_COPIES 1050000
+#define WIDE_SHARES 200000
+#define MANY_ERRORS 250000
+#define MANY_WARNINGS 1050000
+
+/* Each list of a record that grows with the source or the fleet, past what one item or the
+ * rest of the file may hold (1,000,000 nodes): a unit of 1,100,000 objects, one copied to
+ * 1,050,000 clusters, one divided over 200,000 (a share is five nodes), and a header listing
+ * 250,000 broken files (five nodes each) and 1,050,000 warnings. The record reads back
+ * whole, its long lists streamed one element at a time. */
+static void test_rd_record__entries_past_the_node_limit_read_back(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct pl_result res, again;
+    struct rd_record rec;
+    struct pl_decision *big, *wide, *divided;
+    struct rd_file_error *fe = rc_arena_calloc(&a, MANY_ERRORS, sizeof(*fe));
+    const char **warn = rc_arena_calloc(&a, MANY_WARNINGS, sizeof(*warn));
+    const struct rd_verdict_tally **tallies;
+
+    (void)state;
+    make_result(&res, 4, 10, &a);
+    big = &res.decisions[0];
+    big->nobjects = BIG_OBJECTS;
+    big->object_keys = rc_arena_calloc(&a, BIG_OBJECTS, sizeof(*big->object_keys));
+    big->objects = rc_arena_calloc(&a, BIG_OBJECTS, sizeof(*big->objects));
+    for (size_t i = 0; i < BIG_OBJECTS; i++)
+        big->object_keys[i] = rc_arena_printf(&a, "team-00/ConfigMap/code-%07zu", i);
+    wide = &res.decisions[1];
+    wide->ntargets = WIDE_COPIES;
+    wide->targets = rc_arena_calloc(&a, WIDE_COPIES, sizeof(*wide->targets));
+    for (size_t i = 0; i < WIDE_COPIES; i++) {
+        wide->targets[i].cluster = rc_arena_printf(&a, "edge-%07zu", i);
+        wide->targets[i].percent = 100;
+    }
+    divided = &res.decisions[2];
+    divided->ntargets = WIDE_SHARES;
+    divided->targets = rc_arena_calloc(&a, WIDE_SHARES, sizeof(*divided->targets));
+    for (size_t i = 0; i < WIDE_SHARES; i++) {
+        divided->targets[i].cluster = wide->targets[i].cluster;
+        divided->targets[i].percent = i < 100 ? 1 : 0;
+    }
+    for (size_t i = 0; i < MANY_ERRORS; i++) {
+        fe[i].path = rc_arena_printf(&a, "jobs/job-%06zu.yaml", i);
+        fe[i].msg = rc_arena_printf(&a, "%s:3:1: found a tab character", fe[i].path);
+    }
+    for (size_t i = 0; i < MANY_WARNINGS; i++)
+        warn[i] = rc_arena_printf(&a, "w%07zu", i);
+    opts.nfile_errors = MANY_ERRORS;
+    opts.file_errors = fe;
+    opts.nwarnings = MANY_WARNINGS;
+    opts.warnings = warn;
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
+    if (rd_record_parse(&rec, one.ptr, one.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rec.nunits, 4);
+    assert_int_equal(rec.units[0].nobjects, BIG_OBJECTS);
+    for (size_t i = 0; i < BIG_OBJECTS; i++)
+        assert_string_equal(rec.units[0].objects[i], big->object_keys[i]);
+    assert_int_equal(rec.units[1].nclusters, WIDE_COPIES);
+    for (size_t i = 0; i < WIDE_COPIES; i++)
+        assert_string_equal(rec.units[1].clusters[i], wide->targets[i].cluster);
+    assert_int_equal(rec.units[2].nclusters, WIDE_SHARES);
+    assert_int_equal(rec.units[3].nobjects, 2);
+    assert_int_equal(rec.units[3].nclusters, 1);
+    assert_string_equal(rec.units[3].clusters[0], res.decisions[3].targets[0].cluster);
+
+    /* what was read is what was written: written again from it, the same bytes */
+    again = res;
+    again.decisions = rc_arena_calloc(&a, res.ndecisions, sizeof(*again.decisions));
+    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
+    for (size_t i = 0; i < res.ndecisions; i++) {
+        again.decisions[i] = res.decisions[i];
+        again.decisions[i].nverdicts = rec.units[i].nverdicts;
+        again.decisions[i].verdicts = rec.units[i].verdicts;
+        tallies[i] = &rec.tallies[i];
+    }
+    opts.tallies = tallies;
+    assert_int_equal(rd_record_emit(&two, &again, &opts, &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
+#define BIG_NODES 40000
+#define BIG_PRESENT 1050000
+#define MANY_SHAPES 100000
+
+/* One live cluster of 40,000 nodes, none alike, on which 1,050,000 units were observed, and
+ * one whose autoscaler offers 100,000 shapes: each of those lists holds more nodes than a
+ * cluster's entry may (1,000,000), and the snapshot reads back, byte for byte. */
+static void test_rd_record__capacity_cluster_past_the_node_limit_reads_back(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct pl_resnames res, res2;
+    struct pl_cluster *cl = rc_arena_calloc(&a, 2, sizeof(*cl)), *back = NULL;
+    size_t nback = 0;
+
+    (void)state;
+    pl_resnames_init(&res);
+    for (size_t c = 0; c < 2; c++) {
+        struct pl_cluster *k = &cl[c];
+        size_t nnodes = c ? 3 : BIG_NODES;
+
+        k->name = cluster_name(&a, c);
+        k->live = 1;
+        k->reachable = 1;
+        k->autoscaler = PL_AUTOSCALER_CLUSTER_AUTOSCALER;
+        k->nshapes = c ? MANY_SHAPES : 2;
+        k->shapes = rc_arena_calloc(&a, k->nshapes, sizeof(*k->shapes));
+        for (size_t s = 0; s < k->nshapes; s++) {
+            k->shapes[s].name = rc_arena_printf(&a, "shape-%06zu", s);
+            k->shapes[s].max = 10;
+            k->shapes[s].allocatable.v[PL_RES_CPU] = 32000;
+            k->shapes[s].allocatable.v[PL_RES_PODS] = 110000;
+        }
+        k->nnodes = nnodes;
+        k->nodes = rc_arena_calloc(&a, nnodes, sizeof(*k->nodes));
+        for (size_t n = 0; n < nnodes; n++) {
+            struct pl_node *nd = &k->nodes[n];
+            nd->name = rc_arena_printf(&a, "%s-node-%05zu", k->name, n);
+            nd->allocatable.v[PL_RES_CPU] = 32000;
+            nd->allocatable.v[PL_RES_MEMORY] = (int64_t)128 << 30;
+            nd->allocatable.v[PL_RES_PODS] = 110000;
+            nd->requested.v[PL_RES_CPU] = (int64_t)(100 + n);
+            nd->requested.v[PL_RES_MEMORY] = (int64_t)(n % 64 + 1) << 30;
+            nd->requested.v[PL_RES_PODS] = (int64_t)(1 + n % 7) * 1000;
+            pl_labels_set(&nd->labels, &a, "kubernetes.io/hostname", nd->name);
+            pl_labels_set(&nd->labels, &a, "topology.kubernetes.io/zone",
+                          n % 3 ? "zone-a" : "zone-b");
+        }
+        k->npresent = c ? 1 : BIG_PRESENT;
+        k->present = rc_arena_calloc(&a, k->npresent, sizeof(*k->present));
+        for (size_t p = 0; p < k->npresent; p++)
+            k->present[p] = rc_arena_printf(&a, "%016zx", p);
+    }
+    assert_int_equal(rd_capacity_emit(&one, cl, 2, &res, NULL, 0, "x", &err), 0);
+    pl_resnames_init(&res2);
+    if (rd_capacity_parse(&back, &nback, &res2, one.ptr, one.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(nback, 2);
+    assert_int_equal(back[0].nnodes, BIG_NODES);
+    assert_int_equal(back[0].nshapes, 2);
+    assert_int_equal(back[0].npresent, BIG_PRESENT);
+    assert_string_equal(back[0].present[BIG_PRESENT - 1], cl[0].present[BIG_PRESENT - 1]);
+    assert_int_equal(back[1].nnodes, 3);
+    assert_int_equal(back[1].nshapes, MANY_SHAPES);
+    assert_string_equal(back[1].shapes[MANY_SHAPES - 1].name, cl[1].shapes[MANY_SHAPES - 1].name);
+    assert_int_equal(back[1].npresent, 1);
+    assert_int_equal(rd_capacity_emit(&two, back, nback, &res2, NULL, 0, "x", &err), 0);
+    assert_int_equal(one.len, two.len);
+    assert_memory_equal(one.ptr, two.ptr, one.len);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_arena_release(&a);
+}
+
+struct lists_seen {
+    size_t items, strs, empty_lists;
+    char last[32];
+};
+
+static int seen_str(void *payload, const cJSON *elem, const struct rd_docs *docs,
+                    struct rc_err *err)
+{
+    struct lists_seen *s = payload;
+
+    if (!cJSON_IsString(elem)) {
+        struct rd_pos p = rd_docs_pos(docs, elem);
+        return rc_err_set(err, RC_EINVALID, "r.yaml:%d:%d: not a string", p.line, p.col);
+    }
+    s->strs++;
+    snprintf(s->last, sizeof(s->last), "%s", elem->valuestring);
+    return 0;
+}
+
+static int seen_item(void *payload, const cJSON *item, const struct rd_docs *docs,
+                     struct rc_err *err)
+{
+    struct lists_seen *s = payload;
+    const cJSON *objs = cJSON_GetObjectItem(item, "objects");
+
+    (void)docs;
+    (void)err;
+    s->items++;
+    s->empty_lists += cJSON_IsArray(objs) && cJSON_GetArraySize(objs) == 0;
+    return 0;
+}
+
+/* The lists inside an item are streamed with budgets of their own: an item whose list holds
+ * more nodes than the limit loads, an element over it does not; an element that is not what
+ * its reader wants is reported at its line; anchors do not reach into or out of an element;
+ * a merge key or a repeated streamed key in such an item is refused; a list nobody reads
+ * (each NULL) is read past within the same budgets. */
+static void test_rd_record__lists_budget_is_per_element(void **state)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT;
+    struct rd_yaml_limits lim = RD_YAML_LIMITS_INIT;
+    struct lists_seen s = {0};
+    struct rd_yaml_items inner[] = {{"objects", seen_str, &s, NULL, 0},
+                                    {"shares", NULL, NULL, NULL, 0}};
+    struct rd_yaml_items items = {"units", seen_item, &s, inner, 2};
+    struct rd_docs *docs = NULL;
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        {"units:\n- unit: a\n  objects: [x, {k: v}]\n", "r.yaml:3:16: not a string"},
+        {"units:\n- unit: &u a\n  objects: [*u]\n", "r.yaml:3:13: unknown anchor 'u'"},
+        {"units:\n- objects: [&o x]\n  unit: *o\n", "r.yaml:3:9: unknown anchor 'o'"},
+        {"units:\n- <<: {unit: a}\n  objects: []\n", "merge keys are not supported in this item"},
+        {"units:\n- objects: [a]\n  objects: [b]\n", "r.yaml:3:3: key 'objects' appears twice"},
+        {"units:\n- shares: [[&a [x, x, x, x, x, x, x, x, x, x], [*a, *a, *a, *a, *a, *a, *a, *a, "
+         "*a, *a, *a], [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]]]\n",
+         "more than 100 nodes"},
+    };
+
+    (void)state;
+    lim.max_nodes = 100;
+    lim.max_bytes = 64u << 20;
+    assert_int_equal(rc_buf_printf(&b, &err, "units:\n- unit: a\n  objects:\n"), 0);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(rc_buf_printf(&b, &err, "  - o-%04d\n", i), 0);
+    assert_int_equal(rc_buf_printf(&b, &err, "  shares:\n"), 0);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(rc_buf_printf(&b, &err, "  - {cluster: c-%04d, percent: 1}\n", i), 0);
+    assert_int_equal(rc_buf_printf(&b, &err, "  state: placed\n- unit: b\n  objects: [p]\n"), 0);
+    if (rd_yaml_load_items(&docs, "r.yaml", b.ptr, b.len, &lim, &items, 1, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.items, 2);
+    assert_int_equal(s.strs, 1001);
+    assert_int_equal(s.empty_lists, 2);
+    assert_string_equal(s.last, "p");
+    rd_docs_free(docs);
+    /* without the inner lists, the first item alone is over the limit */
+    items.ninner = 0;
+    assert_int_equal(rd_yaml_load_items(&docs, "r.yaml", b.ptr, b.len, &lim, &items, 1, &err),
+                     RC_EINVALID);
+    assert_non_null(strstr(err.msg, "more than 100 nodes"));
+    items.ninner = 2;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(rd_yaml_load_items(&docs, "r.yaml", bad[i].text, strlen(bad[i].text), &lim,
+                                            &items, 1, &err),
+                         RC_EINVALID);
+        if (!strstr(err.msg, bad[i].msg))
+            fail_msg("case %zu: '%s' does not say '%s'", i, err.msg, bad[i].msg);
+    }
     rc_buf_release(&b);
 }
 
@@ -1665,6 +1926,9 @@ int main(void)
         cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
+        cmocka_unit_test(test_rd_record__entries_past_the_node_limit_read_back),
+        cmocka_unit_test(test_rd_record__capacity_cluster_past_the_node_limit_reads_back),
+        cmocka_unit_test(test_rd_record__lists_budget_is_per_element),
         cmocka_unit_test(test_rd_record__shards_read_back_as_one_file),
         cmocka_unit_test(test_rd_record__packed_by_shard_joins_back),
         cmocka_unit_test(test_rd_record__of_result_over_shares_unchanged),
