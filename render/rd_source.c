@@ -203,20 +203,32 @@ static void pstage_free(struct pstage *s)
 struct pctx {
     struct parsed *p;
     struct pstage st;
-    int replay; /* loading documents kept by rd_cache_export: their warnings are kept too */
+    size_t unlisted; /* warnings past RD_FILE_WARNINGS_MAX, counted only */
+    int replay;      /* loading documents kept by rd_cache_export: their warnings are kept too */
     /* with replay: each document's packed bytes as kept (a workload keeps them as they are:
      * packing its tree again would give the same bytes) */
     const unsigned char **kept;
     const size_t *kept_len;
 };
 
+/* Room for another warning of the file; past RD_FILE_WARNINGS_MAX it is only counted. */
+static int warning_room(struct pctx *c)
+{
+    if (c->st.warnings.n < RD_FILE_WARNINGS_MAX)
+        return 1;
+    c->unlisted++;
+    return 0;
+}
+
 static void on_warn(void *payload, const char *file, struct rd_pos pos, const char *msg)
 {
     struct pctx *c = payload;
     struct rc_arena *a = c->p->arena;
-    const char *w = pos.line > 0 ? rc_arena_printf(a, "%s:%d:%d: %s", file, pos.line, pos.col, msg)
-                                 : rc_arena_printf(a, "%s: %s", file, msg);
-    *VEC_PUSH(c->st.warnings) = w;
+
+    if (warning_room(c))
+        *VEC_PUSH(c->st.warnings) =
+            pos.line > 0 ? rc_arena_printf(a, "%s:%d:%d: %s", file, pos.line, pos.col, msg)
+                         : rc_arena_printf(a, "%s: %s", file, msg);
 }
 
 static int is_core(const struct rd_object *o, const char *kind)
@@ -293,7 +305,8 @@ static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *
         if ((rc = rd_policy_parse_ex(p, o, docs, &nw, &w, a, err)) < 0)
             return rc;
         for (size_t k = 0; k < nw && !c->replay; k++)
-            *VEC_PUSH(c->st.warnings) = w[k];
+            if (warning_room(c))
+                *VEC_PUSH(c->st.warnings) = w[k];
         return file_claim(c, rc_arena_printf(a, "SchedulePolicy/%s", o->name), o, docs, err);
     }
     {
@@ -503,6 +516,10 @@ static void finish(struct pctx *c, int rc, const struct rc_err *ferr)
     TO_ARENA(p->arena, p->objects, p->nobjects, c->st.objects);
     TO_ARENA(p->arena, p->policies, p->npolicies, c->st.policies);
     TO_ARENA(p->arena, p->clusters, p->nclusters, c->st.clusters);
+    if (c->unlisted)
+        *VEC_PUSH(c->st.warnings) =
+            rc_arena_printf(p->arena, "%s: %zu more warnings (a file lists at most %d)", p->path,
+                            c->unlisted, RD_FILE_WARNINGS_MAX);
     TO_ARENA(p->arena, p->warnings, p->nwarnings, c->st.warnings);
     TO_ARENA(p->arena, p->keys, p->nkeys, c->st.keys);
 }

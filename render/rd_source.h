@@ -36,6 +36,10 @@ struct rd_file {
     size_t len;
 };
 
+/* Warnings one source file lists (docs/formats.md): a file of a million duplicate keys would
+ * otherwise put a million lines into every record and every status. */
+#define RD_FILE_WARNINGS_MAX 50
+
 struct rd_file_error {
     const char *path;
     const char *msg; /* "path:line:col: ..." */
@@ -56,8 +60,10 @@ struct rd_source {
     size_t nerrors;
     struct rd_file_error *errors; /* one per broken file, sorted by path */
     size_t nwarnings;
-    const char **warnings; /* "path:line:col: ...", of files that loaded, in path order */
-    size_t nparsed;        /* files whose YAML was parsed by this call (not from the cache) */
+    /* "path:line:col: ...", of files that loaded, in path order: at most
+     * RD_FILE_WARNINGS_MAX a file, then "path: N more warnings (...)" */
+    const char **warnings;
+    size_t nparsed; /* files whose YAML was parsed by this call (not from the cache) */
     /* Objects refused alone, not their files: two objects that would be written to one
      * output path. "path:line: ..." naming both files, sorted by path. */
     size_t nconflicts;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rc_buf.h"
 #include "th_git.h"
 #include "th_inputs.h"
 #include "th_rp.h"
@@ -93,10 +94,81 @@ static void test_rc_warnings__plan_explain_log_commit(void **state)
     free(repo);
 }
 
+/* Count the lines of text that hold needle. */
+static size_t count_lines_with(const char *text, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* A file of 3,000 duplicate keys lists its first RD_FILE_WARNINGS_MAX (50) warnings, in order,
+ * and one that counts the rest, in the record, the log and `plan`; another file's warnings
+ * are all listed. The next pass, which takes the file from the parse cache, lists the same. */
+static void test_rc_warnings__a_file_lists_at_most_fifty(void **state)
+{
+    char *repo = warned_repo();
+    char *out = NULL, *err = NULL, *rec, *id, *job3;
+    struct rc_buf dupes = RC_BUF_INIT;
+    (void)state;
+
+    assert_int_equal(rc_buf_printf(&dupes, NULL,
+                                   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                   "  name: dupes\n  namespace: default\ndata:\n"),
+                     0);
+    for (int i = 0; i < 3001; i++)
+        assert_int_equal(rc_buf_printf(&dupes, NULL, "  k: v%d\n", i), 0);
+    id = th_git_commit_files(repo, "3,000 duplicate keys", "dupes.yaml", dupes.ptr, NULL);
+    free(id);
+    assert_int_equal(th_rp(&out, NULL, "plan", "--repo", repo, NULL), 1);
+    assert_int_equal(count_lines_with(out, "dupes.yaml:"), 51);
+    assert_non_null(strstr(out, "dupes.yaml:8:3: duplicate key 'k' (also at line 7)"));
+    assert_non_null(strstr(out, "dupes.yaml:57:3: duplicate key 'k' (also at line 56)"));
+    assert_null(strstr(out, "dupes.yaml:58:3:"));
+    assert_non_null(strstr(out, "dupes.yaml: 2950 more warnings (a file lists at most 50)"));
+    assert_non_null(strstr(out, "policies/overlap.yaml:10:19: unknown field"));
+    free(out);
+    out = NULL;
+
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply", NULL),
+                     0);
+    assert_non_null(strstr(err, "dupes.yaml:8:3: duplicate key"));
+    free(err);
+    err = NULL;
+    rec = th_git_show(repo, "deploy", "placements.yaml");
+    assert_int_equal(count_lines_with(rec, "dupes.yaml:"), 51);
+    assert_non_null(strstr(rec, "dupes.yaml: 2950 more warnings (a file lists at most 50)"));
+    assert_non_null(strstr(rec, "policies/overlap.yaml:10:19: unknown field"));
+    free(rec);
+
+    /* a new workload: the record is written again, dupes.yaml's load taken from the cache */
+    job3 = th_inputs_read("examples/rayjob3.yaml", NULL);
+    id = th_git_commit_files(repo, "rayjob3", "fill-and-spill/rayjob-rayjob3.yaml", job3, NULL);
+    free(id);
+    free(job3);
+    assert_int_equal(th_rp(NULL, &err, "reconcile", "--repo", repo, "--once", "--no-apply",
+                           "--log-level", "debug", NULL),
+                     0);
+    assert_non_null(strstr(err, "load: 1 files parsed"));
+    free(err);
+    rec = th_git_show(repo, "deploy", "placements.yaml");
+    assert_non_null(strstr(rec, "rayjob3"));
+    assert_int_equal(count_lines_with(rec, "dupes.yaml:"), 51);
+    assert_non_null(strstr(rec, "dupes.yaml:57:3: duplicate key 'k' (also at line 56)"));
+    assert_non_null(strstr(rec, "dupes.yaml: 2950 more warnings (a file lists at most 50)"));
+    free(rec);
+    rc_buf_release(&dupes);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_warnings__plan_explain_log_commit),
+        cmocka_unit_test(test_rc_warnings__a_file_lists_at_most_fifty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
