@@ -42,7 +42,6 @@
 
 #define MEMO_FILE "pass-state"
 #define MEMO_MAGIC "rightplace-pass-state 1"
-#define MEMO_MAX_ERRORS 100000
 
 /* A kept decision record and the arena that holds it. A record made over the one before it
  * (rc_cache_take_record_over) shares that one's strings: its arena took the older one's
@@ -174,7 +173,7 @@ static int uint_field(size_t *out, const char *line, size_t n, const char *name,
 {
     size_t k = strlen(name), v = 0;
 
-    if (n < k + 2 || memcmp(line, name, k) || line[k] != ' ' || n - k - 1 > 7)
+    if (n < k + 2 || memcmp(line, name, k) || line[k] != ' ' || n - k - 1 > 10)
         return 0;
     for (size_t i = k + 1; i < n; i++) {
         if (line[i] < '0' || line[i] > '9')
@@ -200,7 +199,9 @@ static int parse_memo(struct rc_memo *m, const char *text, size_t len)
         !next_line(&line, &n, &p, end) || !hex_field(m->source, line, n, "source", 0) ||
         !next_line(&line, &n, &p, end) || !hex_field(m->deploy, line, n, "deploy", 1) ||
         !next_line(&line, &n, &p, end) || !uint_field(&quiet, line, n, "quiet", 1) ||
-        !next_line(&line, &n, &p, end) || !uint_field(&nerr, line, n, "errors", MEMO_MAX_ERRORS))
+        /* each error is a line of at least 3 bytes ("p m\n"), each kept version of 43 */
+        !next_line(&line, &n, &p, end) ||
+        !uint_field(&nerr, line, n, "errors", (size_t)(end - p) / 3))
         goto bad;
     m->quiet = (int)quiet;
     m->errors = rc_xcalloc(nerr + 1, sizeof(*m->errors));
@@ -220,7 +221,8 @@ static int parse_memo(struct rc_memo *m, const char *text, size_t len)
         m->errors[i].msg = msg;
         m->nerrors++;
     }
-    if (!next_line(&line, &n, &p, end) || !uint_field(&nkept, line, n, "kept", MEMO_MAX_ERRORS))
+    if (!next_line(&line, &n, &p, end) ||
+        !uint_field(&nkept, line, n, "kept", (size_t)(end - p) / 43))
         goto bad;
     m->kept = rc_xcalloc(nkept + 1, sizeof(*m->kept));
     for (size_t i = 0; i < nkept; i++) {

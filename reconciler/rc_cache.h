@@ -25,7 +25,10 @@
 #include "rc_err.h"
 #include "rd_source.h"
 
-#define RC_CACHE_FILE_MAX (4u << 20)
+/* As large as a record may be (RD_RECORD_MAX_BYTES): the memo lists the file errors the
+ * record does, and the version kept of each broken file (30,000 broken files, each kept at
+ * its last good version, made 6.1 MB). */
+#define RC_CACHE_FILE_MAX ((size_t)1 << 30)
 
 /* A broken file that was replaced by its last good version: the blob that was kept. */
 struct rc_memo_kept {

@@ -214,6 +214,70 @@ static void test_rc_pass__noop_memo_in_state_dir(void **state)
     free(dir);
 }
 
+/* The memo of a pass with 120,000 broken files, each kept at its last good version (a 10 MB
+ * file, more errors than the memo once read back), is read back whole by the next process:
+ * its quick exit does not depend on how many files are broken. */
+static void test_rc_pass__memo_of_many_broken_files_reads_back(void **state)
+{
+    enum { N = 120000 };
+    char *dir = th_tmpdir("state");
+    struct rc_cache *c = NULL;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_memo m;
+    const struct rc_memo *back;
+    struct rd_file_error *errors = calloc(N, sizeof(*errors));
+    struct rc_memo_kept *kept = calloc(N, sizeof(*kept));
+    char(*paths)[32] = calloc(N, sizeof(*paths));
+    char(*msgs)[96] = calloc(N, sizeof(*msgs));
+    (void)state;
+
+    assert_non_null(errors);
+    assert_non_null(kept);
+    assert_non_null(paths);
+    assert_non_null(msgs);
+    memset(&m, 0, sizeof(m));
+    memset(m.key, 'a', 40);
+    memset(m.commit, 'b', 40);
+    memset(m.source, 'c', 40);
+    memset(m.deploy, 'd', 40);
+    m.quiet = 1;
+    for (size_t i = 0; i < N; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "cms/b%06zu.yaml", i);
+        snprintf(msgs[i], sizeof(msgs[i]),
+                 "%s:4:1: found a tab character that violates indentation", paths[i]);
+        errors[i].path = paths[i];
+        errors[i].msg = msgs[i];
+        kept[i].path = paths[i];
+        memset(kept[i].id, '0' + (int)(i % 10), 40);
+    }
+    m.nerrors = N;
+    m.errors = errors;
+    m.nkept = N;
+    m.kept = kept;
+    assert_int_equal(rc_cache_new(&c, dir, &err), RC_OK);
+    assert_int_equal(rc_cache_set_memo(c, &m, &err), RC_OK);
+    rc_cache_free(c);
+    assert_int_equal(rc_cache_new(&c, dir, &err), RC_OK);
+    back = rc_cache_memo(c);
+    assert_string_equal(back->key, m.key);
+    assert_int_equal(back->quiet, 1);
+    assert_int_equal(back->nerrors, N);
+    assert_int_equal(back->nkept, N);
+    for (size_t i = 0; i < N; i++) {
+        assert_string_equal(back->errors[i].path, paths[i]);
+        assert_string_equal(back->errors[i].msg, msgs[i]);
+        assert_string_equal(back->kept[i].path, paths[i]);
+        assert_memory_equal(back->kept[i].id, kept[i].id, 41);
+    }
+    rc_cache_free(c);
+    free(errors);
+    free(kept);
+    free(paths);
+    free(msgs);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 /* A broken file is reported by every pass, the skipped ones too. */
 static void test_rc_pass__noop_reports_broken_files(void **state)
 {
@@ -1165,6 +1229,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__no_request_loads_no_libcurl),
         cmocka_unit_test(test_rc_pass__noop_with_pending_on_simulated_fleet),
         cmocka_unit_test(test_rc_pass__noop_memo_in_state_dir),
+        cmocka_unit_test(test_rc_pass__memo_of_many_broken_files_reads_back),
         cmocka_unit_test(test_rc_pass__lone_object_removed),
         cmocka_unit_test(test_rc_pass__duplicate_keeps_placement_in_later_passes),
         cmocka_unit_test(test_rc_pass__file_whole_again_renders_what_it_says_now),
