@@ -189,6 +189,7 @@ struct pstage {
     VEC(struct cluster_ent) clusters;
     VEC(const char *) warnings;
     VEC(struct fkey) keys;
+    struct keyset claimed; /* keys, by key, once the file has many (stage_claimed) */
 };
 
 static void pstage_free(struct pstage *s)
@@ -198,6 +199,49 @@ static void pstage_free(struct pstage *s)
     free(s->clusters.v);
     free(s->warnings.v);
     free(s->keys.v);
+    free(s->claimed.v);
+}
+
+/* Did the file already claim key (hash h)? The line where it did, in *line. A file of a few
+ * objects is scanned; one of many (up to 10,000 documents) is looked up in a set, so that a
+ * file's load stays linear in its objects. */
+static int stage_claimed(struct pstage *s, const char *key, uint64_t h, int *line)
+{
+    const struct keyent *e;
+
+    if (s->keys.n <= 16) {
+        for (size_t i = 0; i < s->keys.n; i++) {
+            if (s->keys.v[i].hash == h && !strcmp(s->keys.v[i].key, key)) {
+                *line = s->keys.v[i].line;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (!s->claimed.cap) {
+        keyset_reserve(&s->claimed, 2 * s->keys.n);
+        for (size_t i = 0; i < s->keys.n; i++)
+            if (!keyset_find(&s->claimed, s->keys.v[i].key, s->keys.v[i].hash))
+                keyset_add(&s->claimed, s->keys.v[i].key, s->keys.v[i].hash, NULL,
+                           s->keys.v[i].line);
+    }
+    e = keyset_find(&s->claimed, key, h);
+    if (e)
+        *line = e->line;
+    return e != NULL;
+}
+
+/* Claim key (hash h) for the file, at line:col. */
+static void stage_claim(struct pstage *s, const char *key, uint64_t h, int line, int col)
+{
+    struct fkey *k = VEC_PUSH(s->keys);
+
+    k->key = key;
+    k->hash = h;
+    k->line = line;
+    k->col = col;
+    if (s->claimed.cap)
+        keyset_add(&s->claimed, key, h, NULL, line);
 }
 
 struct pctx {
@@ -241,19 +285,14 @@ static int file_claim(struct pctx *c, const char *key, const struct rd_object *o
                       const struct rd_docs *docs, struct rc_err *err)
 {
     struct rd_pos pos = rd_docs_pos(docs, o->root);
-    struct fkey *k;
+    uint64_t h = key_hash(key);
+    int line;
 
-    for (size_t i = 0; i < c->st.keys.n; i++) {
-        if (!strcmp(c->st.keys.v[i].key, key))
-            return rd_err_at(err, RC_EINVALID, docs, o->root,
-                             "duplicate object '%s' (already at line %d)", key,
-                             c->st.keys.v[i].line);
-    }
-    k = VEC_PUSH(c->st.keys);
-    k->key = key;
-    k->hash = key_hash(key);
-    k->line = pos.line > 0 ? pos.line : o->pos.line;
-    k->col = pos.line > 0 ? pos.col : o->pos.col;
+    if (stage_claimed(&c->st, key, h, &line))
+        return rd_err_at(err, RC_EINVALID, docs, o->root,
+                         "duplicate object '%s' (already at line %d)", key, line);
+    stage_claim(&c->st, key, h, pos.line > 0 ? pos.line : o->pos.line,
+                pos.line > 0 ? pos.col : o->pos.col);
     return RC_OK;
 }
 
@@ -1426,24 +1465,20 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
         struct reader r = {derived[i], derived[i] + derived_len[i], 0};
         struct rd_object *o = rc_arena_calloc(p->arena, 1, sizeof(*o));
         struct pl_object *obj = VEC_PUSH(c->st.objects);
-        struct fkey *k;
+        uint64_t h;
+        int line;
         /* what a parse would refuse is refused here too (then the caller parses the file):
          * the identity that names paths, the ranges the demand's fields are read in, and
          * an object once per file */
         if (get_object(&r, o, obj, p, pos[i]) < 0 || !rd_object_identity_ok(o) || !demand_ok(obj))
             return -1;
-        for (size_t j = 0; j < c->st.keys.n; j++) {
-            if (!strcmp(c->st.keys.v[j].key, o->key))
-                return -1;
-        }
+        h = key_hash(o->key);
+        if (stage_claimed(&c->st, o->key, h, &line))
+            return -1;
         o->packed_len = packs_len[i];
         total += packs_len[i];
         p->pdocs[i].object = (long)i;
-        k = VEC_PUSH(c->st.keys);
-        k->key = o->key;
-        k->hash = key_hash(o->key);
-        k->line = pos[i].line;
-        k->col = pos[i].col;
+        stage_claim(&c->st, o->key, h, pos[i].line, pos[i].col);
     }
     if (payloads) { /* left in the file: read when a tree is asked for */
         for (size_t i = 0; i < ndocs; i++) {

@@ -1282,6 +1282,85 @@ static void test_rd_source__budget_refuses_the_heaviest_whatever_the_order(void 
     }
 }
 
+/* A file of 5,000 objects (the load looks up its keys in a set past the first few): it loads
+ * whole, from the parse and from the parse cache; an object named twice, the second time at
+ * its end, breaks it with both lines; and cache bytes that name an object twice are refused
+ * as the parse would refuse the file. */
+static void test_rd_source__file_of_many_objects(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf text = RC_BUF_INIT, dup = RC_BUF_INIT, b = RC_BUF_INIT;
+    struct rd_source plain = RD_SOURCE_INIT, imported = RD_SOURCE_INIT, twice = RD_SOURCE_INIT;
+    struct rd_cache *cache = NULL, *other = NULL;
+    struct rd_load_options lo;
+    struct rd_file file = {"many.yaml", NULL, 0};
+    const char *id = "0123456789012345678901234567890123456789";
+    const char *m;
+    size_t np = 0, hits = 0;
+    enum { N = 5000 };
+    (void)state;
+
+    for (int i = 0; i < N; i++)
+        assert_int_equal(rc_buf_printf(&text, &err,
+                                       "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                       "  name: c-%05d\n  namespace: web\ndata: {k: v}\n",
+                                       i),
+                         0);
+    file.data = text.ptr;
+    file.len = text.len;
+    assert_int_equal(rd_source_load(&plain, &file, 1, &f->a, &err), RC_OK);
+    assert_int_equal(plain.nobjects, N);
+    assert_int_equal(plain.nerrors, 0);
+
+    /* from the parse cache: the same objects */
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, &file, &id, 1, 1, &np), RC_OK);
+    assert_int_equal(rd_cache_export(cache, id, file.path, &b), RC_OK);
+    assert_int_equal(rd_cache_import(other, id, file.path, b.ptr, b.len), RC_OK);
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = other;
+    assert_int_equal(rd_source_load_ex(&imported, &file, 1, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nparsed, 0);
+    assert_int_equal(imported.nobjects, N);
+    for (size_t i = 0; i < N; i++)
+        assert_string_equal(imported.objects[i].key, plain.objects[i].key);
+
+    /* the last object named twice: c-04999 becomes c-00007 in the bytes the cache holds */
+    for (size_t k = 0; k + 7 <= b.len; k++) {
+        if (!memcmp(b.ptr + k, "c-04999", 7)) {
+            memcpy(b.ptr + k, "c-00007", 7);
+            hits++;
+        }
+    }
+    assert_true(hits > 0);
+    rd_cache_free(other);
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_import(other, id, file.path, b.ptr, b.len), RC_EINVALID);
+
+    /* and in the file: broken, naming both lines */
+    assert_int_equal(rc_buf_add(&dup, text.ptr, text.len, &err), 0);
+    assert_int_equal(rc_buf_printf(&dup, &err,
+                                   "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                   "  name: c-00007\n  namespace: web\n"),
+                     0);
+    file.data = dup.ptr;
+    file.len = dup.len;
+    assert_int_equal(rd_source_load(&twice, &file, 1, &f->a, &err), RC_OK);
+    assert_int_equal(twice.nobjects, 0);
+    m = error_of(&twice, "many.yaml");
+    assert_non_null(m);
+    assert_non_null(strstr(m, "many.yaml:35002:"));
+    assert_non_null(strstr(m, "duplicate object 'web/ConfigMap/c-00007' (already at line 51)"));
+    rd_cache_free(cache);
+    rd_cache_free(other);
+    rc_buf_release(&text);
+    rc_buf_release(&dup);
+    rc_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1299,6 +1378,7 @@ int main(void)
         T(import_takes_what_the_parse_derived),
         T(import_leaves_manifests_in_the_file),
         T(budget_refuses_the_heaviest_whatever_the_order),
+        T(file_of_many_objects),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
