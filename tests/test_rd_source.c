@@ -1354,6 +1354,9 @@ static void test_rd_source__file_of_many_objects(void **state)
     assert_non_null(m);
     assert_non_null(strstr(m, "many.yaml:35002:"));
     assert_non_null(strstr(m, "duplicate object 'web/ConfigMap/c-00007' (already at line 51)"));
+    rd_source_release(&plain);
+    rd_source_release(&imported);
+    rd_source_release(&twice);
     rd_cache_free(cache);
     rd_cache_free(other);
     rc_buf_release(&text);
