@@ -14,6 +14,7 @@
 
 #include "rc_banned.h"
 #include "rc_buf.h"
+#include "rc_sort.h"
 
 struct seen {
     char *name;
@@ -60,16 +61,17 @@ static int slurp(char **out, size_t *len, const char *path, const char **why)
         goto done;
     }
     if ((size_t)st.st_size > RC_OUTAGE_FILE_MAX) {
-        *why = "larger than 1 MiB";
+        *why = "larger than 64 MiB";
         goto done;
     }
-    buf = malloc(RC_OUTAGE_FILE_MAX + 1);
+    /* room for the file as it is, and a byte to see it grew */
+    buf = malloc((size_t)st.st_size + 2);
     if (!buf) {
         *why = "out of memory";
         goto done;
     }
     for (;;) {
-        ssize_t r = read(fd, buf + n, RC_OUTAGE_FILE_MAX + 1 - n);
+        ssize_t r = read(fd, buf + n, (size_t)st.st_size + 1 - n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -79,8 +81,8 @@ static int slurp(char **out, size_t *len, const char *path, const char **why)
         if (r == 0)
             break;
         n += (size_t)r;
-        if (n > RC_OUTAGE_FILE_MAX) {
-            *why = "larger than 1 MiB";
+        if (n > (size_t)st.st_size) {
+            *why = "changed while it was read";
             goto done;
         }
     }
@@ -95,11 +97,17 @@ done:
     return ret;
 }
 
-/* "<name> <seconds>\n" lines; -1 (with the line number) when one is malformed. */
+static int cmp_seen(const void *a, const void *b)
+{
+    return strcmp(((const struct seen *)a)->name, ((const struct seen *)b)->name);
+}
+
+/* "<name> <seconds>\n" lines, sorted by name; -1 (with the line number) when one is
+ * malformed. */
 static int parse(struct seen **out, size_t *nout, char *text, size_t len, size_t *bad_line)
 {
     struct seen *s = NULL;
-    size_t n = 0, line = 0;
+    size_t n = 0, cap = 0, line = 0;
     char *p = text, *end = text + len;
 
     *out = NULL;
@@ -120,11 +128,12 @@ static int parse(struct seen **out, size_t *nout, char *text, size_t len, size_t
         v = strtoll(sp + 1, &e, 10);
         if (errno || e == sp + 1 || *e || v < 0)
             goto bad;
-        {
-            struct seen *ns = realloc(s, (n + 1) * sizeof(*s));
+        if (n == cap) {
+            struct seen *ns = realloc(s, (cap ? 2 * cap : 16) * sizeof(*s));
             if (!ns)
                 goto bad;
             s = ns;
+            cap = cap ? 2 * cap : 16;
         }
         s[n].name = strdup(p);
         if (!s[n].name)
@@ -133,6 +142,8 @@ static int parse(struct seen **out, size_t *nout, char *text, size_t len, size_t
         n++;
         p = nl + 1;
     }
+    /* by name, for find (a name listed twice: either line, as before) */
+    rc_sort(s, n, sizeof(*s), cmp_seen);
     *out = s;
     *nout = n;
     return 0;
@@ -142,11 +153,20 @@ bad:
     return -1;
 }
 
+/* s sorted by name (parse) */
 static const struct seen *find(const struct seen *s, size_t n, const char *name)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(s[i].name, name))
-            return &s[i];
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s[mid].name, name);
+        if (!c)
+            return &s[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return NULL;
 }

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rc_arena.h"
+#include "rc_outage.h"
 #include "th_git.h"
 #include "th_kube.h"
 #include "th_rp.h"
@@ -220,10 +222,51 @@ static void test_rc_failover__moves_after_grace(void **state)
     free(repo);
 }
 
+/* The outage file of 5,000 unreachable live clusters (of 10,000) with names of 253 bytes (1.3 MB,
+ * past the 1 MiB the file was once read up to): the next pass reads every clock back, so the
+ * clusters' outages keep growing towards the grace instead of starting again. */
+static void test_rc_failover__outage_clocks_of_many_clusters(void **state)
+{
+    enum { N = 10000 };
+    char *dir = th_tmpdir("outage");
+    char path[4096];
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct pl_cluster *fleet = rc_arena_calloc(&a, N, sizeof(*fleet));
+    struct stat st;
+    (void)state;
+
+    snprintf(path, sizeof(path), "%s/unreachable", dir);
+    for (size_t i = 0; i < N; i++) {
+        char *name = rc_arena_alloc(&a, 254);
+        memset(name, 'c', 253);
+        snprintf(name + 240, 14, "-%012zu", N - i); /* not in name order */
+        name[253] = '\0';
+        fleet[i].name = name;
+        fleet[i].live = 1;
+        fleet[i].reachable = i % 2 == 0 ? 0 : 1;
+    }
+    assert_int_equal(rc_outage_track(fleet, N, path, 1000, 1, NULL, &err), RC_OK);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > (1 << 20));
+    /* ten minutes on: the same outages, each 600 s long */
+    assert_int_equal(rc_outage_track(fleet, N, path, 1600, 1, NULL, &err), RC_OK);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(fleet[i].unreachable_for, i % 2 == 0 ? 600 : 0);
+    {
+        const char *const *names = NULL;
+        assert_int_equal(rc_outage_names(&names, path, &a), N / 2);
+    }
+    rc_arena_release(&a);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_failover__moves_after_grace),
+        cmocka_unit_test(test_rc_failover__outage_clocks_of_many_clusters),
     };
     int rc;
 
