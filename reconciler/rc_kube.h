@@ -55,7 +55,8 @@ struct rc_kube_options {
      * (docs/security.md); NULL: none, so only simulated clusters and nothing live */
     const struct rc_kubeconfig_sources *sources;
     int concurrency; /* requests in flight at once where a caller sends many (apply, delete) */
-    /* observe: the clusters the last pass found unreachable (rc_outage_names), each read with
+    /* observe: the clusters the last pass found unreachable (rc_outage_names: sorted by
+     * name), each read with
      * one attempt per request instead of http.max_attempts, so that a cluster that stays down
      * costs a pass its connect timeout once, not once per attempt */
     const char *const *known_down;

@@ -746,6 +746,12 @@ static void fetch_all(struct fetch *fs, size_t n)
     rc_threads_each(fetch_one, fs, n, RC_OBSERVE_MAX_THREADS);
 }
 
+/* Two names (bsearch in rc_kube_options.known_down, sorted by name). */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source *src,
                             const struct rc_kube_options *ko, const struct rc_log *log,
                             struct rc_observe_report *rep, struct rc_arena *a, struct rc_err *err)
@@ -765,10 +771,10 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
         fs[nlive].ko = ko ? ko : &defaults;
         fs[nlive].log = log;
         seen_init(&fs[nlive].seen, &src->res);
-        for (size_t d = 0; ko && d < ko->nknown_down && src->conns[i].name; d++) {
-            if (!strcmp(ko->known_down[d], src->conns[i].name))
-                fs[nlive].once = 1;
-        }
+        if (ko && ko->nknown_down && src->conns[i].name &&
+            bsearch(&src->conns[i].name, ko->known_down, ko->nknown_down, sizeof(*ko->known_down),
+                    cmp_name))
+            fs[nlive].once = 1;
         nlive++;
     }
     /* without libcurl no cluster can be reached: a broken installation, not an outage of

@@ -31,10 +31,10 @@
 int rc_outage_track(struct pl_cluster *fleet, size_t nfleet, const char *path, int64_t now,
                     int write, const struct rc_log *log, struct rc_err *err);
 
-/* The clusters the file at `path` lists (unreachable at the last pass that wrote it), in a
- * (the strings and the array); none when the file is missing or does not read (the pass's
- * rc_outage_track warns about that). Observe reads these with one attempt per request
- * (rc_kube_options.known_down). */
+/* The clusters the file at `path` lists (unreachable at the last pass that wrote it), sorted
+ * by name, in a (the strings and the array); none when the file is missing or does not read
+ * (the pass's rc_outage_track warns about that). Observe reads these with one attempt per
+ * request (rc_kube_options.known_down). */
 size_t rc_outage_names(const char *const **out, const char *path, struct rc_arena *a);
 
 #endif

@@ -572,7 +572,7 @@ static void test_rc_observe__known_down_tried_once(void **state)
     struct rc_err err = RC_ERR_INIT;
     const char *names[] = {"up", "down"};
     const char *kcs[] = {f->kc_live, f->kc_live};
-    const char *const known[] = {"gone", "down"};
+    const char *const known[] = {"down", "gone"}; /* sorted, as rc_outage_names gives them */
     struct rc_kube_options ko = f->ko;
     struct rd_source src;
     struct pl_cluster *fleet = NULL;
