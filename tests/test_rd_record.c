@@ -86,16 +86,42 @@ static void make_result(struct pl_result *res, size_t nunits, size_t nclusters, 
     }
 }
 
+/* What rd_record_parse read of `one` (written from res with opts) is all a pass needs to
+ * keep every entry: written again from it (each unit's verdicts and tally as read), the
+ * record is the same bytes. */
+static void assert_written_again_alike(const struct rc_buf *one, const struct pl_result *res,
+                                       const struct rd_record *rec, struct rd_render_options opts,
+                                       struct rc_arena *a)
+{
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf two = RC_BUF_INIT;
+    struct pl_result again = *res;
+    const struct rd_verdict_tally **tallies;
+
+    again.decisions = rc_arena_calloc(a, res->ndecisions, sizeof(*again.decisions));
+    tallies = rc_arena_calloc(a, res->ndecisions, sizeof(*tallies));
+    for (size_t i = 0; i < res->ndecisions; i++) {
+        again.decisions[i] = res->decisions[i];
+        again.decisions[i].nverdicts = rec->units[i].nverdicts;
+        again.decisions[i].verdicts = rec->units[i].verdicts;
+        tallies[i] = &rec->tallies[i];
+    }
+    opts.tallies = tallies;
+    assert_int_equal(rd_record_emit(&two, &again, &opts, &err), 0);
+    assert_int_equal(one->len, two.len);
+    assert_memory_equal(one->ptr, two.ptr, one->len);
+    rc_buf_release(&two);
+}
+
 /* ==== placements.yaml ==== */
 
 static void test_rd_record__bench_scale_reads_back(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
-    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
-    struct pl_result res, again;
+    struct rc_buf one = RC_BUF_INIT;
+    struct pl_result res;
     struct rd_record rec;
-    const struct rd_verdict_tally **tallies;
     struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
 
     (void)state;
@@ -132,21 +158,8 @@ static void test_rd_record__bench_scale_reads_back(void **state)
 
     /* The next pass keeps every entry (nothing changed): the record is written again from
      * what was read, byte for byte. */
-    again = res;
-    again.decisions = rc_arena_calloc(&a, res.ndecisions, sizeof(*again.decisions));
-    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
-    for (size_t i = 0; i < res.ndecisions; i++) {
-        again.decisions[i] = res.decisions[i];
-        again.decisions[i].nverdicts = rec.units[i].nverdicts;
-        again.decisions[i].verdicts = rec.units[i].verdicts;
-        tallies[i] = &rec.tallies[i];
-    }
-    opts.tallies = tallies;
-    assert_int_equal(rd_record_emit(&two, &again, &opts, &err), 0);
-    assert_int_equal(one.len, two.len);
-    assert_memory_equal(one.ptr, two.ptr, one.len);
+    assert_written_again_alike(&one, &res, &rec, opts, &a);
     rc_buf_release(&one);
-    rc_buf_release(&two);
     rc_arena_release(&a);
 }
 
@@ -840,14 +853,13 @@ static void test_rd_record__entries_past_the_node_limit_read_back(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_err err = RC_ERR_INIT;
-    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT;
+    struct rc_buf one = RC_BUF_INIT;
     struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
-    struct pl_result res, again;
+    struct pl_result res;
     struct rd_record rec;
     struct pl_decision *big, *wide, *divided;
     struct rd_file_error *fe = rc_arena_calloc(&a, MANY_ERRORS, sizeof(*fe));
     const char **warn = rc_arena_calloc(&a, MANY_WARNINGS, sizeof(*warn));
-    const struct rd_verdict_tally **tallies;
 
     (void)state;
     make_result(&res, 4, 10, &a);
@@ -897,21 +909,8 @@ static void test_rd_record__entries_past_the_node_limit_read_back(void **state)
     assert_string_equal(rec.units[3].clusters[0], res.decisions[3].targets[0].cluster);
 
     /* what was read is what was written: written again from it, the same bytes */
-    again = res;
-    again.decisions = rc_arena_calloc(&a, res.ndecisions, sizeof(*again.decisions));
-    tallies = rc_arena_calloc(&a, res.ndecisions, sizeof(*tallies));
-    for (size_t i = 0; i < res.ndecisions; i++) {
-        again.decisions[i] = res.decisions[i];
-        again.decisions[i].nverdicts = rec.units[i].nverdicts;
-        again.decisions[i].verdicts = rec.units[i].verdicts;
-        tallies[i] = &rec.tallies[i];
-    }
-    opts.tallies = tallies;
-    assert_int_equal(rd_record_emit(&two, &again, &opts, &err), 0);
-    assert_int_equal(one.len, two.len);
-    assert_memory_equal(one.ptr, two.ptr, one.len);
+    assert_written_again_alike(&one, &res, &rec, opts, &a);
     rc_buf_release(&one);
-    rc_buf_release(&two);
     rc_arena_release(&a);
 }
 
