@@ -578,15 +578,15 @@ static int parse_node_entry(struct pl_node **v, size_t *n, size_t *cap, const cJ
 }
 
 /* A cluster's lists that grow with its size, as they stream in (rd_yaml.h): its shapes,
- * nodes and present units. c is the context of the element being read. */
+ * nodes and present units, taken by parse_cluster. c is the context of the element being
+ * read. */
 struct cluster_lists {
     struct ctx c;
     struct pl_shape *shapes;
     size_t nshapes, scap;
     struct pl_node *nodes; /* in the arena, grown by parse_node_entry */
     size_t nnodes, ncap;
-    const char **present;
-    size_t npresent, pcap;
+    struct rd_out_strs present;
 };
 
 static int each_shape(void *payload, const cJSON *item, const struct rd_docs *docs,
@@ -616,26 +616,11 @@ static int each_node(void *payload, const cJSON *item, const struct rd_docs *doc
     return parse_node_entry(&p->nodes, &p->nnodes, &p->ncap, item, &p->c);
 }
 
-static int each_present(void *payload, const cJSON *item, const struct rd_docs *docs,
-                        struct rc_err *err)
-{
-    struct cluster_lists *p = payload;
-
-    (void)err; /* p->c.err */
-    p->c.docs = docs;
-    if (!cJSON_IsString(item))
-        return FAIL(&p->c, item, "'present' entry is not a string");
-    p->present = rc_xgrow(p->present, &p->pcap, p->npresent + 1, sizeof(*p->present));
-    p->present[p->npresent++] = rc_arena_strdup(p->c.a, item->valuestring);
-    return 0;
-}
-
 static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct cluster_lists *p,
                          struct ctx *c)
 {
-    const cJSON *arr, *it;
+    const cJSON *arr;
     const char *as = NULL;
-    size_t k = 0, cap = 0;
     int error;
 
     if (!cJSON_IsObject(j))
@@ -664,40 +649,19 @@ static int parse_cluster(struct pl_cluster *cl, const cJSON *j, struct cluster_l
     arr = field(j, "shapes");
     if (arr && !cJSON_IsArray(arr))
         return FAIL(c, arr, "field 'shapes' is not a list");
-    cl->shapes = rc_arena_calloc(c->a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*cl->shapes));
-    cJSON_ArrayForEach(it, arr)
-    {
-        if ((error = parse_shape(&cl->shapes[k], it, c)) < 0)
-            return error;
-        k++;
-    }
-    cl->nshapes = k;
-    if (p->nshapes) {
-        cl->shapes = rc_arena_calloc(c->a, p->nshapes + 1, sizeof(*cl->shapes));
+    cl->shapes = rc_arena_calloc(c->a, p->nshapes + 1, sizeof(*cl->shapes));
+    if (p->nshapes)
         memcpy(cl->shapes, p->shapes, p->nshapes * sizeof(*cl->shapes));
-        cl->nshapes = p->nshapes;
-    }
+    cl->nshapes = p->nshapes;
+    p->nshapes = 0;
     arr = field(j, "nodes");
     if (arr && !cJSON_IsArray(arr))
         return FAIL(c, arr, "field 'nodes' is not a list");
-    cl->nnodes = 0;
-    cJSON_ArrayForEach(it, arr)
-    {
-        if ((error = parse_node_entry(&cl->nodes, &cl->nnodes, &cap, it, c)) < 0)
-            return error;
-    }
-    if (p->nnodes) {
-        cl->nodes = p->nodes;
-        cl->nnodes = p->nnodes;
-    }
-    error = rd_out_get_strs(&cl->present, &cl->npresent, j, "present", c->docs, CAPACITY_FILE, c->a,
-                            c->err);
-    if (error == 0 && p->npresent) {
-        cl->present = rc_arena_calloc(c->a, p->npresent + 1, sizeof(*cl->present));
-        memcpy(cl->present, p->present, p->npresent * sizeof(*cl->present));
-        cl->npresent = p->npresent;
-    }
-    return error;
+    cl->nodes = p->nodes;
+    cl->nnodes = p->nnodes;
+    p->nodes = NULL;
+    p->nnodes = p->ncap = 0;
+    return rd_out_take_strs(&cl->present, &cl->npresent, j, &p->present, c->docs, c->err);
 }
 
 /* Clusters as they stream in (rd_yaml_load_items). */
@@ -725,11 +689,6 @@ static int each_cluster(void *payload, const cJSON *item, const struct rd_docs *
     memset(&in->v[in->n], 0, sizeof(in->v[in->n]));
     error = parse_cluster(&in->v[in->n], item, &in->lists, &in->c);
     in->c.docs = NULL;
-    in->lists.nshapes = 0;
-    in->lists.nodes = NULL;
-    in->lists.nnodes = 0;
-    in->lists.ncap = 0;
-    in->lists.npresent = 0;
     if (error < 0)
         return error;
     in->n++;
@@ -743,7 +702,7 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
     struct rd_yaml_items lists[] = {
         {"shapes", each_shape, NULL, NULL, 0},
         {"nodes", each_node, NULL, NULL, 0},
-        {"present", each_present, NULL, NULL, 0},
+        {"present", rd_out_each_str, NULL, NULL, 0},
     };
     struct rd_yaml_items items = {"clusters", each_cluster, NULL, lists, 3};
     struct rd_docs *docs = NULL;
@@ -761,13 +720,15 @@ int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *re
     in.c.a = a;
     in.c.err = err;
     in.lists.c = in.c;
-    for (size_t i = 0; i < 3; i++)
-        lists[i].payload = &in.lists;
+    in.lists.present = (struct rd_out_strs){CAPACITY_FILE, "present", a, NULL, 0, 0};
+    lists[0].payload = &in.lists;
+    lists[1].payload = &in.lists;
+    lists[2].payload = &in.lists.present;
     items.payload = &in;
     limits.max_bytes = RD_RECORD_MAX_BYTES;
     error = rd_yaml_load_items(&docs, CAPACITY_FILE, text, len, &limits, &items, 1, err);
     free(in.lists.shapes);
-    free(in.lists.present);
+    free(in.lists.present.v);
     if (error < 0)
         goto done;
     c.docs = docs;

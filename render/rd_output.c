@@ -180,6 +180,38 @@ int rd_out_get_strs(const char ***out, size_t *n, const cJSON *obj, const char *
     return 0;
 }
 
+int rd_out_each_str(void *payload, const cJSON *item, const struct rd_docs *docs,
+                    struct rc_err *err)
+{
+    struct rd_out_strs *l = payload;
+
+    if (!cJSON_IsString(item))
+        return rd_out_err_at(err, docs, l->file, item, "'%s' entry is not a string", l->key);
+    l->v = rc_xgrow(l->v, &l->cap, l->n + 1, sizeof(*l->v));
+    l->v[l->n++] = rc_arena_strdup(l->a, item->valuestring);
+    return 0;
+}
+
+int rd_out_take_strs(const char ***out, size_t *n, const cJSON *obj, struct rd_out_strs *l,
+                     const struct rd_docs *docs, struct rc_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, l->key);
+    size_t k = l->n;
+
+    l->n = 0;
+    *out = NULL;
+    *n = 0;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsArray(v))
+        return rd_out_err_at(err, docs, l->file, v, "field '%s' is not a list", l->key);
+    *out = rc_arena_calloc(l->a, k + 1, sizeof(**out));
+    if (k)
+        memcpy(*out, l->v, k * sizeof(**out));
+    *n = k;
+    return 0;
+}
+
 /* Kinds whose objects create pods, for picking a unit's main workload by key. */
 static int kind_creates_pods(const char *kind)
 {

@@ -49,6 +49,21 @@ int rd_out_get_strs(const char ***out, size_t *n, const cJSON *obj, const char *
                     const struct rd_docs *docs, const char *file, struct rc_arena *a,
                     struct rc_err *err);
 
+/* A sequence of strings of an item as rd_yaml_load_items streams it in: rd_out_each_str is
+ * the rd_yaml_items.each of the field `key` (payload: the list), which copies each string into
+ * a; rd_out_take_strs gives the item what came, as rd_out_get_strs reads the field (absent: 0
+ * entries; not a sequence: RC_EINVALID), and empties the list for the next item. */
+struct rd_out_strs {
+    const char *file, *key;
+    struct rc_arena *a;
+    const char **v; /* malloc'd; free it when the load is over */
+    size_t n, cap;
+};
+int rd_out_each_str(void *payload, const cJSON *item, const struct rd_docs *docs,
+                    struct rc_err *err);
+int rd_out_take_strs(const char ***out, size_t *n, const cJSON *obj, struct rd_out_strs *l,
+                     const struct rd_docs *docs, struct rc_err *err);
+
 /* The name people know a unit by: its main workload object ("<ns>/<name>" or "<name>"),
  * preferring objects that create pods; the unit id when it has no objects. From keys when
  * objects are gone (removed units). */

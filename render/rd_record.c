@@ -1684,46 +1684,10 @@ static void parse_tally(struct rd_verdict_tally *t, const cJSON *j)
     t->omitted = (size_t)om->valuedouble;
 }
 
-/* A list of strings as it streams in (an entry's objects or clusters). */
-struct str_list {
-    const char *key;
-    const char **v;
-    size_t n, cap;
-    struct rc_arena *a;
-};
-
-static int each_str(void *payload, const cJSON *item, const struct rd_docs *docs,
-                    struct rc_err *err)
-{
-    struct str_list *l = payload;
-
-    if (!cJSON_IsString(item))
-        return rd_out_err_at(err, docs, RECORD_FILE, item, "'%s' entry is not a string", l->key);
-    l->v = rc_xgrow(l->v, &l->cap, l->n + 1, sizeof(*l->v));
-    l->v[l->n++] = rc_arena_strdup(l->a, item->valuestring);
-    return 0;
-}
-
-/* The field key of j as rd_out_get_strs reads it, or, when its elements were streamed into
- * l, those (taken: l is emptied). */
-static int get_streamed_strs(const char ***out, size_t *n, const cJSON *j, struct str_list *l,
-                             const struct rd_docs *docs, struct rc_arena *a, struct rc_err *err)
-{
-    int error = rd_out_get_strs(out, n, j, l->key, docs, RECORD_FILE, a, err);
-
-    if (error == 0 && l->n) {
-        *out = rc_arena_calloc(a, l->n + 1, sizeof(**out));
-        memcpy(*out, l->v, l->n * sizeof(**out));
-        *n = l->n;
-    }
-    l->n = 0;
-    return error;
-}
-
 /* objects and clusters: the lists of an entry that grow with the fleet (a unit's objects,
  * the clusters it is copied to), streamed one string at a time (rd_yaml.h) */
 static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
-                      struct str_list *objects, struct str_list *clusters, struct rc_arena *a,
+                      struct rd_out_strs *objects, struct rd_out_strs *clusters, struct rc_arena *a,
                       struct rc_err *err)
 {
     const char *state = NULL;
@@ -1737,14 +1701,14 @@ static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_do
     if (!error)
         error = rd_out_get_str(&u->policy_digest, j, "policyDigest", 0, docs, RECORD_FILE, a, err);
     if (!error)
-        error = get_streamed_strs(&u->objects, &u->nobjects, j, objects, docs, a, err);
+        error = rd_out_take_strs(&u->objects, &u->nobjects, j, objects, docs, err);
     if (!error)
         error = rd_out_get_str(&state, j, "state", 1, docs, RECORD_FILE, a, err);
     if (!error && pl_state_parse(&u->state, state) < 0)
         error = rd_out_err_at(err, docs, RECORD_FILE, cJSON_GetObjectItemCaseSensitive(j, "state"),
                               "unknown state '%s' of unit '%s'", state, u->unit);
     if (!error)
-        error = get_streamed_strs(&u->clusters, &u->nclusters, j, clusters, docs, a, err);
+        error = rd_out_take_strs(&u->clusters, &u->nclusters, j, clusters, docs, err);
     if (!error && u->state == PL_STATE_PLACED && u->nclusters == 0)
         error =
             rd_out_err_at(err, docs, RECORD_FILE, j, "placed unit '%s' has no clusters", u->unit);
@@ -1782,7 +1746,7 @@ struct units_in {
     struct pl_prev_unit *units;
     struct rd_verdict_tally *tallies;
     size_t n, cap, tcap;
-    struct str_list objects, clusters; /* of the entry being read */
+    struct rd_out_strs objects, clusters; /* of the entry being read */
 };
 
 static int each_unit(void *payload, const cJSON *item, const struct rd_docs *docs,
@@ -1810,8 +1774,8 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
 {
     struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
     struct rd_yaml_items lists[] = {
-        {"objects", each_str, &in->objects, NULL, 0},
-        {"clusters", each_str, &in->clusters, NULL, 0},
+        {"objects", rd_out_each_str, &in->objects, NULL, 0},
+        {"clusters", rd_out_each_str, &in->clusters, NULL, 0},
         {"shares", NULL, NULL, NULL, 0}, /* not read back: the engine recomputes them */
     };
     struct rd_yaml_items items[] = {
@@ -1827,10 +1791,8 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
      * usual limits, the whole record within RD_RECORD_MAX_BYTES, whatever the number of
      * units or the size of one (rd_output.h) */
     limits.max_bytes = RD_RECORD_MAX_BYTES;
-    in->objects.key = "objects";
-    in->objects.a = in->a;
-    in->clusters.key = "clusters";
-    in->clusters.a = in->a;
+    in->objects = (struct rd_out_strs){RECORD_FILE, "objects", in->a, NULL, 0, 0};
+    in->clusters = (struct rd_out_strs){RECORD_FILE, "clusters", in->a, NULL, 0, 0};
     error = rd_yaml_load_items(docs, file, text, len, &limits, items,
                                sizeof(items) / sizeof(items[0]), err);
     free(in->objects.v);
