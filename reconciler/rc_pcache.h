@@ -5,8 +5,9 @@
  * mode the cache in memory (rd_cache) answers first, and the file serves the first pass after
  * a restart.
  *
- * An entry is keyed by (blob id, path) and holds what rd_cache_export writes for a file that
- * loaded (broken files are not kept: they are parsed again, so their errors stay exact).
+ * An entry is keyed by (blob id, path) and holds what rd_cache_export writes for a file: what
+ * it loaded to, or its error (a file that stays broken costs later passes neither a read nor
+ * a parse).
  * Taking an entry up (rd_cache_import) loads its documents again with the same code as a
  * parse, so the file saves work and never changes an outcome. A pass that is its process's
  * last leaves a workload file's packed manifests in the file (rc_pcache_leave_payloads).

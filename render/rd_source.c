@@ -1051,7 +1051,11 @@ size_t rd_cache_held(const struct rd_cache *c)
 /* ==== A parsed file as bytes, for another process (rd_cache_export) ==== */
 
 /*
- * What a file that loaded keeps, all numbers unsigned LEB128 (signed ones zigzag):
+ * An entry starts with its kind: 0 a file that loaded, 1 a broken one. A broken file keeps
+ *   <file length> <len> <message>   its error, which starts with "<path>:"
+ * (an error depends on the blob, its path and this build alone; a refusal does not, and is
+ * not kept: the budget's, or one made unread). What a file that loaded keeps, all numbers
+ * unsigned LEB128 (signed ones zigzag):
  *   <take-up bytes>                 what taking the rest up allocates in the entry's arena
  *   <file length> <bytes held> <nwarnings> (<len> <text>)...
  *   <nres> (<len> <name>)...        the file's extended resource names, in index order
@@ -1163,7 +1167,9 @@ static void put_object(struct rc_buf *b, const struct pl_object *obj, const stru
     }
 }
 
-#define EXPORT_FORMAT 3
+#define EXPORT_FORMAT 4
+
+enum { ENTRY_LOADED = 0, ENTRY_BROKEN = 1 };
 
 void rd_cache_export_version(char *out, size_t n)
 {
@@ -1176,6 +1182,15 @@ static struct parsed *import_rest(const char *id, const char *path, const void *
 
 static int export_rest(const struct parsed *p, struct rc_buf *out);
 
+/* The error a broken entry may hold: "<path>:" and more, shorter than any message. */
+static int broken_msg_ok(const char *path, const char *msg, size_t len)
+{
+    size_t plen = strlen(path);
+
+    return len > plen + 1 && len < RC_ERR_MSG_MAX && !memchr(msg, '\0', len) &&
+           !memcmp(msg, path, plen) && msg[plen] == ':';
+}
+
 int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, struct rc_buf *out)
 {
     const struct parsed *p = c && id && path ? cache_get(c, id, path) : NULL;
@@ -1184,10 +1199,19 @@ int rd_cache_export(const struct rd_cache *c, const char *id, const char *path, 
     size_t first = 0;
     int error;
 
-    if (!p || p->error)
+    if (!p || p->over)
         return RC_ENOTFOUND;
+    if (p->error) {
+        if (!broken_msg_ok(p->path, p->error, strlen(p->error)))
+            return RC_ENOTFOUND; /* parsed again next time */
+        put_uv(out, ENTRY_BROKEN);
+        put_uv(out, p->len);
+        put_str(out, p->error);
+        return RC_OK;
+    }
     error = export_rest(p, &rest);
     if (error == RC_OK) {
+        put_uv(out, ENTRY_LOADED);
         /* taken up once here, so that every take-up can size its arena's first block to
          * hold all it allocates (blocks otherwise start at 4 KiB: a --once pass takes up
          * every file, and the unused ends of their blocks are a quarter of its memory) */
@@ -1501,6 +1525,36 @@ static int import_derived(struct pctx *c, size_t ndocs, const unsigned char *con
     return 0;
 }
 
+/* A broken file's entry: its error, as its parse gave it */
+static struct parsed *import_broken(const char *id, const char *path, struct reader *r)
+{
+    const struct rd_yaml_limits limits = RD_YAML_LIMITS_INIT;
+    size_t flen = get_uv(r), n;
+    const unsigned char *msg = get_span(r, &n);
+    size_t plen, ilen;
+    struct parsed *p;
+    char *at;
+
+    if (r->bad || !msg || r->p != r->end || flen > limits.max_bytes ||
+        !broken_msg_ok(path, (const char *)msg, n))
+        return NULL;
+    plen = strlen(path);
+    ilen = strlen(id);
+    p = rc_xcalloc(1, sizeof(*p));
+    p->arena = &p->own;
+    /* the three strings in one block of their size */
+    rc_arena_first_block(&p->own, plen + ilen + n + 3);
+    at = rc_arena_alloc(&p->own, plen + ilen + n + 3);
+    p->path = memcpy(at, path, plen + 1);
+    p->id = memcpy(at + plen + 1, id, ilen + 1);
+    memcpy(at + plen + ilen + 2, msg, n);
+    at[plen + ilen + 2 + n] = '\0';
+    p->error = at + plen + ilen + 2;
+    p->len = flen;
+    p->bytes = sizeof(*p) + p->own.used_total; /* as parse_file counts it */
+    return p;
+}
+
 /* What bytes of rd_cache_export load to, as a new entry (not in any cache); NULL when they do
  * not decode or do not load. Touches nothing shared: callable on several threads. */
 /* The first block of an entry's arena is at most this (what the export says it needs; a
@@ -1511,9 +1565,13 @@ static struct parsed *import_one(const char *id, const char *path, const void *d
                                  struct rd_payload_file *payloads, uint64_t off)
 {
     struct reader r = {data, (const unsigned char *)data + len, 0};
-    size_t first = get_uv(&r), skip = (size_t)(r.p - (const unsigned char *)data);
+    size_t kind = get_uv(&r), first, skip;
 
-    if (r.bad)
+    if (!r.bad && kind == ENTRY_BROKEN)
+        return import_broken(id, path, &r);
+    first = get_uv(&r);
+    skip = (size_t)(r.p - (const unsigned char *)data);
+    if (r.bad || kind != ENTRY_LOADED)
         return NULL;
     return import_rest(id, path, r.p, len - skip, payloads, off + skip,
                        first <= IMPORT_FIRST_MAX ? first : 0);

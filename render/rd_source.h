@@ -182,11 +182,13 @@ int rd_cache_has(const struct rd_cache *c, const char *id, const char *path, siz
  *
  * rd_cache_export appends to out what (id, path) loaded to: each document packed (rd_pack.h)
  * with the positions the load reads, for a workload also what its load derived (identity,
- * labels, demand, references), the warnings the file produced, its length. RC_ENOTFOUND
- * when (id, path) is not cached or did not load (broken files are parsed again each time, so
- * their errors are always exact).
+ * labels, demand, references), the warnings the file produced, its length; for a broken file
+ * its error and its length (an error depends on the blob, its path and this build alone).
+ * RC_ENOTFOUND when (id, path) is not cached, was refused by the budget (the pass's refusal,
+ * not the file's), or its error does not start with "<path>:" (then it is parsed again).
  *
- * rd_cache_import adds (id, path) to the cache from such bytes. A file of workloads alone is
+ * rd_cache_import adds (id, path) to the cache from such bytes. A broken file's entry must
+ * hold an error that starts with "<path>:" and fits in a message. A file of workloads alone is
  * taken up from what was derived, its trees not expanded: the identity is checked as
  * rd_object_init checks it (rd_object_identity_ok), the demand's fields against the ranges its
  * parse reads them in, an object once per file. A file with any other document (a Cluster, a

@@ -877,9 +877,10 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
         static const unsigned char hint[][10] = {
             {1, 0}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, {0}};
         struct rc_buf b = RC_BUF_INIT, alt = RC_BUF_INIT;
-        size_t skip = 0;
+        size_t skip = 1; /* the entry's kind: 0, a file that loaded */
         assert_int_equal(rd_cache_export(cache, ids[0], files[0].path, &b), RC_OK);
-        while (b.ptr[skip] & 0x80) /* the first number: the take-up's size */
+        assert_int_equal(b.ptr[0], 0);
+        while (b.ptr[skip] & 0x80) /* the next number: the take-up's size */
             skip++;
         skip++;
         for (size_t h = 0; h < sizeof(hint) / sizeof(hint[0]); h++) {
@@ -888,6 +889,7 @@ static void test_rd_source__import_takes_what_the_parse_derived(void **state)
             while (hint[h][hl - 1] & 0x80)
                 hl++;
             rc_buf_reset(&alt);
+            rc_buf_add(&alt, b.ptr, 1, NULL);
             rc_buf_add(&alt, hint[h], hl, NULL);
             rc_buf_add(&alt, b.ptr + skip, b.len - skip, NULL);
             assert_int_equal(rd_cache_new(&scratch), RC_OK);
@@ -1064,9 +1066,9 @@ static void test_rd_source__import_leaves_manifests_in_the_file(void **state)
 }
 
 /* What a file parsed to, exported and imported into another cache, loads exactly as the
- * parse did (objects, their lines and packed trees, warnings, policies, clusters; broken files
- * are not exported); any prefix of the bytes, and any byte changed, is refused or loads,
- * never crashes (the ASan build runs this). */
+ * parse did (objects, their lines and packed trees, warnings, policies, clusters; a broken
+ * file's error); any prefix of the bytes, and any byte changed, is refused or loads, never
+ * crashes (the ASan build runs this). */
 static void test_rd_source__export_import_loads_the_same(void **state)
 {
     struct fx *f = *state;
@@ -1106,8 +1108,8 @@ static void test_rd_source__export_import_loads_the_same(void **state)
         }
         rc_buf_release(&b);
     }
-    assert_true(exported > 3);
-    assert_true(exported < f->nfiles); /* broken files are not */
+    /* broken files too: as their error (the fixture has some) */
+    assert_int_equal(exported, f->nfiles);
 
     memset(&lo, 0, sizeof(lo));
     lo.ids = ids;
@@ -1364,6 +1366,105 @@ static void test_rd_source__file_of_many_objects(void **state)
     rc_buf_release(&b);
 }
 
+/* A broken file is kept as its error: exported, taken up into another cache, it loads to the
+ * error its parse gave, parsing nothing (a `--once` pass then reads no blob of a file still
+ * broken). What the entry says is checked: the error must name the file's path, and fit in a
+ * message. What is not the file's own (a refusal by the budget) is not exported. */
+static void test_rd_source__broken_file_kept_as_its_error(void **state)
+{
+    static const char text[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: x\n";
+    static const char *const forged[] = {"other/file.yaml:1:1: no", "team/broken.yaml",
+                                         "team/broken.yaml:", ""};
+    struct fx *f = *state;
+    struct rd_file file = {"team/broken.yaml", text, sizeof(text) - 1};
+    const char *id = "1111111111111111111111111111111111111111";
+    struct rd_cache *cache = NULL, *other = NULL;
+    struct rd_load_options lo;
+    struct rd_source plain = RD_SOURCE_INIT, imported = RD_SOURCE_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf b = RC_BUF_INIT, alt = RC_BUF_INIT;
+    size_t np = 0, len = 0;
+    char longmsg[RC_ERR_MSG_MAX + 8];
+
+    assert_int_equal(rd_source_load(&plain, &file, 1, &f->a, &err), RC_OK);
+    assert_int_equal(plain.nerrors, 1);
+    assert_non_null(strstr(plain.errors[0].msg, "team/broken.yaml:4:1: "));
+    assert_int_equal(rd_cache_new(&cache), RC_OK);
+    assert_int_equal(rd_cache_prime(cache, &file, &id, 1, 1, &np), RC_OK);
+    assert_int_equal(np, 1);
+    assert_int_equal(rd_cache_export(cache, id, file.path, &b), RC_OK);
+    assert_int_equal(b.ptr[0], 1); /* the kind: broken */
+
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_import(other, id, file.path, b.ptr, b.len), RC_OK);
+    assert_true(rd_cache_has(other, id, file.path, &len));
+    assert_int_equal(len, file.len);
+    assert_int_equal(rd_cache_unused(other), 0);
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = &id;
+    lo.cache = other;
+    assert_int_equal(rd_source_load_ex(&imported, &file, 1, &lo, &f->a, &err), RC_OK);
+    assert_int_equal(imported.nparsed, 0);
+    assert_int_equal(imported.nerrors, 1);
+    assert_string_equal(imported.errors[0].path, plain.errors[0].path);
+    assert_string_equal(imported.errors[0].msg, plain.errors[0].msg);
+    rd_source_release(&imported);
+    rd_cache_free(other);
+
+    /* the same bytes under another path: its error does not name it */
+    assert_int_equal(rd_cache_new(&other), RC_OK);
+    assert_int_equal(rd_cache_import(other, id, "team/other.yaml", b.ptr, b.len), RC_EINVALID);
+    assert_int_equal(rd_cache_count(other), 0);
+    /* forged messages, and one too long for a message */
+    memset(longmsg, 'x', sizeof(longmsg) - 1);
+    longmsg[sizeof(longmsg) - 1] = '\0';
+    memcpy(longmsg, "team/broken.yaml: ", 18);
+    for (size_t i = 0; i <= sizeof(forged) / sizeof(forged[0]); i++) {
+        const char *m = i < sizeof(forged) / sizeof(forged[0]) ? forged[i] : longmsg;
+        unsigned char head[3] = {1, (unsigned char)file.len, 0};
+        size_t n = strlen(m);
+        rc_buf_reset(&alt);
+        rc_buf_add(&alt, head, 2, NULL);
+        head[0] = (unsigned char)(n < 128 ? n : 0x80 | (n & 0x7f));
+        head[1] = (unsigned char)(n >> 7);
+        rc_buf_add(&alt, head, n < 128 ? 1 : 2, NULL);
+        rc_buf_add(&alt, m, n, NULL);
+        assert_int_equal(rd_cache_import(other, id, file.path, alt.ptr, alt.len), RC_EINVALID);
+    }
+    /* a kind no build writes */
+    rc_buf_reset(&alt);
+    rc_buf_add(&alt, b.ptr, b.len, NULL);
+    alt.ptr[0] = 2;
+    assert_int_equal(rd_cache_import(other, id, file.path, alt.ptr, alt.len), RC_EINVALID);
+    assert_int_equal(rd_cache_count(other), 0);
+    rd_cache_free(other);
+    rd_cache_free(cache);
+
+    /* a file the budget refused holds that refusal, which is the pass's, not the file's */
+    {
+        static const char ok[] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+                                 "  namespace: a\ndata: {k: v}\n";
+        struct rd_file good = {"team/good.yaml", ok, sizeof(ok) - 1};
+        assert_int_equal(rd_cache_new(&cache), RC_OK);
+        memset(&lo, 0, sizeof(lo));
+        lo.ids = &id;
+        lo.cache = cache;
+        lo.max_bytes = 1;
+        lo.over_budget = "over the budget";
+        assert_int_equal(rd_source_load_ex(&imported, &good, 1, &lo, &f->a, &err), RC_OK);
+        assert_int_equal(imported.nerrors, 1);
+        assert_non_null(strstr(imported.errors[0].msg, "over the budget"));
+        assert_true(rd_cache_refused(cache, id, good.path));
+        rc_buf_reset(&b);
+        assert_int_equal(rd_cache_export(cache, id, good.path, &b), RC_ENOTFOUND);
+        rd_source_release(&imported);
+        rd_cache_free(cache);
+    }
+    rd_source_release(&plain);
+    rc_buf_release(&alt);
+    rc_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1382,6 +1483,7 @@ int main(void)
         T(import_leaves_manifests_in_the_file),
         T(budget_refuses_the_heaviest_whatever_the_order),
         T(file_of_many_objects),
+        T(broken_file_kept_as_its_error),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
