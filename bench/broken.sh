@@ -9,8 +9,11 @@
 # (by path). Then, ROUNDS times, for each build: a fresh copy of the repository at the first
 # commit, `rightplace reconcile --once --no-apply` on it (the first pass: it makes the deploy
 # head and the state directory, as that build writes them), the branch moved to the breaking
-# commit, and the pass timed: wall time and peak RSS (/usr/bin/time), phase times and what the
-# load parsed and took from the parse cache (debug log), the files reported as not loaded.
+# commit, and the pass timed ("break"); then the branch moved to a third commit that changes
+# one workload the break left alone, and that pass timed ("next": what each later pass pays
+# while the files stay broken). Each: wall time and peak RSS (/usr/bin/time), phase times and
+# what the load parsed and took from the parse cache (debug log), the files reported as not
+# loaded.
 # Prints one markdown row per timed pass. Asserts nothing; builds take turns, so that a busy
 # machine weighs on both.
 set -euo pipefail
@@ -49,9 +52,31 @@ git -C "$src" ls-files 'jobs/*' | sort | awk -v k="$broken" 'NR <= k' |
     (cd "$src" && xargs -r -n 500 sed -i '1i broken: [unclosed')
 git -C "$src" commit -q -a -m "break $broken files"
 brk=$(git -C "$src" rev-parse HEAD)
+# then one workload changed that is not among them (the last job file by path), the broken
+# files left as they are: what every later pass pays while they stay broken
+n=${size%x*}
+c=${size#*x}
+python3 "$here/gen_fleet.py" "$src" "$n" "$c" --change $((n - 1)) >/dev/null
+git -C "$src" commit -q -a -m "change one workload"
+next=$(git -C "$src" rev-parse HEAD)
 
-echo "| build | round | files broken | wall | peak RSS | load | render | parsed | taken from the parse cache |"
-echo "|---|---|---|---|---|---|---|---|---|"
+# timed PASS: a --once pass on $run, one table row
+timed() {
+    local st=0 wall rss load render parsed taken nerr
+    /usr/bin/time -f "%e %M" -o "$work/time" "$rp" reconcile --repo "$run" --once --no-apply \
+        --log-level debug >"$work/out" 2>"$work/err" || st=$?
+    read -r wall rss < <(tail -n 1 "$work/time") # after "Command exited with ..." when not 0
+    load=$(sed -n 's/.*pass phases:.* load \([0-9]*\) ms.*/\1/p' "$work/err")
+    render=$(sed -n 's/.*pass phases:.* render \([0-9]*\) ms.*/\1/p' "$work/err")
+    parsed=$(sed -n 's/.*load: \([0-9]*\) files parsed.*/\1/p' "$work/err")
+    taken=$(sed -n 's/.*parsed, \([0-9]*\) taken from the parse cache.*/\1/p' "$work/err")
+    nerr=$(grep -c "warning: .*(placements of its objects are kept\|warning: .*(not loaded)" \
+        "$work/err" || true)
+    echo "| $b | $r | $1 | $nerr (exit $st) | $wall s | $((rss / 1024)) MB | $load ms | $render ms | $parsed | $taken |"
+}
+
+echo "| build | round | pass | files broken | wall | peak RSS | load | render | parsed | taken from the parse cache |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for r in $(seq 1 "$rounds"); do
     for b in "${builds[@]}"; do
         rp="$b/rightplace"
@@ -61,16 +86,8 @@ for r in $(seq 1 "$rounds"); do
         git -C "$run" update-ref refs/heads/main "$base"
         "$rp" reconcile --repo "$run" --once --no-apply >/dev/null 2>&1
         git -C "$run" update-ref refs/heads/main "$brk"
-        st=0
-        /usr/bin/time -f "%e %M" -o "$work/time" "$rp" reconcile --repo "$run" --once --no-apply \
-            --log-level debug >"$work/out" 2>"$work/err" || st=$?
-        read -r wall rss < <(tail -n 1 "$work/time") # after "Command exited with ..." when not 0
-        load=$(sed -n 's/.*pass phases:.* load \([0-9]*\) ms.*/\1/p' "$work/err")
-        render=$(sed -n 's/.*pass phases:.* render \([0-9]*\) ms.*/\1/p' "$work/err")
-        parsed=$(sed -n 's/.*load: \([0-9]*\) files parsed.*/\1/p' "$work/err")
-        taken=$(sed -n 's/.*parsed, \([0-9]*\) taken from the parse cache.*/\1/p' "$work/err")
-        nerr=$(grep -c "warning: .*(placements of its objects are kept\|warning: .*(not loaded)" \
-            "$work/err" || true)
-        echo "| $b | $r | $nerr (exit $st) | $wall s | $((rss / 1024)) MB | $load ms | $render ms | $parsed | $taken |"
+        timed break
+        git -C "$run" update-ref refs/heads/main "$next"
+        timed next
     done
 done
