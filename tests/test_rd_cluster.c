@@ -273,12 +273,43 @@ static void test_rd_cluster__errors(void **state)
     assert_int_equal(f->c.cost_micro, 2500000);
 }
 
+/* Nodes come out in name order (strcmp: "cpu-10" before "cpu-2"), each with its own fields:
+ * its group's allocatable and labels, and its own hostname. */
+static void test_rd_cluster__nodes_in_name_order(void **state)
+{
+    static const char *const want[] = {"b-1",   "cpu-1", "cpu-10", "cpu-11", "cpu-12",
+                                       "cpu-2", "cpu-3", "cpu-4",  "cpu-5",  "cpu-6",
+                                       "cpu-7", "cpu-8", "cpu-9",  "z-1"};
+    struct fx *f = *state;
+
+    int rc = parse(f, HEAD "spec:\n  nodes:\n"
+                           "  - {name: cpu, count: 12, allocatable: {cpu: 2}}\n"
+                           "  - {name: b, allocatable: {cpu: 3}, labels: {pool: b}}\n"
+                           "  - {name: z, allocatable: {cpu: 4}, unschedulable: true}\n");
+
+    if (rc != RC_OK)
+        fail_msg("%s", f->err.msg);
+    assert_int_equal(f->c.nnodes, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < f->c.nnodes; i++) {
+        const struct pl_node *n = &f->c.nodes[i];
+        int64_t cpu = n->name[0] == 'b' ? 3000 : n->name[0] == 'z' ? 4000 : 2000;
+        assert_string_equal(n->name, want[i]);
+        assert_int_equal(amount(f, &n->allocatable, "cpu"), cpu);
+        assert_string_equal(pl_labels_get(&n->labels, "kubernetes.io/hostname"), n->name);
+        assert_int_equal(n->unschedulable, n->name[0] == 'z');
+        if (n->name[0] == 'b')
+            assert_string_equal(pl_labels_get(&n->labels, "pool"), "b");
+        else
+            assert_null(pl_labels_get(&n->labels, "pool"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(test_rd_cluster__##name, setup, teardown)
         T(simulated_design_example), T(live_cluster), T(kubeconfig_selection),
-        T(autoscaler_types),         T(errors),
+        T(autoscaler_types),         T(errors),       T(nodes_in_name_order),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
