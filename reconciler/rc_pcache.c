@@ -602,7 +602,7 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
     if (error == RC_OK && w.fd >= 0 && finish_file(pc, w.fd) < 0)
         pc->file.set = 0;
 done:
-    pc->written = w.total;
+    pc->written = error < 0 ? 0 : w.total; /* what a failed write left is removed below */
     if (w.fd >= 0)
         close(w.fd);
     if (error < 0) {

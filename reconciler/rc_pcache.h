@@ -77,7 +77,8 @@ int rc_pcache_save(struct rc_pcache *pc, const struct rd_cache *c, const struct 
                    size_t n, size_t max_bytes, struct rc_err *err);
 
 /* Entries taken up by rc_pcache_load and bytes written by rc_pcache_save since
- * rc_pcache_begin; whether rc_pcache_save rewrote the whole file. */
+ * rc_pcache_begin (0 when the save failed: the file is removed); whether rc_pcache_save
+ * rewrote the whole file. */
 size_t rc_pcache_hits(const struct rc_pcache *pc);
 size_t rc_pcache_written(const struct rc_pcache *pc);
 int rc_pcache_rewritten(const struct rc_pcache *pc);

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rc_cache.h"
@@ -594,6 +597,75 @@ static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
     free(dir);
 }
 
+/* A write that fails part way (here the file size limit, as a full disk fails it) is an
+ * error that leaves no file, and the pass's debug line counts no bytes written: the buffered
+ * entries never reached a file that stays. */
+static void test_rc_pcache__failed_write_counts_nothing(void **state)
+{
+    char *dir = th_tmpdir("pcache-full");
+    char path[4096], names[40][16], text[40][96];
+    struct rd_file files[40];
+    struct rc_git_blob blobs[40];
+    const char *ids[40];
+    struct rd_cache *c = NULL;
+    size_t np = 0;
+    pid_t pid;
+    int st = 0;
+    (void)state;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, RC_PCACHE_FILE);
+    memset(blobs, 0, sizeof(blobs));
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof(names[i]), "f%02d.yaml", i);
+        snprintf(text[i], sizeof(text[i]),
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: v}\n", i);
+        files[i].path = names[i];
+        files[i].data = text[i];
+        files[i].len = strlen(text[i]);
+        blobs[i].path = names[i];
+        snprintf(blobs[i].id, sizeof(blobs[i].id), "%040d", i + 1);
+        ids[i] = blobs[i].id;
+    }
+    assert_int_equal(rd_cache_new(&c), RC_OK);
+    assert_int_equal(rd_cache_prime(c, files, ids, 40, 1, &np), RC_OK);
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit lim = {4096, 4096};
+        struct rc_pcache *pc = NULL;
+        struct rc_err err = RC_ERR_INIT;
+        int bad = 0;
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+            _exit(9);
+        rc_pcache_new(&pc, path);
+        rc_pcache_begin(pc, NULL);
+        bad |= rc_pcache_save(pc, c, blobs, 40, 0, &err) != RC_ERROR;
+        bad |= (strstr(err.msg, "cannot write") == NULL) << 1;
+        bad |= (rc_pcache_written(pc) != 0) << 2;
+        bad |= (access(path, F_OK) == 0) << 3;
+        rc_pcache_free(pc);
+        _exit(bad);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    /* and the same entries do fit without the limit (more than the limit's bytes) */
+    {
+        struct rc_pcache *pc = NULL;
+        struct rc_err err = RC_ERR_INIT;
+        rc_pcache_new(&pc, path);
+        rc_pcache_begin(pc, NULL);
+        assert_int_equal(rc_pcache_save(pc, c, blobs, 40, 0, &err), RC_OK);
+        assert_true(rc_pcache_written(pc) > 4096);
+        rc_pcache_free(pc);
+    }
+    rd_cache_free(c);
+    th_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_rc_pcache__damaged_file_costs_work_only),
         cmocka_unit_test(test_rc_pcache__reader_takes_any_bytes),
         cmocka_unit_test(test_rc_pcache__appends_then_compacts_within_its_bound),
+        cmocka_unit_test(test_rc_pcache__failed_write_counts_nothing),
     };
     struct rc_err err = RC_ERR_INIT;
     char *home = th_git_env_setup();
