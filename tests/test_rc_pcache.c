@@ -500,6 +500,28 @@ static long file_size(const char *path)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* n files f00.yaml, f01.yaml, ... (names) holding texts[i], with made-up blob ids, parsed
+ * into a new cache (*c) */
+static void prime_files(struct rd_cache **c, size_t n, char (*names)[16], const char *const *texts,
+                        struct rd_file *files, struct rc_git_blob *blobs, const char **ids)
+{
+    size_t np = 0;
+
+    memset(blobs, 0, n * sizeof(*blobs));
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], 16, "f%02zu.yaml", i);
+        files[i].path = names[i];
+        files[i].data = texts[i];
+        files[i].len = strlen(texts[i]);
+        blobs[i].path = names[i];
+        snprintf(blobs[i].id, sizeof(blobs[i].id), "%040zu", i + 1);
+        ids[i] = blobs[i].id;
+    }
+    assert_int_equal(rd_cache_new(c), RC_OK);
+    assert_int_equal(rd_cache_prime(*c, files, ids, n, 1, &np), RC_OK);
+    assert_int_equal(np, n);
+}
+
 /* Passes append what they parsed; when the entries no file of a pass used outweigh the used
  * ones, or the file is past its bound, it is rewritten with the pass's entries only, within
  * the bound. */
@@ -520,23 +542,11 @@ static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
     struct rd_cache *c = NULL;
     struct rc_pcache *pc = NULL;
     struct rc_err err = RC_ERR_INIT;
-    size_t np = 0;
     long full, one;
     (void)state;
 
     snprintf(path, sizeof(path), "%s/%s", dir, RC_PCACHE_FILE);
-    memset(blobs, 0, sizeof(blobs));
-    for (int i = 0; i < 5; i++) {
-        snprintf(names[i], sizeof(names[i]), "f%d.yaml", i);
-        files[i].path = names[i];
-        files[i].data = texts[i];
-        files[i].len = strlen(texts[i]);
-        blobs[i].path = names[i];
-        snprintf(blobs[i].id, sizeof(blobs[i].id), "%040d", i + 1);
-        ids[i] = blobs[i].id;
-    }
-    assert_int_equal(rd_cache_new(&c), RC_OK);
-    assert_int_equal(rd_cache_prime(c, files, ids, 5, 1, &np), RC_OK);
+    prime_files(&c, 5, names, texts, files, blobs, ids);
 
     /* a first pass of four files: the file is written whole */
     rc_pcache_new(&pc, path);
@@ -604,30 +614,22 @@ static void test_rc_pcache__failed_write_counts_nothing(void **state)
 {
     char *dir = th_tmpdir("pcache-full");
     char path[4096], names[40][16], text[40][96];
+    const char *texts[40];
     struct rd_file files[40];
     struct rc_git_blob blobs[40];
     const char *ids[40];
     struct rd_cache *c = NULL;
-    size_t np = 0;
     pid_t pid;
     int st = 0;
     (void)state;
 
     snprintf(path, sizeof(path), "%s/%s", dir, RC_PCACHE_FILE);
-    memset(blobs, 0, sizeof(blobs));
     for (int i = 0; i < 40; i++) {
-        snprintf(names[i], sizeof(names[i]), "f%02d.yaml", i);
         snprintf(text[i], sizeof(text[i]),
                  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: v}\n", i);
-        files[i].path = names[i];
-        files[i].data = text[i];
-        files[i].len = strlen(text[i]);
-        blobs[i].path = names[i];
-        snprintf(blobs[i].id, sizeof(blobs[i].id), "%040d", i + 1);
-        ids[i] = blobs[i].id;
+        texts[i] = text[i];
     }
-    assert_int_equal(rd_cache_new(&c), RC_OK);
-    assert_int_equal(rd_cache_prime(c, files, ids, 40, 1, &np), RC_OK);
+    prime_files(&c, 40, names, texts, files, blobs, ids);
     fflush(NULL);
     pid = fork();
     assert_true(pid >= 0);
