@@ -2890,14 +2890,27 @@ apply:
     phase_end(out, RC_PHASE_APPLY, &tp);
     error = RC_OK;
     /* the record parsed from the deploy head, for the next process, unless a committed one
-     * replaced it */
+     * replaced it; with the writer's memo when this pass wrote that very blob (the head
+     * another writer made, or the first pass after an upgrade or a lost state directory), so
+     * that the next pass can tell its record unchanged without writing it whole */
     if (prev_line.blob[0] && prev_line.known && !out->record_cached && !out->committed &&
         !o->dry_run && rc_cache_record_file(o->cache)) {
         struct rc_rcache *rfile = rc_cache_record_file(o->cache);
         size_t before = rc_rcache_written(rfile);
         struct rc_err rerr = RC_ERR_INIT;
-        if (rc_rcache_save(rfile, prev_line.blob, &prev, &prev_line.line, &rerr) < 0 && o->log)
-            rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
+        int k = find_tree_file(&cp->tree, RECORD_PATH);
+        const struct rd_record_memo *memo = cp->record_memo && k >= 0 && !cp->tree.files[k].keep &&
+                                                    ids && ids[k][0] &&
+                                                    !strcmp(ids[k], prev_line.blob)
+                                                ? cp->record_memo
+                                                : NULL;
+        if (memo || !rc_rcache_holds(rfile, prev_line.blob)) {
+            struct rc_buf packed = RC_BUF_INIT;
+            rc_rcache_prepare(&packed, rfile, &prev, &prev_line.line, memo);
+            if (rc_rcache_write(rfile, prev_line.blob, &packed, &rerr) < 0 && o->log)
+                rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
+            rc_buf_release(&packed);
+        }
         out->nrecord_cache_written += rc_rcache_written(rfile) - before;
     }
     if (o->cache && !o->dry_run) {

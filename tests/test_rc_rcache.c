@@ -271,10 +271,11 @@ static void test_rc_rcache__once_takes_the_record_it_committed(void **state)
     fx_close(&f);
 }
 
-/* A record the file holds without its writer's memo (parsed from a head another writer made)
- * gets the memo when a pass commits that same blob with one: the pass after it keeps the
- * record without writing it. (A file that kept the record alone kept it that way for good,
- * and each pass compared its record by hashing it.) */
+/* A pass that parses the head's record (another writer made it, or the state directory was
+ * new: the first pass after an upgrade or a lost state directory) and writes that same blob
+ * without committing keeps it with its writer's memo: the pass after it keeps the record
+ * without writing or hashing it. (It was kept without the memo, so the next pass wrote the
+ * whole record again and compared it by its id: 0.45 s against 0.31 s at 10,000 units.) */
 static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
 {
     struct fx f;
@@ -285,7 +286,7 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
     fx_open(&f);
     run_once(&res, tree, &f, NO_STATE, NULL); /* the head, made by another writer */
     assert_int_equal(res.committed, 1);
-    run_once(&res, tree, &f, WITH_STATE, NULL); /* parses it, keeps it without a memo */
+    run_once(&res, tree, &f, WITH_STATE, NULL); /* parses it, writes the same blob */
     assert_int_equal(res.committed, 0);
     assert_int_equal(res.record_cached, 0);
     assert_true(res.nrecord_cache_written > 0);
@@ -294,10 +295,9 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
     run_once(&res, tree, &f, WITH_STATE, NULL);
     assert_int_equal(res.record_cached, 1);
     assert_int_equal(res.committed, 1);
-    assert_int_equal(res.record_kept, 0); /* no memo yet: written, compared by its id */
-    assert_int_equal(res.nrecord_compared, 1);
-    assert_true(res.nrecord_cache_written > 0); /* the same blob, now with its memo */
-    assert_file_holds_head_record(&f);
+    assert_int_equal(res.record_kept, 1); /* the memo beside it: not written nor compared */
+    assert_int_equal(res.nrecord_compared, 0);
+    assert_int_equal(res.nrecord_cache_written, 0); /* it holds that record and memo */
 
     free(label_production(&f, "silver"));
     run_once(&res, tree, &f, WITH_STATE, NULL);
@@ -305,7 +305,7 @@ static void test_rc_rcache__memo_joins_the_record_it_lacked(void **state)
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.record_kept, 1);
     assert_int_equal(res.nrecord_compared, 0);
-    assert_int_equal(res.nrecord_cache_written, 0); /* it holds that record and memo */
+    assert_int_equal(res.nrecord_cache_written, 0);
     fx_close(&f);
 }
 
