@@ -502,14 +502,14 @@ static long file_size(const char *path)
 
 /* n files f00.yaml, f01.yaml, ... (names) holding texts[i], with made-up blob ids, parsed
  * into a new cache (*c) */
-static void prime_files(struct rd_cache **c, size_t n, char (*names)[16], const char *const *texts,
+static void prime_files(struct rd_cache **c, size_t n, char (*names)[32], const char *const *texts,
                         struct rd_file *files, struct rc_git_blob *blobs, const char **ids)
 {
     size_t np = 0;
 
     memset(blobs, 0, n * sizeof(*blobs));
     for (size_t i = 0; i < n; i++) {
-        snprintf(names[i], 16, "f%02zu.yaml", i);
+        snprintf(names[i], 32, "f%02zu.yaml", i);
         files[i].path = names[i];
         files[i].data = texts[i];
         files[i].len = strlen(texts[i]);
@@ -535,7 +535,7 @@ static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: e}\ndata: {k: v}\n",
     };
     char *dir = th_tmpdir("pcache-compact");
-    char path[4096], names[5][16];
+    char path[4096], names[5][32];
     struct rd_file files[5];
     struct rc_git_blob blobs[5];
     const char *ids[5];
@@ -613,7 +613,7 @@ static void test_rc_pcache__appends_then_compacts_within_its_bound(void **state)
 static void test_rc_pcache__failed_write_counts_nothing(void **state)
 {
     char *dir = th_tmpdir("pcache-full");
-    char path[4096], names[40][16], text[40][96];
+    char path[4096], names[40][32], text[40][96];
     const char *texts[40];
     struct rd_file files[40];
     struct rc_git_blob blobs[40];
