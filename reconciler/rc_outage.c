@@ -153,22 +153,15 @@ bad:
     return -1;
 }
 
+static int cmp_name_seen(const void *name, const void *x)
+{
+    return strcmp(name, ((const struct seen *)x)->name);
+}
+
 /* s sorted by name (parse) */
 static const struct seen *find(const struct seen *s, size_t n, const char *name)
 {
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(s[mid].name, name);
-        if (!c)
-            return &s[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return n ? bsearch(name, s, n, sizeof(*s), cmp_name_seen) : NULL;
 }
 
 static int write_file(const char *path, const char *data, size_t len, struct rc_err *err)

@@ -2904,13 +2904,9 @@ apply:
                                                     !strcmp(ids[k], prev_line.blob)
                                                 ? cp->record_memo
                                                 : NULL;
-        if (memo || !rc_rcache_holds(rfile, prev_line.blob)) {
-            struct rc_buf packed = RC_BUF_INIT;
-            rc_rcache_prepare(&packed, rfile, &prev, &prev_line.line, memo);
-            if (rc_rcache_write(rfile, prev_line.blob, &packed, &rerr) < 0 && o->log)
-                rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
-            rc_buf_release(&packed);
-        }
+        if (rc_rcache_save(rfile, prev_line.blob, &prev, &prev_line.line, memo, &rerr) < 0 &&
+            o->log)
+            rc_log_warn(o->log, "%s (the next process parses the record)", rerr.msg);
         out->nrecord_cache_written += rc_rcache_written(rfile) - before;
     }
     if (o->cache && !o->dry_run) {

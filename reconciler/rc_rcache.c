@@ -600,14 +600,15 @@ int rc_rcache_write(struct rc_rcache *rc, const char *blob, struct rc_buf *prepa
 }
 
 int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
-                   const struct rc_rcache_line *line, struct rc_err *err)
+                   const struct rc_rcache_line *line, const struct rd_record_memo *memo,
+                   struct rc_err *err)
 {
     struct rc_buf b = RC_BUF_INIT;
     int error;
 
-    if (!rc || rc_rcache_holds(rc, blob))
+    if (!rc || (!memo && rc_rcache_holds(rc, blob)))
         return RC_OK;
-    rc_rcache_prepare(&b, rc, r, line, NULL);
+    rc_rcache_prepare(&b, rc, r, line, memo);
     error = rc_rcache_write(rc, blob, &b, err);
     rc_buf_release(&b);
     return error;

@@ -70,11 +70,14 @@ int rc_rcache_load(struct rc_rcache *rc, struct rd_record *out, struct rc_rcache
 int rc_rcache_holds(const struct rc_rcache *rc, const char *blob);
 
 /* Make the file hold r and line (NULL: none) as the record of `blob` (written whole: a
- * temporary file, fsync, rename), unless it holds it already. A record past
- * RC_RCACHE_MAX_BYTES is not kept (the file is removed). RC_ERROR when the file could not be
- * written (removed then; the caller may log and go on: the cache only saves work). */
+ * temporary file, fsync, rename), unless it holds it already, with its writer's memo when
+ * memo is not NULL (as rc_rcache_prepare keeps it: a file holding the blob without a memo is
+ * written again to add one). A record past RC_RCACHE_MAX_BYTES is not kept (the file is
+ * removed). RC_ERROR when the file could not be written (removed then; the caller may log and
+ * go on: the cache only saves work). */
 int rc_rcache_save(struct rc_rcache *rc, const char *blob, const struct rd_record *r,
-                   const struct rc_rcache_line *line, struct rc_err *err);
+                   const struct rc_rcache_line *line, const struct rd_record_memo *memo,
+                   struct rc_err *err);
 
 /* rc_rcache_save in two steps, so that a pass can pack the record while it writes its commit
  * (the blob id comes with the commit): rc_rcache_prepare writes into out the file's bytes,
