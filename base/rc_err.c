@@ -7,21 +7,39 @@
 #include <stdio.h>
 #include <string.h>
 
-/* One line, every other control character escaped (rc_esc.h): messages name files and
- * values that come from pushers, and end up in logs, commits and notes. */
-static void one_line(char *s)
+/* A message cut to fit ends in "...", at a character boundary, so that a reader knows the end
+ * is missing (a path cut short is not a path). */
+static void mark_cut(char *s)
 {
-    char tmp[RC_ERR_MSG_MAX];
+    size_t at = strlen(s);
+
+    if (at > RC_ERR_MSG_MAX - 4)
+        at = RC_ERR_MSG_MAX - 4;
+    while (at > 0 && ((unsigned char)s[at] & 0xC0) == 0x80)
+        at--; /* to the first byte of the character that goes */
+    memcpy(s + at, "...", 4);
+}
+
+/* One line, every other control character escaped (rc_esc.h): messages name files and
+ * values that come from pushers, and end up in logs, commits and notes. `cut`: the text was
+ * cut to fit already. */
+static void one_line(char *s, int cut)
+{
+    char tmp[RC_ERR_MSG_MAX], wide[4 * RC_ERR_MSG_MAX];
 
     for (char *p = s; *p; p++) {
         if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
     }
-    if (!rc_esc_needed(s))
-        return;
-    memcpy(tmp, s, sizeof(tmp));
-    tmp[sizeof(tmp) - 1] = '\0';
-    rc_esc(s, RC_ERR_MSG_MAX, tmp);
+    if (rc_esc_needed(s)) {
+        memcpy(tmp, s, sizeof(tmp));
+        tmp[sizeof(tmp) - 1] = '\0';
+        if (rc_esc(wide, sizeof(wide), tmp) >= RC_ERR_MSG_MAX)
+            cut = 1;
+        rc_esc(s, RC_ERR_MSG_MAX, tmp);
+    }
+    if (cut)
+        mark_cut(s);
 }
 
 int rc_err_setv(struct rc_err *err, int code, const char *fmt, va_list ap)
@@ -29,8 +47,7 @@ int rc_err_setv(struct rc_err *err, int code, const char *fmt, va_list ap)
     if (!err)
         return code;
     err->code = code;
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    one_line(err->msg);
+    one_line(err->msg, vsnprintf(err->msg, sizeof(err->msg), fmt, ap) >= (int)sizeof(err->msg));
     return code;
 }
 
@@ -49,12 +66,13 @@ int rc_err_prefix(struct rc_err *err, const char *fmt, ...)
     char prefix[RC_ERR_MSG_MAX];
     char old[RC_ERR_MSG_MAX];
     size_t plen;
+    int cut;
     va_list ap;
 
     if (!err)
         return RC_ERROR;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    cut = vsnprintf(prefix, sizeof(prefix), fmt, ap) >= (int)sizeof(prefix);
     va_end(ap);
     memcpy(old, err->msg, sizeof(old));
     plen = strlen(prefix);
@@ -62,12 +80,16 @@ int rc_err_prefix(struct rc_err *err, const char *fmt, ...)
     if (plen < sizeof(err->msg) - 1) {
         size_t room = sizeof(err->msg) - 1 - plen;
         size_t olen = strnlen(old, sizeof(old) - 1);
-        if (olen > room)
+        if (olen > room) {
             olen = room;
+            cut = 1;
+        }
         memcpy(err->msg + plen, old, olen);
         err->msg[plen + olen] = '\0';
+    } else if (old[0]) {
+        cut = 1;
     }
-    one_line(err->msg);
+    one_line(err->msg, cut);
     return err->code;
 }
 

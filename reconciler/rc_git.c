@@ -966,6 +966,31 @@ static void ref_lock_path(char *out, size_t n, git_repository *repo, const char 
     snprintf(out, n, "%s%s%s.lock", dir ? dir : "", dl && dir[dl - 1] != '/' ? "/" : "", ref);
 }
 
+/*
+ * A ref lock that may be live: "<what>: '<lock>' exists (...)", with as much of the why and
+ * what to do as fits in a message beside the lock's whole path, which is what the reader
+ * needs (cut short it is not a path). `brief` is a shorter `what` for a long path.
+ */
+static int lock_held(struct rc_err *err, int code, const char *what, const char *brief,
+                     const char *lock)
+{
+    char msg[2 * RC_ERR_MSG_MAX];
+    int n;
+
+    n = snprintf(msg, sizeof(msg),
+                 "%s: '%s' exists (a git process is updating it, or one died; if none runs on "
+                 "this repository, remove it; rightplace does once it is %d minutes old)",
+                 what, lock, STALE_REF_LOCK_SECONDS / 60);
+    if (n >= 0 && n < RC_ERR_MSG_MAX)
+        return rc_err_set(err, code, "%s", msg);
+    n = snprintf(msg, sizeof(msg), "%s: '%s' exists (a git process is updating it, or one died)",
+                 what, lock);
+    if (n >= 0 && n < RC_ERR_MSG_MAX)
+        return rc_err_set(err, code, "%s", msg);
+    return rc_err_set(err, code, "%s: '%s' exists (a git process is updating it, or one died)",
+                      brief, lock);
+}
+
 /* Remove the lock file of ref in repo when it is provably stale (older than
  * STALE_REF_LOCK_SECONDS); returns 1 when removed, else 0. */
 static int clear_stale_ref_lock(git_repository *repo, const struct rc_log *log, const char *ref)
@@ -1072,14 +1097,12 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, in
             e = git_transaction_lock_ref(tx, refs[i]);
         if (e == GIT_ELOCKED) {
             /* held by another writer, or left by one that died (removed once it is stale) */
-            char lock[4096];
+            char lock[4096], what[RC_ERR_MSG_MAX], brief[RC_ERR_MSG_MAX];
             git_error_clear();
             ref_lock_path(lock, sizeof(lock), rr, refs[i]);
-            error = rc_err_set(err, RC_ECONFLICT,
-                               "push of '%s' refused by '%s': '%s' exists (a git process is "
-                               "updating it, or one died; rightplace removes it once it is %d "
-                               "minutes old)",
-                               refs[i], g->url_shown, lock, STALE_REF_LOCK_SECONDS / 60);
+            snprintf(what, sizeof(what), "push of '%s' refused by '%s'", refs[i], g->url_shown);
+            snprintf(brief, sizeof(brief), "push of '%s' refused", refs[i]);
+            error = lock_held(err, RC_ECONFLICT, what, brief, lock);
             goto done;
         }
         if (e < 0) {
@@ -3682,14 +3705,12 @@ static int check_ref_name(const char *ref, struct rc_err *err)
 
 static int explain_ref_lock(struct rc_git *g, const char *ref, struct rc_err *err)
 {
-    char path[4096];
+    char path[4096], what[RC_ERR_MSG_MAX];
 
     git_error_clear();
     ref_lock_path(path, sizeof(path), g->repo, ref);
-    return rc_err_set(err, RC_ERROR,
-                      "cannot update '%s': '%s' exists (a git process is updating it, or one "
-                      "died); if no git process runs on this repository, remove it: rm '%s'",
-                      ref, path, path);
+    snprintf(what, sizeof(what), "cannot update '%s'", ref);
+    return lock_held(err, RC_ERROR, what, what, path);
 }
 
 int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_id,

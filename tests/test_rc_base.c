@@ -35,6 +35,61 @@ static void test_rc_base__err_is_one_line(void **state)
     assert_int_equal(err.code, RC_EINVALID);
 }
 
+/* A message cut to fit says so ("..." at its end, on a character boundary), whether the format,
+ * the escaping or a prefix made it too long; one that fits is never marked. */
+static void test_rc_base__err_cut_short_says_so(void **state)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char path[600], utf8[RC_ERR_MSG_MAX + 8];
+    size_t n;
+    (void)state;
+
+    memset(path, 'p', sizeof(path) - 1);
+    path[sizeof(path) - 1] = '\0';
+    rc_err_set(&err, RC_ERROR, "cannot read '%s'", path);
+    n = strlen(err.msg);
+    assert_int_equal(n, RC_ERR_MSG_MAX - 1);
+    assert_string_equal(err.msg + n - 4, "p...");
+    assert_memory_equal(err.msg, "cannot read 'ppp", 16);
+
+    /* exactly full is not cut */
+    memset(path, 'q', RC_ERR_MSG_MAX - 1);
+    path[RC_ERR_MSG_MAX - 1] = '\0';
+    rc_err_set(&err, RC_ERROR, "%s", path);
+    assert_string_equal(err.msg, path);
+
+    /* a two-byte character across the cut goes whole */
+    memset(utf8, 'u', RC_ERR_MSG_MAX - 4);
+    memcpy(utf8 + RC_ERR_MSG_MAX - 5, "\xc3\xa9tail", 7);
+    utf8[RC_ERR_MSG_MAX + 2] = '\0';
+    rc_err_set(&err, RC_ERROR, "%s", utf8);
+    n = strlen(err.msg);
+    assert_string_equal(err.msg + n - 4, "u...");
+    assert_null(memchr(err.msg, 0xc3, n));
+
+    /* escapes that no longer fit */
+    memset(path, '\x01', 200);
+    path[200] = '\0';
+    rc_err_set(&err, RC_EINVALID, "bad '%s'", path);
+    assert_int_equal(strlen(err.msg) <= RC_ERR_MSG_MAX - 1, 1);
+    assert_string_equal(err.msg + strlen(err.msg) - 3, "...");
+
+    /* a prefix that pushes the end out */
+    memset(path, 'r', 250);
+    path[250] = '\0';
+    rc_err_set(&err, RC_EINVALID, "%s", path);
+    assert_null(strstr(err.msg, "..."));
+    rc_err_prefix(&err, "%s:%d: ", "f.yaml", 3);
+    assert_string_equal(err.msg + strlen(err.msg) - 4, "r...");
+    assert_memory_equal(err.msg, "f.yaml:3: rrr", 13);
+    assert_int_equal(err.code, RC_EINVALID);
+
+    /* short ones stay as they were */
+    rc_err_set(&err, RC_EINVALID, "bad '%s'", "x");
+    rc_err_prefix(&err, "%s: ", "f.yaml");
+    assert_string_equal(err.msg, "f.yaml: bad 'x'");
+}
+
 static void test_rc_base__buf_respects_cap(void **state)
 {
     struct rc_buf b = RC_BUF_INIT;
@@ -468,6 +523,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_base__err_is_one_line),
+        cmocka_unit_test(test_rc_base__err_cut_short_says_so),
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),
         cmocka_unit_test(test_rc_base__arena_take),
