@@ -16,7 +16,10 @@
 #include <time.h>
 
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -330,6 +333,30 @@ static void apply_client_cert(struct rc_http *h, CURL *c)
     }
 }
 
+int rc_http_tune_socket(int fd)
+{
+    int on = 1, idle = RC_HTTP_KEEPIDLE_S, intvl = RC_HTTP_KEEPINTVL_S, cnt = RC_HTTP_KEEPCNT;
+    unsigned int unacked = RC_HTTP_USER_TIMEOUT_MS;
+    int failed = 0;
+
+    failed |= setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0;
+    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0;
+    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0;
+    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0;
+    failed |= setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked)) < 0;
+    return failed ? RC_ERROR : RC_OK;
+}
+
+/* Each new connection to an API server, before it connects. A socket the options do not
+ * apply to still connects: they shorten how long a dead peer goes unnoticed, nothing more. */
+static int on_socket(void *payload, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)payload;
+    if (purpose == CURLSOCKTYPE_IPCXN)
+        rc_http_tune_socket(fd);
+    return CURL_SOCKOPT_OK;
+}
+
 /* Everything an easy handle of h needs besides the request itself. */
 static void configure(struct rc_http *h, CURL *c, char *errbuf)
 {
@@ -338,6 +365,7 @@ static void configure(struct rc_http *h, CURL *c, char *errbuf)
     curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
     curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, h->o.timeout_ms);
     curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl.easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, on_socket);
     curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
     curl.easy_setopt(c, CURLOPT_USERAGENT, "rightplace/" RP_VERSION);
     /* HTTP/2 when the server offers it in the TLS handshake (ALPN), else HTTP/1.1 keep-alive */

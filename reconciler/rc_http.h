@@ -28,6 +28,22 @@
 
 struct rc_http; /* one connection context */
 
+/*
+ * Every connection to an API server is probed when it is idle (TCP keepalive after
+ * RC_HTTP_KEEPIDLE_S, then every RC_HTTP_KEEPINTVL_S, given up after RC_HTTP_KEEPCNT
+ * unanswered) and closed when what it sent goes unacknowledged for RC_HTTP_USER_TIMEOUT_MS:
+ * a peer that died, or a NAT or load balancer that forgot the connection, is found out in
+ * about half a minute, where a watch would otherwise wait for its own timeout (rc_watch.h).
+ * The kernel's defaults (two hours, nine probes) never would. The probes also keep such
+ * middle boxes from forgetting an idle connection.
+ */
+#define RC_HTTP_KEEPIDLE_S 15
+#define RC_HTTP_KEEPINTVL_S 5
+#define RC_HTTP_KEEPCNT 3
+#define RC_HTTP_USER_TIMEOUT_MS 30000
+/* Set those options on a TCP socket: RC_OK, or RC_ERROR when one did not take. */
+int rc_http_tune_socket(int fd);
+
 /* TLS material. Strings are copied by rc_http_new / rc_http_set_client_cert. */
 struct rc_http_tls {
     const char *ca_file; /* PEM bundle path; NULL: none */

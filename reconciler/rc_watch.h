@@ -63,9 +63,11 @@ struct rc_watch_set;
 struct rc_watch_set *rc_watch_set_new(void);
 /* How long the server is asked to hold each watch before the watcher starts the next from
  * where it ended (default RC_WATCH_TIMEOUT_S; tests shorten it). Watchers started after the
- * call use it. A connection that died without a word (a NAT or load balancer that forgot it)
- * is found out within that and half a minute (rc_kube_watch), and the watch is never idle for
- * long. The real API server picks 30-60 minutes when asked for none; informers ask for 5-10. */
+ * call use it. A connection whose peer is gone (a NAT or load balancer that forgot it, a
+ * server that died) is found out by TCP in about half a minute (rc_http.h); one that stays up
+ * but carries nothing (a server that hangs) within the timeout and half a minute
+ * (rc_kube_watch), and the watch is never idle for long. The real API server picks 30-60
+ * minutes when asked for none; informers ask for 5-10. */
 #define RC_WATCH_TIMEOUT_S 60
 void rc_watch_set_timeout(struct rc_watch_set *ws, long seconds);
 /*

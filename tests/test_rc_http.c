@@ -5,11 +5,15 @@
  */
 #include "th.h"
 #include "th_kube.h"
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "rc_http.h"
 
@@ -380,6 +384,59 @@ static void test_rc_http__body_is_capped(void **state)
     rc_http_free(h);
 }
 
+/* The fd of this process's TCP connection to 127.0.0.1:port, or -1. */
+static int connection_to(int port)
+{
+    int found = -1;
+
+    for (int fd = 3; fd < 1024 && found < 0; fd++) {
+        struct sockaddr_in peer;
+        socklen_t len = sizeof(peer);
+        int type = 0;
+        socklen_t tlen = sizeof(type);
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) < 0 || type != SOCK_STREAM ||
+            getpeername(fd, (struct sockaddr *)&peer, &len) < 0 || peer.sin_family != AF_INET)
+            continue;
+        if (ntohs(peer.sin_port) == port)
+            found = fd;
+    }
+    return found;
+}
+
+static int int_opt(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof(v);
+
+    assert_int_equal(getsockopt(fd, level, name, &v, &len), 0);
+    return v;
+}
+
+/* A connection to an API server finds out a dead peer in about half a minute (keepalive
+ * probes, an unacknowledged-data timeout), not in the kernel's two hours: it is what a watch
+ * that hears nothing relies on. Checked on the live connection the context keeps. */
+static void test_rc_http__dead_peer_found_out(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_http *h = open_ca_file(f);
+    struct rc_http_response resp = RC_HTTP_RESPONSE_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    int fd;
+
+    assert_int_equal(get(f, h, "/api/v1", "test-token-1", &resp, &err), RC_OK);
+    assert_int_equal(resp.status, 200);
+    rc_http_response_release(&resp);
+    fd = connection_to(f->kube.port);
+    assert_true(fd >= 0); /* kept open for the next request */
+    assert_int_equal(int_opt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    assert_int_equal(int_opt(fd, IPPROTO_TCP, TCP_KEEPIDLE), RC_HTTP_KEEPIDLE_S);
+    assert_int_equal(int_opt(fd, IPPROTO_TCP, TCP_KEEPINTVL), RC_HTTP_KEEPINTVL_S);
+    assert_int_equal(int_opt(fd, IPPROTO_TCP, TCP_KEEPCNT), RC_HTTP_KEEPCNT);
+    assert_int_equal(int_opt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), RC_HTTP_USER_TIMEOUT_MS);
+    rc_http_free(h);
+    assert_int_equal(connection_to(f->kube.port), -1);
+}
+
 static void test_rc_http__token_never_logged(void **state)
 {
     struct fixture *f = *state;
@@ -427,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_http__slow_response_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_http__body_is_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_http__token_never_logged, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_http__dead_peer_found_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
