@@ -1491,6 +1491,7 @@ struct digest_share {
     char (*id)[41];
     size_t from, to;
     int skip_record;
+    size_t nhashed; /* files hashed */
     int error;
     struct rc_err err;
 };
@@ -1503,19 +1504,20 @@ static void digest_share_run(void *arg, size_t k)
         const struct rd_tree_file *f = &s->tree->files[i];
         /* the record is compared by its bytes (diff_tree): hashing 10 MB costs more (SHA-1
          * with collision detection), and a record that differs is hashed once, as written */
-        if (f->keep || (s->skip_record && !strcmp(f->path, RECORD_PATH)))
-            continue;
-        if (f->id) { /* a shard of the record: render named it by its id */
+        if (f->keep || s->id[i][0] || (s->skip_record && !strcmp(f->path, RECORD_PATH)))
+            continue; /* s->id[i] set: known already (kustomizations_as_base) */
+        if (f->id) {  /* a shard of the record: render named it by its id */
             memcpy(s->id[i], f->id, 41);
             continue;
         }
         s->error = rc_git_digest(s->id[i], f->data ? f->data : "", f->len, &s->err);
+        s->nhashed++;
     }
 }
 
 /* id[k]: the blob id of every file of tree not kept (and, over a base, not placements.yaml).
  * On failure, err is the first failed file's error. */
-static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_base,
+static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_base, size_t *nhashed,
                         struct rc_err *err)
 {
     struct digest_share sh[DIGEST_THREADS_MAX];
@@ -1531,6 +1533,8 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
     }
     rc_threads_run(digest_share_run, sh, t);
     for (size_t k = 0; k < t; k++) {
+        if (nhashed)
+            *nhashed += sh[k].nhashed;
         if (sh[k].error < 0) {
             *err = sh[k].err;
             return sh[k].error;
@@ -1539,20 +1543,81 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
     return RC_OK;
 }
 
+/* Index of the first of v[0, n) (sorted by path) whose path is not before `key`. */
+static size_t first_at_or_after(const struct rc_git_blob *v, size_t n, const char *key)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(v[mid].path, key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * A cluster's kustomization.yaml lists the cluster's files and nothing else, so when those
+ * are the base's path for path, render made the base's kustomization from the same list: its
+ * blob id is the base's, and it is not hashed again (a pass that changes one unit would
+ * otherwise hash every cluster's, about 1 MB at 10,000 units). Only for a base this program
+ * rendered with these options and nobody edited (the caller's reuse_ok). Both lists are
+ * sorted by path.
+ */
+static void kustomizations_as_base(char (*id)[41], const struct rd_tree *tree,
+                                   const struct rc_git_blob *old, size_t nold)
+{
+    static const char name[] = "kustomization.yaml";
+    size_t j = 0;
+
+    while (j < tree->nfiles) {
+        const char *p = tree->files[j].path, *slash;
+        char prefix[4096];
+        size_t plen, end, i, kust = (size_t)-1;
+        int same;
+
+        if (strncmp(p, "clusters/", 9) || !(slash = strchr(p + 9, '/')) ||
+            (size_t)(slash - p) + 1 >= sizeof(prefix)) {
+            j++;
+            continue;
+        }
+        plen = (size_t)(slash - p) + 1; /* "clusters/<name>/" */
+        memcpy(prefix, p, plen);
+        prefix[plen] = '\0';
+        for (end = j; end < tree->nfiles && !strncmp(tree->files[end].path, prefix, plen); end++) {
+            if (!strcmp(tree->files[end].path + plen, name))
+                kust = end;
+        }
+        i = first_at_or_after(old, nold, prefix);
+        same = kust != (size_t)-1 && !tree->files[kust].keep && i + (end - j) <= nold &&
+               (i + (end - j) == nold || strncmp(old[i + (end - j)].path, prefix, plen));
+        for (size_t k = 0; same && k < end - j; k++)
+            same = !strcmp(old[i + k].path, tree->files[j + k].path);
+        if (same)
+            memcpy(id[kust], old[i + (kust - j)].id, sizeof(id[kust]));
+        j = end;
+    }
+}
+
 /* Changes that writing `tree` over commit `base` would make to the managed paths, compared
  * by blob id, and placements.yaml by its bytes (record_same; its source line does not count).
  * lazy_record: when another path changes (capacity.yaml aside) the pass commits anyway,
  * writing the new placements.yaml whole, so a placements.yaml of another blob counts as
  * modified without a comparison (`plan` passes 0: it lists exactly what differs). Kept files
- * (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file. ids
+ * (rd_tree_file.keep) are the base's: RC_ENOTFOUND when the base has no such file. as_base: the
+ * base was rendered by this program with these options and nobody edited it (the pass's
+ * reuse_ok), so a kustomization whose cluster's files are the base's is the base's
+ * (kustomizations_as_base); replay passes 0. ids
  * (NULL, or tree->nfiles entries) gets the blob id of every file that is not kept, for
  * rc_git_build_tree, but "" for a placements.yaml not known to be the base's blob
  * (rc_git_file.differs: hashed once, when written). */
 static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], size_t *nodd,
                      struct rc_git *g, struct rc_cache *cache, const struct known_line *kl,
                      int lazy_record, size_t *nread, size_t *ncompared, size_t *nhashed,
-                     const char *base, const struct rd_tree *tree, struct rc_arena *a,
-                     struct rc_err *err)
+                     size_t *nfiles_hashed, const char *base, int as_base,
+                     const struct rd_tree *tree, struct rc_arena *a, struct rc_err *err)
 {
     const struct rc_git_blob *rec_old = NULL;
     size_t rec_j = 0, rec_at = 0;
@@ -1572,7 +1637,9 @@ static int diff_tree(struct rc_path_change **out, size_t *n, char (**ids)[41], s
     }
     if (nodd)
         *nodd = odd;
-    error = digest_files(id, tree, base && base[0], err);
+    if (as_base && nold)
+        kustomizations_as_base(id, tree, old, nold);
+    error = digest_files(id, tree, base && base[0], nfiles_hashed, err);
     if (error < 0)
         return error;
     cap = nold + tree->nfiles + 1;
@@ -2741,7 +2808,7 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
 
     error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line, !o->dry_run,
                       &out->nrecord_bytes_read, &out->nrecord_compared, &out->nrecord_bytes_hashed,
-                      out->deploy_old, &cp->tree, a, err);
+                      &out->nfiles_hashed, out->deploy_old, cp->reuse_ok, &cp->tree, a, err);
     if (error == RC_ENOTFOUND && cp->reuse_ok) {
         /* a file to keep is not there (the deploy tree was changed by hand): render it all */
         rc_err_clear(err);
@@ -2750,7 +2817,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         if (error == RC_OK)
             error = diff_tree(&changes, &nchanges, &ids, &base_odd, g, o->cache, &prev_line,
                               !o->dry_run, &out->nrecord_bytes_read, &out->nrecord_compared,
-                              &out->nrecord_bytes_hashed, out->deploy_old, &cp->tree, a, err);
+                              &out->nrecord_bytes_hashed, &out->nfiles_hashed, out->deploy_old, 0,
+                              &cp->tree, a, err);
     }
     if (error < 0)
         goto done;
@@ -3039,8 +3107,8 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = compute_place(&c, rec.source, &prev, fleet, nfleet, o, a, err);
     if (error < 0)
         goto done;
-    error = diff_tree(&changes, &nchanges, NULL, NULL, g, NULL, NULL, 0, NULL, NULL, NULL, id,
-                      &c.tree, a, err);
+    error = diff_tree(&changes, &nchanges, NULL, NULL, g, NULL, NULL, 0, NULL, NULL, NULL, NULL, id,
+                      0, &c.tree, a, err);
     if (error < 0)
         goto done;
     /* a commit of the older form names its source in its record (compared but for that line)

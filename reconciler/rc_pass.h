@@ -144,6 +144,10 @@ struct rc_pass_result {
      * blob's, `--once`): 0 when its length differs from the blob's, which is read from the
      * blob's header; the write hashes it once more either way */
     size_t nrecord_bytes_hashed;
+    /* files of the new tree the diff hashed to compare them with the deploy head's: not the
+     * kept ones, the record's shards (named by render) nor a cluster's kustomization.yaml
+     * whose files are the head's path for path (it is the head's) */
+    size_t nfiles_hashed;
     /* loop mode: the new placements.yaml would be the deploy head's byte for byte, which the
      * writer's memo told without writing it (rd_record_emit_unless_same): the head's blob is
      * kept, neither written, compared nor hashed */

@@ -113,6 +113,9 @@ static void test_rc_render_reuse__one_change_renders_one_unit(void **state)
     run_pass(&res, repo, 0, &a);
     assert_int_equal(res.committed, 1);
     assert_int_equal(res.nrendered, 1);
+    /* hashed to compare with the head: the job, c0's Namespace, the capacity snapshot and
+     * .rightplace/source; no cluster's kustomization, whose files are the head's */
+    assert_int_equal(res.nfiles_hashed, 4);
     file = th_git_show(repo, "deploy", "clusters/c0/team/job.job-3.yaml");
     assert_non_null(file);
     assert_non_null(strstr(file, "image: busybox:2"));
@@ -144,6 +147,87 @@ static void replay_matches(const char *repo)
         fail_msg("replay: %s%s", out, err);
     free(out);
     free(err);
+}
+
+static char *deploy_file(const char *repo, const char *path)
+{
+    char *text = th_git_show(repo, "deploy", path);
+
+    assert_non_null(text);
+    return text;
+}
+
+/* A cluster's kustomization.yaml is taken from the head only while the cluster's files are
+ * the head's path for path: a file that comes or goes puts it in the commit, listing exactly
+ * the files there, and a kustomization edited by hand is put right (the pass renders it all,
+ * as for any hand edit). Each commit is what a full render gives. */
+static void test_rc_render_reuse__kustomization_follows_its_files(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo(), *dir = th_tmpdir("reuse-kust");
+    char *k0, *k1, *edited, wt[4096], path[8192];
+    FILE *f;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    run_pass(&res, repo, 0, &a);
+    k1 = deploy_file(repo, "clusters/c1/kustomization.yaml");
+
+    /* a new job: c0's list changes, so its kustomization is made and committed again */
+    write_job(repo, NJOBS, "busybox:1");
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "one more", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 1);
+    assert_int_equal(res.nfiles_hashed,
+                     5); /* the job, c0's Namespace and kustomization, .rightplace x2 */
+    k0 = deploy_file(repo, "clusters/c0/kustomization.yaml");
+    th_assert_contains(k0, "- team/job.job-6.yaml\n");
+    free(k0);
+    replay_matches(repo);
+
+    /* a job goes: its line goes with it */
+    free(th_git_ok(repo, "rm", "-q", "jobs/job-0.yaml", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "one less", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    k0 = deploy_file(repo, "clusters/c0/kustomization.yaml");
+    assert_null(strstr(k0, "job.job-0.yaml"));
+    th_assert_contains(k0, "- team/job.job-1.yaml\n");
+    free(k0);
+    replay_matches(repo);
+
+    /* c1's kustomization edited by hand, then a change elsewhere: it is put right */
+    snprintf(wt, sizeof(wt), "%s/wt", dir);
+    free(th_git_ok(repo, "worktree", "add", "-q", wt, "deploy", NULL));
+    snprintf(path, sizeof(path), "%s/clusters/c1/kustomization.yaml", wt);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("# edited by hand\n", f);
+    fclose(f);
+    free(th_git_ok(wt, "commit", "-qam", "by hand", NULL));
+    free(th_git_ok(wt, "checkout", "-q", "--detach", NULL)); /* the pass moves deploy */
+    edited = deploy_file(repo, "clusters/c1/kustomization.yaml");
+    assert_string_not_equal(edited, k1);
+    write_job(repo, 3, "busybox:2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-3 image", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    free(edited);
+    edited = deploy_file(repo, "clusters/c1/kustomization.yaml");
+    assert_string_equal(edited, k1);
+    replay_matches(repo);
+
+    free(edited);
+    free(k1);
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(dir);
+    free(dir);
+    th_rm_rf(repo);
+    free(repo);
 }
 
 /* Broken files keep their objects' files without rendering them: a kept version that is the
@@ -416,6 +500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_render_reuse__one_change_renders_one_unit),
+        cmocka_unit_test(test_rc_render_reuse__kustomization_follows_its_files),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
         cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
