@@ -969,7 +969,8 @@ static void ref_lock_path(char *out, size_t n, git_repository *repo, const char 
 /*
  * A ref lock that may be live: "<what>: '<lock>' exists (...)", with as much of the why and
  * what to do as fits in a message beside the lock's whole path, which is what the reader
- * needs (cut short it is not a path). `brief` is a shorter `what` for a long path.
+ * needs (cut short it is not a path): whole up to about 200 bytes. `brief` is a shorter
+ * `what` for a long path.
  */
 static int lock_held(struct rc_err *err, int code, const char *what, const char *brief,
                      const char *lock)
@@ -987,8 +988,11 @@ static int lock_held(struct rc_err *err, int code, const char *what, const char 
                  what, lock);
     if (n >= 0 && n < RC_ERR_MSG_MAX)
         return rc_err_set(err, code, "%s", msg);
-    return rc_err_set(err, code, "%s: '%s' exists (a git process is updating it, or one died)",
-                      brief, lock);
+    n = snprintf(msg, sizeof(msg), "%s: '%s' exists (a git process is updating it, or one died)",
+                 brief, lock);
+    if (n >= 0 && n < RC_ERR_MSG_MAX)
+        return rc_err_set(err, code, "%s", msg);
+    return rc_err_set(err, code, "%s: '%s' exists", brief, lock);
 }
 
 /* Remove the lock file of ref in repo when it is provably stale (older than
