@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -62,6 +64,7 @@ struct rc_metrics {
     int fd;
     int stop;
     int started;
+    int port; /* bound */
     pthread_t thread;
     long healthy_for;
     double listen_since;
@@ -472,110 +475,220 @@ done:
 
 /* ==== The listener ==== */
 
+/*
+ * One thread serves every client, each connection at most CLIENT_SECONDS from accept to the
+ * last byte of its answer, CLIENTS_MAX at once, with non-blocking sockets: a client that
+ * trickles its request a byte at a time or never reads the answer holds one slot for two
+ * seconds, not the listener. Before, one such client held it for as long as it liked, and
+ * the kubelet's /healthz probes failed behind it until the pod was restarted.
+ */
 #define REQUEST_MAX 4096
+#define CLIENTS_MAX 32
+#define CLIENT_SECONDS 2.0
 
-static void send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void respond(int fd, int code, const char *reason, const char *type, const char *body,
-                    size_t len)
-{
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     code, reason, type, len);
-
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, len);
-}
-
-static void serve_one(struct rc_metrics *m, int fd)
-{
+struct client {
+    int fd; /* -1: a free slot */
+    double deadline;
+    size_t got;
     char req[REQUEST_MAX + 1];
-    size_t got = 0;
-    struct timeval tv = {2, 0};
-    char *sp, *path, *end;
+    char *out; /* the answer, once the request is read */
+    size_t len, sent;
+};
 
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    /* the request line and headers, up to the blank line */
-    while (got < REQUEST_MAX) {
-        ssize_t r = recv(fd, req + got, REQUEST_MAX - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-            break;
-    }
-    req[got] = '\0';
+static double now_mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The whole answer: status line, headers and (but for HEAD) the body. */
+static char *answer(size_t *len, int head_only, int code, const char *reason, const char *type,
+                    const char *body, size_t blen)
+{
+    struct rc_buf b = RC_BUF_INIT;
+
+    rc_buf_printf(&b, NULL,
+                  "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                  "Connection: close\r\n\r\n",
+                  code, reason, type, blen);
+    if (!head_only)
+        rc_buf_add(&b, body, blen, NULL);
+    return rc_buf_detach(&b, len);
+}
+
+/* The answer to the request c holds (read whole, or as much as came). */
+static char *respond(struct rc_metrics *m, struct client *c, size_t *len)
+{
+    char *req = c->req, *sp, *path, *end;
+    int head;
+
+    req[c->got] = '\0';
     sp = strchr(req, ' ');
-    if (!sp) {
-        respond(fd, 400, "Bad Request", "text/plain", "bad request\n", 12);
-        return;
-    }
+    if (!sp)
+        return answer(len, 0, 400, "Bad Request", "text/plain", "bad request\n", 12);
     *sp = '\0';
     path = sp + 1;
     end = strpbrk(path, " ?\r\n");
     if (end)
         *end = '\0';
-    if (strcmp(req, "GET") && strcmp(req, "HEAD")) {
-        respond(fd, 405, "Method Not Allowed", "text/plain", "GET only\n", 9);
-    } else if (!strcmp(path, "/metrics")) {
+    head = !strcmp(req, "HEAD");
+    if (strcmp(req, "GET") && !head)
+        return answer(len, 0, 405, "Method Not Allowed", "text/plain", "GET only\n", 9);
+    if (!strcmp(path, "/metrics")) {
         struct rc_buf b = RC_BUF_INIT;
         struct rc_err e = RC_ERR_INIT;
+        char *out;
         if (rc_metrics_text(m, &b, &e) == RC_OK)
-            respond(fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.ptr ? b.ptr : "",
-                    b.len);
+            out = answer(len, head, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+                         b.ptr ? b.ptr : "", b.len);
         else
-            respond(fd, 500, "Internal Server Error", "text/plain", "error\n", 6);
+            out = answer(len, head, 500, "Internal Server Error", "text/plain", "error\n", 6);
         rc_buf_release(&b);
-    } else if (!strcmp(path, "/healthz")) {
+        return out;
+    }
+    if (!strcmp(path, "/healthz")) {
         double last;
         pthread_mutex_lock(&m->mu);
         last = m->have_pass ? m->last_time : m->listen_since;
         pthread_mutex_unlock(&m->mu);
         if (now_real() - last <= (double)m->healthy_for)
-            respond(fd, 200, "OK", "text/plain", "ok\n", 3);
-        else
-            respond(fd, 503, "Service Unavailable", "text/plain", "no pass ended recently\n", 23);
-    } else {
-        respond(fd, 404, "Not Found", "text/plain", "not found\n", 10);
+            return answer(len, head, 200, "OK", "text/plain", "ok\n", 3);
+        return answer(len, head, 503, "Service Unavailable", "text/plain",
+                      "no pass ended recently\n", 23);
     }
+    return answer(len, head, 404, "Not Found", "text/plain", "not found\n", 10);
+}
+
+static void client_close(struct client *c)
+{
+    close(c->fd);
+    free(c->out);
+    c->fd = -1;
+    c->out = NULL;
+}
+
+/* Read what came; once the request is whole (its blank line, the size limit, or the client
+ * done sending) the answer is made. 0: keep the client, -1: close it. */
+static int client_read(struct rc_metrics *m, struct client *c)
+{
+    for (;;) {
+        ssize_t r = recv(c->fd, c->req + c->got, REQUEST_MAX - c->got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        if (r > 0) {
+            c->got += (size_t)r;
+            c->req[c->got] = '\0';
+        }
+        if (r == 0 || c->got == REQUEST_MAX || strstr(c->req, "\r\n\r\n") ||
+            strstr(c->req, "\n\n")) {
+            if (!c->got)
+                return -1;
+            c->out = respond(m, c, &c->len);
+            c->sent = 0;
+            return 0;
+        }
+    }
+}
+
+/* Send what the socket takes. 0: more to send, -1: done or failed (close it). */
+static int client_write(struct client *c)
+{
+    while (c->sent < c->len) {
+        ssize_t w = send(c->fd, c->out + c->sent, c->len - c->sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (w <= 0)
+            return -1;
+        c->sent += (size_t)w;
+    }
+    return -1;
 }
 
 static void *serve(void *arg)
 {
     struct rc_metrics *m = arg;
+    struct client *cl = rc_xcalloc(CLIENTS_MAX, sizeof(*cl));
+    struct pollfd p[CLIENTS_MAX + 1];
+    int at[CLIENTS_MAX + 1];
 
+    for (int i = 0; i < CLIENTS_MAX; i++)
+        cl[i].fd = -1;
     for (;;) {
-        struct pollfd p = {m->fd, POLLIN, 0};
-        int stop, c;
+        int stop, np = 0, nfree = 0, timeout = 200;
+        double now = now_mono();
+
         pthread_mutex_lock(&m->mu);
         stop = m->stop;
         pthread_mutex_unlock(&m->mu);
         if (stop)
             break;
-        if (poll(&p, 1, 200) <= 0)
+        for (int i = 0; i < CLIENTS_MAX; i++) {
+            if (cl[i].fd < 0) {
+                nfree++;
+                continue;
+            }
+            if (now >= cl[i].deadline) { /* its time is up, answered or not */
+                client_close(&cl[i]);
+                nfree++;
+                continue;
+            }
+            if ((cl[i].deadline - now) * 1000 < timeout)
+                timeout = (int)((cl[i].deadline - now) * 1000) + 1;
+            p[np].fd = cl[i].fd;
+            p[np].events = cl[i].out ? POLLOUT : POLLIN;
+            p[np].revents = 0;
+            at[np++] = i;
+        }
+        if (nfree) { /* a full house leaves new connections in the backlog */
+            p[np].fd = m->fd;
+            p[np].events = POLLIN;
+            p[np].revents = 0;
+            at[np++] = -1;
+        }
+        if (poll(p, (nfds_t)np, timeout) <= 0)
             continue;
-        c = accept(m->fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        serve_one(m, c);
-        close(c);
+        for (int k = 0; k < np; k++) {
+            struct client *c;
+            int done;
+            if (!p[k].revents)
+                continue;
+            if (at[k] < 0) {
+                int fd = accept4(m->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                for (int i = 0; fd >= 0 && i < CLIENTS_MAX; i++) {
+                    if (cl[i].fd >= 0)
+                        continue;
+                    memset(&cl[i], 0, sizeof(cl[i]));
+                    cl[i].fd = fd;
+                    cl[i].deadline = now_mono() + CLIENT_SECONDS;
+                    fd = -1;
+                }
+                if (fd >= 0)
+                    close(fd);
+                continue;
+            }
+            c = &cl[at[k]];
+            if (c->out) {
+                done = client_write(c);
+            } else {
+                done = client_read(m, c);
+                if (done == 0 && c->out) /* answered now: send what fits at once */
+                    done = client_write(c);
+            }
+            if (done < 0)
+                client_close(c);
+        }
     }
+    for (int i = 0; i < CLIENTS_MAX; i++) {
+        if (cl[i].fd >= 0)
+            client_close(&cl[i]);
+    }
+    free(cl);
     return NULL;
 }
 
@@ -609,7 +722,7 @@ int rc_metrics_listen(struct rc_metrics *m, const char *addr, long healthy_for,
     hints.ai_flags = AI_NUMERICSERV;
     if ((e = getaddrinfo(host, port, &hints, &ai)) != 0)
         return rc_err_set(err, RC_EINVALID, "--listen '%s': %s", addr, gai_strerror(e));
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
@@ -632,6 +745,10 @@ int rc_metrics_listen(struct rc_metrics *m, const char *addr, long healthy_for,
         snprintf(shown, sizeof(shown), strchr(h, ':') ? "[%.*s]:%s" : "%.*s:%s", 200, h, p);
     }
     m->fd = fd;
+    if (ss.ss_family == AF_INET)
+        m->port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+    else if (ss.ss_family == AF_INET6)
+        m->port = ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
     m->healthy_for = healthy_for;
     m->listen_since = now_real();
     if (pthread_create(&m->thread, NULL, serve, m) != 0) {
@@ -643,4 +760,9 @@ int rc_metrics_listen(struct rc_metrics *m, const char *addr, long healthy_for,
     if (log)
         rc_log_info(log, "serving metrics on http://%s/metrics and /healthz", shown);
     return RC_OK;
+}
+
+int rc_metrics_port(const struct rc_metrics *m)
+{
+    return m && m->started ? m->port : 0;
 }

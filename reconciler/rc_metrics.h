@@ -25,8 +25,11 @@
  * result: up_to_date | applied | incomplete | unreachable | stopped.
  *
  * The listener is plain sockets on one thread (no library): one request per connection,
- * GET only, bounded request size and read timeout. The text it serves is rebuilt when a pass
- * is recorded, under a mutex; the loop never waits for a client.
+ * GET and HEAD only, a bounded request size, non-blocking sockets, at most 32 clients at once
+ * and each for at most two seconds from accept to the end of its answer, so that no client
+ * (one that trickles its request, or never reads) holds /healthz from the kubelet. The text it
+ * serves is rebuilt when a pass is recorded, under a mutex; the loop never waits for a
+ * client.
  */
 #ifndef RC_METRICS_H
 #define RC_METRICS_H
@@ -72,5 +75,7 @@ int rc_metrics_write_file(struct rc_metrics *m, const char *path, struct rc_err 
  * logged ("serving metrics on http://HOST:PORT/metrics"). */
 int rc_metrics_listen(struct rc_metrics *m, const char *addr, long healthy_for,
                       const struct rc_log *log, struct rc_err *err);
+/* The port the listener is bound to (0: none). */
+int rc_metrics_port(const struct rc_metrics *m);
 
 #endif

@@ -9,7 +9,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "rc_git.h"
+#include "rc_metrics.h"
 #include "th_git.h"
 #include "th_kube.h"
 #include "th_rp.h"
@@ -542,6 +545,106 @@ static void test_rc_loop__pods_listed_once_then_watched(void **state)
     free(repo);
 }
 
+static int connect_to(int port)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((unsigned short)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+/* A client that sends its request a byte every 100 ms, for 20 s at most. */
+struct trickle {
+    int fd;
+    atomic_int done;   /* it stopped */
+    atomic_int closed; /* because the listener closed the connection */
+};
+
+static void *trickle_run(void *arg)
+{
+    struct trickle *t = arg;
+
+    for (int i = 0; i < 200; i++) {
+        if (send(t->fd, "x", 1, MSG_NOSIGNAL) < 0) {
+            atomic_store(&t->closed, 1);
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+/* The answer to a raw request on a new connection (read until the listener closes it). */
+static char *raw_request(int port, const char *req)
+{
+    int fd = connect_to(port);
+    char *buf = calloc(1, 65536);
+    size_t len = 0;
+    ssize_t r;
+
+    assert_non_null(buf);
+    assert_true(write(fd, req, strlen(req)) == (ssize_t)strlen(req));
+    while (len < 65535 && (r = read(fd, buf + len, 65535 - len)) > 0)
+        len += (size_t)r;
+    close(fd);
+    return buf;
+}
+
+/* A client that trickles its request, and one that connects and says nothing, each hold the
+ * listener for at most two seconds, and never the kubelet's /healthz: it is answered while
+ * the trickling client is still at it, and the listener then closes both. (Before, the one
+ * thread waited on the first client for as long as it kept sending, and the probes failed
+ * behind it until the pod was restarted.) */
+static void test_rc_loop__listener_not_held_by_slow_clients(void **state)
+{
+    struct rc_metrics *m = rc_metrics_new("test");
+    struct rc_err err = RC_ERR_INIT;
+    struct trickle t;
+    struct timeval tv = {10, 0};
+    pthread_t th;
+    int port, silent, running;
+    char *r, byte;
+    (void)state;
+
+    assert_int_equal(rc_metrics_listen(m, "127.0.0.1:0", 3600, NULL, &err), RC_OK);
+    port = rc_metrics_port(m);
+    assert_true(port > 0);
+    memset(&t, 0, sizeof(t));
+    t.fd = connect_to(port);
+    assert_true(write(t.fd, "GET /hea", 8) == 8);
+    assert_int_equal(pthread_create(&th, NULL, trickle_run, &t), 0);
+    silent = connect_to(port);
+
+    r = raw_request(port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    running = !atomic_load(&t.done);
+    th_assert_contains(r, "HTTP/1.1 200 OK\r\n");
+    th_assert_contains(r, "\r\n\r\nok\n");
+    free(r);
+    assert_true(running); /* answered beside the trickling client, not after it */
+
+    /* HEAD: the headers alone */
+    r = raw_request(port, "HEAD /healthz HTTP/1.1\r\n\r\n");
+    th_assert_contains(r, "Content-Length: 3\r\n");
+    assert_int_equal(strlen(strstr(r, "\r\n\r\n")), 4);
+    free(r);
+
+    /* both slow clients are closed by the listener, whose time for them ran out */
+    pthread_join(th, NULL);
+    assert_true(atomic_load(&t.closed));
+    setsockopt(silent, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    assert_int_equal(recv(silent, &byte, 1, 0), 0);
+    close(silent);
+    close(t.fd);
+    rc_metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -549,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_rc_loop__signals_and_listener),
         cmocka_unit_test(test_rc_loop__same_status_warned_once),
         cmocka_unit_test(test_rc_loop__listen_needs_a_loop),
+        cmocka_unit_test(test_rc_loop__listener_not_held_by_slow_clients),
         cmocka_unit_test(test_rc_loop__suspend_stops_apply_not_placement),
         cmocka_unit_test(test_rc_loop__pods_listed_once_then_watched),
     };
