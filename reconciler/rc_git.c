@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -411,22 +412,98 @@ static int rc_code(int gerr)
     }
 }
 
+static int failv(struct rc_err *err, int code, const char *hint, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static int failv(struct rc_err *err, int code, const char *hint, const char *fmt, va_list ap)
+{
+    char what[RC_ERR_MSG_MAX], gmsg[RC_ERR_MSG_MAX], shown[RC_ERR_MSG_MAX];
+    const git_error *e = git_error_last();
+
+    vsnprintf(what, sizeof(what), fmt, ap);
+    redact(gmsg, sizeof(gmsg), e && e->message ? e->message : "unknown libgit2 error");
+    redact(shown, sizeof(shown), what);
+    git_error_clear();
+    return rc_err_set(err, code, "%s: %s%s", shown, gmsg, hint ? hint : "");
+}
+
 /* Set err to "<what>: <libgit2's last message>" (redacted, one line) with `code`. */
 static int fail(struct rc_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail(struct rc_err *err, int code, const char *fmt, ...)
 {
-    char what[RC_ERR_MSG_MAX], gmsg[RC_ERR_MSG_MAX], shown[RC_ERR_MSG_MAX];
-    const git_error *e = git_error_last();
     va_list ap;
+    int rc;
 
     va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
+    rc = failv(err, code, NULL, fmt, ap);
     va_end(ap);
-    redact(gmsg, sizeof(gmsg), e && e->message ? e->message : "unknown libgit2 error");
-    redact(shown, sizeof(shown), what);
-    git_error_clear();
-    return rc_err_set(err, code, "%s: %s", shown, gmsg);
+    return rc;
+}
+
+/* What the file system holding `dir` has left, for a message about a write that failed: a
+ * full disk is the usual cause, and libgit2 does not always say so (a pack whose write failed
+ * is reported as "unknown libgit2 error"). Empty when statvfs fails. */
+static void space_left(char *out, size_t cap, const char *dir)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    struct statvfs s;
+    unsigned long long avail;
+    size_t u = 0;
+
+    out[0] = '\0';
+    if (!dir || statvfs(dir, &s) < 0)
+        return;
+    if (s.f_files && s.f_favail == 0) {
+        snprintf(out, cap, " (no free inodes on the file system of '%s')", dir);
+        return;
+    }
+    avail = (unsigned long long)s.f_bavail * s.f_frsize;
+    while (avail >= 10 * 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+        avail /= 1024;
+        u++;
+    }
+    snprintf(out, cap, " (%llu %s free on the file system of '%s')", avail, unit[u], dir);
+}
+
+/* fail() for a write into a repository (its git folder `dir`): the message says what space is
+ * left there. */
+static int fail_write(struct rc_err *err, const char *dir, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_write(struct rc_err *err, const char *dir, int code, const char *fmt, ...)
+{
+    char hint[RC_ERR_MSG_MAX];
+    va_list ap;
+    int rc;
+
+    space_left(hint, sizeof(hint), dir);
+    va_start(ap, fmt);
+    rc = failv(err, code, hint, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/*
+ * Write a commit object and return its id. Not git_commit_create: libgit2 1.5 returns 0 from it
+ * when the object's write fails (commit.c keeps an earlier 0 as its result), so on a full disk
+ * it hands out the id of a commit that does not exist, and only a later ref update stops,
+ * with "target OID for the reference doesn't exist", which hides why. git_odb_write reports
+ * the failure itself.
+ */
+static int write_commit(git_oid *id, git_repository *repo, const git_signature *sig,
+                        const char *message, const git_tree *tree, size_t nparents,
+                        const git_commit **parents)
+{
+    git_buf buf = GIT_BUF_INIT;
+    git_odb *odb = NULL;
+    int ge;
+
+    if ((ge = git_commit_create_buffer(&buf, repo, sig, sig, NULL, message, tree, nparents,
+                                       parents)) >= 0 &&
+        (ge = git_repository_odb(&odb, repo)) >= 0)
+        ge = git_odb_write(id, odb, buf.ptr, buf.size, GIT_OBJECT_COMMIT);
+    git_odb_free(odb);
+    git_buf_dispose(&buf);
+    return ge;
 }
 
 /* ==== Small helpers ==== */
@@ -1079,7 +1156,8 @@ static int push_file(struct rc_git *g, const char *const *refs, size_t nrefs, in
         memcpy(pack_dir, git_repository_path(rr), n); /* ends with '/' */
         memcpy(pack_dir + n, "objects/pack", sizeof("objects/pack"));
         if ((e = git_packbuilder_write(pb, pack_dir, 0, NULL, NULL)) < 0) {
-            error = fail(err, RC_ERROR, "cannot write objects to '%s'", g->url_shown);
+            error = fail_write(err, git_repository_path(rr), RC_ERROR,
+                               "cannot write objects to '%s'", g->url_shown);
             goto done;
         }
         if ((e = git_repository_odb(&rodb, rr)) < 0 || (e = git_odb_refresh(rodb)) < 0) {
@@ -2633,7 +2711,8 @@ static int pack_out_cb(void *data, size_t size, void *payload)
 /* One pack: what its thread needs and what it reports. */
 struct pack_half {
     git_packbuilder *pb;
-    git_odb *odb; /* where the pack goes: g->repo's object database */
+    git_odb *odb;    /* where the pack goes: g->repo's object database */
+    const char *dir; /* its git folder, for the message */
     struct pack_out out;
     struct rc_err err;
     int error;
@@ -2651,7 +2730,7 @@ static void pack_half_write(void *arg, size_t k)
         (ge = git_packbuilder_foreach(h->pb, pack_out_cb, &h->out)) < 0 ||
         (ge = pack_out_flush(&h->out)) < 0 ||
         (ge = h->out.wp->commit(h->out.wp, &h->out.stats)) < 0)
-        h->error = fail(&h->err, RC_ERROR, "cannot write the new objects as a pack");
+        h->error = fail_write(&h->err, h->dir, RC_ERROR, "cannot write the new objects as a pack");
     if (h->out.wp)
         h->out.wp->free(h->out.wp);
     free(h->out.buf);
@@ -2692,6 +2771,7 @@ static int sink_flush(struct objsink *s, struct rc_git *g, const git_oid *tree, 
     for (size_t k = 0; k < w.npb; k++) {
         half[k].pb = w.pb[k];
         half[k].odb = main_odb;
+        half[k].dir = git_repository_path(g->repo);
         half[k].err = (struct rc_err)RC_ERR_INIT;
     }
     rc_threads_run(pack_half_write, half, w.npb);
@@ -3180,7 +3260,8 @@ static int build_fresh(git_oid *tree_id, struct rc_git *g, const struct rc_git_f
             ge = git_blob_create_from_buffer(&ids[k], sink.repo, data, f->len);
         }
         if (ge < 0)
-            error = fail(err, RC_ERROR, "cannot write '%s'", f->path);
+            error = fail_write(err, git_repository_path(sink.repo), RC_ERROR, "cannot write '%s'",
+                               f->path);
     }
     if (sink.lent)
         lent_seal(sink.lent);
@@ -3321,7 +3402,8 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
             ge = git_blob_create_from_buffer(&ie.id, sink.repo, data, files[i].len);
         }
         if (ge < 0) {
-            error = fail(err, RC_ERROR, "cannot write '%s'", files[i].path);
+            error = fail_write(err, git_repository_path(sink.repo), RC_ERROR, "cannot write '%s'",
+                               files[i].path);
             goto done;
         }
         ie.mode = GIT_FILEMODE_BLOB;
@@ -3353,7 +3435,7 @@ int rc_git_build_tree(char out_tree[41], struct rc_git *g, const char *base_comm
         }
     }
     if ((ge = git_index_write_tree_to(&tree_id, idx, sink.repo)) < 0) {
-        error = fail(err, RC_ERROR, "cannot write tree");
+        error = fail_write(err, git_repository_path(sink.repo), RC_ERROR, "cannot write tree");
         goto done;
     }
     if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
@@ -3446,7 +3528,8 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
                 ge = sink_write_blob(&sink, &id, data, up[i].len);
         }
         if (ge < 0) {
-            error = fail(err, RC_ERROR, "cannot write '%s'", up[i].path);
+            error = fail_write(err, git_repository_path(sink.repo), RC_ERROR, "cannot write '%s'",
+                               up[i].path);
             goto done;
         }
         ups[i].action = GIT_TREE_UPDATE_UPSERT;
@@ -3464,7 +3547,8 @@ int rc_git_update_tree(char out_tree[41], struct rc_git *g, const char *base_com
     /* the trees are read and written where the blobs went */
     if ((ge = git_tree_lookup(&own_base, sink.repo, git_tree_id(base))) < 0 ||
         (ge = git_tree_create_updated(&tree_id, sink.repo, own_base, nup + nrm, ups)) < 0) {
-        error = fail(err, RC_ERROR, "cannot update the tree of '%s'", base_commit);
+        error = fail_write(err, git_repository_path(sink.repo), RC_ERROR,
+                           "cannot update the tree of '%s'", base_commit);
         goto done;
     }
     if ((error = sink_flush(&sink, g, &tree_id, err)) < 0)
@@ -3534,9 +3618,8 @@ int rc_git_commit(char out[41], struct rc_git *g, const char *tree, const char *
         msg[mlen + 1] = '\0';
     }
     parents[0] = p;
-    if ((ge = git_commit_create(&id, g->repo, NULL, sig, sig, NULL, msg, t, p ? 1 : 0, parents)) <
-        0) {
-        error = fail(err, RC_ERROR, "cannot create commit");
+    if ((ge = write_commit(&id, g->repo, sig, msg, t, p ? 1 : 0, parents)) < 0) {
+        error = fail_write(err, git_repository_path(g->repo), RC_ERROR, "cannot write the commit");
         goto done;
     }
     oid_hex(out, &id);
@@ -3745,7 +3828,8 @@ int rc_git_update_ref_local(struct rc_git *g, const char *ref, const char *new_i
     if (ge == GIT_ELOCKED)
         return explain_ref_lock(g, ref, err);
     if (ge < 0)
-        return fail(err, rc_code(ge), "cannot update ref '%s'", ref);
+        return fail_write(err, git_repository_path(g->repo), rc_code(ge), "cannot update ref '%s'",
+                          ref);
     return RC_OK;
 }
 
@@ -3868,11 +3952,17 @@ static int notes_fan_out(struct rc_git *g, const git_signature *sig, struct rc_e
         const git_commit *parents[1] = {head};
         /* on top of the notes commit read: if another writer moved the ref since, this fails
          * and the note is written as it is (the next write fans out) */
+        git_reference *moved = NULL;
         if (git_treebuilder_write(&tree_id, rb) < 0 || git_tree_lookup(&t, g->repo, &tree_id) < 0 ||
-            git_commit_create(&commit_id, g->repo, RC_GIT_NOTES_REF, sig, sig, NULL,
-                              "Notes moved into subtrees by their first two hex digits\n", t, 1,
-                              parents) < 0)
-            error = fail(err, RC_ERROR, "cannot rewrite %s", RC_GIT_NOTES_REF);
+            write_commit(&commit_id, g->repo, sig,
+                         "Notes moved into subtrees by their first two hex digits\n", t, 1,
+                         parents) < 0 ||
+            git_reference_create_matching(
+                &moved, g->repo, RC_GIT_NOTES_REF, &commit_id, 1, git_commit_id(head),
+                "commit: Notes moved into subtrees by their first two hex digits") < 0)
+            error = fail_write(err, git_repository_path(g->repo), RC_ERROR, "cannot rewrite %s",
+                               RC_GIT_NOTES_REF);
+        git_reference_free(moved);
         git_tree_free(t);
     }
 done:
@@ -3907,7 +3997,8 @@ static int note_write(struct rc_git *g, const char *commit, const char *text, in
             rc_log_debug(g->log, "%s (the note is written as the notes are)", ferr.msg);
         if ((ge = git_note_create(&note_id, g->repo, RC_GIT_NOTES_REF, sig, sig, &id, text, 1)) <
             0) {
-            error = fail(err, RC_ERROR, "cannot write note on '%s'", commit);
+            error = fail_write(err, git_repository_path(g->repo), RC_ERROR,
+                               "cannot write note on '%s'", commit);
             break;
         }
         if (!g->remote || !push)

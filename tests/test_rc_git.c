@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1307,6 +1308,85 @@ static void test_rc_git__update_ref_compare_and_swap(void **state)
     free(c3);
 }
 
+/* The largest file this process may write set to one byte (a full disk, for the object store:
+ * every new object's write fails, and an object already there is only touched), and back. */
+static struct rlimit write_limit_on(void)
+{
+    struct rlimit old, one;
+
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    one = old;
+    one.rlim_cur = 1;
+    signal(SIGXFSZ, SIG_IGN); /* a write past it fails with EFBIG instead of ending the test */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &one), 0);
+    return old;
+}
+
+static void write_limit_off(struct rlimit old)
+{
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_DFL);
+}
+
+/* libgit2 1.5's git_commit_create returns 0 when the commit object could not be written; the
+ * commit must fail then, not hand out the id of an object that is not there. */
+static void test_rc_git__commit_not_written_is_an_error(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char tree[41], c1[41], *base, *out;
+    const struct rc_git_file files[] = {{"placements.yaml", "units: []\n", 10, 0, "", 0}};
+    struct rlimit old;
+    int rc;
+
+    base = th_git_commit_files(f->work, "source", "a.yaml", "a\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    assert_int_equal(rc_git_build_tree(tree, f->g, NULL, files, 1, &err), RC_OK);
+    old = write_limit_on();
+    rc = rc_git_commit(c1, f->g, tree, NULL, "deploy\n", 1700000000, &err);
+    write_limit_off(old);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "cannot write the commit: "));
+    assert_non_null(strstr(err.msg, "free on the file system of '"));
+    /* with room, the same commit is made, and is there */
+    assert_int_equal(rc_git_commit(c1, f->g, tree, NULL, "deploy\n", 1700000000, &err), RC_OK);
+    out = th_git_ok(f->work, "cat-file", "-t", c1, NULL);
+    assert_string_equal(out, "commit");
+    free(out);
+    free(base);
+}
+
+/* A note whose commit cannot be written: an error that says what room is left, and the note
+ * as it was. The note's blob and tree are already in the store here (the same note was
+ * written before), so only the new notes commit needs writing. */
+static void test_rc_git__note_not_written_is_an_error(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    char *c1, *text = NULL;
+    struct rlimit old;
+    int rc;
+
+    c1 = th_git_commit_files(f->work, "one", "a.yaml", "1\n", NULL);
+    f->g = open_ok(f->work, NULL);
+    assert_int_equal(rc_git_note_write_local(f->g, c1, "applied: ok\n", &err), RC_OK);
+    assert_int_equal(rc_git_note_write_local(f->g, c1, "applied: failed\n", &err), RC_OK);
+    old = write_limit_on();
+    rc = rc_git_note_write_local(f->g, c1, "applied: ok\n", &err);
+    write_limit_off(old);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "cannot write note on '"));
+    assert_non_null(strstr(err.msg, "free on the file system of '"));
+    assert_int_equal(rc_git_note_read(&text, f->g, c1, &f->a, &err), RC_OK);
+    assert_string_equal(text, "applied: failed\n");
+    /* with room it is written */
+    assert_int_equal(rc_git_note_write_local(f->g, c1, "applied: ok\n", &err), RC_OK);
+    assert_int_equal(rc_git_note_read(&text, f->g, c1, &f->a, &err), RC_OK);
+    assert_string_equal(text, "applied: ok\n");
+    free(th_git_ok(f->work, "fsck", "--strict", "--no-dangling", NULL));
+    free(c1);
+}
+
 static void test_rc_git__notes_local(void **state)
 {
     struct fx *f = *state;
@@ -2254,6 +2334,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__commit_is_valid_and_deterministic, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__update_ref_compare_and_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__commit_not_written_is_an_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__note_not_written_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_local, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_fan_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__remote_mirror_fetch_and_push, setup, teardown),
