@@ -12,10 +12,14 @@ git CLI, and prints the figures docs/reliability.md reports:
            during each round; every commit's objects must reach deploy, history stay linear.
   hostile  each file of tests/data/bad and generated hostile files pushed beside the example:
            passes killed by a signal, innocent placements lost, peak RSS.
+  disk-full  the first pass and an incremental one with 0 to 512 KiB left on a small tmpfs (in a
+           mount namespace of its own: `unshare`), then a pass with room: a pass that runs out
+           must exit with an error that says what it could not write, move no ref, and leave
+           nothing that stops the next pass; that pass must give a clean run's tree, fsck clean.
   fuzz     each libFuzzer target of build-fuzz/ for S seconds: executions and findings.
 
 usage: tests/reliability/run.py [--crash N] [--rounds R] [--fuzz-seconds S]
-                                [--only crash,crash-url,race,hostile,fuzz]
+                                [--only crash,crash-url,race,hostile,disk-full,fuzz]
 RP_RELIABILITY_BIN: another build of rightplace to try (default build/rightplace).
 """
 import argparse
@@ -198,6 +202,109 @@ def crash(work, n):
     shutil.rmtree(fresh)
     shutil.rmtree(placed)
     return res, failures, {k: round(v) for k, v in pass_ms.items()}
+
+
+# ---- a full disk --------------------------------------------------------------------------
+# Runs in a mount namespace of its own (unshare; as a mapped root when not root), on a tmpfs of
+# its own: one line per trial, "trial KIND FREE_KB STATUS TREE_AFTER CLEAN_STATUS TREE_CLEAN
+# FSCK LEFT | LAST_LINE".
+DISK_FULL_SH = r"""
+set -u
+mnt=$1 rp=$2 step=$3 top=$4
+shift 4
+mount -t tmpfs -o size=8m tmpfs "$mnt" || exit 97
+for kind_src in "$@"; do
+    kind=${kind_src%%=*} src=${kind_src#*=}
+    free=0
+    while [ "$free" -le "$top" ]; do
+        rm -rf "$mnt/r" "$mnt/fill"
+        cp -a "$src" "$mnt/r"
+        avail=$(df -k --output=avail "$mnt" | tail -1)
+        [ "$avail" -gt "$free" ] && fallocate -l $(( (avail - free) * 1024 )) "$mnt/fill"
+        "$rp" reconcile --repo "$mnt/r" --once --no-apply >/dev/null 2>"$mnt.err"
+        st=$?
+        t1=$(git -C "$mnt/r" rev-parse -q --verify 'deploy^{tree}' || echo none)
+        last=$(grep -v "warning" "$mnt.err" | tail -1)
+        rm -f "$mnt/fill"
+        "$rp" reconcile --repo "$mnt/r" --once --no-apply >/dev/null 2>"$mnt.err2"
+        st2=$?
+        t2=$(git -C "$mnt/r" rev-parse -q --verify 'deploy^{tree}' || echo none)
+        if git -C "$mnt/r" fsck --no-progress --strict >/dev/null 2>&1; then fs=ok; else fs=bad; fi
+        left=$(find "$mnt/r/.git" -name '*_git2_*' -o -name '*.lock' -o -name '*.tmp.*' | wc -l)
+        echo "trial $kind $free $st $t1 $st2 $t2 $fs $left | $last"
+        free=$((free + step))
+    done
+done
+"""
+
+
+def disk_full(work, step_kb=4, top_kb=512):
+    fresh = os.path.join(work, "df-fresh")
+    make_repo(fresh)
+    placed = os.path.join(work, "df-placed")
+    copy(fresh, placed)
+    st, _, err = run_pass(placed)
+    assert st == 0, err
+    old = tree(placed)
+    with open(RAYJOB3) as f:
+        commit_files(placed, "rayjob3", {"fill-and-spill/rayjob-rayjob3.yaml": f.read()})
+    ref = {}
+    for kind, base in (("first", fresh), ("incremental", placed)):
+        d = os.path.join(work, "df-ref")
+        copy(base, d)
+        st, _, err = run_pass(d)
+        assert st == 0, err
+        ref[kind] = tree(d)
+        shutil.rmtree(d)
+    mnt = os.path.join(work, "df-mnt")
+    os.makedirs(mnt)
+    cmd = ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
+    p = subprocess.run(cmd + ["sh", "-c", DISK_FULL_SH, "sh", mnt, RP, str(step_kb), str(top_kb),
+                              "first=" + fresh, "incremental=" + placed],
+                       env=ENV, capture_output=True, text=True, errors="replace")
+    res = {"trials": 0, "ran out": 0, "completed": 0, "signal": 0, "unclear error": 0,
+           "ref moved wrongly": 0, "recovery failed": 0, "tree mismatch": 0, "fsck errors": 0,
+           "left behind": 0}
+    failures = []
+    lines = [ln for ln in p.stdout.split("\n") if ln.startswith("trial ")]
+    if p.returncode != 0 or not lines:
+        return None, ["could not mount a tmpfs in a mount namespace (exit %d): %s" % (
+            p.returncode, p.stderr.strip()[-300:])]
+    for ln in lines:
+        head, last = ln.split(" | ", 1)
+        _, kind, free, st, t1, st2, t2, fs, left = head.split()
+        st, st2 = int(st), int(st2)
+        res["trials"] += 1
+        what = "%s pass with %s KiB free" % (kind, free)
+        if st > 128 or st < 0:
+            res["signal"] += 1
+            failures.append("%s: exit %d (a signal): %s" % (what, st, last))
+        elif st == 0:
+            res["completed"] += 1
+        else:
+            res["ran out"] += 1
+            if not re.search(r"No space left|free on the file system|no free inodes", last):
+                res["unclear error"] += 1
+                failures.append("%s: exit %d, the error does not say why: %s" % (what, st, last))
+        before = None if kind == "first" else old
+        if t1 not in ((before or "none"), ref[kind]) or (st != 0 and t1 != (before or "none")):
+            res["ref moved wrongly"] += 1
+            failures.append("%s: exit %d left deploy at %s" % (what, st, t1))
+        if st2 != 0:
+            res["recovery failed"] += 1
+            failures.append("%s: the pass with room exited %d" % (what, st2))
+        if t2 != ref[kind]:
+            res["tree mismatch"] += 1
+            failures.append("%s: then deploy tree %s, expected %s" % (what, t2, ref[kind]))
+        if fs != "ok":
+            res["fsck errors"] += 1
+            failures.append("%s: git fsck failed" % what)
+        if left != "0":
+            res["left behind"] += 1
+            failures.append("%s: %s temporary files left" % (what, left))
+    shutil.rmtree(fresh)
+    shutil.rmtree(placed)
+    return res, failures
 
 
 # ---- crash trials in URL mode --------------------------------------------------------------
@@ -487,7 +594,7 @@ def main():
     ap.add_argument("--crash", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--fuzz-seconds", type=int, default=60)
-    ap.add_argument("--only", default="crash,crash-url,race,hostile,fuzz")
+    ap.add_argument("--only", default="crash,crash-url,race,hostile,disk-full,fuzz")
     a = ap.parse_args()
     only = a.only.split(",")
     work = tempfile.mkdtemp(prefix="rightplace-reliability.")
@@ -533,6 +640,15 @@ def main():
         for r in rows:
             print("  %-38s %6s %8s %5s  %s" % r)
         for k, v in res.items():
+            print("  %-22s %s" % (k, v))
+        for f in failures:
+            print("  FAIL " + f)
+        bad += len(failures)
+    if "disk-full" in only:
+        t0 = time.monotonic()
+        res, failures = disk_full(work)
+        print("\n== a full disk: 0 to 512 KiB free, 4 KiB apart (%.0f s)" % (time.monotonic() - t0))
+        for k, v in (res or {}).items():
             print("  %-22s %s" % (k, v))
         for f in failures:
             print("  FAIL " + f)
