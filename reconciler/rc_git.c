@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1422,6 +1423,111 @@ static void sweep_mirror(const struct rc_git *g)
                     sw.files, sw.bytes, g->path);
 }
 
+/* nftw callbacks: remove what is visited (depth first); count the files. */
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+static int remove_tree(const char *path)
+{
+    return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int count_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)path;
+    (void)st;
+    (void)ftw;
+    /* the first file (or what could not be read) stops the walk */
+    return type == FTW_D || type == FTW_DP ? 0 : 1;
+}
+
+/* Whether `dir` holds a file, or might (it cannot be read): anything but a clear no. */
+static int holds_a_file(const char *dir)
+{
+    struct stat st;
+
+    if (lstat(dir, &st) < 0)
+        return errno != ENOENT;
+    return nftw(dir, count_file, 16, FTW_PHYS) != 0;
+}
+
+/*
+ * Whether the mirror at `path` is a shell that holds nothing: a directory without an object,
+ * a ref or packed-refs. An init or its configuration cut short (a full disk, a kill) leaves
+ * one, and every later pass then failed on it ("is not a git mirror", "has no remote") until a
+ * person removed it. Such a shell costs nothing to make again; anything holding objects or
+ * refs is left for a person.
+ */
+static int mirror_shell(const char *path)
+{
+    char sub[4096];
+    struct stat st;
+
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    snprintf(sub, sizeof(sub), "%s/packed-refs", path);
+    if (lstat(sub, &st) == 0 || errno != ENOENT)
+        return 0;
+    snprintf(sub, sizeof(sub), "%s/objects", path);
+    if (holds_a_file(sub))
+        return 0;
+    snprintf(sub, sizeof(sub), "%s/refs", path);
+    return !holds_a_file(sub);
+}
+
+/* Make the mirror's repository at g->path: made and configured beside it (repo.git.new, any
+ * earlier one removed: the caller holds the state directory's lock), then renamed into place,
+ * so that a failure halfway leaves no repo.git. */
+static int create_mirror(struct rc_git *g, const char *state_dir, struct rc_err *err)
+{
+    git_repository *r = NULL;
+    git_config *cfg = NULL;
+    size_t n = strlen(state_dir);
+    char *tmp = rc_xmalloc(n + sizeof("/repo.git.new"));
+    int error = RC_OK;
+
+    memcpy(tmp, state_dir, n);
+    memcpy(tmp + n, "/repo.git.new", sizeof("/repo.git.new"));
+    if (remove_tree(tmp) < 0 && errno != ENOENT) {
+        error = rc_err_set(err, RC_ERROR, "cannot remove '%s': %s", tmp, strerror(errno));
+        goto done;
+    }
+    if (git_repository_init(&r, tmp, 1) < 0) {
+        error = fail_write(err, state_dir, RC_ERROR, "cannot create mirror '%s'", g->path);
+        goto done;
+    }
+    /* Recorded for people using the git CLI in the mirror, and to recognise the URL later;
+     * without credentials (they stay in memory, offered by cred_cb). */
+    if (git_repository_config(&cfg, r) < 0 ||
+        git_config_set_string(cfg, "remote." ORIGIN ".url", g->url) < 0 ||
+        git_config_set_string(cfg, "remote." ORIGIN ".fetch", mirror_specs[0]) < 0) {
+        error = fail_write(err, state_dir, RC_ERROR, "cannot configure mirror '%s'", g->path);
+        goto done;
+    }
+    git_config_free(cfg);
+    cfg = NULL;
+    git_repository_free(r);
+    r = NULL;
+    if (rename(tmp, g->path) < 0) {
+        error =
+            rc_err_set(err, RC_ERROR, "cannot create mirror '%s': %s", g->path, strerror(errno));
+        goto done;
+    }
+    if (git_repository_open_bare(&g->repo, g->path) < 0)
+        error = fail(err, RC_ERROR, "cannot open mirror '%s'", g->path);
+done:
+    git_config_free(cfg);
+    git_repository_free(r);
+    if (error < 0)
+        remove_tree(tmp);
+    free(tmp);
+    return error;
+}
+
 static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *err)
 {
     git_config *cfg = NULL;
@@ -1434,6 +1540,14 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
     memcpy(g->path, state_dir, n);
     memcpy(g->path + n, "/repo.git", sizeof("/repo.git"));
 
+    if (stat(g->path, &sb) == 0 && mirror_shell(g->path)) {
+        /* made halfway by an earlier rightplace that ran out of room or was killed */
+        if (g->log)
+            rc_log_warn(g->log, "mirror '%s' holds no object and no ref: made again", g->path);
+        if (remove_tree(g->path) < 0)
+            return rc_err_set(err, RC_ERROR, "cannot remove the empty mirror '%s': %s", g->path,
+                              strerror(errno));
+    }
     if (stat(g->path, &sb) == 0) {
         sweep_mirror(g);
         if ((e = git_repository_open_bare(&g->repo, g->path)) < 0)
@@ -1475,19 +1589,8 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
             error = do_fetch(g, err);
         return error;
     }
-    if ((error = mkdir_p(state_dir, err)) < 0)
+    if ((error = mkdir_p(state_dir, err)) < 0 || (error = create_mirror(g, state_dir, err)) < 0)
         return error;
-    if ((e = git_repository_init(&g->repo, g->path, 1)) < 0)
-        return fail(err, RC_ERROR, "cannot create mirror '%s'", g->path);
-    /* Recorded for people using the git CLI in the mirror, and to recognise the URL later;
-     * without credentials (they stay in memory, offered by cred_cb). */
-    if ((e = git_repository_config(&cfg, g->repo)) < 0 ||
-        (e = git_config_set_string(cfg, "remote." ORIGIN ".url", g->url)) < 0 ||
-        (e = git_config_set_string(cfg, "remote." ORIGIN ".fetch", mirror_specs[0])) < 0) {
-        git_config_free(cfg);
-        return fail(err, RC_ERROR, "cannot configure mirror '%s'", g->path);
-    }
-    git_config_free(cfg);
     if (g->log)
         rc_log_info(g->log, "cloning '%s' into '%s'", g->url_shown, g->path);
     return do_fetch(g, err);

@@ -1858,6 +1858,59 @@ static void test_rc_git__mirror_refetches_after_failed_first_fetch(void **state)
     free(dir);
 }
 
+/* A mirror whose making was cut short (here: a full disk during the init) is made again by
+ * the next open; before, a half-made repo.git failed every later pass ("is not a git mirror",
+ * "has no remote") until a person removed it. A repo.git that holds objects is left alone. */
+static void test_rc_git__mirror_made_again_after_a_cut_short_init(void **state)
+{
+    struct fx *f = *state;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    char *remote = make_remote(f), *url = file_url(remote), *head, path[4096], id[41];
+    struct stat st;
+    struct rlimit old;
+    int rc;
+
+    o.state_dir = f->state;
+    head = th_git_ok(remote, "rev-parse", "main", NULL);
+    old = write_limit_on();
+    rc = rc_git_open(&f->g, url, &o, &err);
+    write_limit_off(old);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "cannot create mirror '"));
+    snprintf(path, sizeof(path), "%s/repo.git", f->state);
+    assert_int_equal(stat(path, &st), -1); /* nothing half made in its place */
+    snprintf(path, sizeof(path), "%s/repo.git.new", f->state);
+    assert_int_equal(stat(path, &st), -1); /* nor the attempt beside it */
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, head);
+    rc_git_free(f->g);
+    f->g = NULL;
+
+    /* what an older rightplace left: an init whose configuration was cut short */
+    snprintf(path, sizeof(path), "%s/repo.git", f->state);
+    th_rm_rf(path);
+    free(th_git_ok(NULL, "init", "-q", "--bare", path, NULL));
+    f->g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(id, f->g, "main", &err), RC_OK);
+    assert_string_equal(id, head);
+    rc_git_free(f->g);
+    f->g = NULL;
+
+    /* one that holds objects is a person's to look at */
+    th_rm_rf(path);
+    free(th_git_ok(NULL, "clone", "-q", "--bare", remote, path, NULL));
+    free(th_git_ok(path, "config", "--unset", "remote.origin.url", NULL));
+    assert_int_equal(rc_git_open(&f->g, url, &o, &err), RC_EINVALID);
+    assert_non_null(strstr(err.msg, "has no remote"));
+    assert_null(f->g);
+    th_rm_rf(remote);
+    free(remote);
+    free(url);
+    free(head);
+}
+
 static void test_rc_git__notes_push_retries_when_notes_moved(void **state)
 {
     struct fx *f = *state;
@@ -2346,6 +2399,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_swept_of_what_a_killed_pass_left, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__mirror_refetches_after_failed_first_fetch,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__mirror_made_again_after_a_cut_short_init,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__notes_push_retries_when_notes_moved, setup,
                                         teardown),

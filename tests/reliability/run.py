@@ -12,8 +12,9 @@ git CLI, and prints the figures docs/reliability.md reports:
            during each round; every commit's objects must reach deploy, history stay linear.
   hostile  each file of tests/data/bad and generated hostile files pushed beside the example:
            passes killed by a signal, innocent placements lost, peak RSS.
-  disk-full  the first pass and an incremental one with 0 to 512 KiB left on a small tmpfs (in a
-           mount namespace of its own: `unshare`), then a pass with room: a pass that runs out
+  disk-full  the first pass, an incremental one, and a first pass in URL mode (the state
+           directory's mirror on the tmpfs) with 0 to 512 KiB left on a small tmpfs (in a mount
+           namespace of its own: `unshare`), then a pass with room: a pass that runs out
            must exit with an error that says what it could not write, move no ref, and leave
            nothing that stops the next pass; that pass must give a clean run's tree, fsck clean.
   fuzz     each libFuzzer target of build-fuzz/ for S seconds: executions and findings.
@@ -217,20 +218,27 @@ for kind_src in "$@"; do
     kind=${kind_src%%=*} src=${kind_src#*=}
     free=0
     while [ "$free" -le "$top" ]; do
-        rm -rf "$mnt/r" "$mnt/fill"
-        cp -a "$src" "$mnt/r"
+        rm -rf "$mnt/r" "$mnt/state" "$mnt/fill" "$mnt.remote"
+        if [ "$kind" = url ]; then
+            # URL mode: the state directory (the mirror) on the tmpfs, the remote beside it
+            cp -a "$src" "$mnt.remote"
+            repo="file://$mnt.remote" opts="--state-dir $mnt/state" r="$mnt.remote" s="$mnt/state"
+        else
+            cp -a "$src" "$mnt/r"
+            repo="$mnt/r" opts="" r="$mnt/r" s="$mnt/r/.git"
+        fi
         avail=$(df -k --output=avail "$mnt" | tail -1)
         [ "$avail" -gt "$free" ] && fallocate -l $(( (avail - free) * 1024 )) "$mnt/fill"
-        "$rp" reconcile --repo "$mnt/r" --once --no-apply >/dev/null 2>"$mnt.err"
+        "$rp" reconcile --repo "$repo" $opts --once --no-apply >/dev/null 2>"$mnt.err"
         st=$?
-        t1=$(git -C "$mnt/r" rev-parse -q --verify 'deploy^{tree}' || echo none)
+        t1=$(git -C "$r" rev-parse -q --verify 'deploy^{tree}' || echo none)
         last=$(grep -v "warning" "$mnt.err" | tail -1)
         rm -f "$mnt/fill"
-        "$rp" reconcile --repo "$mnt/r" --once --no-apply >/dev/null 2>"$mnt.err2"
+        "$rp" reconcile --repo "$repo" $opts --once --no-apply >/dev/null 2>"$mnt.err2"
         st2=$?
-        t2=$(git -C "$mnt/r" rev-parse -q --verify 'deploy^{tree}' || echo none)
-        if git -C "$mnt/r" fsck --no-progress --strict >/dev/null 2>&1; then fs=ok; else fs=bad; fi
-        left=$(find "$mnt/r/.git" -name '*_git2_*' -o -name '*.lock' -o -name '*.tmp.*' | wc -l)
+        t2=$(git -C "$r" rev-parse -q --verify 'deploy^{tree}' || echo none)
+        if git -C "$r" fsck --no-progress --strict >/dev/null 2>&1; then fs=ok; else fs=bad; fi
+        left=$(find "$s" -name '*_git2_*' -o -name '*.lock' -o -name '*.tmp.*' | wc -l)
         echo "trial $kind $free $st $t1 $st2 $t2 $fs $left | $last"
         free=$((free + step))
     done
@@ -248,6 +256,8 @@ def disk_full(work, step_kb=4, top_kb=512):
     old = tree(placed)
     with open(RAYJOB3) as f:
         commit_files(placed, "rayjob3", {"fill-and-spill/rayjob-rayjob3.yaml": f.read()})
+    remote = os.path.join(work, "df-remote.git")
+    git(work, "clone", "-q", "--bare", fresh, remote)
     ref = {}
     for kind, base in (("first", fresh), ("incremental", placed)):
         d = os.path.join(work, "df-ref")
@@ -256,11 +266,12 @@ def disk_full(work, step_kb=4, top_kb=512):
         assert st == 0, err
         ref[kind] = tree(d)
         shutil.rmtree(d)
+    ref["url"] = ref["first"]
     mnt = os.path.join(work, "df-mnt")
     os.makedirs(mnt)
     cmd = ["unshare", "--mount"] + ([] if os.geteuid() == 0 else ["--map-root-user"])
     p = subprocess.run(cmd + ["sh", "-c", DISK_FULL_SH, "sh", mnt, RP, str(step_kb), str(top_kb),
-                              "first=" + fresh, "incremental=" + placed],
+                              "first=" + fresh, "incremental=" + placed, "url=" + remote],
                        env=ENV, capture_output=True, text=True, errors="replace")
     res = {"trials": 0, "ran out": 0, "completed": 0, "signal": 0, "unclear error": 0,
            "ref moved wrongly": 0, "recovery failed": 0, "tree mismatch": 0, "fsck errors": 0,
@@ -286,7 +297,7 @@ def disk_full(work, step_kb=4, top_kb=512):
             if not re.search(r"No space left|free on the file system|no free inodes", last):
                 res["unclear error"] += 1
                 failures.append("%s: exit %d, the error does not say why: %s" % (what, st, last))
-        before = None if kind == "first" else old
+        before = old if kind == "incremental" else None
         if t1 not in ((before or "none"), ref[kind]) or (st != 0 and t1 != (before or "none")):
             res["ref moved wrongly"] += 1
             failures.append("%s: exit %d left deploy at %s" % (what, st, t1))
@@ -304,6 +315,7 @@ def disk_full(work, step_kb=4, top_kb=512):
             failures.append("%s: %s temporary files left" % (what, left))
     shutil.rmtree(fresh)
     shutil.rmtree(placed)
+    shutil.rmtree(remote)
     return res, failures
 
 
