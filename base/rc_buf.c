@@ -137,6 +137,27 @@ int rc_buf_printf(struct rc_buf *b, struct rc_err *err, const char *fmt, ...)
     return error;
 }
 
+/* What a failed open says of the path: not there (RC_ENOTFOUND), not usable as given, which
+ * is the caller's input to fix (RC_EINVALID), or the system's trouble, which may pass: out of
+ * descriptors or memory, an I/O error (RC_ERROR). */
+static int open_code(int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+        return RC_ENOTFOUND;
+    case EACCES:
+    case EPERM:
+    case ELOOP:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ENXIO:
+        return RC_EINVALID;
+    default:
+        return RC_ERROR;
+    }
+}
+
 int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
 {
     char chunk[65536];
@@ -148,8 +169,7 @@ int rc_buf_read_file(struct rc_buf *b, const char *path, struct rc_err *err)
      * regular file is refused before anything is read from it. */
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return rc_err_set(err, errno == ENOENT ? RC_ENOTFOUND : RC_ERROR, "cannot open '%s': %s",
-                          path, strerror(errno));
+        return rc_err_set(err, open_code(errno), "cannot open '%s': %s", path, strerror(errno));
     if (fstat(fd, &st) < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot stat '%s': %s", path, strerror(errno));
         goto done;

@@ -36,6 +36,7 @@
 #include "rc_kubeconfig.h"
 #include "rc_log.h"
 #include "rc_mem.h"
+#include "rc_proc.h"
 #include "rc_metrics.h"
 #include "rc_watch.h"
 #include "rc_pass.h"
@@ -2257,6 +2258,7 @@ int main(int argc, char **argv)
     int error;
 
     rc_mem_tune();
+    rc_proc_raise_nofile(); /* a live fleet holds descriptors by the cluster (rc_proc.h) */
     memset(&c, 0, sizeof(c));
     c.pass = pass_init;
     c.git = git_init;

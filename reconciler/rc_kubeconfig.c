@@ -452,14 +452,13 @@ static int read_pem(char **data, size_t *len, const char *file, const char *what
     rc_buf_init(&b, PEM_FILE_MAX);
     if (rc_buf_read_file(&b, file, &e) < 0) {
         wipe_free(b.cap ? b.ptr : NULL, b.len);
-        if (e.code == RC_EINVALID)
-            return rc_err_set(err, RC_EINVALID,
-                              "%s file '%s' of context '%s' is not a regular file", what, file,
-                              context);
         if (e.code == RC_ENOTFOUND)
             return rc_err_set(err, RC_ENOTFOUND, "%s file '%s' of context '%s' is not readable",
                               what, file, context);
-        return rc_err_set(err, RC_EINVALID, "%s file of context '%s': %s", what, context, e.msg);
+        /* the file's own trouble is the kubeconfig's to fix; the system's (out of descriptors,
+         * an I/O error) may pass */
+        return rc_err_set(err, e.code == RC_ERROR ? RC_ERROR : RC_EINVALID,
+                          "%s file of context '%s': %s", what, context, e.msg);
     }
     *data = rc_buf_detach(&b, len);
     return RC_OK;
@@ -844,7 +843,7 @@ static int read_token_file(char **out, const char *path, struct rc_err *err)
     rc_buf_init(&b, TOKEN_FILE_MAX);
     if (rc_buf_read_file(&b, path, &e) < 0) {
         wipe_free(b.cap ? b.ptr : NULL, b.len);
-        return rc_err_set(err, RC_ERROR, "cannot read token file '%s'", path);
+        return rc_err_set(err, RC_ERROR, "cannot read token file '%s': %s", path, e.msg);
     }
     trim(b.ptr);
     if (!b.ptr[0]) {

@@ -13,12 +13,15 @@
 #include "rc_esc.h"
 #include "rc_hash.h"
 #include "rc_log.h"
+#include "rc_proc.h"
 #include "rc_thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +40,69 @@ static void test_rc_base__err_is_one_line(void **state)
 
 /* A message cut to fit says so ("..." at its end, on a character boundary), whether the format,
  * the escaping or a prefix made it too long; one that fits is never marked. */
+/* The soft limit on open files is raised to the hard one (rc_proc.h). */
+static void test_rc_base__open_files_limit_raised(void **state)
+{
+    struct rlimit old, low, now;
+    unsigned long got;
+
+    (void)state;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max <= 64)
+        skip();
+    low = old;
+    low.rlim_cur = 64;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    got = rc_proc_raise_nofile();
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &now), 0);
+    assert_int_equal(now.rlim_max, old.rlim_max);
+    if (old.rlim_max == RLIM_INFINITY || old.rlim_max > ((rlim_t)1 << 20))
+        assert_true(now.rlim_cur >= ((rlim_t)1 << 20));
+    else
+        assert_int_equal(now.rlim_cur, old.rlim_max);
+    assert_true(got == (unsigned long)now.rlim_cur || now.rlim_cur == RLIM_INFINITY);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
+/* A file that cannot be opened: not there, the caller's path to fix, or the system's trouble
+ * (here: out of descriptors), which a caller may take for an outage that passes. */
+static void test_rc_base__read_file_says_why_it_cannot_open(void **state)
+{
+    char dir[] = "/tmp/rc-base-XXXXXX", loop[64], ok[64];
+    struct rc_buf b = RC_BUF_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rlimit old, low;
+    int fd, rc;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(loop, sizeof(loop), "%s/loop", dir);
+    snprintf(ok, sizeof(ok), "%s/ok", dir);
+    assert_int_equal(symlink(loop, loop), 0);
+    fd = open(ok, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "x", 1), 1);
+    close(fd);
+    assert_int_equal(rc_buf_read_file(&b, "/nonexistent/rc-base", &err), RC_ENOTFOUND);
+    assert_int_equal(rc_buf_read_file(&b, loop, &err), RC_EINVALID);
+    fd = dup(0);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)fd; /* the lowest free descriptor: no open succeeds */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    rc = rc_buf_read_file(&b, ok, &err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, "Too many open files"));
+    assert_int_equal(rc_buf_read_file(&b, ok, &err), RC_OK);
+    rc_buf_release(&b);
+    unlink(loop);
+    unlink(ok);
+    rmdir(dir);
+}
+
 static void test_rc_base__err_cut_short_says_so(void **state)
 {
     struct rc_err err = RC_ERR_INIT;
@@ -523,6 +589,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_base__err_is_one_line),
+        cmocka_unit_test(test_rc_base__open_files_limit_raised),
+        cmocka_unit_test(test_rc_base__read_file_says_why_it_cannot_open),
         cmocka_unit_test(test_rc_base__err_cut_short_says_so),
         cmocka_unit_test(test_rc_base__buf_respects_cap),
         cmocka_unit_test(test_rc_base__arena_strings_and_big_blocks),

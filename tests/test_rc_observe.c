@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -340,6 +341,56 @@ static void test_rc_observe__no_detection_keeps_declared_autoscaler(void **state
     reqs = th_kube_requests(&f->live);
     assert_int_equal(th_kube_count(reqs, "GET", "deployments"), 0);
     cJSON_Delete(reqs);
+    rc_arena_release(&a);
+}
+
+/* Out of file descriptors when a live cluster's kubeconfig is read: this pass's outage (the
+ * cluster unreachable, retried next pass), not a kubeconfig to fix (exit 2, "fix the file"),
+ * which is what a loop over some 170 live clusters met under systemd's soft limit of 1024. */
+static void test_rc_observe__out_of_descriptors_is_an_outage(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    const char *names[] = {"live"};
+    const char *kcs[] = {f->kc_live};
+    struct rc_observe_report rep;
+    struct rd_source src;
+    struct pl_cluster *fleet = NULL;
+    struct rlimit old, low;
+    size_t n = 0;
+    int rc, fds = 0, probe;
+
+    make_source(&src, &a, names, kcs, 1);
+    assert_int_equal(rc_http_load(&err), RC_OK); /* libcurl loaded while files can be opened */
+    /* the lowest free descriptor is as high as the soft limit may be set: every open fails */
+    probe = dup(0);
+    assert_true(probe >= 0);
+    fds = probe;
+    close(probe);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)fds;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    rc = rc_observe_fleet_report(&fleet, &n, &src, &f->ko, &f->log, &rep, &a, &err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(rc, RC_OK);
+    assert_int_equal(rep.nconfig, 0);
+    assert_int_equal(rep.nunreachable, 1);
+    assert_int_equal(fleet[1].reachable, 0);
+    fflush(f->logf);
+    assert_non_null(strstr(f->logbuf, "warning: cluster 'live': unreachable: "));
+    assert_non_null(strstr(f->logbuf, "Too many open files"));
+    assert_null(strstr(f->logbuf, "fix the file"));
+    /* said before, with what to do */
+    assert_non_null(strstr(f->logbuf, "warning: 1 live cluster may need about 72 open files"));
+    assert_non_null(strstr(f->logbuf, "LimitNOFILE="));
+
+    /* with descriptors again, the same cluster is reached */
+    assert_int_equal(rc_observe_fleet_report(&fleet, &n, &src, &f->ko, &f->log, &rep, &a, &err),
+                     RC_OK);
+    assert_int_equal(rep.nunreachable, 0);
+    assert_int_equal(fleet[1].reachable, 1);
     rc_arena_release(&a);
 }
 
@@ -1148,6 +1199,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_observe__live_capacity_paged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__no_detection_keeps_declared_autoscaler,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__out_of_descriptors_is_an_outage, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__unreachable_clusters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__slow_cluster_holds_one_thread, setup,
                                         teardown),
