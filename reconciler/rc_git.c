@@ -441,6 +441,20 @@ static int fail(struct rc_err *err, int code, const char *fmt, ...)
     return rc;
 }
 
+/* fail() with `hint` after libgit2's message. */
+static int fail_hint(struct rc_err *err, int code, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_hint(struct rc_err *err, int code, const char *hint, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = failv(err, code, hint, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
 /* What the file system holding `dir` has left, for a message about a write that failed: a
  * full disk is the usual cause, and libgit2 does not always say so (a pack whose write failed
  * is reported as "unknown libgit2 error"). Empty when statvfs fails. */
@@ -878,6 +892,29 @@ static int remote_new(git_remote **out, struct rc_git *g, struct rc_err *err)
     return RC_OK;
 }
 
+/* After a failed fetch or push: what the error needs said beside libgit2's words. An ssh
+ * remote whose host key libgit2 refused ("invalid or unknown remote ssh hostkey"): where the
+ * key must be, as libgit2 1.5.1 and later check it against $HOME/.ssh/known_hosts and refuse a
+ * host not found there (docs/security.md). Empty otherwise. */
+static int is_ssh_url(const char *url)
+{
+    if (!strncmp(url, "ssh://", 6) || !strncmp(url, "git+ssh://", 10) ||
+        !strncmp(url, "ssh+git://", 10))
+        return 1;
+    return rc_git_is_url(url) && !strstr(url, "://"); /* scp-like: user@host:path */
+}
+
+static void remote_hint(char *out, size_t cap, const struct rc_git *g, int e)
+{
+    const char *home = getenv("HOME");
+
+    out[0] = '\0';
+    if (e != GIT_ECERTIFICATE || !g->url || !is_ssh_url(g->url))
+        return;
+    snprintf(out, cap, "; the host's key must be in '%s/.ssh/known_hosts' (ssh-keyscan prints it)",
+             home && *home ? home : "~");
+}
+
 static int do_fetch(struct rc_git *g, struct rc_err *err)
 {
     git_strarray specs = {(char **)mirror_specs, sizeof(mirror_specs) / sizeof(mirror_specs[0])};
@@ -896,7 +933,9 @@ static int do_fetch(struct rc_git *g, struct rc_err *err)
     if ((error = remote_new(&remote, g, err)) < 0)
         goto done;
     if ((e = git_remote_fetch(remote, &specs, &fo, "rightplace: fetch")) < 0) {
-        error = fail(err, RC_ERROR, "cannot fetch from '%s'", g->url_shown);
+        char hint[RC_ERR_MSG_MAX];
+        remote_hint(hint, sizeof(hint), g, e);
+        error = fail_hint(err, RC_ERROR, hint, "cannot fetch from '%s'", g->url_shown);
         goto done;
     }
     if (g->log)
@@ -966,7 +1005,9 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, i
     } else if (e == GIT_ENONFASTFORWARD) {
         error = fail(err, RC_ECONFLICT, "push to '%s' rejected (the remote moved)", g->url_shown);
     } else if (e < 0) {
-        error = fail(err, RC_ERROR, "cannot push to '%s'", g->url_shown);
+        char hint[RC_ERR_MSG_MAX];
+        remote_hint(hint, sizeof(hint), g, e);
+        error = fail_hint(err, RC_ERROR, hint, "cannot push to '%s'", g->url_shown);
     } else if (st.nrejected > 0) {
         char msgs[REMOTE_MSG_MAX + 1];
 
