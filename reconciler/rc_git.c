@@ -427,21 +427,8 @@ static int failv(struct rc_err *err, int code, const char *hint, const char *fmt
     return rc_err_set(err, code, "%s: %s%s", shown, gmsg, hint ? hint : "");
 }
 
-/* Set err to "<what>: <libgit2's last message>" (redacted, one line) with `code`. */
-static int fail(struct rc_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct rc_err *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-    int rc;
-
-    va_start(ap, fmt);
-    rc = failv(err, code, NULL, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-/* fail() with `hint` after libgit2's message. */
+/* Set err to "<what>: <libgit2's last message><hint>" (redacted, one line) with `code`; hint
+ * may be NULL. */
 static int fail_hint(struct rc_err *err, int code, const char *hint, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail_hint(struct rc_err *err, int code, const char *hint, const char *fmt, ...)
@@ -455,10 +442,14 @@ static int fail_hint(struct rc_err *err, int code, const char *hint, const char 
     return rc;
 }
 
+/* Set err to "<what>: <libgit2's last message>" (redacted, one line) with `code`. */
+#define fail(err, code, ...) fail_hint(err, code, NULL, __VA_ARGS__)
+
 /* What the file system holding `dir` has left, for a message about a write that failed: a
  * full disk is the usual cause, and libgit2 does not always say so (a pack whose write failed
- * is reported as "unknown libgit2 error"). Empty when statvfs fails. */
-static void space_left(char *out, size_t cap, const char *dir)
+ * is reported as "unknown libgit2 error"). Written to out (empty when statvfs fails), which
+ * is returned. */
+static const char *space_left(char *out, size_t cap, const char *dir)
 {
     static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
     struct statvfs s;
@@ -467,10 +458,10 @@ static void space_left(char *out, size_t cap, const char *dir)
 
     out[0] = '\0';
     if (!dir || statvfs(dir, &s) < 0)
-        return;
+        return out;
     if (s.f_files && s.f_favail == 0) {
         snprintf(out, cap, " (no free inodes on the file system of '%s')", dir);
-        return;
+        return out;
     }
     avail = (unsigned long long)s.f_bavail * s.f_frsize;
     while (avail >= 10 * 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
@@ -478,24 +469,13 @@ static void space_left(char *out, size_t cap, const char *dir)
         u++;
     }
     snprintf(out, cap, " (%llu %s free on the file system of '%s')", avail, unit[u], dir);
+    return out;
 }
 
 /* fail() for a write into a repository (its git folder `dir`): the message says what space is
- * left there. */
-static int fail_write(struct rc_err *err, const char *dir, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail_write(struct rc_err *err, const char *dir, int code, const char *fmt, ...)
-{
-    char hint[RC_ERR_MSG_MAX];
-    va_list ap;
-    int rc;
-
-    space_left(hint, sizeof(hint), dir);
-    va_start(ap, fmt);
-    rc = failv(err, code, hint, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+ * left there (in a buffer that lives as long as the caller's block). */
+#define fail_write(err, dir, code, ...)                                                            \
+    fail_hint(err, code, space_left((char[RC_ERR_MSG_MAX]){0}, RC_ERR_MSG_MAX, dir), __VA_ARGS__)
 
 /*
  * Write a commit object and return its id. Not git_commit_create: libgit2 1.5 returns 0 from it

@@ -145,15 +145,23 @@ RAYJOB3 = os.path.join(ROOT, "examples", "rayjob3.yaml")
 
 
 # ---- crash trials --------------------------------------------------------------------------
-def crash(work, n):
-    fresh = os.path.join(work, "fresh")
+def fresh_and_placed(work, prefix=""):
+    """the example repository as pushed (fresh), and a copy placed by a clean pass with rayjob3
+    pushed since (placed): the two passes the trials interrupt; and the placed copy's tree"""
+    fresh = os.path.join(work, prefix + "fresh")
     make_repo(fresh)
-    placed = os.path.join(work, "placed")
+    placed = os.path.join(work, prefix + "placed")
     copy(fresh, placed)
     st, _, err = run_pass(placed)
     assert st == 0, err
+    placed_tree = tree(placed)
     with open(RAYJOB3) as f:
         commit_files(placed, "rayjob3", {"fill-and-spill/rayjob-rayjob3.yaml": f.read()})
+    return fresh, placed, placed_tree
+
+
+def crash(work, n):
+    fresh, placed, _ = fresh_and_placed(work)
     # references: a clean run on a fresh copy, twice (the output must be deterministic)
     ref = {}
     pass_ms = {}
@@ -247,15 +255,7 @@ done
 
 
 def disk_full(work, step_kb=4, top_kb=512):
-    fresh = os.path.join(work, "df-fresh")
-    make_repo(fresh)
-    placed = os.path.join(work, "df-placed")
-    copy(fresh, placed)
-    st, _, err = run_pass(placed)
-    assert st == 0, err
-    old = tree(placed)
-    with open(RAYJOB3) as f:
-        commit_files(placed, "rayjob3", {"fill-and-spill/rayjob-rayjob3.yaml": f.read()})
+    fresh, placed, old = fresh_and_placed(work, "df-")
     remote = os.path.join(work, "df-remote.git")
     git(work, "clone", "-q", "--bare", fresh, remote)
     ref = {}
@@ -601,6 +601,16 @@ def fuzz(work, secs):
     return rows
 
 
+def report(title, res, failures):
+    """print one part's figures and failures; the number of failures"""
+    print("\n== " + title)
+    for k, v in (res or {}).items():
+        print("  %-22s %s" % (k, v))
+    for f in failures:
+        print("  FAIL " + f)
+    return len(failures)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--crash", type=int, default=60)
@@ -619,31 +629,18 @@ def main():
     if "crash" in only:
         t0 = time.monotonic()
         res, failures, ms = crash(work, a.crash)
-        print("\n== crash trials (%.0f s; clean pass took %s ms)" % (time.monotonic() - t0, ms))
-        for k, v in res.items():
-            print("  %-22s %s" % (k, v))
-        for f in failures:
-            print("  FAIL " + f)
-        bad += len(failures)
+        bad += report("crash trials (%.0f s; clean pass took %s ms)" % (time.monotonic() - t0, ms),
+                      res, failures)
     if "crash-url" in only:
         t0 = time.monotonic()
         res, failures, ms = crash_url(work, a.crash)
-        print("\n== crash trials, URL mode (%.0f s; clean pass took %s ms)" % (
-            time.monotonic() - t0, ms))
-        for k, v in res.items():
-            print("  %-22s %s" % (k, v))
-        for f in failures:
-            print("  FAIL " + f)
-        bad += len(failures)
+        bad += report("crash trials, URL mode (%.0f s; clean pass took %s ms)" % (
+            time.monotonic() - t0, ms), res, failures)
     if "race" in only:
         t0 = time.monotonic()
         res, failures = race(work, a.rounds)
-        print("\n== races: 3 reconcilers per round (%.0f s)" % (time.monotonic() - t0))
-        for k, v in res.items():
-            print("  %-22s %s" % (k, v))
-        for f in failures:
-            print("  FAIL " + f)
-        bad += len(failures)
+        bad += report("races: 3 reconcilers per round (%.0f s)" % (time.monotonic() - t0), res,
+                      failures)
     if "hostile" in only:
         t0 = time.monotonic()
         res, rows, failures = hostile(work)
@@ -651,20 +648,12 @@ def main():
         print("  %-38s %6s %8s %5s  %s" % ("file", "exit", "RSS MiB", "lost", "last line of stderr"))
         for r in rows:
             print("  %-38s %6s %8s %5s  %s" % r)
-        for k, v in res.items():
-            print("  %-22s %s" % (k, v))
-        for f in failures:
-            print("  FAIL " + f)
-        bad += len(failures)
+        bad += report("hostile inputs: figures", res, failures)
     if "disk-full" in only:
         t0 = time.monotonic()
         res, failures = disk_full(work)
-        print("\n== a full disk: 0 to 512 KiB free, 4 KiB apart (%.0f s)" % (time.monotonic() - t0))
-        for k, v in (res or {}).items():
-            print("  %-22s %s" % (k, v))
-        for f in failures:
-            print("  FAIL " + f)
-        bad += len(failures)
+        bad += report("a full disk: 0 to 512 KiB free, 4 KiB apart (%.0f s)" % (
+            time.monotonic() - t0), res, failures)
     if "fuzz" in only:
         t0 = time.monotonic()
         rows = fuzz(work, a.fuzz_seconds)
