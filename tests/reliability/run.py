@@ -337,7 +337,9 @@ def crash_url(work, n):
     """SIGKILL `reconcile --once --no-apply --repo file://...` at a random point of a pass that
     fetches, commits, pushes and merges the mirror's packs; then a clean pass. The remote's
     deploy tree must equal a clean run's, both repositories pass fsck, a third pass commits
-    nothing, and nothing of the killed pass is left in the mirror or the state directory."""
+    nothing, and nothing of the killed pass is left in the mirror or the state directory. Then
+    n/2 first passes of an empty state directory killed while they make the mirror and clone:
+    the clean pass after each must succeed with the same deploy tree."""
     src = os.path.join(work, "u-src")
     make_repo(src)
     snap_remote, snap_state = os.path.join(work, "u-remote0.git"), os.path.join(work, "u-state0")
@@ -410,6 +412,29 @@ def crash_url(work, n):
         if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
             res["commit on a quiet pass"] += 1
             failures.append("%s: the pass after the clean pass committed" % what)
+    # the first pass of a new state directory killed while it makes the mirror and clones
+    fresh()
+    shutil.rmtree(state)
+    t0 = time.monotonic()
+    st, _, err = run_pass(url, extra)
+    clone_ms = (time.monotonic() - t0) * 1000
+    assert st == 0, err
+    clones = {"trials": 0, "killed mid-pass": 0, "finished before kill": 0}
+    for i in range(n // 2):
+        fresh()
+        shutil.rmtree(state)
+        delay = i / max(1, n // 2 - 1) * clone_ms * 1.3 / 1000.0
+        kill_after(start(url, extra), delay, clones)
+        st, _, err = run_pass(url, extra)
+        what = "clone trial %d (kill after %.1f ms)" % (i, delay * 1000)
+        if st != 0:
+            res["recovery failed"] += 1
+            failures.append("%s: clean pass exited %d: %s" % (what, st, err.strip()[-300:]))
+        elif tree(remote) != ref:
+            res["tree mismatch"] += 1
+            failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
+    res["clone trials"] = "%d (%d killed mid-pass; a clone took %d ms)" % (
+        clones["trials"], clones["killed mid-pass"], round(clone_ms))
     for d in (src, snap_remote, snap_state, remote, state):
         shutil.rmtree(d, ignore_errors=True)
     return res, failures, round(pass_ms)
