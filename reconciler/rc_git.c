@@ -872,10 +872,7 @@ static int remote_new(git_remote **out, struct rc_git *g, struct rc_err *err)
     return RC_OK;
 }
 
-/* After a failed fetch or push: what the error needs said beside libgit2's words. An ssh
- * remote whose host key libgit2 refused ("invalid or unknown remote ssh hostkey"): where the
- * key must be, as libgit2 1.5.1 and later check it against $HOME/.ssh/known_hosts and refuse a
- * host not found there (docs/security.md). Empty otherwise. */
+/* Whether a remote URL is reached over ssh (ssh://, or scp-like user@host:path). */
 static int is_ssh_url(const char *url)
 {
     if (!strncmp(url, "ssh://", 6) || !strncmp(url, "git+ssh://", 10) ||
@@ -884,6 +881,10 @@ static int is_ssh_url(const char *url)
     return rc_git_is_url(url) && !strstr(url, "://"); /* scp-like: user@host:path */
 }
 
+/* After a failed fetch or push: what the error needs said beside libgit2's words. An ssh
+ * remote whose host key libgit2 refused ("invalid or unknown remote ssh hostkey"): where the
+ * key must be, as libgit2 1.5.1 and later check it against $HOME/.ssh/known_hosts and refuse a
+ * host not found there (docs/security.md). Empty otherwise. */
 static void remote_hint(char *out, size_t cap, const struct rc_git *g, int e)
 {
     const char *home = getenv("HOME");
@@ -1500,6 +1501,23 @@ static int mirror_shell(const char *path)
     return !holds_a_file(sub);
 }
 
+/* Whether the repository at `path` opens and names its remote, as a mirror made whole does. */
+static int mirror_configured(const char *path)
+{
+    git_repository *r = NULL;
+    git_config *cfg = NULL;
+    git_buf url = {NULL, 0, 0};
+    int ok = git_repository_open_bare(&r, path) == 0 &&
+             git_repository_config_snapshot(&cfg, r) == 0 &&
+             git_config_get_string_buf(&url, cfg, "remote." ORIGIN ".url") == 0;
+
+    git_buf_dispose(&url);
+    git_config_free(cfg);
+    git_repository_free(r);
+    git_error_clear();
+    return ok;
+}
+
 /* Make the mirror's repository at g->path: made and configured beside it (repo.git.new, any
  * earlier one removed: the caller holds the state directory's lock), then renamed into place,
  * so that a failure halfway leaves no repo.git. */
@@ -1561,8 +1579,9 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
     memcpy(g->path, state_dir, n);
     memcpy(g->path + n, "/repo.git", sizeof("/repo.git"));
 
-    if (stat(g->path, &sb) == 0 && mirror_shell(g->path)) {
-        /* made halfway by an earlier rightplace that ran out of room or was killed */
+    if (stat(g->path, &sb) == 0 && mirror_shell(g->path) && !mirror_configured(g->path)) {
+        /* made halfway by an earlier rightplace that ran out of room or was killed (a mirror
+         * made whole whose first fetch failed is fetched into below) */
         if (g->log)
             rc_log_warn(g->log, "mirror '%s' holds no object and no ref: made again", g->path);
         if (remove_tree(g->path) < 0)
