@@ -675,10 +675,45 @@ static void run_all(struct cluster *cl, size_t n)
     free(w.at);
 }
 
-/* Move the applied refs of the clusters applied completely and merge the note, then push
- * them all in one push; when another writer pushed first (the push is refused and the local
- * mirror fetched again), do it again on top of what it wrote: its applied refs are kept when
- * they already name this commit, its note on this commit is merged with ours
+/* The apply's note on `deploy`: ours (results) merged into the one already there, written
+ * when that changes it. */
+static int write_note(struct rc_git *g, const char *deploy, const struct rc_apply_result *results,
+                      size_t n, struct rc_buf *note, struct rc_buf *merged, struct rc_arena *a,
+                      struct rc_err *err)
+{
+    char *existing = NULL;
+    struct rc_err nerr = RC_ERR_INIT;
+    int rc;
+
+    rc_buf_reset(note);
+    rc_buf_reset(merged);
+    if ((rc = rc_apply_note_format(note, deploy, results, n, err)) < 0)
+        return rc;
+    rc = rc_git_note_read(&existing, g, deploy, a, &nerr);
+    if (rc < 0 && rc != RC_ENOTFOUND)
+        return rc_err_set(err, rc, "%s", nerr.msg);
+    if ((rc = rc_apply_note_merge(merged, rc == RC_OK ? existing : NULL, note->ptr, err)) < 0)
+        return rc;
+    if (existing && !strcmp(existing, merged->ptr))
+        return RC_OK;
+    return rc_git_note_write_local(g, deploy, merged->ptr, err);
+}
+
+/* A cluster's applied ref that could not be moved: said in its result. */
+static void ref_not_moved(struct rc_apply_result *r, const struct rc_err *rerr, struct rc_arena *a)
+{
+    r->why = rc_arena_printf(a, "applied ref not moved: %s", rerr->msg);
+    if (r->outcome == RC_APPLY_UP_TO_DATE)
+        r->outcome = RC_APPLY_DONE;
+}
+
+/* Write the note, then move the applied refs of the clusters applied completely, then push
+ * them all in one push. The note goes first: a note that cannot be written (a full disk)
+ * leaves the refs where they were, so that the next pass applies again and writes it, where
+ * refs moved first left that apply without its note for good. A ref that then does not move
+ * is said in the note, written again. When another writer pushed first (the push is refused
+ * and the local mirror fetched again), do it again on top of what it wrote: its applied refs
+ * are kept when they already name this commit, its note on this commit is merged with ours
  * (rc_apply_note_merge), not replaced. */
 static int publish(struct cluster *cl, size_t n, struct rc_git *g, const char *deploy,
                    int *incomplete, const struct rc_log *log, struct rc_arena *a,
@@ -686,12 +721,13 @@ static int publish(struct cluster *cl, size_t n, struct rc_git *g, const char *d
 {
     struct rc_apply_result *results = rc_arena_calloc(a, n + 1, sizeof(*results));
     const char **refs = rc_arena_calloc(a, n + 2, sizeof(*refs));
+    unsigned char *to_move = rc_arena_calloc(a, n + 1, 1);
     struct rc_buf note = RC_BUF_INIT, merged = RC_BUF_INIT;
     int rc = RC_OK;
 
     for (int attempt = 1;; attempt++) {
         size_t nrefs = 0;
-        int reported = 0, failed = 0;
+        int reported = 0, failed = 0, moved_all = 1;
 
         for (size_t i = 0; i < n; i++) {
             struct cluster *c = &cl[i];
@@ -701,64 +737,60 @@ static int publish(struct cluster *cl, size_t n, struct rc_git *g, const char *d
             int urc;
 
             *r = c->job.res;
+            to_move[i] = 0;
             if (r->outcome == RC_APPLY_FAILED || r->outcome == RC_APPLY_UNREACHABLE ||
                 r->outcome == RC_APPLY_STOPPED) {
                 failed = 1;
                 reported = 1;
                 continue;
             }
-            if (!c->move_ref || !strcmp(c->old, deploy))
-                goto next;
-            urc = rc_git_resolve(cur, g, c->ref, &rerr);
-            if (urc == RC_ENOTFOUND)
-                cur[0] = '\0';
-            else if (urc < 0)
-                goto ref_failed;
-            if (!strcmp(cur, deploy)) {
-                /* another writer applied this commit there (or our own earlier attempt
-                 * did and the fetch after the refused push failed): pushing it is a no-op
-                 * or completes ours */
-                refs[nrefs++] = c->ref;
-                goto next;
+            if (c->move_ref && strcmp(c->old, deploy)) {
+                urc = rc_git_resolve(cur, g, c->ref, &rerr);
+                if (urc == RC_ENOTFOUND) {
+                    cur[0] = '\0';
+                } else if (urc < 0) {
+                    failed = 1;
+                    ref_not_moved(r, &rerr, a);
+                    goto next;
+                }
+                if (!strcmp(cur, deploy))
+                    /* another writer applied this commit there (or our own earlier attempt
+                     * did and the fetch after the refused push failed): pushing it is a
+                     * no-op or completes ours */
+                    refs[nrefs++] = c->ref;
+                else
+                    to_move[i] = 1;
             }
-            urc = rc_git_update_ref_local(g, c->ref, deploy, c->old[0] ? c->old : NULL,
-                                          "rightplace: applied", &rerr);
-            if (urc == RC_OK) {
-                refs[nrefs++] = c->ref;
-                goto next;
-            }
-        ref_failed:
-            failed = 1;
-            r->why = rc_arena_printf(a, "applied ref not moved: %s", rerr.msg);
-            if (r->outcome == RC_APPLY_UP_TO_DATE)
-                r->outcome = RC_APPLY_DONE;
         next:
             if (r->outcome != RC_APPLY_UP_TO_DATE)
                 reported = 1;
         }
-        *incomplete = failed;
-        if (reported) {
-            char *existing = NULL;
-            struct rc_err nerr = RC_ERR_INIT;
+        if (reported && (rc = write_note(g, deploy, results, n, &note, &merged, a, err)) < 0)
+            goto done;
+        for (size_t i = 0; i < n; i++) {
+            struct cluster *c = &cl[i];
+            struct rc_err rerr = RC_ERR_INIT;
 
-            rc_buf_reset(&note);
-            rc_buf_reset(&merged);
-            if ((rc = rc_apply_note_format(&note, deploy, results, n, err)) < 0)
-                goto done;
-            rc = rc_git_note_read(&existing, g, deploy, a, &nerr);
-            if (rc < 0 && rc != RC_ENOTFOUND) {
-                rc_err_set(err, rc, "%s", nerr.msg);
-                goto done;
+            if (!to_move[i])
+                continue;
+            if (rc_git_update_ref_local(g, c->ref, deploy, c->old[0] ? c->old : NULL,
+                                        "rightplace: applied", &rerr) == RC_OK) {
+                refs[nrefs++] = c->ref;
+                continue;
             }
-            if ((rc = rc_apply_note_merge(&merged, rc == RC_OK ? existing : NULL, note.ptr, err)) <
-                0)
-                goto done;
-            if (!existing || strcmp(existing, merged.ptr)) {
-                if ((rc = rc_git_note_write_local(g, deploy, merged.ptr, err)) < 0)
-                    goto done;
-            }
-            refs[nrefs++] = RC_GIT_NOTES_REF;
+            failed = 1;
+            moved_all = 0;
+            ref_not_moved(&results[i], &rerr, a);
         }
+        *incomplete = failed;
+        if (!moved_all) {
+            /* the note said those refs moved */
+            reported = 1;
+            if ((rc = write_note(g, deploy, results, n, &note, &merged, a, err)) < 0)
+                goto done;
+        }
+        if (reported)
+            refs[nrefs++] = RC_GIT_NOTES_REF;
         rc = rc_git_push_refs(g, refs, nrefs, err);
         if (rc != RC_ECONFLICT || attempt == RC_APPLY_PUBLISH_ATTEMPTS)
             break;

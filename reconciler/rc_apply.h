@@ -16,8 +16,9 @@
  * without rightplace's unit label run in it (deleting it would delete them). A cluster applied
  * completely gets its applied ref moved to the deploy commit (compare-and-swap). The results go
  * into a git note (refs/notes/rightplace) on the deploy commit, merged with a note another writer
- * left there (rc_apply_note_merge). When the repo is remote, the refs and the note are pushed
- * in one push; a push refused because another writer pushed first is done again on top of
+ * left there (rc_apply_note_merge), written before the refs move: a note that cannot be written
+ * leaves them, and the next pass applies again. When the repo is remote, the refs and the note are
+ * pushed in one push; a push refused because another writer pushed first is done again on top of
  * its refs and note (at most RC_APPLY_PUBLISH_ATTEMPTS times).
  *
  * An unchanged file is never applied again (unless resync): a finished RayJob that KubeRay

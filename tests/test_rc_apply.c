@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -353,6 +354,47 @@ static void assert_no_token(struct fixture *f, const char *text)
 }
 
 /* ==== Cases ==== */
+
+/* The apply's note that cannot be written (a full disk) leaves the applied ref where it was,
+ * so that the next pass applies again and writes it; with the ref moved first, that apply's
+ * note was lost for good (the next pass found the cluster up to date). A file size limit of 64
+ * bytes stands for the disk: the ref's file (41 bytes) could be written, a note's objects not. */
+static void test_rc_apply__note_not_written_keeps_the_ref(void **state)
+{
+    struct fixture *f = *state;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rlimit old, low;
+    char c1[41], c2[41], ref[41];
+    int incomplete = -1, rc;
+    char *text;
+
+    commit(f, c1, TREE1, sizeof(TREE1) / sizeof(TREE1[0]));
+    assert_int_equal(apply(f, c1, 1, 0), 0);
+    commit(f, c2, TREE2, sizeof(TREE2) / sizeof(TREE2[0]));
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    low = old;
+    low.rlim_cur = 64;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+    rc = rc_apply_deploy_opts(&incomplete, f->g, c2, f->conns, 1, 0, &f->ko, &f->log, &a, &err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err.msg, "cannot write note on '"));
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c1); /* not marked applied: the next pass applies it again */
+    assert_null(note(f, c2, &a));
+
+    /* with room: applied again, the ref moved and the note written */
+    assert_int_equal(apply(f, c2, 1, 0), 0);
+    applied_ref(f, 0, ref);
+    assert_string_equal(ref, c2);
+    text = note(f, c2, &a);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "cluster c1: applied"));
+    rc_arena_release(&a);
+}
 
 static void test_rc_apply__creates_objects_with_ssa_namespaces_first(void **state)
 {
@@ -1787,6 +1829,8 @@ static void test_rc_apply__rbac_rules_cover_every_request_and_no_more(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rc_apply__note_not_written_keeps_the_ref, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__creates_objects_with_ssa_namespaces_first,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_apply__changes_only_and_guarded_deletes, setup,
