@@ -27,6 +27,7 @@
 #include "rc_arena.h"
 #include "rc_apply.h"
 #include "rc_cache.h"
+#include "rc_clock.h"
 #include "rc_git.h"
 #include "rc_hash.h"
 #include "rc_buf.h"
@@ -1090,21 +1091,13 @@ static void release_lock(int fd)
     close(fd);
 }
 
-static double now_monotonic(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Take the lock, waiting for a running pass at most `timeout` seconds (-1: until stopped),
  * saying once that it waits and for whom. Returns the fd or -1 (*locked_by_other: still
  * held when the time ran out). */
 static int take_lock(const char *state_dir, long timeout, const struct rc_log *log,
                      int *locked_by_other)
 {
-    double start = now_monotonic();
+    double start = rc_mono_seconds();
     int fd = try_lock(state_dir, log, locked_by_other);
     long pid;
     char who[64] = "";
@@ -1120,7 +1113,7 @@ static int take_lock(const char *state_dir, long timeout, const struct rc_log *l
     else
         rc_log_info(log, "waiting for the rightplace pass%s holding the lock on '%s'", who,
                     state_dir);
-    while (!stop_requested && (timeout < 0 || now_monotonic() - start < (double)timeout)) {
+    while (!stop_requested && (timeout < 0 || rc_mono_seconds() - start < (double)timeout)) {
         struct timespec ts = {0, 200000000L};
         nanosleep(&ts, NULL);
         fd = try_lock(state_dir, log, locked_by_other);
@@ -1455,15 +1448,15 @@ static int cmd_reconcile_once(struct run *r)
                     "'rightplace resume' applies again",
                     r->state_dir);
     }
-    start = now_monotonic();
+    start = rc_mono_seconds();
     memset(&res, 0, sizeof(res));
     error = rc_pass_run(&res, r->git, &o, &a, &err);
-    ms = (long long)((now_monotonic() - start) * 1000.0);
+    ms = (long long)((rc_mono_seconds() - start) * 1000.0);
     if (error < 0) {
         struct rc_log_field f[] = {RC_LOG_NUM("duration_ms", ms)};
         rc_log_kv(&r->cli->log, RC_LOG_ERROR, f, 1, "%s", err.msg);
         status = exit_for(error);
-        record_metrics(r, NULL, status, now_monotonic() - start, &a);
+        record_metrics(r, NULL, status, rc_mono_seconds() - start, &a);
         goto done;
     }
     status = result_status(&res, 0);
@@ -1502,18 +1495,18 @@ static int cmd_reconcile_once(struct run *r)
                       short_id(res.source), res.placed, res.pending, res.unplaced,
                       short_id(res.deploy_old));
     }
-    record_metrics(r, &res, status, now_monotonic() - start, &a);
+    record_metrics(r, &res, status, rc_mono_seconds() - start, &a);
     /* a remote's mirror gains a pack with every fetch: keep them few (rc_git.h), under the lock */
     if (rc_git_is_remote(r->git)) {
         struct rc_git_upkeep up;
-        double t0 = now_monotonic();
+        double t0 = rc_mono_seconds();
         if (rc_git_pack_upkeep(r->git, &up, &err) < 0)
             rc_log_warn(&r->cli->log, "%s (the mirror keeps its objects as they are)", err.msg);
         else if (up.packs || up.loose)
             rc_log_debug(&r->cli->log,
                          "packed %zu packs and %zu loose objects of the mirror into one pack "
                          "(%.0f ms)",
-                         up.packs, up.loose, (now_monotonic() - t0) * 1000.0);
+                         up.packs, up.loose, (rc_mono_seconds() - t0) * 1000.0);
     }
 done:
     release_lock(lock_fd);

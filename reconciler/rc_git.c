@@ -1075,24 +1075,27 @@ static void ref_lock_path(char *out, size_t n, git_repository *repo, const char 
 static int lock_held(struct rc_err *err, int code, const char *what, const char *brief,
                      const char *lock)
 {
-    char msg[2 * RC_ERR_MSG_MAX];
-    int n;
+    static const char died[] = " (a git process is updating it, or one died)";
+    char whole[160], msg[2 * RC_ERR_MSG_MAX];
+    /* the first form that fits whole, longest first; the last one is cut if it must be */
+    const struct {
+        int brief;
+        const char *why;
+    } form[] = {{0, whole}, {0, died}, {1, died}, {1, ""}};
+    size_t i;
 
-    n = snprintf(msg, sizeof(msg),
-                 "%s: '%s' exists (a git process is updating it, or one died; if none runs on "
-                 "this repository, remove it; rightplace does once it is %d minutes old)",
-                 what, lock, STALE_REF_LOCK_SECONDS / 60);
-    if (n >= 0 && n < RC_ERR_MSG_MAX)
-        return rc_err_set(err, code, "%s", msg);
-    n = snprintf(msg, sizeof(msg), "%s: '%s' exists (a git process is updating it, or one died)",
-                 what, lock);
-    if (n >= 0 && n < RC_ERR_MSG_MAX)
-        return rc_err_set(err, code, "%s", msg);
-    n = snprintf(msg, sizeof(msg), "%s: '%s' exists (a git process is updating it, or one died)",
-                 brief, lock);
-    if (n >= 0 && n < RC_ERR_MSG_MAX)
-        return rc_err_set(err, code, "%s", msg);
-    return rc_err_set(err, code, "%s: '%s' exists", brief, lock);
+    snprintf(whole, sizeof(whole),
+             " (a git process is updating it, or one died; if none runs on this repository, "
+             "remove it; rightplace does once it is %d minutes old)",
+             STALE_REF_LOCK_SECONDS / 60);
+    for (i = 0; i + 1 < sizeof(form) / sizeof(form[0]); i++) {
+        int n = snprintf(msg, sizeof(msg), "%s: '%s' exists%s", form[i].brief ? brief : what, lock,
+                         form[i].why);
+        if (n >= 0 && n < RC_ERR_MSG_MAX)
+            break;
+    }
+    return rc_err_set(err, code, "%s: '%s' exists%s", form[i].brief ? brief : what, lock,
+                      form[i].why);
 }
 
 /* Remove the lock file of ref in repo when it is provably stale (older than
@@ -1501,21 +1504,18 @@ static int mirror_shell(const char *path)
     return !holds_a_file(sub);
 }
 
-/* Whether the repository at `path` opens and names its remote, as a mirror made whole does. */
-static int mirror_configured(const char *path)
+/* A mirror shell (mirror_shell) that does not open or does not name its remote, made halfway
+ * by an earlier rightplace that ran out of room or was killed, removed to be made again (one
+ * made whole whose first fetch failed is fetched into instead). */
+static int drop_shell(struct rc_git *g, struct rc_err *err)
 {
-    git_repository *r = NULL;
-    git_config *cfg = NULL;
-    git_buf url = {NULL, 0, 0};
-    int ok = git_repository_open_bare(&r, path) == 0 &&
-             git_repository_config_snapshot(&cfg, r) == 0 &&
-             git_config_get_string_buf(&url, cfg, "remote." ORIGIN ".url") == 0;
-
-    git_buf_dispose(&url);
-    git_config_free(cfg);
-    git_repository_free(r);
     git_error_clear();
-    return ok;
+    if (g->log)
+        rc_log_warn(g->log, "mirror '%s' holds no object and no ref: made again", g->path);
+    if (remove_tree(g->path) < 0)
+        return rc_err_set(err, RC_ERROR, "cannot remove the empty mirror '%s': %s", g->path,
+                          strerror(errno));
+    return RC_OK;
 }
 
 /* Make the mirror's repository at g->path: made and configured beside it (repo.git.new, any
@@ -1579,22 +1579,26 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
     memcpy(g->path, state_dir, n);
     memcpy(g->path + n, "/repo.git", sizeof("/repo.git"));
 
-    if (stat(g->path, &sb) == 0 && mirror_shell(g->path) && !mirror_configured(g->path)) {
-        /* made halfway by an earlier rightplace that ran out of room or was killed (a mirror
-         * made whole whose first fetch failed is fetched into below) */
-        if (g->log)
-            rc_log_warn(g->log, "mirror '%s' holds no object and no ref: made again", g->path);
-        if (remove_tree(g->path) < 0)
-            return rc_err_set(err, RC_ERROR, "cannot remove the empty mirror '%s': %s", g->path,
-                              strerror(errno));
-    }
     if (stat(g->path, &sb) == 0) {
         sweep_mirror(g);
-        if ((e = git_repository_open_bare(&g->repo, g->path)) < 0)
-            return fail(err, RC_ERROR, "'%s' is not a git mirror", g->path);
+        if ((e = git_repository_open_bare(&g->repo, g->path)) < 0) {
+            if (!mirror_shell(g->path))
+                return fail(err, RC_ERROR, "'%s' is not a git mirror", g->path);
+            if ((error = drop_shell(g, err)) < 0)
+                return error;
+            goto create;
+        }
         if ((e = git_repository_config_snapshot(&cfg, g->repo)) < 0)
             return fail(err, RC_ERROR, "cannot read the config of '%s'", g->path);
         e = git_config_get_string_buf(&have, cfg, "remote." ORIGIN ".url");
+        if (e < 0 && mirror_shell(g->path)) {
+            git_config_free(cfg);
+            git_repository_free(g->repo);
+            g->repo = NULL;
+            if ((error = drop_shell(g, err)) < 0)
+                return error;
+            goto create;
+        }
         if (e < 0) {
             error = fail(err, RC_EINVALID, "mirror '%s' has no remote", g->path);
         } else if (strcmp(have.ptr, g->url)) {
@@ -1629,6 +1633,7 @@ static int open_mirror(struct rc_git *g, const char *state_dir, struct rc_err *e
             error = do_fetch(g, err);
         return error;
     }
+create:
     if ((error = mkdir_p(state_dir, err)) < 0 || (error = create_mirror(g, state_dir, err)) < 0)
         return error;
     if (g->log)

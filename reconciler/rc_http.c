@@ -333,27 +333,26 @@ static void apply_client_cert(struct rc_http *h, CURL *c)
     }
 }
 
-int rc_http_tune_socket(int fd)
+/* The keepalive and user-timeout options of rc_http.h on a TCP socket. One that does not take
+ * leaves the socket as it was: they shorten how long a dead peer goes unnoticed, nothing more. */
+static void tune_socket(int fd)
 {
     int on = 1, idle = RC_HTTP_KEEPIDLE_S, intvl = RC_HTTP_KEEPINTVL_S, cnt = RC_HTTP_KEEPCNT;
     unsigned int unacked = RC_HTTP_USER_TIMEOUT_MS;
-    int failed = 0;
 
-    failed |= setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) < 0;
-    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) < 0;
-    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) < 0;
-    failed |= setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0;
-    failed |= setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked)) < 0;
-    return failed ? RC_ERROR : RC_OK;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked));
 }
 
-/* Each new connection to an API server, before it connects. A socket the options do not
- * apply to still connects: they shorten how long a dead peer goes unnoticed, nothing more. */
+/* Each new connection to an API server, before it connects. */
 static int on_socket(void *payload, curl_socket_t fd, curlsocktype purpose)
 {
     (void)payload;
     if (purpose == CURLSOCKTYPE_IPCXN)
-        rc_http_tune_socket(fd);
+        tune_socket(fd);
     return CURL_SOCKOPT_OK;
 }
 

@@ -41,8 +41,6 @@ struct rc_http; /* one connection context */
 #define RC_HTTP_KEEPINTVL_S 5
 #define RC_HTTP_KEEPCNT 3
 #define RC_HTTP_USER_TIMEOUT_MS 30000
-/* Set those options on a TCP socket: RC_OK, or RC_ERROR when one did not take. */
-int rc_http_tune_socket(int fd);
 
 /* TLS material. Strings are copied by rc_http_new / rc_http_set_client_cert. */
 struct rc_http_tls {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pl_types.h"
+#include "rc_clock.h"
 #include "rc_git.h"
 #include "rc_mem.h"
 
@@ -495,14 +496,6 @@ struct client {
     size_t len, sent;
 };
 
-static double now_mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The whole answer: status line, headers and (but for HEAD) the body. */
 static char *answer(size_t *len, int head_only, int code, const char *reason, const char *type,
                     const char *body, size_t blen)
@@ -621,7 +614,7 @@ static void *serve(void *arg)
         cl[i].fd = -1;
     for (;;) {
         int stop, np = 0, nfree = 0, timeout = 200;
-        double now = now_mono();
+        double now = rc_mono_seconds();
 
         pthread_mutex_lock(&m->mu);
         stop = m->stop;
@@ -665,7 +658,7 @@ static void *serve(void *arg)
                         continue;
                     memset(&cl[i], 0, sizeof(cl[i]));
                     cl[i].fd = fd;
-                    cl[i].deadline = now_mono() + CLIENT_SECONDS;
+                    cl[i].deadline = rc_mono_seconds() + CLIENT_SECONDS;
                     fd = -1;
                 }
                 if (fd >= 0)

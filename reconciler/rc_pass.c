@@ -22,6 +22,7 @@
 #include "rc_apply.h"
 #include "rc_buf.h"
 #include "rc_cache.h"
+#include "rc_clock.h"
 #include "rc_pcache.h"
 #include "rc_rcache.h"
 #include "rc_git.h"
@@ -1543,39 +1544,24 @@ static int digest_files(char (*id)[41], const struct rd_tree *tree, int over_bas
     return RC_OK;
 }
 
-/* Index of the first of v[0, n) (sorted by path) whose path is not before `key`. */
-static size_t first_at_or_after(const struct rc_git_blob *v, size_t n, const char *key)
-{
-    size_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (strcmp(v[mid].path, key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /*
  * A cluster's kustomization.yaml lists the cluster's files and nothing else, so when those
  * are the base's path for path, render made the base's kustomization from the same list: its
  * blob id is the base's, and it is not hashed again (a pass that changes one unit would
  * otherwise hash every cluster's, about 1 MB at 10,000 units). Only for a base this program
  * rendered with these options and nobody edited (the caller's reuse_ok). Both lists are
- * sorted by path.
+ * sorted by path, so the clusters' prefixes come in order and one cursor walks the base's.
  */
 static void kustomizations_as_base(char (*id)[41], const struct rd_tree *tree,
                                    const struct rc_git_blob *old, size_t nold)
 {
     static const char name[] = "kustomization.yaml";
-    size_t j = 0;
+    size_t j = 0, i = 0;
 
     while (j < tree->nfiles) {
         const char *p = tree->files[j].path, *slash;
         char prefix[4096];
-        size_t plen, end, i, kust = (size_t)-1;
+        size_t plen, end, kust = (size_t)-1;
         int same;
 
         if (strncmp(p, "clusters/", 9) || !(slash = strchr(p + 9, '/')) ||
@@ -1590,7 +1576,8 @@ static void kustomizations_as_base(char (*id)[41], const struct rd_tree *tree,
             if (!strcmp(tree->files[end].path + plen, name))
                 kust = end;
         }
-        i = first_at_or_after(old, nold, prefix);
+        while (i < nold && strcmp(old[i].path, prefix) < 0)
+            i++;
         same = kust != (size_t)-1 && !tree->files[kust].keep && i + (end - j) <= nold &&
                (i + (end - j) == nold || strncmp(old[i + (end - j)].path, prefix, plen));
         for (size_t k = 0; same && k < end - j; k++)
@@ -2550,18 +2537,10 @@ const char *rc_pass_phase_name(int phase)
     return phase >= 0 && phase < RC_PHASE_COUNT ? names[phase] : "?";
 }
 
-static double mono_seconds(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Charge the time since *t to `phase`. */
 static void phase_end(struct rc_pass_result *out, int phase, double *t)
 {
-    double now = mono_seconds();
+    double now = rc_mono_seconds();
 
     out->phase_seconds[phase] += now - *t;
     *t = now;
@@ -2570,7 +2549,7 @@ static void phase_end(struct rc_pass_result *out, int phase, double *t)
 static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                      struct rc_arena *a, struct rc_err *err)
 {
-    double tp = mono_seconds(); /* phase_seconds, for metrics */
+    double tp = rc_mono_seconds(); /* phase_seconds, for metrics */
     struct compute *cp = rc_arena_calloc(a, 1, sizeof(*cp));
     struct rd_record prev;
     struct known_line prev_line = {"", NULL, 0, 0, {0, NULL, 0}};

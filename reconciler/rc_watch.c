@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "rc_buf.h"
+#include "rc_clock.h"
 #include "rc_hash.h"
 #include "rc_mem.h"
 
@@ -204,14 +205,6 @@ struct rc_watch_set {
     long timeout_s;
     long refused_s;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The refusal of name and kind (under the set's lock), or NULL. */
 static struct refusal *find_refusal(struct rc_watch_set *ws, const char *name,
@@ -411,7 +404,7 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind 
                     ws->refusals = r;
                 }
                 r->count++;
-                r->at = now_s();
+                r->at = rc_mono_seconds();
                 if (refused)
                     *refused = r->count;
             }
@@ -448,7 +441,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
     {
         /* refused not long ago: the caller lists again next pass, without a watch request */
         struct refusal *r = find_refusal(ws, name, kind);
-        if (r && now_s() < r->at + (double)ws->refused_s) {
+        if (r && rc_mono_seconds() < r->at + (double)ws->refused_s) {
             pthread_mutex_unlock(&ws->mu);
             rc_watch_table_free(t);
             return;
