@@ -100,6 +100,7 @@ enum opt_id {
     OPT_SOURCE,
     OPT_OUTPUT,
     OPT_LOCK_TIMEOUT,
+    OPT_GIT_TIMEOUT,
     OPT_METRICS_FILE,
     OPT_LISTEN,
     OPT_LOG_LEVEL,
@@ -129,6 +130,9 @@ static const struct opt_def opt_defs[] = {
     {OPT_TOKEN_FILE, "token-file", 0, "F",
      "HTTPS token for the git remote (or $RIGHTPLACE_GIT_TOKEN)"},
     {OPT_SSH_KEY, "ssh-key", 0, "F", "SSH private key for the git remote (default: ssh-agent)"},
+    {OPT_GIT_TIMEOUT, "git-timeout", 0, "DURATION",
+     "give up on a git remote that sends and takes nothing for DURATION\n"
+     "(default 2m)"},
     {OPT_KUBECONFIG, "kubeconfig", 0, "F",
      "a kubeconfig whose contexts Cluster objects may select (repeatable;\n"
      "default $RIGHTPLACE_KUBECONFIG; never $KUBECONFIG nor ~/.kube/config)"},
@@ -187,7 +191,7 @@ static const struct opt_def opt_defs[] = {
 #define OPTS_REPO                                                                                  \
     (OPT_BIT(OPT_REPO) | OPT_BIT(OPT_STATE_DIR) | OPT_BIT(OPT_SOURCE_BRANCH) |                     \
      OPT_BIT(OPT_DEPLOY_BRANCH) | OPT_BIT(OPT_TOKEN_FILE) | OPT_BIT(OPT_SSH_KEY) |                 \
-     OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
+     OPT_BIT(OPT_GIT_TIMEOUT) | OPT_BIT(OPT_KUBECONFIG) | OPT_BIT(OPT_KUBECONFIG_DIR))
 #define OPTS_RENDER                                                                                \
     (OPT_BIT(OPT_PATH) | OPT_BIT(OPT_LUNA) | OPT_BIT(OPT_NO_LUNA) | OPT_BIT(OPT_MODE))
 #define OPTS_LOG (OPT_BIT(OPT_LOG_LEVEL) | OPT_BIT(OPT_LOG_JSON) | OPT_BIT(OPT_HELP))
@@ -663,6 +667,18 @@ static int set_opt(struct cli *c, const struct opt_def *o, const char *v)
             return -1;
         }
         break;
+    case OPT_GIT_TIMEOUT: {
+        long s;
+        if (parse_duration(&s, v, 0) < 0) {
+            fprintf(stderr,
+                    "rightplace: invalid --git-timeout '%s': give a duration with a unit s, m "
+                    "or h (30s, 5m, 1h)\n",
+                    v);
+            return -1;
+        }
+        rc_git_set_timeout(s);
+        break;
+    }
     case OPT_NO_APPLY:
         c->pass.apply = 0;
         break;

@@ -571,6 +571,9 @@ int rc_git_global_init(struct rc_err *err)
 {
     if (git_libgit2_init() < 0)
         return fail(err, RC_ERROR, "cannot initialize libgit2");
+    /* connections that give up when the remote goes silent (rc_git_net.c) */
+    if (rc_git_net_register() < 0)
+        return fail(err, RC_ERROR, "cannot register the git connection stream");
     /* libgit2 caches trees and commits of at most 4 KB; a directory of a few hundred
      * manifests is larger, and a pass reads the source's trees several times (listing, the
      * no-op check, the source diff), each time inflated and hash-checked again */
@@ -881,15 +884,23 @@ static int is_ssh_url(const char *url)
     return rc_git_is_url(url) && !strstr(url, "://"); /* scp-like: user@host:path */
 }
 
-/* After a failed fetch or push: what the error needs said beside libgit2's words. An ssh
- * remote whose host key libgit2 refused ("invalid or unknown remote ssh hostkey"): where the
- * key must be, as libgit2 1.5.1 and later check it against $HOME/.ssh/known_hosts and refuse a
- * host not found there (docs/security.md). Empty otherwise. */
+/* After a failed fetch or push: what the error needs said beside libgit2's words.
+ * - A connection that failed under libgit2's TLS stream, which words it as its own "SSL
+ *   error": the connection's own failure (a remote gone silent, rc_git_net.c).
+ * - An ssh remote whose host key libgit2 refused ("invalid or unknown remote ssh hostkey"):
+ *   where the key must be, as libgit2 1.5.1 and later check it against
+ *   $HOME/.ssh/known_hosts and refuse a host not found there (docs/security.md).
+ * Empty otherwise. */
 static void remote_hint(char *out, size_t cap, const struct rc_git *g, int e)
 {
-    const char *home = getenv("HOME");
+    const char *home = getenv("HOME"), *net = rc_git_net_failure();
+    const git_error *ge = git_error_last();
 
     out[0] = '\0';
+    if (*net && !(ge && ge->message && strstr(ge->message, net))) {
+        snprintf(out, cap, "; %s", net);
+        return;
+    }
     if (e != GIT_ECERTIFICATE || !g->url || !is_ssh_url(g->url))
         return;
     snprintf(out, cap, "; the host's key must be in '%s/.ssh/known_hosts' (ssh-keyscan prints it)",
@@ -913,6 +924,7 @@ static int do_fetch(struct rc_git *g, struct rc_err *err)
 
     if ((error = remote_new(&remote, g, err)) < 0)
         goto done;
+    rc_git_net_forget();
     if ((e = git_remote_fetch(remote, &specs, &fo, "rightplace: fetch")) < 0) {
         char hint[RC_ERR_MSG_MAX];
         remote_hint(hint, sizeof(hint), g, e);
@@ -977,6 +989,7 @@ static int push_smart(struct rc_git *g, const char *const *refs, size_t nrefs, i
     }
     if ((error = remote_new(&remote, g, err)) < 0)
         goto done;
+    rc_git_net_forget();
     e = git_remote_push(remote, &specs, &po);
     if (st.lease_broken) {
         error = rc_err_set(err, RC_ECONFLICT,

@@ -39,6 +39,18 @@
 int rc_git_global_init(struct rc_err *err);
 void rc_git_global_shutdown(void);
 
+/* How long a connection to a git remote may stay silent (nothing could be sent or received,
+ * or a connect not answered) before the fetch or push gives up with an error that says so
+ * (rc_git_net.c; ssh remotes only where the peer is gone). seconds <= 0: the default. */
+#define RC_GIT_TIMEOUT_DEFAULT_S 120
+void rc_git_set_timeout(long seconds);
+long rc_git_timeout(void);
+/* Make libgit2 open its TCP connections with rc_git_net.c's stream (rc_git_global_init does).
+ * The last failure of such a connection on this thread ("" when none since forget). */
+int rc_git_net_register(void);
+void rc_git_net_forget(void);
+const char *rc_git_net_failure(void);
+
 /* What libgit2's object cache may hold, across every repository of the process (in its own
  * accounting: the objects' sizes). The cache keeps the trees and commits a pass reads, and a
  * long-running loop reads new ones every pass that it never reads again: under libgit2's

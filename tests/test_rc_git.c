@@ -2232,6 +2232,94 @@ static void *auth_server_run(void *arg)
     }
 }
 
+/* A listening socket on 127.0.0.1 that never accepts (*port set): the kernel completes up to
+ * backlog + 1 connections and leaves them unanswered; past that it drops new SYNs, so a
+ * connect waits. */
+static int listen_silent(int *port, int backlog)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, backlog), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* Open (and so fetch) url into a state directory of its own: the error, which must be one. */
+static void fetch_fails(const char *url, const char *want)
+{
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    char *state_dir = th_tmpdir("silent");
+    int rc;
+
+    o.state_dir = state_dir;
+    rc = rc_git_open(&g, url, &o, &err);
+    if (rc == RC_OK)
+        rc = rc_git_fetch(g, &err);
+    print_message("%s: %s\n", url, err.msg);
+    assert_int_equal(rc, RC_ERROR);
+    assert_non_null(strstr(err.msg, want));
+    assert_non_null(strstr(err.msg, "(--git-timeout)"));
+    rc_git_free(g);
+    th_rm_rf(state_dir);
+    free(state_dir);
+}
+
+/* A remote that takes the connection and then says nothing (a hung server, a proxy that lost
+ * its upstream): the fetch gives up after the timeout and says why. libgit2's own socket
+ * waited for ever, and with it the pass and the loop. The alarm turns a hang into a failure. */
+static void test_rc_git__silent_remote_times_out(void **state)
+{
+    int port, fd = listen_silent(&port, 16);
+    char url[128];
+
+    (void)state;
+    rc_git_set_timeout(1);
+    alarm(120);
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    fetch_fails(url, "127.0.0.1 sent nothing for 1 s");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/r.git", port);
+    fetch_fails(url, "127.0.0.1 sent nothing for 1 s");
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/r.git", port);
+    fetch_fails(url, "127.0.0.1 sent nothing for 1 s"); /* the TLS stream reads through ours */
+    alarm(0);
+    rc_git_set_timeout(0);
+    assert_int_equal(rc_git_timeout(), RC_GIT_TIMEOUT_DEFAULT_S);
+    close(fd);
+}
+
+/* A remote whose host does not answer the connection: the connect gives up after the
+ * timeout. A listener whose queue is full drops the SYNs, as a firewall does. */
+static void test_rc_git__unanswered_connect_times_out(void **state)
+{
+    int port, fd = listen_silent(&port, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {0};
+    char url[128];
+
+    (void)state;
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0); /* fills the queue */
+    rc_git_set_timeout(1);
+    alarm(120);
+    snprintf(url, sizeof(url), "git://127.0.0.1:%d/r.git", port);
+    fetch_fails(url, "failed to connect to 127.0.0.1 port ");
+    fetch_fails(url, "no answer in 1 s");
+    alarm(0);
+    rc_git_set_timeout(0);
+    close(c);
+    close(fd);
+}
+
 static void test_rc_git__credentials_tried_once_and_never_shown(void **state)
 {
     struct fx *f = *state;
@@ -2413,6 +2501,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rc_git__push_declined_by_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__two_writers_race_over_git_daemon, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__silent_remote_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__unanswered_connect_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
                                         teardown),
     };

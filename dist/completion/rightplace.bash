@@ -13,7 +13,7 @@ _rightplace()
     local opts="--repo --source-branch --deploy-branch --state-dir --path --once --interval
         --no-apply --resync --apply-concurrency --force --max-source-mib --no-parse-cache --replace-unreachable-after --propose --committer-name --committer-email
         --source --luna-label --no-luna-label --mode --token-file --kubeconfig --kubeconfig-dir
-        --ssh-key --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
+        --ssh-key --git-timeout --output --lock-timeout --metrics-file --listen --log-level --log-json --help --version"
 
     case $prev in
     --repo|--state-dir|--path|--token-file|--ssh-key|--kubeconfig|--kubeconfig-dir|--metrics-file)
@@ -29,7 +29,7 @@ _rightplace()
     --mode)
         COMPREPLY=($(compgen -W "push pull" -- "$cur"))
         return ;;
-    --interval|--lock-timeout|--replace-unreachable-after|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
+    --interval|--lock-timeout|--git-timeout|--replace-unreachable-after|--listen|--propose|--committer-name|--committer-email|--source-branch|--deploy-branch|--source|--luna-label)
         return ;;
     esac
     local i have_cmd=
