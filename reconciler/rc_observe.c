@@ -571,6 +571,7 @@ struct fetch {
     int watched[RC_WATCH_NKINDS];    /* the pods, the nodes came from the cluster's watcher */
     char why[RC_WATCH_NKINDS][256];  /* a watcher that ended, and why ("": none) */
     size_t refused[RC_WATCH_NKINDS]; /* it ended refused (403): the how manyth time; 0: not */
+    int no_thread[RC_WATCH_NKINDS];  /* no thread could be started to watch it: the error */
 };
 
 static int collect_node(void *payload, const cJSON *item, struct rc_err *err)
@@ -657,8 +658,8 @@ static int fetch_watched(struct fetch *f, struct rc_kube *k, enum rc_watch_kind 
         return error;
     }
     rc_watch_table_each(tf.t, wd->take, &f->seen);
-    rc_watch_start(ws, f->conn->name, kind, ident, f->conn, f->ko, wd->path, rv, tf.t, f->seen.res,
-                   wd->reduce);
+    f->no_thread[kind] = rc_watch_start(ws, f->conn->name, kind, ident, f->conn, f->ko, wd->path,
+                                        rv, tf.t, f->seen.res, wd->reduce);
     return RC_OK;
 }
 
@@ -886,6 +887,15 @@ int rc_observe_fleet_report(struct pl_cluster **out, size_t *n, struct rd_source
                     rc_log_kv(log, RC_LOG_INFO, lf, 1,
                               "cluster '%s': its %s watch ended (%s); %ss listed again", c->name,
                               what, fe->why[kind], what);
+                /* a tasks or pids limit (systemd's TasksMax, a container's pids limit): a
+                 * watch is one thread; said once until a watcher starts again */
+                if (fe->no_thread[kind])
+                    rc_log_kv(log, rc_watch_say_no_thread(ko->watches) ? RC_LOG_WARN : RC_LOG_DEBUG,
+                              lf, 1,
+                              "cluster '%s': cannot start a thread to watch its %ss (%s); they "
+                              "are listed every pass instead: a loop holds two threads per live "
+                              "cluster, raise the tasks or pids limit it runs under",
+                              c->name, what, strerror(fe->no_thread[kind]));
             }
             rc_log_debug(log, "cluster '%s': %zu nodes, %zu units present%s", c->name, c->nnodes,
                          c->npresent,

@@ -204,6 +204,7 @@ struct rc_watch_set {
     atomic_size_t events[RC_WATCH_NKINDS];
     long timeout_s;
     long refused_s;
+    int no_thread_said; /* rc_watch_say_no_thread said it; cleared when a watcher starts */
 };
 
 /* The refusal of name and kind (under the set's lock), or NULL. */
@@ -422,20 +423,32 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind 
     return taken;
 }
 
-void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
-                    uint64_t ident, const struct rd_cluster_conn *conn,
-                    const struct rc_kube_options *ko, const char *path, const char *rv,
-                    struct rc_watch_table *t, const struct pl_resnames *res,
-                    rc_watch_reduce_fn reduce)
+int rc_watch_say_no_thread(struct rc_watch_set *ws)
+{
+    int say;
+
+    pthread_mutex_lock(&ws->mu);
+    say = !ws->no_thread_said;
+    ws->no_thread_said = 1;
+    pthread_mutex_unlock(&ws->mu);
+    return say;
+}
+
+int rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                   uint64_t ident, const struct rd_cluster_conn *conn,
+                   const struct rc_kube_options *ko, const char *path, const char *rv,
+                   struct rc_watch_table *t, const struct pl_resnames *res,
+                   rc_watch_reduce_fn reduce)
 {
     struct rc_kube_options wko = *ko;
     struct watcher *w, *old;
     struct rc_err err = RC_ERR_INIT;
+    int e;
 
     if (!rv || !rv[0] || strlen(rv) >= sizeof(w->rv) || res->n > PL_RES_MAX ||
         (unsigned)kind >= RC_WATCH_NKINDS) {
         rc_watch_table_free(t);
-        return;
+        return 0;
     }
     pthread_mutex_lock(&ws->mu);
     {
@@ -444,7 +457,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
         if (r && rc_mono_seconds() < r->at + (double)ws->refused_s) {
             pthread_mutex_unlock(&ws->mu);
             rc_watch_table_free(t);
-            return;
+            return 0;
         }
     }
     pthread_mutex_unlock(&ws->mu);
@@ -458,7 +471,7 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
     if (rc_kube_open_conn(&w->k, conn, &wko, &err) < 0) {
         rc_watch_table_free(t);
         free(w);
-        return;
+        return 0;
     }
     w->name = rc_xstrdup(name);
     w->kind = kind;
@@ -475,17 +488,19 @@ void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kin
     w->timeout_s = ws->timeout_s;
     pthread_mutex_unlock(&ws->mu);
     pthread_mutex_init(&w->mu, NULL);
-    if (pthread_create(&w->thread, NULL, run_watch, w) != 0) {
+    if ((e = pthread_create(&w->thread, NULL, run_watch, w)) != 0) {
         watcher_release(w);
-        return;
+        return e;
     }
     pthread_mutex_lock(&ws->mu);
     old = unlink_named(ws, name, kind);
     w->next = ws->list;
     ws->list = w;
+    ws->no_thread_said = 0;
     pthread_mutex_unlock(&ws->mu);
     if (old)
         watcher_free(old);
+    return 0;
 }
 
 void rc_watch_keep_only(struct rc_watch_set *ws, const char *const *names, size_t n)

@@ -95,6 +95,10 @@ uint64_t rc_watch_ident(const struct rd_cluster_conn *conn, const char *server,
  * rc_watch_refusals, and sets *refused (may be NULL; else 0) to that count: the how manyth
  * refusal this is. Any thread.
  */
+/* After rc_watch_start found no thread: 1 when that is to be said (a warning), the first time
+ * since the process started or a watcher last started; 0 after. */
+int rc_watch_say_no_thread(struct rc_watch_set *ws);
+
 int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
                   uint64_t ident, rc_watch_each_fn fn, void *payload, char *why, size_t whylen,
                   size_t *refused);
@@ -103,14 +107,15 @@ int rc_watch_take(struct rc_watch_set *ws, const char *name, enum rc_watch_kind 
  * Start a watcher of kind `kind` of cluster `name` (replacing any): it takes t, what a list
  * at resourceVersion rv found under `path` (a collection path with its query), and watches
  * `path` from rv with its own client, opened now from conn and ko. res is copied. Failing to
- * start (no resourceVersion, a client that cannot be opened, no thread) is silent: the next
- * pass lists. Any thread.
+ * start leaves the next pass to list. Returns 0, or the error of pthread_create when no thread
+ * could be started for it (a pids or tasks limit: rc_watch_say_no_thread); other failures (no
+ * resourceVersion, a client that cannot be opened) are 0 and silent. Any thread.
  */
-void rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
-                    uint64_t ident, const struct rd_cluster_conn *conn,
-                    const struct rc_kube_options *ko, const char *path, const char *rv,
-                    struct rc_watch_table *t, const struct pl_resnames *res,
-                    rc_watch_reduce_fn reduce);
+int rc_watch_start(struct rc_watch_set *ws, const char *name, enum rc_watch_kind kind,
+                   uint64_t ident, const struct rd_cluster_conn *conn,
+                   const struct rc_kube_options *ko, const char *path, const char *rv,
+                   struct rc_watch_table *t, const struct pl_resnames *res,
+                   rc_watch_reduce_fn reduce);
 
 /* How many times the server refused cluster `name`'s watch of `kind` since the set was made
  * (a caller warns at the first and says it at info level after). */

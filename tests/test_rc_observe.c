@@ -9,6 +9,7 @@
 #include "th_rp.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -1193,6 +1194,62 @@ static void test_rc_observe__watch_refused_backs_off(void **state)
     loop_obs_release(&o);
 }
 
+/* A loop whose tasks limit leaves no thread for a watch (systemd's TasksMax, a container's pids
+ * limit): the cluster is listed every pass, as without watches, and the first pass says so once
+ * with what to raise; once threads can be started again the watches start, and a later
+ * shortage is said again. No thread is made here by asking for stacks larger than the address
+ * space. Before, the shortage was silent. */
+static void test_rc_observe__watch_without_a_thread_says_so(void **state)
+{
+    struct fixture *f = *state;
+    struct loop_obs o;
+    pthread_attr_t saved, huge;
+
+    assert_int_equal(pthread_getattr_default_np(&saved), 0);
+    assert_int_equal(pthread_attr_init(&huge), 0);
+    assert_int_equal(pthread_attr_setstacksize(&huge, (size_t)1 << 48), 0);
+    loop_obs_init(&o, f, 0);
+    assert_int_equal(pthread_setattr_default_np(&huge), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        th_kube_clear_requests(&f->live);
+        loop_pass(&o);
+        assert_int_equal(o.fleet[1].reachable, 1);
+        assert_int_equal(o.fleet[1].nnodes, 3); /* listed */
+        assert_int_equal(o.rep.nwatched, 0);
+        assert_int_equal(o.rep.nwatched_nodes, 0);
+        wait_running(o.ws, RC_WATCH_PODS, 0);
+        wait_running(o.ws, RC_WATCH_NODES, 0);
+        assert_int_equal(watch_requests(&f->live, "/api/v1/nodes"), 0);
+    }
+    assert_int_equal(pthread_setattr_default_np(&saved), 0);
+    fflush(f->logf);
+    assert_int_equal(th_count(f->logbuf, "warning: cluster 'live': cannot start a thread to watch"),
+                     1);
+    assert_non_null(strstr(f->logbuf, "cluster 'live': cannot start a thread to watch its pods ("));
+    assert_non_null(strstr(f->logbuf, "raise the tasks or pids limit"));
+
+    /* threads again: the watches start and hold */
+    loop_pass(&o);
+    wait_running(o.ws, RC_WATCH_PODS, 1);
+    wait_running(o.ws, RC_WATCH_NODES, 1);
+    loop_pass(&o);
+    assert_int_equal(o.rep.nwatched, 1);
+    assert_int_equal(o.rep.nwatched_nodes, 1);
+
+    /* short again: said again, once */
+    rc_watch_keep_only(o.ws, NULL, 0);
+    assert_int_equal(pthread_setattr_default_np(&huge), 0);
+    loop_pass(&o);
+    loop_pass(&o);
+    assert_int_equal(pthread_setattr_default_np(&saved), 0);
+    fflush(f->logf);
+    assert_int_equal(th_count(f->logbuf, "warning: cluster 'live': cannot start a thread to watch"),
+                     2);
+    pthread_attr_destroy(&huge);
+    pthread_attr_destroy(&saved);
+    loop_obs_release(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1211,6 +1268,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_refused_backs_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_observe__watch_without_a_thread_says_so, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_observe__watch_follows_the_pods, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
