@@ -152,6 +152,12 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
 #define RD_RECORD_CHOSEN_VERDICTS 3
 #define RD_RECORD_PASSED_VERDICTS 3
 
+/* Likewise the record lists at most RD_RECORD_WARNINGS warnings (the engine's first, then the
+ * load's) and says how many it leaves out (warningsOmitted): a fleet whose every file warns
+ * (10,000 copies of one manifest with a duplicate key) made a header of 1.1 MB, written, hashed
+ * and stored again by every commit that changed a shard. `rightplace plan` lists them all. */
+#define RD_RECORD_WARNINGS 100
+
 struct rd_verdict_tally {
     size_t omitted;  /* verdicts the entry does not list; 0: the list is complete */
     size_t count[4]; /* every verdict of the decision by kind (enum pl_verdict_kind) */
@@ -308,7 +314,8 @@ void rd_record_memo_keep_bytes(struct rd_record_memo *m, int keep);
  * (rd_record_emit_unless_same) as the memo that wrote it would; when the record must be
  * written, its entries are written again. */
 void rd_record_memo_export(const struct rd_record_memo *m, struct rc_buf *out);
-/* The digests of the warnings and file errors the last record written with m listed, sorted
+/* The digests of the warnings and file errors the last record written with m reported (listed,
+ * or counted in warningsOmitted), sorted
  * (*n of them, in a): what an earlier pass has reported already, of this process or, for a
  * memo read back from the record cache file (rd_record_memo_import), of the process that
  * wrote it. */

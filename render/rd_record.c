@@ -1189,11 +1189,12 @@ int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
 }
 
 /* The warnings, each copied from the memo when the last record had the same text: where it
- * had it (the usual case), else found by text. */
+ * had it (the usual case), else found by text. At most RD_RECORD_WARNINGS, then how many were
+ * left out. */
 static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,
                           size_t nb, struct rd_record_memo *m, struct rc_err *err)
 {
-    size_t n = na + nb;
+    size_t all = na + nb, n = all < RD_RECORD_WARNINGS ? all : RD_RECORD_WARNINGS;
     struct memo_warning *next = NULL;
     struct warning_index index = {0, NULL};
     struct rc_buf one = RC_BUF_INIT;
@@ -1243,6 +1244,11 @@ static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, c
     }
     rc_buf_release(&one);
     free(index.slot);
+    if (!error && all > n) {
+        char line[64];
+        int len = snprintf(line, sizeof(line), "warningsOmitted: %zu\n", all - n);
+        rc_buf_add(out, line, (size_t)len, NULL);
+    }
     if (!m)
         return error;
     if (error) {

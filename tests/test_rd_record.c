@@ -842,6 +842,78 @@ static void test_rd_record__items_budget_is_per_item(void **state)
 #define WIDE_COPIES 1050000
 #define WIDE_SHARES 200000
 #define MANY_ERRORS 250000
+/* The record lists RD_RECORD_WARNINGS warnings and counts the rest: a fleet whose every file
+ * warns (10,000 copies of skyray's manifest and its duplicate key) made a header of 1.1 MB,
+ * written again by every commit that changed a shard. The memo copies the listed ones as
+ * before, and the record reads back. */
+static void test_rd_record__warnings_listed_are_bounded(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_buf one = RC_BUF_INIT, two = RC_BUF_INIT, more = RC_BUF_INIT;
+    struct rd_render_options opts = RD_RENDER_OPTIONS_INIT;
+    struct rd_record_memo *memo = NULL;
+    struct rd_record_stats st;
+    struct pl_result res;
+    struct rd_record rec;
+    size_t n = 10000;
+    const char **warn = rc_arena_calloc(&a, n, sizeof(*warn));
+    char want[64];
+
+    (void)state;
+    make_result(&res, 4, 10, &a);
+    for (size_t i = 0; i < n; i++)
+        warn[i] = rc_arena_printf(&a,
+                                  "jobs/job-%05zu.yaml:12:3: duplicate key 'env' (the last "
+                                  "one is used, as kubectl does)",
+                                  i);
+    opts.warnings = warn;
+    opts.nwarnings = 250;
+    assert_int_equal(rd_record_emit(&one, &res, &opts, &err), 0);
+    assert_int_equal(th_count(one.ptr, "duplicate key"), RD_RECORD_WARNINGS);
+    snprintf(want, sizeof(want), "job-%05d.yaml:12:3", RD_RECORD_WARNINGS - 1);
+    th_assert_contains(one.ptr, want);
+    snprintf(want, sizeof(want), "job-%05d.yaml:12:3", RD_RECORD_WARNINGS);
+    assert_null(strstr(one.ptr, want));
+    snprintf(want, sizeof(want), "\nwarningsOmitted: %d\n", 250 - RD_RECORD_WARNINGS);
+    th_assert_contains(one.ptr, want);
+    if (rd_record_parse(&rec, one.ptr, one.len, &a, &err) < 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rec.nunits, 4);
+
+    /* 10,000: the same size but for the count */
+    opts.nwarnings = n;
+    assert_int_equal(rd_record_emit(&more, &res, &opts, &err), 0);
+    assert_int_equal(more.len, one.len + 1); /* "150" -> "9900" */
+
+    /* with a memo: the listed ones written once, then copied; the same bytes as without */
+    rd_record_memo_new(&memo);
+    opts.record_memo = memo;
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.warnings_written, RD_RECORD_WARNINGS);
+    rc_buf_reset(&two);
+    assert_int_equal(rd_record_emit(&two, &res, &opts, &err), 0);
+    st = rd_record_memo_stats(memo);
+    assert_int_equal(st.warnings_written, 0);
+    assert_int_equal(st.warnings_kept, RD_RECORD_WARNINGS);
+    assert_int_equal(two.len, more.len);
+    assert_memory_equal(two.ptr, more.ptr, more.len);
+    /* what was reported is every warning, listed or not (the log's "as reported") */
+    {
+        size_t nd = 0;
+        uint64_t *d = rd_record_memo_reported_digests(memo, &nd, &a);
+        assert_int_equal(nd, n);
+        assert_true(rd_record_warning_listed(d, nd, warn[n - 1]));
+    }
+
+    rd_record_memo_free(memo);
+    rc_buf_release(&one);
+    rc_buf_release(&two);
+    rc_buf_release(&more);
+    rc_arena_release(&a);
+}
+
 #define MANY_WARNINGS 1050000
 
 /* Each list of a record that grows with the source or the fleet, past what one item or the
@@ -1925,6 +1997,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__threads_write_the_same_bytes),
         cmocka_unit_test(test_rd_record__capacity_bench_scale_reads_back),
         cmocka_unit_test(test_rd_record__items_budget_is_per_item),
+        cmocka_unit_test(test_rd_record__warnings_listed_are_bounded),
         cmocka_unit_test(test_rd_record__entries_past_the_node_limit_read_back),
         cmocka_unit_test(test_rd_record__capacity_cluster_past_the_node_limit_reads_back),
         cmocka_unit_test(test_rd_record__lists_budget_is_per_element),
