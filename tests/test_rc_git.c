@@ -2320,6 +2320,47 @@ static void test_rc_git__unanswered_connect_times_out(void **state)
     close(fd);
 }
 
+/* A push whose pre-receive hook runs for 4 s, twice the timeout: the timeout is silence, not
+ * duration, so with git's keepalives (receive.keepAlive, 5 s by default, 1 s here) the push
+ * goes through, and with none the pass gives up and says why. */
+static void slow_hook_case(struct fx *f, const char *url, const char *remote)
+{
+    struct rc_err err = RC_ERR_INIT;
+    char hook[2048], c[41];
+    struct rc_git *g;
+    char *out;
+    FILE *h;
+
+    snprintf(hook, sizeof(hook), "%s/hooks/pre-receive", remote);
+    h = fopen(hook, "w");
+    assert_non_null(h);
+    fputs("#!/bin/sh\nsleep 4\n", h);
+    fclose(h);
+    assert_int_equal(chmod(hook, 0755), 0);
+    free(th_git_ok(remote, "config", "receive.keepAlive", "1", NULL));
+    rc_git_set_timeout(2);
+    alarm(120);
+    g = open_ok(url, f->state);
+    assert_int_equal(rc_git_resolve(c, g, "refs/heads/main", &err), RC_OK);
+    if (rc_git_force_ref(g, "refs/heads/slow", c, NULL, "test", &err) != RC_OK)
+        fail_msg("%s", err.msg);
+    out = th_git_ok(remote, "rev-parse", "refs/heads/slow", NULL);
+    assert_string_equal(out, c);
+    free(out);
+
+    free(th_git_ok(remote, "config", "receive.keepAlive", "0", NULL));
+    assert_int_equal(rc_git_force_ref(g, "refs/heads/silent", c, NULL, "test", &err), RC_ERROR);
+    assert_non_null(strstr(err.msg, "127.0.0.1 sent nothing for 2 s (--git-timeout)"));
+    alarm(0);
+    rc_git_set_timeout(0);
+    rc_git_free(g);
+}
+
+static void test_rc_git__slow_hook_is_not_a_silent_remote(void **state)
+{
+    over_git_daemon(*state, slow_hook_case);
+}
+
 static void test_rc_git__credentials_tried_once_and_never_shown(void **state)
 {
     struct fx *f = *state;
@@ -2503,6 +2544,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__silent_remote_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__unanswered_connect_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__slow_hook_is_not_a_silent_remote, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
                                         teardown),
     };
