@@ -8,8 +8,8 @@
  * socket stream is replaceable (git_stream_register, GIT_STREAM_STANDARD): every transport
  * asks the registry for its TCP connection, and its TLS stream wraps the one it gets. Ours
  * connects, reads and writes with poll(2) and gives up after rc_git_set_timeout's seconds in
- * which nothing could be sent or received, with an error that says so; the pass fails (exit
- * 1) and the next one tries again.
+ * which nothing could be sent or received, with an error that says so; the pass fails as on
+ * any git error (exit 4) and the next one tries again.
  *
  * ssh is the exception: libgit2's ssh transport hands the socket itself to libssh2 (it reads
  * the descriptor out of libgit2's own git_socket_stream, whose layout struct net_stream

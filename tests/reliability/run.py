@@ -8,6 +8,9 @@ git CLI, and prints the figures docs/reliability.md reports:
            pass; the deploy tree must equal a clean run's on a fresh copy and `git fsck` be clean.
   crash-url  the same over --repo file://... (fetch, commit, push, the mirror's upkeep); also
            nothing of the killed pass may be left in the state directory or its mirror.
+  stall    the same over git:// with the remote stopping after k bytes of a pass's fetch and
+           push (a proxy that forwards k bytes, then nothing, and keeps the connection open):
+           the pass must end with --git-timeout's error; the pass after it as in crash-url.
   race     3 reconcilers race on one repository for R rounds, with source commits before and
            during each round; every commit's objects must reach deploy, history stay linear.
   hostile  each file of tests/data/bad and generated hostile files pushed beside the example:
@@ -20,7 +23,7 @@ git CLI, and prints the figures docs/reliability.md reports:
   fuzz     each libFuzzer target of build-fuzz/ for S seconds: executions and findings.
 
 usage: tests/reliability/run.py [--crash N] [--rounds R] [--fuzz-seconds S]
-                                [--only crash,crash-url,race,hostile,disk-full,fuzz]
+                                [--only crash,crash-url,stall,race,hostile,disk-full,fuzz]
 RP_RELIABILITY_BIN: another build of rightplace to try (default build/rightplace).
 """
 import argparse
@@ -440,6 +443,185 @@ def crash_url(work, n):
     return res, failures, round(pass_ms)
 
 
+# ---- a git remote that stops answering -----------------------------------------------------
+class StallProxy:
+    """A TCP proxy on 127.0.0.1 in front of `port` that forwards, over all its connections,
+    `cut` bytes (both ways together; None: all) and then nothing more, keeping the connections
+    open: a remote that stops answering at that point of the conversation. Counts the bytes."""
+
+    def __init__(self, port):
+        import socket
+        import threading
+        self.socket, self.threading = socket, threading
+        self.target = port
+        self.cut = None
+        self.moved = 0
+        self.lock = threading.Lock()
+        self.conns = []
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def reset(self, cut):
+        with self.lock:
+            for c in self.conns:
+                try:  # wakes a pump blocked in recv, which close alone does not (Linux)
+                    c.shutdown(self.socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+            self.conns = []
+            self.cut, self.moved = cut, 0
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            u = self.socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                self.threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, a, b):
+        while True:
+            try:
+                data = a.recv(65536)
+            except OSError:
+                return
+            if not data:
+                try:
+                    b.shutdown(self.socket.SHUT_WR)
+                except OSError:
+                    pass
+                return
+            with self.lock:
+                room = len(data) if self.cut is None else max(0, self.cut - self.moved)
+                data = data[:room]
+                self.moved += len(data)
+            try:
+                if data:
+                    b.sendall(data)
+            except OSError:
+                return
+            if self.cut is not None and self.moved >= self.cut:
+                return  # stalled: neither forwards nor closes
+
+
+def stall(work, n):
+    """`reconcile --once --no-apply` over git:// (git daemon behind StallProxy) with
+    --git-timeout 1s, its remote stopping after k bytes of the pass's fetch and push, k spread
+    over a clean pass's bytes. Each stalled pass must end (exit 4, in seconds) saying the
+    timeout; the pass after it, with the remote answering, must give a clean run's deploy tree,
+    fsck clean, nothing left in the state directory, and a pass after that commit nothing."""
+    served = os.path.join(work, "s-served")
+    src = os.path.join(work, "s-src")
+    make_repo(src)
+    os.makedirs(served)
+    remote, snap = os.path.join(served, "r.git"), os.path.join(work, "s-snap.git")
+    state, snap_state = os.path.join(work, "s-state"), os.path.join(work, "s-state0")
+    git(work, "clone", "-q", "--bare", src, remote)
+    git(remote, "config", "daemon.receivepack", "true")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dport = s.getsockname()[1]
+    daemon = subprocess.Popen(["git", "daemon", "--listen=127.0.0.1", "--port=%d" % dport,
+                               "--base-path=" + served, "--export-all", "--reuseaddr",
+                               "--enable=receive-pack", served], env=ENV,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", dport)).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    proxy = StallProxy(dport)
+    url = "git://127.0.0.1:%d/r.git" % proxy.port
+    extra = ["--state-dir", state]
+    # a build before --git-timeout (RP_RELIABILITY_BIN) runs without it: its passes hang
+    if "--git-timeout" in subprocess.run([RP, "reconcile", "--help"], capture_output=True,
+                                         text=True).stdout:
+        extra += ["--git-timeout", "1s"]
+    st, _, err = run_pass(url, extra)  # the state directory's first clone
+    assert st == 0, err
+    commit_files(src, "cm", {"stall/cm.yaml": configmap("stall-cm")})
+    git(src, "push", "-q", remote, "main")
+    copy(remote, snap)
+    copy(state, snap_state)
+
+    def fresh():
+        for d in (remote, state):
+            shutil.rmtree(d, ignore_errors=True)
+        copy(snap, remote)
+        copy(snap_state, state)
+
+    fresh()
+    proxy.reset(None)
+    st, _, err = run_pass(url, extra)
+    assert st == 0, err
+    total, ref = proxy.moved, tree(remote)
+    res = {"bytes in a clean pass": total, "trials": 0, "stalled": 0, "passed before the cut": 0,
+           "longest stalled pass": "0 s", "hung": 0, "unclear error": 0, "recovery failed": 0,
+           "tree mismatch": 0, "fsck errors": 0, "left behind": 0, "commit on a quiet pass": 0}
+    failures, longest = [], 0.0
+    for i in range(n):
+        fresh()
+        cut = round(i / max(1, n - 1) * total * 1.05)
+        proxy.reset(cut)
+        what = "trial %d (stalled after %d of %d bytes)" % (i, cut, total)
+        t0 = time.monotonic()
+        p = start(url, extra)
+        guard = proxy.threading.Timer(60, p.kill)
+        guard.start()
+        st, err = finish(p)
+        guard.cancel()
+        took = time.monotonic() - t0
+        res["trials"] += 1
+        if st == -signal.SIGKILL:
+            res["hung"] += 1
+            failures.append("%s: still running after 60 s" % what)
+        elif st == 0:
+            res["passed before the cut"] += 1
+        else:
+            res["stalled"] += 1
+            longest = max(longest, took)
+            if st != 4 or "(--git-timeout)" not in err:
+                res["unclear error"] += 1
+                failures.append("%s: exit %d: %s" % (what, st, err.strip()[-300:]))
+        proxy.reset(None)
+        st, _, err = run_pass(url, extra)
+        if st != 0:
+            res["recovery failed"] += 1
+            failures.append("%s: pass after exited %d: %s" % (what, st, err.strip()[-300:]))
+        if tree(remote) != ref:
+            res["tree mismatch"] += 1
+            failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
+        for d in (remote, os.path.join(state, "repo.git")):
+            if not fsck_ok(d):
+                res["fsck errors"] += 1
+                failures.append("%s: git fsck %s" % (what, d))
+        left = leftovers(state)
+        if left:
+            res["left behind"] += 1
+            failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
+        head = git(remote, "rev-parse", "deploy").stdout
+        if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
+            res["commit on a quiet pass"] += 1
+            failures.append("%s: the pass after the clean pass committed" % what)
+    res["longest stalled pass"] = "%.1f s" % longest
+    daemon.terminate()
+    daemon.wait()
+    for d in (served, src, snap, state, snap_state):
+        shutil.rmtree(d, ignore_errors=True)
+    return res, failures
+
+
 # ---- races ---------------------------------------------------------------------------------
 def configmap(name):
     return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: development\n"
@@ -641,7 +823,7 @@ def main():
     ap.add_argument("--crash", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--fuzz-seconds", type=int, default=60)
-    ap.add_argument("--only", default="crash,crash-url,race,hostile,disk-full,fuzz")
+    ap.add_argument("--only", default="crash,crash-url,stall,race,hostile,disk-full,fuzz")
     a = ap.parse_args()
     only = a.only.split(",")
     work = tempfile.mkdtemp(prefix="rightplace-reliability.")
@@ -661,6 +843,11 @@ def main():
         res, failures, ms = crash_url(work, a.crash)
         bad += report("crash trials, URL mode (%.0f s; clean pass took %s ms)" % (
             time.monotonic() - t0, ms), res, failures)
+    if "stall" in only:
+        t0 = time.monotonic()
+        res, failures = stall(work, a.crash)
+        bad += report("a git remote that stops answering, --git-timeout 1s (%.0f s)" % (
+            time.monotonic() - t0), res, failures)
     if "race" in only:
         t0 = time.monotonic()
         res, failures = race(work, a.rounds)
