@@ -3038,6 +3038,9 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     /* and its record as the commit has it: one file, or that many shards (a commit made before
      * records were written in shards has one file whatever its size) */
     ro.render.record_shards = layout.shards;
+    /* and as many warnings as it lists: a commit made before the record's bound lists all */
+    if (!layout.warnings_omitted && layout.nwarnings > RD_RECORD_WARNINGS)
+        ro.render.record_warnings = SIZE_MAX;
     /* The source is loaded as a pass loads it (through a cache: a batch at a time on every
      * core, each batch's text dropped once parsed, and past the budget the heaviest files
      * refused, as the pass that made the commit refused them), but through a cache of its

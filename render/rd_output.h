@@ -79,11 +79,14 @@ struct rd_render_options {
     /* 0: the record's layout follows from its units (rd_record_shards_for); 1: one file; a
      * power of two: that many shards. Replay writes the layout of the commit it replays. */
     size_t record_shards;
+    /* 0: the record lists RD_RECORD_WARNINGS warnings at most; n > 0: n. Replay of a commit
+     * made before the bound lists as many as it did (SIZE_MAX: all). */
+    size_t record_warnings;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0     \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0, 0  \
     }
 
 struct rd_tree_file {
@@ -197,11 +200,14 @@ typedef int (*rd_record_blob_fn)(void *payload, const char *id, size_t max, cons
                                  size_t *len, struct rc_arena *a, struct rc_err *err);
 
 /* How a record read was laid out: shards 1 for one file, else the header's `shards` and the
- * shard files it lists (nfiles of them, in the arena). */
+ * shard files it lists (nfiles of them, in the arena); the warnings it lists, and whether it
+ * says how many it left out (warningsOmitted: a record of this version's bound). */
 struct rd_record_layout {
     size_t shards;
     size_t nfiles;
     struct rd_record_shard *files;
+    size_t nwarnings;
+    int warnings_omitted;
 };
 
 /*

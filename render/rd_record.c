@@ -1192,9 +1192,9 @@ int rd_record_warning_listed(const uint64_t *digests, size_t n, const char *w)
  * had it (the usual case), else found by text. At most RD_RECORD_WARNINGS, then how many were
  * left out. */
 static int write_warnings(struct rc_buf *out, const char *const *a, size_t na, const char *const *b,
-                          size_t nb, struct rd_record_memo *m, struct rc_err *err)
+                          size_t nb, size_t most, struct rd_record_memo *m, struct rc_err *err)
 {
-    size_t all = na + nb, n = all < RD_RECORD_WARNINGS ? all : RD_RECORD_WARNINGS;
+    size_t all = na + nb, n = all < most ? all : most;
     struct memo_warning *next = NULL;
     struct warning_index index = {0, NULL};
     struct rc_buf one = RC_BUF_INIT;
@@ -1352,9 +1352,10 @@ static int record_emit(struct rc_buf *out, struct rd_record_files *files, struct
             }
         }
         if (!error && !*skipped)
-            error =
-                write_warnings(out, (const char *const *)res->warnings, res->nwarnings,
-                               opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0, m, err);
+            error = write_warnings(
+                out, (const char *const *)res->warnings, res->nwarnings,
+                opts ? opts->warnings : NULL, opts ? opts->nwarnings : 0,
+                opts && opts->record_warnings ? opts->record_warnings : RD_RECORD_WARNINGS, m, err);
         if (!error && !*skipped && opts && opts->nfile_errors) {
             arr = cJSON_CreateArray();
             for (size_t i = 0; i < opts->nfile_errors; i++) {
@@ -1753,7 +1754,18 @@ struct units_in {
     struct rd_verdict_tally *tallies;
     size_t n, cap, tcap;
     struct rd_out_strs objects, clusters; /* of the entry being read */
+    size_t nwarnings;                     /* the warnings listed, read past */
 };
+
+static int count_warning(void *payload, const cJSON *item, const struct rd_docs *docs,
+                         struct rc_err *err)
+{
+    (void)item;
+    (void)docs;
+    (void)err;
+    ((struct units_in *)payload)->nwarnings++;
+    return 0;
+}
 
 static int each_unit(void *payload, const cJSON *item, const struct rd_docs *docs,
                      struct rc_err *err)
@@ -1786,9 +1798,10 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
     };
     struct rd_yaml_items items[] = {
         {"units", each_unit, in, lists, sizeof(lists) / sizeof(lists[0])},
-        /* one a broken source file or a warning: read past, one at a time */
+        /* one a broken source file or a warning: read past, one at a time (the warnings
+         * counted, for replay: rd_record_layout) */
         {"errors", NULL, NULL, NULL, 0},
-        {"warnings", NULL, NULL, NULL, 0},
+        {"warnings", count_warning, in, NULL, 0},
     };
     const char *s = NULL;
     int error;
@@ -2043,6 +2056,9 @@ int rd_record_read(struct rd_record *out, const char *text, size_t len, rd_recor
         layout->shards = sharded ? count : 1;
         layout->nfiles = nsv;
         layout->files = sv;
+        layout->nwarnings = in.nwarnings;
+        layout->warnings_omitted =
+            cJSON_GetObjectItemCaseSensitive(root, "warningsOmitted") != NULL;
     }
 done:
     free(in.units);

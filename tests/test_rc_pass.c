@@ -1098,6 +1098,71 @@ static void test_rc_pass__replay_after_a_hand_edited_list(void **state)
     fx_close(&f);
 }
 
+/* The record lists RD_RECORD_WARNINGS warnings and counts the rest; a commit made before that
+ * bound lists them all, and replays to itself: replay lists as many as the commit does. */
+static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_replay_result rr;
+    struct rc_err err = RC_ERR_INIT;
+    size_t n = RD_RECORD_WARNINGS + 20;
+    char *rec, *out;
+    (void)state;
+
+    fx_open(&f, NULL);
+    for (size_t i = 0; i < n; i++) {
+        char name[32], rel[64], *cm;
+        snprintf(name, sizeof(name), "w%03zu", i);
+        snprintf(rel, sizeof(rel), "warns/%s.yaml", name);
+        cm = dev_workload("v1", "ConfigMap", name, "data:\n  a: '1'\n  a: '2'\n");
+        th_write_file(f.repo, rel, cm, strlen(cm));
+        free(cm);
+    }
+    free(th_git_ok(f.repo, "add", "-A", NULL));
+    free(th_git_ok(f.repo, "commit", "-q", "-m", "duplicate keys", NULL));
+    o.apply = 0;
+    o.cache = f.cache;
+    o.render.record_warnings = SIZE_MAX; /* as a version before the bound wrote it */
+    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    assert_true(res.nwarnings >= n);
+    rec = th_git_show(f.repo, "deploy", "placements.yaml");
+    assert_true(th_count(rec, "duplicate key") >= (int)n);
+    assert_null(strstr(rec, "warningsOmitted"));
+    free(rec);
+    o.render.record_warnings = 0;
+    if (rc_replay(&rr, f.g, "refs/heads/deploy", &o, &f.a, &err) != RC_OK)
+        fail_msg("replay: %s", err.msg);
+    if (!rr.match)
+        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
+                 rr.nmismatch ? rr.mismatch[0].path : "");
+
+    /* this version's next commit: the bound, and that replays too */
+    free(th_git_commit_files(f.repo, "z", "c/z.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: z, namespace: "
+                             "development}\n",
+                             NULL));
+    fx_new_cache(&f);
+    o.cache = f.cache;
+    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    assert_int_equal(res.committed, 1);
+    rec = th_git_show(f.repo, "deploy", "placements.yaml");
+    assert_int_equal(th_count(rec, "duplicate key"), RD_RECORD_WARNINGS);
+    out = strstr(rec, "\nwarningsOmitted: ");
+    assert_non_null(out);
+    assert_int_equal(strtol(out + 18, NULL, 10), (long)res.nwarnings - RD_RECORD_WARNINGS);
+    free(rec);
+    if (rc_replay(&rr, f.g, "refs/heads/deploy", &o, &f.a, &err) != RC_OK)
+        fail_msg("replay: %s", err.msg);
+    if (!rr.match)
+        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
+                 rr.nmismatch ? rr.mismatch[0].path : "");
+    fx_close(&f);
+}
+
 /* Replay writes the record in the layout of the commit it replays: in shards when the commit
  * has them, whatever the size at which this build starts shards; in one file when the commit
  * has one file, as a version before shards wrote it for a fleet of any size. */
@@ -1237,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__kept_list_edited_by_hand_is_not_taken),
         cmocka_unit_test(test_rc_pass__replay_after_a_hand_edited_list),
         cmocka_unit_test(test_rc_pass__replay_writes_the_commits_layout),
+        cmocka_unit_test(test_rc_pass__replay_lists_the_commits_warnings),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_keeps_its_namespace),
