@@ -176,12 +176,12 @@ static int net_connect(git_stream *stream)
     return -1;
 }
 
-static ssize_t net_read(git_stream *stream, void *data, size_t len)
+/* recv (out 0) or send (out 1) on st, waiting for the socket at most the timeout each time it
+ * would block: what the call returned, or -1 with the error set. */
+static ssize_t transfer(struct net_stream *st, int out, void *data, size_t len, int flags)
 {
-    struct net_stream *st = (struct net_stream *)stream;
-
     for (;;) {
-        ssize_t n = recv(st->s, data, len, 0);
+        ssize_t n = out ? send(st->s, data, len, flags | MSG_NOSIGNAL) : recv(st->s, data, len, 0);
         int r;
 
         if (n >= 0)
@@ -190,40 +190,27 @@ static ssize_t net_read(git_stream *stream, void *data, size_t len)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             break;
-        if ((r = wait_for(st->s, POLLIN)) == 0) {
-            set_error("%s sent nothing for %ld s (--git-timeout)", st->host, timeout_s);
+        if ((r = wait_for(st->s, out ? POLLOUT : POLLIN)) == 0) {
+            set_error("%s %s nothing for %ld s (--git-timeout)", st->host, out ? "took" : "sent",
+                      timeout_s);
             return -1;
         }
         if (r < 0)
             break;
     }
-    set_error("error receiving data from %s: %s", st->host, strerror(errno));
+    set_error("error %s data %s %s: %s", out ? "sending" : "receiving", out ? "to" : "from",
+              st->host, strerror(errno));
     return -1;
+}
+
+static ssize_t net_read(git_stream *stream, void *data, size_t len)
+{
+    return transfer((struct net_stream *)stream, 0, data, len, 0);
 }
 
 static ssize_t net_write(git_stream *stream, const char *data, size_t len, int flags)
 {
-    struct net_stream *st = (struct net_stream *)stream;
-
-    for (;;) {
-        ssize_t n = send(st->s, data, len, flags | MSG_NOSIGNAL);
-        int r;
-
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            break;
-        if ((r = wait_for(st->s, POLLOUT)) == 0) {
-            set_error("%s took nothing for %ld s (--git-timeout)", st->host, timeout_s);
-            return -1;
-        }
-        if (r < 0)
-            break;
-    }
-    set_error("error sending data to %s: %s", st->host, strerror(errno));
-    return -1;
+    return transfer((struct net_stream *)stream, 1, (void *)data, len, flags);
 }
 
 static int net_close(git_stream *stream)

@@ -1098,6 +1098,24 @@ static void test_rc_pass__replay_after_a_hand_edited_list(void **state)
     fx_close(&f);
 }
 
+/* Replay writes the record in the layout of the commit it replays: in shards when the commit
+ * has them, whatever the size at which this build starts shards; in one file when the commit
+ * has one file, as a version before shards wrote it for a fleet of any size. */
+static void replay_matches(struct fx *f, size_t inline_max)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_replay_result rr;
+    struct rc_err err = RC_ERR_INIT;
+
+    o.apply = 0;
+    o.render.record_inline_max = inline_max;
+    if (rc_replay(&rr, f->g, "refs/heads/deploy", &o, &f->a, &err) != RC_OK)
+        fail_msg("replay: %s", err.msg);
+    if (!rr.match)
+        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
+                 rr.nmismatch ? rr.mismatch[0].path : "");
+}
+
 /* The record lists RD_RECORD_WARNINGS warnings and counts the rest; a commit made before that
  * bound lists them all, and replays to itself: replay lists as many as the commit does. */
 static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
@@ -1105,7 +1123,6 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
     struct fx f;
     struct rc_pass_result res;
     struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_replay_result rr;
     struct rc_err err = RC_ERR_INIT;
     size_t n = RD_RECORD_WARNINGS + 20;
     char *rec, *out;
@@ -1132,12 +1149,8 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
     assert_true(th_count(rec, "duplicate key") >= (int)n);
     assert_null(strstr(rec, "warningsOmitted"));
     free(rec);
+    replay_matches(&f, 0);
     o.render.record_warnings = 0;
-    if (rc_replay(&rr, f.g, "refs/heads/deploy", &o, &f.a, &err) != RC_OK)
-        fail_msg("replay: %s", err.msg);
-    if (!rr.match)
-        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
-                 rr.nmismatch ? rr.mismatch[0].path : "");
 
     /* this version's next commit: the bound, and that replays too */
     free(th_git_commit_files(f.repo, "z", "c/z.yaml",
@@ -1155,30 +1168,8 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
     assert_non_null(out);
     assert_int_equal(strtol(out + 18, NULL, 10), (long)res.nwarnings - RD_RECORD_WARNINGS);
     free(rec);
-    if (rc_replay(&rr, f.g, "refs/heads/deploy", &o, &f.a, &err) != RC_OK)
-        fail_msg("replay: %s", err.msg);
-    if (!rr.match)
-        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
-                 rr.nmismatch ? rr.mismatch[0].path : "");
+    replay_matches(&f, 0);
     fx_close(&f);
-}
-
-/* Replay writes the record in the layout of the commit it replays: in shards when the commit
- * has them, whatever the size at which this build starts shards; in one file when the commit
- * has one file, as a version before shards wrote it for a fleet of any size. */
-static void replay_matches(struct fx *f, size_t inline_max)
-{
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_replay_result rr;
-    struct rc_err err = RC_ERR_INIT;
-
-    o.apply = 0;
-    o.render.record_inline_max = inline_max;
-    if (rc_replay(&rr, f->g, "refs/heads/deploy", &o, &f->a, &err) != RC_OK)
-        fail_msg("replay: %s", err.msg);
-    if (!rr.match)
-        fail_msg("replay differs at %zu paths, first %s", rr.nmismatch,
-                 rr.nmismatch ? rr.mismatch[0].path : "");
 }
 
 static void test_rc_pass__replay_writes_the_commits_layout(void **state)

@@ -336,6 +336,31 @@ def leftovers(*dirs):
     return found
 
 
+def check_url_pass(what, st, err, url, extra, remote, state, ref, res, failures):
+    """after a trial in URL mode, the clean pass that followed it (exit st, stderr err): it
+    succeeded with the deploy tree ref, both repositories pass fsck, nothing of the trial is
+    left in the state directory (the remote is shared: its temporary files are its owner's),
+    and one more pass commits nothing"""
+    if st != 0:
+        res["recovery failed"] += 1
+        failures.append("%s: clean pass exited %d: %s" % (what, st, err.strip()[-300:]))
+    if tree(remote) != ref:
+        res["tree mismatch"] += 1
+        failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
+    for d in (remote, os.path.join(state, "repo.git")):
+        if not fsck_ok(d):
+            res["fsck errors"] += 1
+            failures.append("%s: git fsck %s" % (what, d))
+    left = leftovers(state)
+    if left:
+        res["left behind"] += 1
+        failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
+    head = git(remote, "rev-parse", "deploy").stdout
+    if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
+        res["commit on a quiet pass"] += 1
+        failures.append("%s: the pass after the clean pass committed" % what)
+
+
 def crash_url(work, n):
     """SIGKILL `reconcile --once --no-apply --repo file://...` at a random point of a pass that
     fetches, commits, pushes and merges the mirror's packs; then a clean pass. The remote's
@@ -397,24 +422,7 @@ def crash_url(work, n):
                 old = time.time() - 3600
                 os.utime(os.path.join(remote, l), (old, old))
             st, _, err = run_pass(url, extra)
-        if st != 0:
-            res["recovery failed"] += 1
-            failures.append("%s: clean pass exited %d: %s" % (what, st, err.strip()[-300:]))
-        if tree(remote) != ref:
-            res["tree mismatch"] += 1
-            failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
-        for d in (remote, os.path.join(state, "repo.git")):
-            if not fsck_ok(d):
-                res["fsck errors"] += 1
-                failures.append("%s: git fsck %s" % (what, d))
-        left = leftovers(state)  # the remote is shared: its temporary files are its owner's
-        if left:
-            res["left behind"] += 1
-            failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
-        head = git(remote, "rev-parse", "deploy").stdout
-        if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
-            res["commit on a quiet pass"] += 1
-            failures.append("%s: the pass after the clean pass committed" % what)
+        check_url_pass(what, st, err, url, extra, remote, state, ref, res, failures)
     # the first pass of a new state directory killed while it makes the mirror and clones
     fresh()
     shutil.rmtree(state)
@@ -596,24 +604,7 @@ def stall(work, n):
                 failures.append("%s: exit %d: %s" % (what, st, err.strip()[-300:]))
         proxy.reset(None)
         st, _, err = run_pass(url, extra)
-        if st != 0:
-            res["recovery failed"] += 1
-            failures.append("%s: pass after exited %d: %s" % (what, st, err.strip()[-300:]))
-        if tree(remote) != ref:
-            res["tree mismatch"] += 1
-            failures.append("%s: deploy tree %s, expected %s" % (what, tree(remote), ref))
-        for d in (remote, os.path.join(state, "repo.git")):
-            if not fsck_ok(d):
-                res["fsck errors"] += 1
-                failures.append("%s: git fsck %s" % (what, d))
-        left = leftovers(state)
-        if left:
-            res["left behind"] += 1
-            failures.append("%s: left behind: %s" % (what, " ".join(sorted(left))))
-        head = git(remote, "rev-parse", "deploy").stdout
-        if run_pass(url, extra)[0] != 0 or git(remote, "rev-parse", "deploy").stdout != head:
-            res["commit on a quiet pass"] += 1
-            failures.append("%s: the pass after the clean pass committed" % what)
+        check_url_pass(what, st, err, url, extra, remote, state, ref, res, failures)
     res["longest stalled pass"] = "%.1f s" % longest
     daemon.terminate()
     daemon.wait()
