@@ -1098,6 +1098,19 @@ static void test_rc_pass__replay_after_a_hand_edited_list(void **state)
     fx_close(&f);
 }
 
+/* A pass of a new process (nothing of the earlier passes in memory) with options o, which must
+ * commit. */
+static void pass_committing(struct fx *f, struct rc_pass_result *res, struct rc_pass_options *o)
+{
+    struct rc_err err = RC_ERR_INIT;
+
+    fx_new_cache(f);
+    o->cache = f->cache;
+    if (rc_pass_run(res, f->g, o, &f->a, &err) != RC_OK)
+        fail_msg("pass: %s", err.msg);
+    assert_int_equal(res->committed, 1);
+}
+
 /* Replay writes the record in the layout of the commit it replays: in shards when the commit
  * has them, whatever the size at which this build starts shards; in one file when the commit
  * has one file, as a version before shards wrote it for a fleet of any size. */
@@ -1157,11 +1170,7 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
                              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: z, namespace: "
                              "development}\n",
                              NULL));
-    fx_new_cache(&f);
-    o.cache = f.cache;
-    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
-        fail_msg("pass: %s", err.msg);
-    assert_int_equal(res.committed, 1);
+    pass_committing(&f, &res, &o);
     rec = th_git_show(f.repo, "deploy", "placements.yaml");
     assert_int_equal(th_count(rec, "duplicate key"), RD_RECORD_WARNINGS);
     out = strstr(rec, "\nwarningsOmitted: ");
@@ -1198,11 +1207,7 @@ static void test_rc_pass__replay_writes_the_commits_layout(void **state)
                              "rayjob1}\ndata: {a: b}\n",
                              NULL));
     o.render.record_shards = 1;
-    fx_new_cache(&f);
-    o.cache = f.cache;
-    if (rc_pass_run(&res, f.g, &o, &f.a, &err) != RC_OK)
-        fail_msg("pass: %s", err.msg);
-    assert_int_equal(res.committed, 1);
+    pass_committing(&f, &res, &o);
     rec = th_git_show(f.repo, "deploy", "placements.yaml");
     assert_null(strstr(rec, "\nshards: "));
     free(rec);

@@ -144,6 +144,13 @@ def copy(src, dst):
     shutil.copytree(src, dst, symlinks=True)
 
 
+def restore(*pairs):
+    """each (snapshot, live) directory pair: live replaced by a copy of snapshot"""
+    for snap, live in pairs:
+        shutil.rmtree(live, ignore_errors=True)
+        copy(snap, live)
+
+
 RAYJOB3 = os.path.join(ROOT, "examples", "rayjob3.yaml")
 
 
@@ -391,10 +398,7 @@ def crash_url(work, n):
     push(99, snap_remote)
 
     def fresh():
-        for d in (remote, state):
-            shutil.rmtree(d, ignore_errors=True)
-        copy(snap_remote, remote)
-        copy(snap_state, state)
+        restore((snap_remote, remote), (snap_state, state))
 
     fresh()
     t0 = time.monotonic()
@@ -564,10 +568,7 @@ def stall(work, n):
     copy(state, snap_state)
 
     def fresh():
-        for d in (remote, state):
-            shutil.rmtree(d, ignore_errors=True)
-        copy(snap, remote)
-        copy(snap_state, state)
+        restore((snap, remote), (snap_state, state))
 
     fresh()
     proxy.reset(None)
