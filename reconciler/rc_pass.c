@@ -2235,11 +2235,11 @@ static void collect_warnings(struct rc_pass_result *out, const struct compute *c
             rc_log_warn(o->log, "%s", w[i]);
     }
     if (o->log && nnew > 20)
-        rc_log_warn(o->log, "... and %zu more warnings (placements.yaml lists them all)",
+        rc_log_warn(o->log, "... and %zu more warnings (rightplace plan lists them all)",
                     nnew - 20);
     if (o->log && nknown)
         rc_log_info(o->log,
-                    "%zu warning%s as reported by an earlier pass (placements.yaml "
+                    "%zu warning%s as reported by an earlier pass (rightplace plan "
                     "lists them all)",
                     nknown, nknown == 1 ? "" : "s");
 }
