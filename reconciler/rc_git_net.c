@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +33,7 @@
 #include <git2/sys/stream.h>
 
 #include "rc_git.h"
+#include "rc_http.h"
 #include "rc_mem.h"
 
 /* libgit2 1.5's git_socket_stream (src/libgit2/streams/socket.h): its ssh transport reads `s`
@@ -87,20 +87,6 @@ static void set_error(const char *fmt, ...)
     git_error_set_str(GIT_ERROR_NET, last_failure);
 }
 
-/* A connection that goes quiet is noticed by the kernel too: keepalive probes after 15 s idle,
- * and data unacknowledged for the timeout closes it (what libssh2 waits on). */
-static void tune(int fd)
-{
-    int on = 1, idle = 15, intvl = 5, cnt = 3;
-    unsigned int unacked = (unsigned int)timeout_ms();
-
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked));
-}
-
 /* Wait until fd is ready for `events`: 1, 0 on the timeout, -1 on an error (errno). */
 static int wait_for(int fd, short events)
 {
@@ -122,7 +108,10 @@ static int connect_one(int *out, const struct addrinfo *a)
 
     if (fd < 0)
         return -1;
-    tune(fd);
+    /* a connection that goes quiet is noticed by the kernel too, as an API server's is:
+     * keepalive probes, and data unacknowledged for the timeout closes it (what libssh2
+     * waits on) */
+    rc_http_tune_socket(fd, (unsigned int)timeout_ms());
     if (connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
         if (errno != EINPROGRESS)
             goto fail;

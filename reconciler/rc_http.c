@@ -333,12 +333,9 @@ static void apply_client_cert(struct rc_http *h, CURL *c)
     }
 }
 
-/* The keepalive and user-timeout options of rc_http.h on a TCP socket. One that does not take
- * leaves the socket as it was: they shorten how long a dead peer goes unnoticed, nothing more. */
-static void tune_socket(int fd)
+void rc_http_tune_socket(int fd, unsigned int unacked)
 {
     int on = 1, idle = RC_HTTP_KEEPIDLE_S, intvl = RC_HTTP_KEEPINTVL_S, cnt = RC_HTTP_KEEPCNT;
-    unsigned int unacked = RC_HTTP_USER_TIMEOUT_MS;
 
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
@@ -352,7 +349,7 @@ static int on_socket(void *payload, curl_socket_t fd, curlsocktype purpose)
 {
     (void)payload;
     if (purpose == CURLSOCKTYPE_IPCXN)
-        tune_socket(fd);
+        rc_http_tune_socket(fd, RC_HTTP_USER_TIMEOUT_MS);
     return CURL_SOCKOPT_OK;
 }
 

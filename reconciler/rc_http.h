@@ -41,6 +41,10 @@ struct rc_http; /* one connection context */
 #define RC_HTTP_KEEPINTVL_S 5
 #define RC_HTTP_KEEPCNT 3
 #define RC_HTTP_USER_TIMEOUT_MS 30000
+/* Those keepalive options on TCP socket fd, and unacked_ms as its TCP_USER_TIMEOUT (the git
+ * remote's connections, rc_git_net.c, take --git-timeout's). One that does not take leaves the
+ * socket as it was: they shorten how long a dead peer goes unnoticed, nothing more. */
+void rc_http_tune_socket(int fd, unsigned int unacked_ms);
 
 /* TLS material. Strings are copied by rc_http_new / rc_http_set_client_cert. */
 struct rc_http_tls {
