@@ -3078,6 +3078,9 @@ int rc_replay(struct rc_replay_result *out, struct rc_git *g, const char *commit
     error = rc_git_read_file(&cap, &caplen, g, id, CAPACITY_PATH, a, err);
     if (error < 0)
         goto done;
+    /* and its snapshot in the form it has: one written before RD_SOURCE_FILE named the source
+     * alone names it too */
+    ro.render.capacity_source = rd_capacity_names_source(cap, caplen);
     error = compute_load(&c, g, rec.source, &prev, o, a, err);
     if (error < 0)
         goto done;

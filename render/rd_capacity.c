@@ -4,7 +4,7 @@
  *
  *   apiVersion: rightplace.dev/v1alpha1
  *   kind: CapacitySnapshot
- *   source: <source commit id>
+ *   source: <source commit id>     # only in the older form (rd_render_options.capacity_source)
  *   clusters:                      # in input order (sorted by name)
  *   - name: static-cluster
  *     labels: {cluster.class: production, kubernetes.io/metadata.name: static-cluster}
@@ -319,7 +319,8 @@ int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size
 
     rd_out_add_str(root, "apiVersion", RD_API_VERSION);
     rd_out_add_str(root, "kind", "CapacitySnapshot");
-    rd_out_add_str(root, "source", source_commit ? source_commit : "");
+    if (source_commit)
+        rd_out_add_str(root, "source", source_commit);
     arr = rd_out_add(root, "clusters", cJSON_CreateArray());
     for (size_t i = 0; i < nclusters; i++) {
         const struct pl_usage *u = NULL;
@@ -335,6 +336,25 @@ int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size
 }
 
 /* ==== Reading ==== */
+
+int rd_capacity_names_source(const char *text, size_t len)
+{
+    const char *p = text, *end = text + len;
+
+    /* the top-level keys before the list of clusters, in rd_capacity_emit's order */
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n >= 7 && !memcmp(p, "source:", 7))
+            return 1;
+        if (n >= 9 && !memcmp(p, "clusters:", 9))
+            return 0;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return 0;
+}
 
 struct ctx {
     const struct rd_docs *docs;

@@ -1190,7 +1190,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         }
     }
     error = rd_capacity_emit(&b, in->clusters, in->nclusters, in->res, res->usage, res->nusage,
-                             source_commit, err);
+                             opts->capacity_source ? source_commit : NULL, err);
     if (error < 0)
         goto done;
     files_add(&f, ".rightplace/capacity.yaml", rc_arena_strndup(a, b.ptr, b.len), b.len);

@@ -82,11 +82,17 @@ struct rd_render_options {
     /* 0: the record lists RD_RECORD_WARNINGS warnings at most; n > 0: n. Replay of a commit
      * made before the bound lists as many as it did (SIZE_MAX: all). */
     size_t record_warnings;
+    /* 1: capacity.yaml names the source commit (`source:`), as snapshots written before
+     * RD_SOURCE_FILE carried it alone did; replay of such a commit sets it
+     * (rd_capacity_names_source). 0: it does not, so that its bytes depend on the fleet
+     * alone and a commit that changes neither keeps its blob. */
+    int capacity_source;
 };
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0, 0  \
+        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0, 0, \
+            0                                                                                      \
     }
 
 struct rd_tree_file {
@@ -131,9 +137,9 @@ void rd_render_digest(char out[17], const struct rd_render_options *opts);
  * one), once, except the namespaces every cluster has (default, kube-system, kube-public,
  * kube-node-lease). Every cluster of in->clusters gets a kustomization.yaml, even an empty one.
  *
- * source_commit: the source commit id written to capacity.yaml and, alone on a line, to
- * RD_SOURCE_FILE (placements.yaml does not name it, so that its bytes depend on the decisions
- * alone).
+ * source_commit: the source commit id written, alone on a line, to RD_SOURCE_FILE (neither
+ * placements.yaml nor capacity.yaml names it, so that their bytes depend on the decisions and
+ * the fleet alone; opts->capacity_source writes it to capacity.yaml as older versions did).
  * opts may be NULL (RD_RENDER_OPTIONS_INIT). Errors: RC_EINVALID when an object cannot be
  * written (no manifest, a name that is not a file name), or what the YAML emitter reports.
  */
@@ -435,7 +441,8 @@ const struct rd_kept *rd_kept_find(const struct rd_kept *kept, size_t n, const c
  * live, reachable, autoscaler, shapes, cost, nodes, present units), amounts as exact
  * quantity strings. Nodes that differ only in name are grouped (`names: [...]`). usage
  * (nusage entries, matched by cluster name; may be NULL) adds a summary per cluster for
- * people, which the parser ignores.
+ * people, which the parser ignores. source_commit: NULL, or a `source:` line to write (the
+ * older form, for replay; the parser ignores it).
  */
 int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size_t nclusters,
                      const struct pl_resnames *res, const struct pl_usage *usage, size_t nusage,
@@ -449,6 +456,10 @@ int rd_capacity_emit(struct rc_buf *out, const struct pl_cluster *clusters, size
  */
 int rd_capacity_parse(struct pl_cluster **out, size_t *n, struct pl_resnames *res, const char *text,
                       size_t len, struct rc_arena *a, struct rc_err *err);
+
+/* 1 when a snapshot as rd_capacity_emit wrote it has a `source:` line (the older form), else
+ * 0. Looks at the lines before `clusters:` alone. */
+int rd_capacity_names_source(const char *text, size_t len);
 
 /* ==== The commit message ==== */
 

@@ -1108,7 +1108,9 @@ static void pass_committing(struct fx *f, struct rc_pass_result *res, struct rc_
     o->cache = f->cache;
     if (rc_pass_run(res, f->g, o, &f->a, &err) != RC_OK)
         fail_msg("pass: %s", err.msg);
-    assert_int_equal(res->committed, 1);
+    if (res->committed != 1)
+        fail_msg("pass: no commit (placed %zu, %zu paths changed)", res->placed,
+                 res->npaths_changed);
 }
 
 /* Replay writes the record in the layout of the commit it replays: in shards when the commit
@@ -1177,6 +1179,61 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
     assert_non_null(out);
     assert_int_equal(strtol(out + 18, NULL, 10), (long)res.nwarnings - RD_RECORD_WARNINGS);
     free(rec);
+    replay_matches(&f, 0);
+    fx_close(&f);
+}
+
+/* capacity.yaml names no source commit, so a commit that changes neither the fleet nor a
+ * decision keeps its blob; a commit whose snapshot names it (an older version's) replays to
+ * itself, and the next commit writes the snapshot without it. */
+static void test_rc_pass__snapshot_names_no_source(void **state)
+{
+    struct fx f;
+    struct rc_pass_result res;
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    char *cap, *before, *after;
+    (void)state;
+
+    fx_open(&f, NULL);
+    o.apply = 0;
+    o.render.capacity_source = 1; /* as a version before this one wrote it */
+    free(th_git_commit_files(f.repo, "y", "c/y.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
+                             "{app.kubernetes.io/instance: rayservice}, namespace: "
+                             "development}\ndata: {a: '1'}\n",
+                             NULL));
+    pass_committing(&f, &res, &o);
+    cap = th_git_show(f.repo, "deploy", ".rightplace/capacity.yaml");
+    assert_non_null(strstr(cap, "\nsource: "));
+    free(cap);
+    replay_matches(&f, 0);
+
+    /* this version's next commit drops the line, and replays */
+    o.render.capacity_source = 0;
+    free(th_git_commit_files(f.repo, "y2", "c/y.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
+                             "{app.kubernetes.io/instance: rayservice}, namespace: "
+                             "development}\ndata: {a: '2'}\n",
+                             NULL));
+    pass_committing(&f, &res, &o);
+    cap = th_git_show(f.repo, "deploy", ".rightplace/capacity.yaml");
+    assert_null(strstr(cap, "source:"));
+    assert_non_null(strstr(cap, "\nclusters:"));
+    free(cap);
+    replay_matches(&f, 0);
+
+    /* and one after it that changes an object alone keeps the snapshot's blob */
+    before = th_git_ok(f.repo, "rev-parse", "deploy:.rightplace/capacity.yaml", NULL);
+    free(th_git_commit_files(f.repo, "y3", "c/y.yaml",
+                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
+                             "{app.kubernetes.io/instance: rayservice}, namespace: "
+                             "development}\ndata: {a: '3'}\n",
+                             NULL));
+    pass_committing(&f, &res, &o);
+    after = th_git_ok(f.repo, "rev-parse", "deploy:.rightplace/capacity.yaml", NULL);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
     replay_matches(&f, 0);
     fx_close(&f);
 }
@@ -1299,6 +1356,7 @@ int main(void)
         cmocka_unit_test(test_rc_pass__replay_after_a_hand_edited_list),
         cmocka_unit_test(test_rc_pass__replay_writes_the_commits_layout),
         cmocka_unit_test(test_rc_pass__replay_lists_the_commits_warnings),
+        cmocka_unit_test(test_rc_pass__snapshot_names_no_source),
         cmocka_unit_test(test_rc_pass__duplicate_namespace_keeps_its_labels),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_removes_no_object),
         cmocka_unit_test(test_rc_pass__renamed_broken_file_keeps_its_namespace),

@@ -1271,6 +1271,12 @@ static void test_rd_output__capacity_groups_alike_nodes(void **state)
     assert_non_null(strstr(b.ptr, "0.526"));
     assert_null(strstr(b.ptr, "usage"));
     check_golden("capacity-nousage.yaml", b.ptr, b.len);
+    /* the older form names the source; this version's does not */
+    assert_int_equal(rd_capacity_names_source(b.ptr, b.len), 1);
+    rc_buf_reset(&b);
+    assert_int_equal(rd_capacity_emit(&b, f->clusters, 3, &f->res, NULL, 0, NULL, &err), 0);
+    assert_null(strstr(b.ptr, "source"));
+    assert_int_equal(rd_capacity_names_source(b.ptr, b.len), 0);
     rc_buf_release(&b);
 }
 
