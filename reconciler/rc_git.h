@@ -41,7 +41,8 @@ void rc_git_global_shutdown(void);
 
 /* How long a connection to a git remote may stay silent (nothing could be sent or received,
  * or a connect not answered) before the fetch or push gives up with an error that says so
- * (rc_git_net.c; ssh remotes only where the peer is gone). seconds <= 0: the default. */
+ * (rc_git_net.c; an ssh connection, which libssh2 reads itself, is shut down when the kernel
+ * counts no byte moving on it). seconds <= 0: the default. */
 #define RC_GIT_TIMEOUT_DEFAULT_S 120
 void rc_git_set_timeout(long seconds);
 long rc_git_timeout(void);

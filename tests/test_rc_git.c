@@ -20,6 +20,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "rc_arena.h"
 #include "rc_err.h"
@@ -2251,6 +2254,22 @@ static int listen_silent(int *port, int backlog)
     return fd;
 }
 
+/* libgit2 1.5.1 leaks on every ssh connection (the known_hosts it loads, libgit2 #6598, and the
+ * path it loads them from: about 0.5 KB; docs/reliability.md), which LeakSanitizer reports.
+ * What this thread allocates while an ssh fetch runs is left out of the leak check; the same
+ * stream's allocations under git:// and http:// are checked. */
+static void ssh_leaks_ignored(int on)
+{
+#ifdef __SANITIZE_ADDRESS__
+    if (on)
+        __lsan_disable();
+    else
+        __lsan_enable();
+#else
+    (void)on;
+#endif
+}
+
 /* Open (and so fetch) url into a state directory of its own: the error, which must be one. */
 static void fetch_fails(const char *url, const char *want)
 {
@@ -2290,10 +2309,72 @@ static void test_rc_git__silent_remote_times_out(void **state)
     fetch_fails(url, "127.0.0.1 sent nothing for 1 s");
     snprintf(url, sizeof(url), "https://127.0.0.1:%d/r.git", port);
     fetch_fails(url, "127.0.0.1 sent nothing for 1 s"); /* the TLS stream reads through ours */
+    /* libssh2 reads the socket itself, never through ours: the watcher cuts it */
+    snprintf(url, sizeof(url), "ssh://git@127.0.0.1:%d/r.git", port);
+    ssh_leaks_ignored(1);
+    fetch_fails(url, "127.0.0.1 sent nothing for 1 s");
+    ssh_leaks_ignored(0);
     alarm(0);
     rc_git_set_timeout(0);
     assert_int_equal(rc_git_timeout(), RC_GIT_TIMEOUT_DEFAULT_S);
     close(fd);
+}
+
+/* An ssh server that answers a byte at a time, each within the timeout, for three times the
+ * timeout: libssh2 reads it itself, and the watcher, which cuts a connection only when nothing
+ * moved for the timeout, leaves it alone; the fetch fails on the banner, not on the timeout. */
+struct trickle {
+    int fd;
+};
+
+static void *trickle_serve(void *arg)
+{
+    struct trickle *t = arg;
+    int c = accept(t->fd, NULL, NULL);
+    const char *banner = "SSH-2.0-trickle";
+
+    for (size_t i = 0; c >= 0 && i < strlen(banner); i++) {
+        if (write(c, banner + i, 1) != 1)
+            break;
+        usleep(200 * 1000);
+    }
+    if (c >= 0)
+        close(c);
+    return NULL;
+}
+
+static void test_rc_git__ssh_peer_that_moves_is_not_cut(void **state)
+{
+    struct rc_git_options o = RC_GIT_OPTIONS_INIT;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_git *g = NULL;
+    struct trickle t;
+    char url[128], *state_dir = th_tmpdir("trickle");
+    pthread_t th;
+    int port, rc;
+
+    (void)state;
+    t.fd = listen_silent(&port, 4);
+    assert_int_equal(pthread_create(&th, NULL, trickle_serve, &t), 0);
+    rc_git_set_timeout(1);
+    alarm(120);
+    snprintf(url, sizeof(url), "ssh://git@127.0.0.1:%d/r.git", port);
+    o.state_dir = state_dir;
+    ssh_leaks_ignored(1);
+    rc = rc_git_open(&g, url, &o, &err);
+    if (rc == RC_OK)
+        rc = rc_git_fetch(g, &err);
+    ssh_leaks_ignored(0);
+    print_message("%s: %s\n", url, err.msg);
+    assert_int_equal(rc, RC_ERROR);
+    assert_null(strstr(err.msg, "--git-timeout"));
+    alarm(0);
+    rc_git_set_timeout(0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    rc_git_free(g);
+    close(t.fd);
+    th_rm_rf(state_dir);
+    free(state_dir);
 }
 
 /* A remote whose host does not answer the connection: the connect gives up after the
@@ -2544,6 +2625,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__silent_remote_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__unanswered_connect_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rc_git__ssh_peer_that_moves_is_not_cut, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__slow_hook_is_not_a_silent_remote, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rc_git__credentials_tried_once_and_never_shown, setup,
