@@ -1039,6 +1039,8 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
         int reuse = opts->reuse && opts->reuse[d - res->decisions] && !pl_decision_divides(d);
+        const unsigned char *reuse_obj =
+            reuse && opts->reuse_objects ? opts->reuse_objects[d - res->decisions] : NULL;
         char unit_label[17];
         const char *label;
 
@@ -1060,8 +1062,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                 const struct pl_object *o = d->objects[k];
                 struct rjob *j;
                 /* overrides may warn while rendering: such units are always rendered */
-                if (reuse && !(pol && pol->noverrides) && path_part_ok(o->name) &&
-                    path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
+                if (reuse && (!reuse_obj || reuse_obj[k]) && !(pol && pol->noverrides) &&
+                    path_part_ok(o->name) && path_part_ok(o->kind) &&
+                    (!o->ns || path_part_ok(o->ns))) {
                     files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
                     note_namespace(&need, &have, o, cluster);
                     continue;

@@ -52,6 +52,11 @@ struct rd_render_options {
      * deploy tree has them (same decision, same manifests, same render digest): they are
      * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
     const unsigned char *reuse;
+    /* NULL, or with reuse, per decision NULL or one flag per object of the decision: of a
+     * unit flagged in reuse, only the objects flagged here are kept (the base has each one's
+     * files as they would be rendered: the unit's entry listed it, and it is loaded from the
+     * same version of its file); the others are rendered. NULL: every object of the unit. */
+    const unsigned char *const *reuse_objects;
     /* Threads that render object files and write the record's entries: 0, as many as the
      * machine has cores (at most 4) when there is enough work for them; n > 0: n. The tree is
      * the same whatever it is. */
@@ -91,8 +96,7 @@ struct rd_render_options {
 
 #define RD_RENDER_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        "elotl-luna", "true", 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, 0, 0, \
-            0                                                                                      \
+        .luna_key = "elotl-luna", .luna_value = "true"                                             \
     }
 
 struct rd_tree_file {

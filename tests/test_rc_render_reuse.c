@@ -284,6 +284,113 @@ static void test_rc_render_reuse__broken_files_render_nothing(void **state)
     free(repo);
 }
 
+/* A unit of many objects in many files (one group): a change to one file renders that file's
+ * objects alone, the unit's others are kept. An object that joins the unit from a file that
+ * did not change (a ConfigMap a changed job now references: dependencies follow) is not in
+ * the base's entry of the unit, so it is rendered, not kept. Each commit is what a full render
+ * gives (replay matches). */
+static void write_member(const char *repo, int i, const char *image, int with_config,
+                         const char *tier)
+{
+    char path[64], text[768];
+
+    snprintf(path, sizeof(path), "jobs/member-%d.yaml", i);
+    snprintf(text, sizeof(text),
+             "apiVersion: batch/v1\n"
+             "kind: Job\n"
+             "metadata: {name: member-%d, namespace: team, labels: {app.kubernetes.io/instance: "
+             "big, tier: %s}}\n"
+             "spec:\n"
+             "  template:\n"
+             "    spec:\n"
+             "      restartPolicy: Never\n"
+             "      containers:\n"
+             "      - name: c\n"
+             "        image: %s\n"
+             "        resources: {requests: {cpu: 100m}}\n"
+             "%s",
+             i, tier, image,
+             with_config ? "        envFrom: [{configMapRef: {name: settings}}]\n" : "");
+    th_write_file(repo, path, text, (size_t)-1);
+}
+
+static const char *first_policy(const char *tier)
+{
+    static char text[512];
+
+    snprintf(text, sizeof(text),
+             "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\n"
+             "metadata: {name: a-first}\nspec:\n"
+             "  namespaceSelector:\n    matchLabels: {kubernetes.io/metadata.name: team}\n"
+             "  resourceSelectors:\n    labelSelectors:\n    - matchLabels: {tier: %s}\n"
+             "  groupBy: {labelKey: app.kubernetes.io/instance}\n",
+             tier);
+    return text;
+}
+
+static void test_rc_render_reuse__one_file_of_a_unit_renders_its_objects(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo(), *file;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    for (int i = 0; i < NJOBS; i++)
+        write_member(repo, i, "busybox:1", 0, "b");
+    /* one more of the group, which a policy whose name sorts first takes for now */
+    write_member(repo, NJOBS, "busybox:1", 0, "x");
+    th_write_file(repo, "a-first.yaml", first_policy("x"), (size_t)-1);
+    th_write_file(repo, "config/settings.yaml",
+                  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team}\n"
+                  "data: {level: info}\n",
+                  (size_t)-1);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "a unit of many files", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 2 * NJOBS + 1); /* the jobs alone, the group's members */
+
+    /* one member changes: it alone is rendered */
+    write_member(repo, 3, "busybox:2", 0, "b");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "member-3 image", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 1);
+    file = th_git_show(repo, "deploy", "clusters/c0/team/job.member-3.yaml");
+    assert_non_null(file);
+    th_assert_contains(file, "image: busybox:2");
+    free(file);
+    replay_matches(repo);
+
+    /* another references the ConfigMap, whose file did not change: both are rendered */
+    write_member(repo, 4, "busybox:1", 1, "b");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "member-4 reads settings", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 2);
+    file = th_git_show(repo, "deploy", "clusters/c0/team/configmap.settings.yaml");
+    assert_non_null(file);
+    th_assert_contains(file, "level: info");
+    free(file);
+    replay_matches(repo);
+
+    /* the first policy lets its member go: it joins the group's unit from a file that did
+     * not change, where the base has its file with the other unit's label; rendered. The
+     * ConfigMap's unit, which follows the group's and has no policy, is kept */
+    th_write_file(repo, "a-first.yaml", first_policy("none"), (size_t)-1);
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "a-first takes nothing", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 1);
+    replay_matches(repo);
+
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A file to keep that someone removed from the deploy branch is rendered again. */
 static void test_rc_render_reuse__missing_file_is_rendered(void **state)
 {
@@ -501,6 +608,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_render_reuse__one_change_renders_one_unit),
         cmocka_unit_test(test_rc_render_reuse__kustomization_follows_its_files),
+        cmocka_unit_test(test_rc_render_reuse__one_file_of_a_unit_renders_its_objects),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
         cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
