@@ -2320,9 +2320,10 @@ static void test_rc_git__silent_remote_times_out(void **state)
     close(fd);
 }
 
-/* An ssh server that answers a byte at a time, each within the timeout, for three times the
- * timeout: libssh2 reads it itself, and the watcher, which cuts a connection only when nothing
- * moved for the timeout, leaves it alone; the fetch fails on the banner, not on the timeout. */
+/* An ssh server that answers a byte every tenth of a second, for two and a half times the
+ * timeout (2 s): libssh2 reads it itself, and the watcher, which cuts a connection only when
+ * nothing moved for the timeout, leaves it alone; the fetch fails on the banner, not on the
+ * timeout. */
 struct trickle {
     int fd;
 };
@@ -2331,12 +2332,12 @@ static void *trickle_serve(void *arg)
 {
     struct trickle *t = arg;
     int c = accept(t->fd, NULL, NULL);
-    const char *banner = "SSH-2.0-trickle";
+    const char *banner = "SSH-2.0-trickle-trickle-trickle-trickle-trickle-tr"; /* 50 bytes */
 
     for (size_t i = 0; c >= 0 && i < strlen(banner); i++) {
         if (write(c, banner + i, 1) != 1)
             break;
-        usleep(200 * 1000);
+        usleep(100 * 1000);
     }
     if (c >= 0)
         close(c);
@@ -2356,7 +2357,7 @@ static void test_rc_git__ssh_peer_that_moves_is_not_cut(void **state)
     (void)state;
     t.fd = listen_silent(&port, 4);
     assert_int_equal(pthread_create(&th, NULL, trickle_serve, &t), 0);
-    rc_git_set_timeout(1);
+    rc_git_set_timeout(2);
     alarm(120);
     snprintf(url, sizeof(url), "ssh://git@127.0.0.1:%d/r.git", port);
     o.state_dir = state_dir;
