@@ -1183,6 +1183,23 @@ static void test_rc_pass__replay_lists_the_commits_warnings(void **state)
     fx_close(&f);
 }
 
+/* A commit that changes c/extra.yaml's ConfigMap (placed with the RayService) to data a, and
+ * the pass that commits it. */
+static void commit_extra(struct fx *f, struct rc_pass_result *res, struct rc_pass_options *o,
+                         char a)
+{
+    char text[256], msg[16];
+
+    snprintf(text, sizeof(text),
+             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
+             "{app.kubernetes.io/instance: rayservice}, namespace: development}\n"
+             "data: {a: '%c'}\n",
+             a);
+    snprintf(msg, sizeof(msg), "extra %c", a);
+    free(th_git_commit_files(f->repo, msg, "c/extra.yaml", text, NULL));
+    pass_committing(f, res, o);
+}
+
 /* capacity.yaml names no source commit, so a commit that changes neither the fleet nor a
  * decision keeps its blob; a commit whose snapshot names it (an older version's) replays to
  * itself, and the next commit writes the snapshot without it. */
@@ -1197,12 +1214,7 @@ static void test_rc_pass__snapshot_names_no_source(void **state)
     fx_open(&f, NULL);
     o.apply = 0;
     o.render.capacity_source = 1; /* as a version before this one wrote it */
-    free(th_git_commit_files(f.repo, "y", "c/y.yaml",
-                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
-                             "{app.kubernetes.io/instance: rayservice}, namespace: "
-                             "development}\ndata: {a: '1'}\n",
-                             NULL));
-    pass_committing(&f, &res, &o);
+    commit_extra(&f, &res, &o, '1');
     cap = th_git_show(f.repo, "deploy", ".rightplace/capacity.yaml");
     assert_non_null(strstr(cap, "\nsource: "));
     free(cap);
@@ -1210,12 +1222,7 @@ static void test_rc_pass__snapshot_names_no_source(void **state)
 
     /* this version's next commit drops the line, and replays */
     o.render.capacity_source = 0;
-    free(th_git_commit_files(f.repo, "y2", "c/y.yaml",
-                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
-                             "{app.kubernetes.io/instance: rayservice}, namespace: "
-                             "development}\ndata: {a: '2'}\n",
-                             NULL));
-    pass_committing(&f, &res, &o);
+    commit_extra(&f, &res, &o, '2');
     cap = th_git_show(f.repo, "deploy", ".rightplace/capacity.yaml");
     assert_null(strstr(cap, "source:"));
     assert_non_null(strstr(cap, "\nclusters:"));
@@ -1224,12 +1231,7 @@ static void test_rc_pass__snapshot_names_no_source(void **state)
 
     /* and one after it that changes an object alone keeps the snapshot's blob */
     before = th_git_ok(f.repo, "rev-parse", "deploy:.rightplace/capacity.yaml", NULL);
-    free(th_git_commit_files(f.repo, "y3", "c/y.yaml",
-                             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, labels: "
-                             "{app.kubernetes.io/instance: rayservice}, namespace: "
-                             "development}\ndata: {a: '3'}\n",
-                             NULL));
-    pass_committing(&f, &res, &o);
+    commit_extra(&f, &res, &o, '3');
     after = th_git_ok(f.repo, "rev-parse", "deploy:.rightplace/capacity.yaml", NULL);
     assert_string_equal(before, after);
     free(before);

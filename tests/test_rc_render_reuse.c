@@ -328,11 +328,29 @@ static const char *first_policy(const char *tier)
     return text;
 }
 
+/* Commit what the work tree holds, and a pass: it commits, renders n object files, the deploy
+ * file at path holds text, and the commit is what a full render gives. */
+static void commit_renders(const char *repo, const char *msg, size_t n, const char *path,
+                           const char *text, struct rc_arena *a)
+{
+    struct rc_pass_result res;
+    char *file;
+
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", msg, NULL));
+    run_pass(&res, repo, 0, a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, n);
+    file = deploy_file(repo, path);
+    th_assert_contains(file, text);
+    free(file);
+    replay_matches(repo);
+}
+
 static void test_rc_render_reuse__one_file_of_a_unit_renders_its_objects(void **state)
 {
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_pass_result res;
-    char *repo = make_repo(), *file;
+    char *repo = make_repo();
 
     (void)state;
     assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
@@ -353,37 +371,20 @@ static void test_rc_render_reuse__one_file_of_a_unit_renders_its_objects(void **
 
     /* one member changes: it alone is rendered */
     write_member(repo, 3, "busybox:2", 0, "b");
-    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "member-3 image", NULL));
-    run_pass(&res, repo, 0, &a);
-    assert_int_equal(res.committed, 1);
-    assert_int_equal(res.nrendered, 1);
-    file = th_git_show(repo, "deploy", "clusters/c0/team/job.member-3.yaml");
-    assert_non_null(file);
-    th_assert_contains(file, "image: busybox:2");
-    free(file);
-    replay_matches(repo);
+    commit_renders(repo, "member-3 image", 1, "clusters/c0/team/job.member-3.yaml",
+                   "image: busybox:2", &a);
 
     /* another references the ConfigMap, whose file did not change: both are rendered */
     write_member(repo, 4, "busybox:1", 1, "b");
-    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "member-4 reads settings", NULL));
-    run_pass(&res, repo, 0, &a);
-    assert_int_equal(res.committed, 1);
-    assert_int_equal(res.nrendered, 2);
-    file = th_git_show(repo, "deploy", "clusters/c0/team/configmap.settings.yaml");
-    assert_non_null(file);
-    th_assert_contains(file, "level: info");
-    free(file);
-    replay_matches(repo);
+    commit_renders(repo, "member-4 reads settings", 2, "clusters/c0/team/configmap.settings.yaml",
+                   "level: info", &a);
 
     /* the first policy lets its member go: it joins the group's unit from a file that did
      * not change, where the base has its file with the other unit's label; rendered. The
      * ConfigMap's unit, which follows the group's and has no policy, is kept */
     th_write_file(repo, "a-first.yaml", first_policy("none"), (size_t)-1);
-    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "a-first takes nothing", NULL));
-    run_pass(&res, repo, 0, &a);
-    assert_int_equal(res.committed, 1);
-    assert_int_equal(res.nrendered, 1);
-    replay_matches(repo);
+    commit_renders(repo, "a-first takes nothing", 1, "clusters/c0/team/job.member-6.yaml",
+                   "app.kubernetes.io/instance: big", &a);
 
     rc_git_global_shutdown();
     rc_arena_release(&a);
