@@ -1,10 +1,10 @@
 /*
  * test_rc_equivalence.c - the caches change how much work a pass does, never what it
  * decides, and plan says what the pass will do. A seeded random walk of commits to one
- * source repository (workloads edited, added, removed, moved, broken and mended; object
- * collisions; clusters resized and relabelled; policies narrowed and widened; commits that
- * touch no YAML; several at once) runs after each commit a plan and three passes from the
- * same deploy head:
+ * source repository (workloads edited, their images bumped, added, removed, moved, broken
+ * and mended; object collisions; clusters resized and relabelled; policies narrowed and
+ * widened; commits that touch no YAML; several at once) runs after each commit a plan and
+ * three passes from the same deploy head:
  *
  *   plan  `rightplace plan` first: a dry run on the state directory `once` uses;
  *   cold  a pass without a state directory: no parse cache, no record cache, no memo, and
@@ -19,6 +19,10 @@
  * broken file whose objects would go) must refuse in all four. The changed paths are the ones
  * the commit changes (git diff), and every commit the walk makes must replay (rc_replay) to
  * itself.
+ *
+ * One workload in three shares its namespace's group (its instance label is g-<namespace>), so
+ * that units of several files are edited, broken, moved and taken away one file at a time
+ * (render keeps the unchanged files' objects of such a unit).
  *
  * test_rc_walk checks each pass against a model of the files but does not place; this test
  * has no model and checks placement itself: a take-up that reads one pod too many passes
@@ -53,6 +57,7 @@ struct work {
     int broken;    /* its file holds YAML that does not parse */
     int ns, id;    /* namespace index; name "w<id>" */
     int cpu, reps; /* each replica's CPU request, replicas */
+    int image;     /* its image's tag, less one: changes the manifest, not the demand */
     int configmap; /* a ConfigMap of the same instance in the same file */
     int dir;       /* which folder the file is in (moves change it) */
     int collides;  /* a second file holds a copy of this workload's Deployment */
@@ -88,6 +93,23 @@ static int pick(struct world *x, int n)
     return (int)(next(x) % (uint64_t)n);
 }
 
+/* One workload in three is in its namespace's group, and asks a tenth of the CPU, so that a
+ * group of several fits where it can be placed. */
+static int grouped(const struct work *w)
+{
+    return w->id % 3 == 1;
+}
+
+/* The instance label, which makes the unit: its own, or its namespace's group's. */
+static const char *instance_of(char *out, size_t n, const struct work *w)
+{
+    if (grouped(w))
+        snprintf(out, n, "g-%s", nss[w->ns]);
+    else
+        snprintf(out, n, "w%d", w->id);
+    return out;
+}
+
 static void work_path(char *out, size_t n, const struct work *w)
 {
     snprintf(out, n, "apps/d%d/%s/w%d.yaml", w->dir, nss[w->ns], w->id);
@@ -95,7 +117,7 @@ static void work_path(char *out, size_t n, const struct work *w)
 
 static void put_work(struct world *x, const struct work *w)
 {
-    char path[128], text[1024];
+    char path[128], text[1024], inst[32];
     int len;
 
     work_path(path, sizeof(path), w);
@@ -111,7 +133,7 @@ static void put_work(struct world *x, const struct work *w)
                    "metadata:\n"
                    "  name: w%d\n"
                    "  namespace: %s\n"
-                   "  labels: {app.kubernetes.io/instance: w%d}\n"
+                   "  labels: {app.kubernetes.io/instance: %s}\n"
                    "spec:\n"
                    "  replicas: %d\n"
                    "  selector: {matchLabels: {app: w%d}}\n"
@@ -120,9 +142,10 @@ static void put_work(struct world *x, const struct work *w)
                    "    spec:\n"
                    "      containers:\n"
                    "      - name: c\n"
-                   "        image: busybox:1\n"
-                   "        resources: {requests: {cpu: \"%d\", memory: 1Gi}}\n",
-                   w->id, nss[w->ns], w->id, w->reps, w->id, w->id, w->cpu);
+                   "        image: busybox:%d\n"
+                   "        resources: {requests: {cpu: %dm, memory: 1Gi}}\n",
+                   w->id, nss[w->ns], instance_of(inst, sizeof(inst), w), w->reps, w->id, w->id,
+                   1 + w->image, grouped(w) ? 100 * w->cpu : 1000 * w->cpu);
     if (w->configmap)
         snprintf(text + len, sizeof(text) - (size_t)len,
                  "---\n"
@@ -131,25 +154,25 @@ static void put_work(struct world *x, const struct work *w)
                  "metadata:\n"
                  "  name: w%d-config\n"
                  "  namespace: %s\n"
-                 "  labels: {app.kubernetes.io/instance: w%d}\n"
+                 "  labels: {app.kubernetes.io/instance: %s}\n"
                  "data: {cpu: \"%d\"}\n",
-                 w->id, nss[w->ns], w->id, w->cpu);
+                 w->id, nss[w->ns], inst, w->cpu);
     th_write_file(x->repo, path, text, (size_t)-1);
 }
 
 /* The copy of w's Deployment that collides with it (same kind, namespace and name). */
 static void put_collision(struct world *x, const struct work *w)
 {
-    char path[128], text[512];
+    char path[128], text[512], inst[32];
 
     snprintf(path, sizeof(path), "apps/copies/w%d.yaml", w->id);
     snprintf(text, sizeof(text),
              "apiVersion: apps/v1\nkind: Deployment\n"
-             "metadata: {name: w%d, namespace: %s, labels: {app.kubernetes.io/instance: w%d}}\n"
+             "metadata: {name: w%d, namespace: %s, labels: {app.kubernetes.io/instance: %s}}\n"
              "spec:\n  replicas: 1\n  selector: {matchLabels: {app: w%d}}\n"
              "  template:\n    metadata: {labels: {app: w%d}}\n"
              "    spec: {containers: [{name: c, image: busybox:1}]}\n",
-             w->id, nss[w->ns], w->id, w->id, w->id);
+             w->id, nss[w->ns], instance_of(inst, sizeof(inst), w), w->id, w->id);
     th_write_file(x->repo, path, text, (size_t)-1);
 }
 
@@ -276,7 +299,7 @@ static const char *mutate(struct world *x)
         b->collides = 0;
         return "a collision undone";
     }
-    switch (pick(x, 11)) {
+    switch (pick(x, 12)) {
     case 0:
         if (!w)
             break;
@@ -338,6 +361,12 @@ static const char *mutate(struct world *x)
         x->ns_in_any[c] = !x->ns_in_any[c];
         put_policies(x);
         return "a policy's namespaces";
+    case 10:
+        if (!w || w->broken)
+            break;
+        w->image++;
+        put_work(x, w);
+        return "a workload's image";
     case 9: {
         char text[64];
         snprintf(text, sizeof(text), "revision %d\n", ++x->readme);
