@@ -43,6 +43,7 @@
 #include <git2.h>
 #include <git2/sys/stream.h>
 
+#include "rc_clock.h"
 #include "rc_git.h"
 #include "rc_http.h"
 #include "rc_mem.h"
@@ -58,7 +59,7 @@ struct net_stream {
     char *failure;            /* last_failure of the thread that made it */
     struct net_stream *next;  /* in `watched`, while connected */
     uint64_t acked, received; /* the kernel's counts when they last moved, */
-    struct timespec moved;    /* at this time */
+    double moved;             /* at this time (rc_mono_seconds) */
     int cut;                  /* shut down by the watcher */
 };
 
@@ -127,14 +128,9 @@ static void set_error(const char *fmt, ...)
 
 /* ==== The watcher ==== */
 
-static long elapsed_ms(const struct timespec *from, const struct timespec *to)
-{
-    return (long)(to->tv_sec - from->tv_sec) * 1000 + (to->tv_nsec - from->tv_nsec) / 1000000;
-}
-
 /* Has st moved since last asked (bytes received or acknowledged)? Shut it down when it has not
  * for the timeout. Under watch_mu. */
-static void watch_one(struct net_stream *st, const struct timespec *now)
+static void watch_one(struct net_stream *st, double now)
 {
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
@@ -149,10 +145,10 @@ static void watch_one(struct net_stream *st, const struct timespec *now)
     if (ti.tcpi_bytes_acked != st->acked || ti.tcpi_bytes_received != st->received) {
         st->acked = ti.tcpi_bytes_acked;
         st->received = ti.tcpi_bytes_received;
-        st->moved = *now;
+        st->moved = now;
         return;
     }
-    if (elapsed_ms(&st->moved, now) < timeout_ms())
+    if (now - st->moved < (double)rc_git_timeout())
         return;
     snprintf(st->failure, FAILURE_MAX, "%s sent nothing for %ld s (--git-timeout)", st->host,
              rc_git_timeout());
@@ -165,11 +161,11 @@ static void *watcher(void *arg)
     (void)arg;
     pthread_mutex_lock(&watch_mu);
     while (watched) {
-        struct timespec now, tick;
+        struct timespec tick;
+        double now = rc_mono_seconds();
         long ms = timeout_ms() / 4;
-        clock_gettime(CLOCK_MONOTONIC, &now);
         for (struct net_stream *st = watched; st; st = st->next)
-            watch_one(st, &now);
+            watch_one(st, now);
         pthread_mutex_unlock(&watch_mu);
         /* a quarter of the timeout, at most a second: cut within that of it */
         ms = ms > 1000 ? 1000 : ms < 50 ? 50 : ms;
@@ -192,7 +188,7 @@ static void watch_add(struct net_stream *st)
     pthread_t t;
 
     pthread_mutex_lock(&watch_mu);
-    clock_gettime(CLOCK_MONOTONIC, &st->moved);
+    st->moved = rc_mono_seconds();
     st->next = watched;
     watched = st;
     if (!watcher_running && pthread_attr_init(&attr) == 0) {

@@ -2131,23 +2131,22 @@ static int file_as_in_base(const struct compute *c, const char *file)
                             cmp_change_path);
 }
 
-/* The object files the base deploy tree already has as they would be rendered, into *reuse
- * (per decision) and *objects (per decision, per object): a unit with the same decision
+/* The object files the base deploy tree already has as they would be rendered, per decision
+ * (NULL: none) and per object of it: a unit with the same decision
  * (clusters, state, policy digest, or no policy then and now), and of it each object that the
  * unit's entry in the base record lists and that is loaded from the version of its file the base
  * was made from (file_as_in_base). So a change to one file of a unit of many renders that file's
  * objects alone. Namespaces, kustomizations and the record are always rendered. */
-static void reusable_units(const unsigned char **reuse, const unsigned char *const **objects,
-                           const struct compute *c, const struct pl_prev_unit *const *kept,
-                           struct rc_arena *a)
+static const unsigned char *const *reusable_objects(const struct compute *c,
+                                                    const struct pl_prev_unit *const *kept,
+                                                    struct rc_arena *a)
 {
-    unsigned char *r = rc_arena_calloc(a, c->res.ndecisions + 1, 1);
     unsigned char **obj = rc_arena_calloc(a, c->res.ndecisions + 1, sizeof(*obj));
 
     for (size_t i = 0; i < c->res.ndecisions; i++) {
         const struct pl_decision *d = &c->res.decisions[i];
         const struct pl_prev_unit *p = kept[i];
-        size_t j = 0, nkept = 0;
+        size_t j = 0;
         /* a unit without a policy (one that follows the units referencing it, or placed by an
          * annotation) is rendered from its objects and clusters alone */
         if (!(d->change == PL_CHANGE_NONE && d->state == PL_STATE_PLACED && p &&
@@ -2164,15 +2163,11 @@ static void reusable_units(const unsigned char **reuse, const unsigned char *con
                 continue;
             while (j < p->nobjects && (cmp = strcmp(p->objects[j], o->key)) < 0)
                 j++;
-            if (j < p->nobjects && cmp == 0 && o->file && file_as_in_base(c, o->file)) {
+            if (j < p->nobjects && cmp == 0 && o->file && file_as_in_base(c, o->file))
                 obj[i][k] = 1;
-                nkept++;
-            }
         }
-        r[i] = nkept > 0;
     }
-    *reuse = r;
-    *objects = (const unsigned char *const *)obj;
+    return (const unsigned char *const *)obj;
 }
 
 static int compute_place(struct compute *c, const char *source, const struct rd_record *prev,
@@ -2196,7 +2191,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
     ropts = o->render;
     ropts.tallies = tallies;
     if (c->reuse_ok)
-        reusable_units(&ropts.reuse, &ropts.reuse_objects, c, kept, a);
+        ropts.reuse_objects = reusable_objects(c, kept, a);
     /* the writer's memo: loop mode copies the entries that did not change from it; for the
      * last pass it keeps digests alone, for the record cache file (the next process) */
     ropts.record_memo = pass_record_memo(o);

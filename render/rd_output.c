@@ -1038,9 +1038,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     /* placed objects: kept files here, the others listed as jobs */
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
-        int reuse = opts->reuse && opts->reuse[d - res->decisions] && !pl_decision_divides(d);
-        const unsigned char *reuse_obj =
-            reuse && opts->reuse_objects ? opts->reuse_objects[d - res->decisions] : NULL;
+        const unsigned char *reuse = opts->reuse_objects && !pl_decision_divides(d)
+                                         ? opts->reuse_objects[d - res->decisions]
+                                         : NULL;
         char unit_label[17];
         const char *label;
 
@@ -1062,9 +1062,8 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                 const struct pl_object *o = d->objects[k];
                 struct rjob *j;
                 /* overrides may warn while rendering: such units are always rendered */
-                if (reuse && (!reuse_obj || reuse_obj[k]) && !(pol && pol->noverrides) &&
-                    path_part_ok(o->name) && path_part_ok(o->kind) &&
-                    (!o->ns || path_part_ok(o->ns))) {
+                if (reuse && reuse[k] && !(pol && pol->noverrides) && path_part_ok(o->name) &&
+                    path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
                     files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
                     note_namespace(&need, &have, o, cluster);
                     continue;

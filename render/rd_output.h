@@ -48,14 +48,11 @@ struct rd_render_options {
      * for its own) and Namespaces carry the annotations that keep both agents from pruning a
      * Namespace, which would delete everything in it. */
     int pull;
-    /* NULL, or one flag per res->decisions: 1 = the unit's object files are as the base
-     * deploy tree has them (same decision, same manifests, same render digest): they are
-     * listed with keep = 1 and not rendered again. Units that Divide are always rendered. */
-    const unsigned char *reuse;
-    /* NULL, or with reuse, per decision NULL or one flag per object of the decision: of a
-     * unit flagged in reuse, only the objects flagged here are kept (the base has each one's
-     * files as they would be rendered: the unit's entry listed it, and it is loaded from the
-     * same version of its file); the others are rendered. NULL: every object of the unit. */
+    /* NULL, or one entry per res->decisions: NULL, or one flag per object of the decision,
+     * 1 = the object's files are as the base deploy tree has them (the same decision and
+     * render digest, the unit's entry in the base record lists the object, and it is loaded
+     * from the same version of its file): they are listed with keep = 1 and not rendered
+     * again. Units that Divide are always rendered. */
     const unsigned char *const *reuse_objects;
     /* Threads that render object files and write the record's entries: 0, as many as the
      * machine has cores (at most 4) when there is enough work for them; n > 0: n. The tree is
@@ -103,7 +100,8 @@ struct rd_tree_file {
     const char *path;
     const char *data; /* NULL when keep */
     size_t len;
-    int keep; /* 1: the file is the base deploy tree's at this path (rd_render_options.reuse) */
+    int keep; /* 1: the file is the base deploy tree's at this path
+                 (rd_render_options.reuse_objects) */
     /* NULL, or the file's blob id as render made it (a shard of the record, which its header
      * names by id), so that it is not hashed again */
     const char *id;
