@@ -357,10 +357,13 @@ static int load_doc(struct pctx *c, struct rd_docs *docs, size_t i, const char *
     }
 }
 
+/* Exactly n (NULL for none): a cached file keeps these for as long as it is cached, and a
+ * --once pass takes up every file's. A spare slot in each (a workload's file has no policy
+ * and no Cluster, and one of each is 344 bytes) was 544 of a skyray job file's 2,832. */
 #define TO_ARENA(a, dst, ndst, vec)                                                                \
     do {                                                                                           \
         (ndst) = (vec).n;                                                                          \
-        (dst) = rc_arena_calloc((a), (vec).n + 1, sizeof(*(vec).v));                               \
+        (dst) = (vec).n ? rc_arena_calloc((a), (vec).n, sizeof(*(vec).v)) : NULL;                  \
         if ((vec).n)                                                                               \
             memcpy((dst), (vec).v, (vec).n * sizeof(*(vec).v));                                    \
     } while (0)
