@@ -1706,8 +1706,7 @@ static void set_change(struct engine *e, struct eunit *u)
 
 /* ==== pl_place ==== */
 
-/* Does override o name object x? */
-static int override_names(const struct pl_override *o, const struct pl_object *x)
+int pl_override_names(const struct pl_override *o, const struct pl_object *x)
 {
     return !strcmp(o->kind, x->kind) && !strcmp(o->name, x->name) &&
            (!o->api_version || !strcmp(o->api_version, x->api_version)) &&
@@ -1734,7 +1733,7 @@ static void list_overrides(struct engine *e, struct eunit *u)
             if (strcmp(o->topology_value, tv))
                 continue;
             for (size_t j = 0; j < u->nobj; j++) {
-                if (!override_names(o, u->objs[j]))
+                if (!pl_override_names(o, u->objs[j]))
                     continue;
                 if (n == cap) {
                     const char **nv = rc_arena_calloc(e->a, cap ? cap * 2 : 4, sizeof(*nv));

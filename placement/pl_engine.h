@@ -101,6 +101,10 @@ void pl_divide_object(struct pl_share *out, const struct pl_object *o,
  * percent is below 100)? Duplicate and single placements give every target 100. */
 int pl_decision_divides(const struct pl_decision *d);
 
+/* Does override o name object x (its kind, name, and its apiVersion and namespace where o
+ * gives them)? On the targets of o's topology value, render applies it to x. */
+int pl_override_names(const struct pl_override *o, const struct pl_object *x);
+
 /*
  * Which of d's verdicts a bounded list keeps (keep[i] for d->verdicts[i], which are in
  * preference order): those of the first `chosen` targets, and of the first `passed` other

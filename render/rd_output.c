@@ -603,10 +603,7 @@ static void apply_overrides(cJSON *copy, const struct pl_object *o, const struct
     for (size_t k = 0; pol && tv && k < pol->noverrides; k++) {
         const struct pl_override *ov = &pol->overrides[k];
         struct rc_err e = RC_ERR_INIT;
-        if (strcmp(ov->topology_value, tv) || strcmp(ov->kind, o->kind) ||
-            strcmp(ov->name, o->name) ||
-            (ov->api_version && strcmp(ov->api_version, o->api_version)) ||
-            (ov->ns && (!o->ns || strcmp(ov->ns, o->ns))))
+        if (strcmp(ov->topology_value, tv) || !pl_override_names(ov, o))
             continue;
         if (rd_override_apply(copy, ov->field_path, ov->value_json, &e) < 0)
             rwarn_add(w,
@@ -1012,6 +1009,19 @@ static const char *topology_value(const struct pl_input *in, const struct pl_pol
     return !strcmp(tk, PL_LABEL_CLUSTER_NAME) ? t->cluster : NULL;
 }
 
+/* Per object of d: does an override of pol name it (on any topology value)? */
+static const unsigned char *overridden_objects(const struct pl_policy *pol,
+                                               const struct pl_decision *d, struct rc_arena *a)
+{
+    unsigned char *named = rc_arena_calloc(a, d->nobjects + 1, 1);
+
+    for (size_t k = 0; k < d->nobjects; k++) {
+        for (size_t i = 0; d->objects[k] && i < pol->noverrides && !named[k]; i++)
+            named[k] = (unsigned char)pl_override_names(&pol->overrides[i], d->objects[k]);
+    }
+    return named;
+}
+
 int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struct pl_input *in,
                    const char *source_commit, const struct rd_render_options *opts,
                    struct rc_arena *a, struct rc_err *err)
@@ -1041,6 +1051,7 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         const unsigned char *reuse = opts->reuse_objects && !pl_decision_divides(d)
                                          ? opts->reuse_objects[d - res->decisions]
                                          : NULL;
+        const unsigned char *named = NULL; /* overridden_objects, when it matters */
         char unit_label[17];
         const char *label;
 
@@ -1058,11 +1069,14 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             const struct pl_policy *pol = find_policy(in, d->policy);
             const char *tv =
                 pol && pol->noverrides ? topology_value(in, pol, &d->targets[t]) : NULL;
+            if (reuse && pol && pol->noverrides && !named)
+                named = overridden_objects(pol, d, a);
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
                 struct rjob *j;
-                /* overrides may warn while rendering: such units are always rendered */
-                if (reuse && reuse[k] && !(pol && pol->noverrides) && path_part_ok(o->name) &&
+                /* an object an override names is always rendered: what the override makes of
+                 * it, and whether it warns, depends on the target's topology value too */
+                if (reuse && reuse[k] && !(named && named[k]) && path_part_ok(o->name) &&
                     path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
                     files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
                     note_namespace(&need, &have, o, cluster);

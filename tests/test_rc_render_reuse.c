@@ -392,6 +392,94 @@ static void test_rc_render_reuse__one_file_of_a_unit_renders_its_objects(void **
     free(repo);
 }
 
+/* Every job on every cluster (Duplicate), and overrides that name two of them: job-2's image
+ * on c1, and on c0 a path job-3 does not have (a warning). */
+static const char *const duplicate_policy =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: capacity}\n"
+    "spec:\n"
+    "  namespaceSelector:\n"
+    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
+    "  resourceSelectors:\n"
+    "    labelSelectors:\n"
+    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
+    "  spreadConstraints:\n"
+    "    spreadMode: Duplicate\n"
+    "    topologyKey: kubernetes.io/metadata.name\n"
+    "    overrides:\n"
+    "    - topologyValue: c1\n"
+    "      resources:\n"
+    "      - kind: Job\n"
+    "        apiVersion: batch/v1\n"
+    "        name: job-2\n"
+    "        namespace: team\n"
+    "        override:\n"
+    "        - fieldPath: spec.template.spec.containers[0].image\n"
+    "          value: {staticValue: \"busybox:c1\"}\n"
+    "    - topologyValue: c0\n"
+    "      resources:\n"
+    "      - kind: Job\n"
+    "        name: job-3\n"
+    "        override:\n"
+    "        - fieldPath: spec.template.spec.containers[5].image\n"
+    "          value: {staticValue: \"busybox:c0\"}\n";
+
+static int warns_of(const struct rc_pass_result *res, const char *text)
+{
+    for (size_t i = 0; i < res->nwarnings; i++) {
+        if (strstr(res->warnings[i], text))
+            return 1;
+    }
+    return 0;
+}
+
+/* A policy with overrides: the objects its overrides name are rendered by every pass that
+ * renders (what an override makes of an object, and whether it warns, depends on the
+ * target's topology value), and its units' other objects are kept like any others. */
+static void test_rc_render_reuse__overrides_render_the_objects_they_name(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo();
+    char *file;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    th_write_file(repo, "policy.yaml", duplicate_policy, (size_t)-1);
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "duplicate, with overrides", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 3 * NJOBS);
+    assert_true(warns_of(&res, "override of 'team/Job/job-3' on c0"));
+
+    /* job-0 changes: its three files, and job-2's and job-3's, which overrides name */
+    write_job(repo, 0, "busybox:2");
+    commit_renders(repo, "job-0 image", 3 + 3 + 3, "clusters/c2/team/job.job-0.yaml",
+                   "image: busybox:2", &a);
+    file = deploy_file(repo, "clusters/c1/team/job.job-2.yaml");
+    th_assert_contains(file, "image: busybox:c1");
+    free(file);
+    file = deploy_file(repo, "clusters/c0/team/job.job-2.yaml");
+    th_assert_contains(file, "image: busybox:1");
+    free(file);
+
+    /* the warning stays while the override does not apply */
+    write_job(repo, 1, "busybox:2");
+    free(th_git_ok(repo, "commit", "-q", "-a", "-m", "job-1 image", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    assert_int_equal(res.nrendered, 3 + 3 + 3);
+    assert_true(warns_of(&res, "override of 'team/Job/job-3' on c0"));
+    replay_matches(repo);
+
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A file to keep that someone removed from the deploy branch is rendered again. */
 static void test_rc_render_reuse__missing_file_is_rendered(void **state)
 {
@@ -610,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_rc_render_reuse__one_change_renders_one_unit),
         cmocka_unit_test(test_rc_render_reuse__kustomization_follows_its_files),
         cmocka_unit_test(test_rc_render_reuse__one_file_of_a_unit_renders_its_objects),
+        cmocka_unit_test(test_rc_render_reuse__overrides_render_the_objects_they_name),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
         cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
