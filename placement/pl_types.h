@@ -274,6 +274,9 @@ struct pl_prev_unit {
     enum pl_state state;
     size_t nclusters;
     const char **clusters;
+    /* Divide: each cluster's percent, aligned with clusters (the record's `shares`); NULL:
+     * none recorded (100 each, or a record whose shares do not read) */
+    const int64_t *percents;
     const char *reason; /* as recorded; NULL: none */
     const char *cause;  /* as recorded; NULL: none */
     size_t nverdicts;   /* as recorded */

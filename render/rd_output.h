@@ -272,7 +272,7 @@ void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc
  * unknown state or verdict kind, a placed unit without clusters, a unit listed twice, counts
  * out of the parser's ranges, trailing bytes) is RC_EINVALID, never a crash.
  */
-#define RD_RECORD_PACK_VERSION "record-pack 3"
+#define RD_RECORD_PACK_VERSION "record-pack 4"
 void rd_record_pack(struct rc_buf *out, const struct rd_record *r);
 int rd_record_unpack(struct rd_record *out, const unsigned char *data, size_t len,
                      struct rc_arena *a, struct rc_err *err);

@@ -1468,6 +1468,15 @@ static void unit_as_read(struct pl_prev_unit *u, struct rd_verdict_tally *tally,
     u->clusters = rc_arena_calloc(a, d->ntargets + 1, sizeof(*u->clusters));
     for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++)
         u->clusters[u->nclusters++] = keep_str(d->targets[i].cluster, copy, a);
+    for (size_t i = 0; d->state == PL_STATE_PLACED && i < d->ntargets; i++) {
+        if (d->targets[i].percent != 100) { /* written as shares (entry_init) */
+            int64_t *pc = rc_arena_calloc(a, d->ntargets + 1, sizeof(*pc));
+            for (size_t t = 0; t < d->ntargets; t++)
+                pc[t] = d->targets[t].percent;
+            u->percents = pc;
+            break;
+        }
+    }
     u->reason = keep_str(d->reason, copy, a);
     u->cause = keep_str(d->cause, copy, a);
     if (d->nverdicts > sizeof(small))
@@ -1612,6 +1621,11 @@ void rd_record_copy(struct rd_record *out, const struct rd_record *in, struct rc
         d->state = s->state;
         d->nclusters = s->nclusters;
         d->clusters = dup_strs(s->clusters, s->nclusters, a);
+        if (s->percents) {
+            int64_t *pc = rc_arena_calloc(a, s->nclusters + 1, sizeof(*pc));
+            memcpy(pc, s->percents, s->nclusters * sizeof(*pc));
+            d->percents = pc;
+        }
         d->reason = dup_or_null(s->reason, a);
         d->cause = dup_or_null(s->cause, a);
         d->nverdicts = s->nverdicts;
@@ -1691,11 +1705,90 @@ static void parse_tally(struct rd_verdict_tally *t, const cJSON *j)
     t->omitted = (size_t)om->valuedouble;
 }
 
-/* objects and clusters: the lists of an entry that grow with the fleet (a unit's objects,
- * the clusters it is copied to), streamed one string at a time (rd_yaml.h) */
-static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
-                      struct rd_out_strs *objects, struct rd_out_strs *clusters, struct rc_arena *a,
+/* An entry's shares ({cluster, percent} each) as they stream in. They only let render keep a
+ * Divide unit's files (rc_pass.c, reusable_objects), so shares that do not read, or do not
+ * name the entry's clusters one each, are dropped (the unit's files are rendered) rather
+ * than refused. */
+struct shares_in {
+    struct rc_arena *a;   /* the cluster names' copies */
+    const char **cluster; /* malloc'd, like the percents; freed when the load is over */
+    int64_t *percent;
+    size_t n, cap, pcap;
+    int bad;
+};
+
+static int each_share(void *payload, const cJSON *item, const struct rd_docs *docs,
                       struct rc_err *err)
+{
+    struct shares_in *sh = payload;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "cluster");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(item, "percent");
+
+    (void)docs;
+    (void)err;
+    if (sh->bad || !cJSON_IsString(c) || !cJSON_IsNumber(p) || !(p->valuedouble >= 0) ||
+        !(p->valuedouble <= 100) || p->valuedouble != (double)(int64_t)p->valuedouble) {
+        sh->bad = 1;
+        return 0;
+    }
+    sh->cluster = rc_xgrow(sh->cluster, &sh->cap, sh->n + 1, sizeof(*sh->cluster));
+    sh->percent = rc_xgrow(sh->percent, &sh->pcap, sh->n + 1, sizeof(*sh->percent));
+    sh->cluster[sh->n] = rc_arena_strdup(sh->a, c->valuestring);
+    sh->percent[sh->n++] = (int64_t)p->valuedouble;
+    return 0;
+}
+
+struct share_ent {
+    const char *cluster;
+    int64_t percent;
+};
+
+static int cmp_share_ent(const void *x, const void *y)
+{
+    return strcmp(((const struct share_ent *)x)->cluster, ((const struct share_ent *)y)->cluster);
+}
+
+/* u's percents from the shares that came (NULL unless they name each of u's clusters once);
+ * empties them for the next entry. The writer lists them in the clusters' order; any other
+ * order is matched by sorting, so that a unit of many clusters costs n log n, not n^2. */
+static void take_shares(struct pl_prev_unit *u, struct shares_in *sh, struct rc_arena *a)
+{
+    int64_t *pc = NULL;
+    size_t i = 0;
+    int ok = !sh->bad && sh->n && sh->n == u->nclusters;
+
+    if (ok)
+        pc = rc_arena_calloc(a, u->nclusters + 1, sizeof(*pc));
+    while (ok && i < u->nclusters && !strcmp(sh->cluster[i], u->clusters[i])) {
+        pc[i] = sh->percent[i];
+        i++;
+    }
+    if (ok && i < u->nclusters) {
+        struct share_ent *v = rc_xcalloc(sh->n, sizeof(*v));
+        for (size_t k = 0; k < sh->n; k++)
+            v[k] = (struct share_ent){sh->cluster[k], sh->percent[k]};
+        rc_sort(v, sh->n, sizeof(*v), cmp_share_ent);
+        for (size_t k = 1; ok && k < sh->n; k++)
+            ok = strcmp(v[k - 1].cluster, v[k].cluster) != 0;
+        for (i = 0; ok && i < u->nclusters; i++) {
+            struct share_ent key = {u->clusters[i], 0};
+            const struct share_ent *hit = bsearch(&key, v, sh->n, sizeof(*v), cmp_share_ent);
+            ok = hit != NULL;
+            if (ok)
+                pc[i] = hit->percent;
+        }
+        free(v);
+    }
+    u->percents = ok ? pc : NULL;
+    sh->n = 0;
+    sh->bad = 0;
+}
+
+/* objects and clusters: the lists of an entry that grow with the fleet (a unit's objects,
+ * the clusters it is copied to), streamed one string at a time (rd_yaml.h), and its shares */
+static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_docs *docs,
+                      struct rd_out_strs *objects, struct rd_out_strs *clusters,
+                      struct shares_in *shares, struct rc_arena *a, struct rc_err *err)
 {
     const char *state = NULL;
     int error;
@@ -1719,6 +1812,8 @@ static int parse_unit(struct pl_prev_unit *u, const cJSON *j, const struct rd_do
     if (!error && u->state == PL_STATE_PLACED && u->nclusters == 0)
         error =
             rd_out_err_at(err, docs, RECORD_FILE, j, "placed unit '%s' has no clusters", u->unit);
+    if (!error)
+        take_shares(u, shares, a);
     if (!error)
         error = rd_out_get_str(&u->reason, j, "reason", 0, docs, RECORD_FILE, a, err);
     if (!error)
@@ -1754,7 +1849,8 @@ struct units_in {
     struct rd_verdict_tally *tallies;
     size_t n, cap, tcap;
     struct rd_out_strs objects, clusters; /* of the entry being read */
-    size_t nwarnings;                     /* the warnings listed, read past */
+    struct shares_in shares;
+    size_t nwarnings; /* the warnings listed, read past */
 };
 
 static int count_warning(void *payload, const cJSON *item, const struct rd_docs *docs,
@@ -1776,7 +1872,8 @@ static int each_unit(void *payload, const cJSON *item, const struct rd_docs *doc
     in->units = rc_xgrow(in->units, &in->cap, in->n + 1, sizeof(*in->units));
     in->tallies = rc_xgrow(in->tallies, &in->tcap, in->n + 1, sizeof(*in->tallies));
     memset(&in->units[in->n], 0, sizeof(in->units[in->n]));
-    error = parse_unit(&in->units[in->n], item, docs, &in->objects, &in->clusters, in->a, err);
+    error = parse_unit(&in->units[in->n], item, docs, &in->objects, &in->clusters, &in->shares,
+                       in->a, err);
     if (error < 0)
         return error;
     parse_tally(&in->tallies[in->n], item);
@@ -1794,7 +1891,7 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
     struct rd_yaml_items lists[] = {
         {"objects", rd_out_each_str, &in->objects, NULL, 0},
         {"clusters", rd_out_each_str, &in->clusters, NULL, 0},
-        {"shares", NULL, NULL, NULL, 0}, /* not read back: the engine recomputes them */
+        {"shares", each_share, &in->shares, NULL, 0},
     };
     struct rd_yaml_items items[] = {
         {"units", each_unit, in, lists, sizeof(lists) / sizeof(lists[0])},
@@ -1812,12 +1909,16 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
     limits.max_bytes = RD_RECORD_MAX_BYTES;
     in->objects = (struct rd_out_strs){RECORD_FILE, "objects", in->a, NULL, 0, 0};
     in->clusters = (struct rd_out_strs){RECORD_FILE, "clusters", in->a, NULL, 0, 0};
+    in->shares = (struct shares_in){in->a, NULL, NULL, 0, 0, 0, 0};
     error = rd_yaml_load_items(docs, file, text, len, &limits, items,
                                sizeof(items) / sizeof(items[0]), err);
     free(in->objects.v);
     free(in->clusters.v);
+    free(in->shares.cluster);
+    free(in->shares.percent);
     memset(&in->objects, 0, sizeof(in->objects));
     memset(&in->clusters, 0, sizeof(in->clusters));
+    memset(&in->shares, 0, sizeof(in->shares));
     if (error < 0)
         return error;
     if (rd_docs_count(*docs) != 1)
@@ -2081,8 +2182,8 @@ int rd_record_parse(struct rd_record *out, const char *text, size_t len, struct 
  *              repeats policies, digests, clusters, reasons and details unit after unit)
  *   record     str source, str render_digest, nunits, unit...
  *   unit       str unit, str policy, str policy_digest, nobjects, str..., state,
- *              nclusters, str..., str reason, str cause, nverdicts, verdict...,
- *              omitted, count[0..3]
+ *              nclusters, str..., shares (0, or 1 and a percent per cluster), str reason,
+ *              str cause, nverdicts, verdict..., omitted, count[0..3]
  *   verdict    str cluster, kind, str detail, nodes_added
  * A string read back from the table is shared: the record's strings are read-only.
  */
@@ -2202,6 +2303,9 @@ void rd_record_pack(struct rc_buf *out, const struct rd_record *r)
         put_num(pk, u->nclusters);
         for (size_t k = 0; k < u->nclusters; k++)
             put_str(pk, u->clusters[k]);
+        put_num(pk, u->percents ? 1 : 0);
+        for (size_t k = 0; u->percents && k < u->nclusters; k++)
+            put_num(pk, (size_t)u->percents[k]);
         put_str(pk, u->reason);
         put_str(pk, u->cause);
         put_num(pk, u->nverdicts);
@@ -2312,6 +2416,19 @@ static void get_unit(struct unpacker *in, struct pl_prev_unit *u, struct rd_verd
     u->clusters = get_strs(in, &u->nclusters);
     if (u->state == PL_STATE_PLACED && u->nclusters == 0)
         in->bad = 1;
+    n = get_num(in);
+    if (n > 1)
+        in->bad = 1;
+    if (n == 1 && !in->bad) {
+        int64_t *pc = rc_arena_calloc(in->a, u->nclusters + 1, sizeof(*pc));
+        for (size_t k = 0; k < u->nclusters; k++) {
+            size_t v = get_num(in);
+            if (v > 100)
+                in->bad = 1;
+            pc[k] = (int64_t)v;
+        }
+        u->percents = pc;
+    }
     u->reason = get_str(in, 0);
     u->cause = get_str(in, 0);
     n = get_count(in);

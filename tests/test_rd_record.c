@@ -1154,6 +1154,60 @@ static void test_rd_record__lists_budget_is_per_element(void **state)
     rc_buf_release(&b);
 }
 
+/* `shares` is read back as each cluster's percent, in the order of `clusters`; shares that do
+ * not read, or do not name each cluster once, leave the unit without percents (rendered
+ * again) and the record readable. */
+static void test_rd_record__shares_read_back(void **state)
+{
+    static const struct {
+        const char *shares;
+        int64_t a, b; /* -1: no percents */
+    } cases[] = {
+        {"[{cluster: a, percent: 30}, {cluster: b, percent: 70}]", 30, 70},
+        {"[{cluster: b, percent: 70}, {cluster: a, percent: 30}]", 30, 70},
+        {"[{cluster: a, percent: 0}, {cluster: b, percent: 100}]", 0, 100},
+        {"[{cluster: a, percent: 30}]", -1, -1},
+        {"[{cluster: a, percent: 30}, {cluster: c, percent: 70}]", -1, -1},
+        {"[{cluster: a, percent: 30}, {cluster: a, percent: 70}]", -1, -1},
+        {"[{cluster: a, percent: 30.5}, {cluster: b, percent: 69.5}]", -1, -1},
+        {"[{cluster: a, percent: '30'}, {cluster: b, percent: 70}]", -1, -1},
+        {"[{cluster: a, percent: 130}, {cluster: b, percent: 70}]", -1, -1},
+        {"[[a, 30], [b, 70]]", -1, -1},
+        {"[]", -1, -1},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_arena a = RC_ARENA_INIT;
+        struct rc_err err = RC_ERR_INIT;
+        struct rc_buf b = RC_BUF_INIT;
+        struct rd_record rec;
+
+        assert_int_equal(rc_buf_printf(&b, &err,
+                                       "apiVersion: rightplace.dev/v1alpha1\n"
+                                       "kind: PlacementRecord\nunits:\n"
+                                       "- unit: p/ns/g\n  policy: p\n  objects: [ns/Deployment/d]\n"
+                                       "  state: placed\n  clusters: [a, b]\n  shares: %s\n"
+                                       "- unit: p/ns/h\n  policy: p\n  objects: [ns/Deployment/e]\n"
+                                       "  state: placed\n  clusters: [a]\n",
+                                       cases[i].shares),
+                         0);
+        if (rd_record_parse(&rec, b.ptr, b.len, &a, &err) < 0)
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_int_equal(rec.nunits, 2);
+        if (cases[i].a < 0) {
+            assert_null(rec.units[0].percents);
+        } else {
+            assert_non_null(rec.units[0].percents);
+            assert_int_equal(rec.units[0].percents[0], cases[i].a);
+            assert_int_equal(rec.units[0].percents[1], cases[i].b);
+        }
+        assert_null(rec.units[1].percents); /* one entry's shares are not the next one's */
+        rc_buf_release(&b);
+        rc_arena_release(&a);
+    }
+}
+
 /* The binary form of the record cache file gives back, field by field, what rd_record_parse
  * reads from the YAML: for every kind of entry (make_varied) and at the bench's largest scale
  * (20,000 units with bounded verdicts and tallies); packing what was unpacked gives the same
@@ -1989,6 +2043,7 @@ int main(void)
         cmocka_unit_test(test_rd_record__bounded_for_pending_and_duplicate),
         cmocka_unit_test(test_rd_record__of_result_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__bounded_result_same_record),
+        cmocka_unit_test(test_rd_record__shares_read_back),
         cmocka_unit_test(test_rd_record__unpack_is_what_parse_reads),
         cmocka_unit_test(test_rd_record__unpack_takes_any_bytes),
         cmocka_unit_test(test_rd_record__memo_writes_only_changed_entries),

@@ -32,6 +32,9 @@ void th_assert_records_equal(const struct rd_record *x, const struct rd_record *
         assert_int_equal(u->nclusters, v->nclusters);
         for (size_t k = 0; k < u->nclusters; k++)
             assert_str_same(u->clusters[k], v->clusters[k]);
+        assert_int_equal(u->percents != NULL, v->percents != NULL);
+        for (size_t k = 0; u->percents && k < u->nclusters; k++)
+            assert_int_equal(u->percents[k], v->percents[k]);
         assert_str_same(u->reason, v->reason);
         assert_str_same(u->cause, v->cause);
         assert_int_equal(u->nverdicts, v->nverdicts);
