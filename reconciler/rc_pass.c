@@ -2131,9 +2131,40 @@ static int file_as_in_base(const struct compute *c, const char *file)
                             cmp_change_path);
 }
 
+static int cmp_cluster_name(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct pl_cluster *)x)->name);
+}
+
+/* Does Divide decision d share its objects as the base did? The same percent on each cluster
+ * as the base record's `shares` (p), and each cluster loaded from the version of its file the
+ * base was made from (its topology value orders targets whose percents tie). The record lists
+ * the clusters in the targets' order (by name); a record that does not is rendered again. */
+static int shares_as_in_base(const struct compute *c, const struct pl_decision *d,
+                             const struct pl_prev_unit *p)
+{
+    const struct rd_source *src = &c->load.src;
+
+    if (!p->percents || p->nclusters != d->ntargets || !src->cluster_files)
+        return 0;
+    for (size_t t = 0; t < d->ntargets; t++) {
+        const struct pl_cluster *cl;
+        if (strcmp(p->clusters[t], d->targets[t].cluster) ||
+            p->percents[t] != d->targets[t].percent)
+            return 0;
+        cl = bsearch(d->targets[t].cluster, src->clusters, src->nclusters, sizeof(*src->clusters),
+                     cmp_cluster_name);
+        if (!cl || !src->cluster_files[cl - src->clusters] ||
+            !file_as_in_base(c, src->cluster_files[cl - src->clusters]))
+            return 0;
+    }
+    return 1;
+}
+
 /* The object files the base deploy tree already has as they would be rendered, per decision
  * (NULL: none) and per object of it: a unit with the same decision
- * (clusters, state, policy digest, or no policy then and now), and of it each object that the
+ * (clusters, state, policy digest, or no policy then and now; a Divide also its shares,
+ * shares_as_in_base), and of it each object that the
  * unit's entry in the base record lists and that is loaded from the version of its file the base
  * was made from (file_as_in_base). So a change to one file of a unit of many renders that file's
  * objects alone. Namespaces, kustomizations and the record are always rendered. */
@@ -2153,6 +2184,8 @@ static const unsigned char *const *reusable_objects(const struct compute *c,
               ((p->policy_digest && d->policy_digest &&
                 !strcmp(p->policy_digest, d->policy_digest)) ||
                (!p->policy && !d->policy))))
+            continue;
+        if (pl_decision_divides(d) && !shares_as_in_base(c, d, p))
             continue;
         obj[i] = rc_arena_calloc(a, d->nobjects + 1, 1);
         /* both lists are sorted by key (a record edited out of order finds fewer: rendered) */

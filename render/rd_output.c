@@ -1048,9 +1048,9 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
     /* placed objects: kept files here, the others listed as jobs */
     for (size_t i = 0; i < ndec; i++) {
         const struct pl_decision *d = dec[i];
-        const unsigned char *reuse = opts->reuse_objects && !pl_decision_divides(d)
-                                         ? opts->reuse_objects[d - res->decisions]
-                                         : NULL;
+        const unsigned char *reuse =
+            opts->reuse_objects ? opts->reuse_objects[d - res->decisions] : NULL;
+        int divides = pl_decision_divides(d);
         const unsigned char *named = NULL; /* overridden_objects, when it matters */
         char unit_label[17];
         const char *label;
@@ -1078,6 +1078,12 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                  * it, and whether it warns, depends on the target's topology value too */
                 if (reuse && reuse[k] && !(named && named[k]) && path_part_ok(o->name) &&
                     path_part_ok(o->kind) && (!o->ns || path_part_ok(o->ns))) {
+                    struct pl_share share;
+                    if (divides) { /* as render_object: a target without a share has no file */
+                        pl_divide_object(&share, o, d->targets, d->ntargets, t);
+                        if (!share.present)
+                            continue;
+                    }
                     files_keep(&f, object_path(cluster, o->ns, o->kind, o->name, a));
                     note_namespace(&need, &have, o, cluster);
                     continue;

@@ -2423,9 +2423,11 @@ int rd_source_load_ex(struct rd_source *out, const struct rd_file *files, size_t
     out->nclusters = l.clusters.n;
     out->clusters = rc_arena_calloc(a, l.clusters.n + 1, sizeof(*out->clusters));
     out->conns = rc_arena_calloc(a, l.clusters.n + 1, sizeof(*out->conns));
+    out->cluster_files = rc_arena_calloc(a, l.clusters.n + 1, sizeof(*out->cluster_files));
     for (size_t i = 0; i < l.clusters.n; i++) {
         out->clusters[i] = l.clusters.v[i].c;
         out->conns[i] = l.clusters.v[i].conn;
+        out->cluster_files[i] = l.clusters.v[i].file;
     }
     out->nwarnings = l.warnings.n;
     VEC_TO_ARENA(out->warnings, l.warnings);

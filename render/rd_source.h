@@ -54,6 +54,7 @@ struct rd_source {
     size_t nclusters;
     struct pl_cluster *clusters;   /* sorted by name; declared capacity */
     struct rd_cluster_conn *conns; /* nclusters, same order */
+    const char **cluster_files;    /* nclusters, same order: the file each was loaded from */
     size_t nnamespaces;
     struct pl_namespace *namespaces; /* every namespace named by an object or Namespace
                                         object, sorted by name */
@@ -75,7 +76,8 @@ struct rd_source {
 
 #define RD_SOURCE_INIT                                                                             \
     {                                                                                              \
-        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0  \
+        {0, {0}}, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, NULL,    \
+            NULL, 0                                                                                \
     }
 
 /*

@@ -480,6 +480,118 @@ static void test_rc_render_reuse__overrides_render_the_objects_they_name(void **
     free(repo);
 }
 
+/* Every unit divided between zones a and b */
+static const char *const divide_policy =
+    "apiVersion: policy.elotl.co/v1alpha1\n"
+    "kind: SchedulePolicy\n"
+    "metadata: {name: capacity}\n"
+    "spec:\n"
+    "  namespaceSelector:\n"
+    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
+    "  resourceSelectors:\n"
+    "    labelSelectors:\n"
+    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
+    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
+    "  spreadConstraints:\n"
+    "    spreadMode: Divide\n"
+    "    topologyKey: zone\n"
+    "    percentageSplit:\n"
+    "    - {topologyValue: a, percentage: 50}\n"
+    "    - {topologyValue: b, percentage: 50}\n";
+
+static void write_zone(const char *repo, int c, const char *zone)
+{
+    char path[64], text[256];
+
+    snprintf(path, sizeof(path), "fleet/c%d.yaml", c);
+    snprintf(text, sizeof(text),
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
+             "metadata: {name: c%d, labels: {zone: %s}}\n"
+             "spec:\n  nodes:\n  - {name: node, count: 4, allocatable: {cpu: \"8\", "
+             "memory: 16Gi, pods: \"110\"}}\n",
+             c, zone);
+    th_write_file(repo, path, text, (size_t)-1);
+}
+
+static void write_web(const char *repo, int replicas)
+{
+    char text[512];
+
+    snprintf(text, sizeof(text),
+             "apiVersion: apps/v1\n"
+             "kind: Deployment\n"
+             "metadata: {name: web, namespace: team, labels: {app.kubernetes.io/instance: web}}\n"
+             "spec:\n"
+             "  replicas: %d\n"
+             "  selector: {matchLabels: {app: web}}\n"
+             "  template:\n"
+             "    metadata: {labels: {app: web}}\n"
+             "    spec:\n"
+             "      containers:\n"
+             "      - {name: c, image: nginx, resources: {requests: {cpu: 100m}}}\n",
+             replicas);
+    th_write_file(repo, "deployments/web.yaml", text, (size_t)-1);
+}
+
+/* Units that Divide keep their files while their shares are the base's (the record's
+ * `shares`, read back) and their clusters' files did not change: a cluster's topology value
+ * orders targets whose percents tie, so two clusters that swap zones keep their clusters and
+ * percents but swap the remainders. A target a share leaves without the object has no file
+ * to keep. */
+static void test_rc_render_reuse__divided_units_keep_their_shares(void **state)
+{
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_pass_result res;
+    char *repo = make_repo();
+    char *file;
+
+    (void)state;
+    assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
+    th_write_file(repo, "policy.yaml", divide_policy, (size_t)-1);
+    write_zone(repo, 0, "a");
+    write_zone(repo, 1, "b");
+    write_zone(repo, 2, "c");
+    write_web(repo, 5);
+    free(th_git_ok(repo, "add", "-A", NULL));
+    free(th_git_ok(repo, "commit", "-q", "-m", "divided", NULL));
+    run_pass(&res, repo, 0, &a);
+    assert_int_equal(res.committed, 1);
+    /* a Job's one pod runs where the tie of 50/50 puts it (zone a: c0); the Deployment on
+     * both */
+    assert_int_equal(res.nrendered, NJOBS + 2);
+    file = th_git_show(repo, "deploy", "clusters/c1/team/job.job-0.yaml");
+    assert_null(file);
+
+    /* one Job changes: it alone is rendered */
+    write_job(repo, 0, "busybox:2");
+    commit_renders(repo, "job-0 image", 1, "clusters/c0/team/job.job-0.yaml", "image: busybox:2",
+                   &a);
+
+    /* the Deployment's replicas: both its shares, the odd one to zone a */
+    write_web(repo, 7);
+    commit_renders(repo, "web 7 replicas", 2, "clusters/c0/team/deployment.web.yaml", "replicas: 4",
+                   &a);
+    file = deploy_file(repo, "clusters/c1/team/deployment.web.yaml");
+    th_assert_contains(file, "replicas: 3");
+    free(file);
+
+    /* c0 and c1 swap zones (and the Jobs go): the Deployment keeps its clusters and
+     * percents, but the odd replica goes to zone a, now c1; it is rendered */
+    free(th_git_ok(repo, "rm", "-q", "-r", "jobs", NULL));
+    write_zone(repo, 0, "b");
+    write_zone(repo, 1, "a");
+    commit_renders(repo, "c0 and c1 swap zones", 2, "clusters/c1/team/deployment.web.yaml",
+                   "replicas: 4", &a);
+    file = deploy_file(repo, "clusters/c0/team/deployment.web.yaml");
+    th_assert_contains(file, "replicas: 3");
+    free(file);
+
+    rc_git_global_shutdown();
+    rc_arena_release(&a);
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* A file to keep that someone removed from the deploy branch is rendered again. */
 static void test_rc_render_reuse__missing_file_is_rendered(void **state)
 {
@@ -699,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_rc_render_reuse__kustomization_follows_its_files),
         cmocka_unit_test(test_rc_render_reuse__one_file_of_a_unit_renders_its_objects),
         cmocka_unit_test(test_rc_render_reuse__overrides_render_the_objects_they_name),
+        cmocka_unit_test(test_rc_render_reuse__divided_units_keep_their_shares),
         cmocka_unit_test(test_rc_render_reuse__missing_file_is_rendered),
         cmocka_unit_test(test_rc_render_reuse__broken_files_render_nothing),
         cmocka_unit_test(test_rc_render_reuse__record_naming_its_source_is_read),
