@@ -22,7 +22,9 @@
  *
  * One workload in three shares its namespace's group (its instance label is g-<namespace>), so
  * that units of several files are edited, broken, moved and taken away one file at a time
- * (render keeps the unchanged files' objects of such a unit).
+ * (render keeps the unchanged files' objects of such a unit). The prod policy's units spread
+ * by turns: onto every prod cluster with overrides, or divided evenly or by percentage, while
+ * clusters join and leave prod (render keeps the files of such units too).
  *
  * test_rc_walk checks each pass against a model of the files but does not place; this test
  * has no model and checks placement itself: a take-up that reads one pod too many passes
@@ -73,6 +75,7 @@ struct world {
     int nw;
     int nodes[NCLUSTERS], prod[NCLUSTERS];
     int ns_in_any[NNS]; /* namespaces the "any" policy selects */
+    int spread;         /* the prod policy's spreadConstraints (spreads[]) */
     int readme;
     /* 0, or a record of more units than this is written in shards: every other walk, so
      * that its fleet (12 workloads at first, up to 40) crosses from one file to shards and back */
@@ -212,24 +215,55 @@ static void put_cluster(struct world *x, int c)
     th_write_file(x->repo, path, text, (size_t)-1);
 }
 
+/* The prod policy's spreads: none (one cluster), every prod cluster with overrides that name
+ * two Deployments (one of them on a path it lacks: a warning), and Divide evenly or by
+ * percentage (the prod clusters change as clusters are relabelled) */
+static const char *const spreads[] = {
+    "",
+    "  spreadConstraints:\n"
+    "    spreadMode: Duplicate\n"
+    "    topologyKey: kubernetes.io/metadata.name\n"
+    "    overrides:\n"
+    "    - topologyValue: c0\n"
+    "      resources:\n"
+    "      - {kind: Deployment, name: w1, namespace: team-a, override: [{fieldPath: "
+    "spec.template.spec.containers[0].image, value: {staticValue: \"busybox:c0\"}}]}\n"
+    "    - topologyValue: c1\n"
+    "      resources:\n"
+    "      - {kind: Deployment, name: w4, override: [{fieldPath: "
+    "spec.template.spec.volumes[3].name, "
+    "value: {staticValue: x}}]}\n",
+    "  spreadConstraints:\n"
+    "    spreadMode: Divide\n"
+    "    topologyKey: kubernetes.io/metadata.name\n",
+    "  spreadConstraints:\n"
+    "    spreadMode: Divide\n"
+    "    topologyKey: kubernetes.io/metadata.name\n"
+    "    percentageSplit:\n"
+    "    - {topologyValue: c0, percentage: 70}\n"
+    "    - {topologyValue: c1, percentage: 30}\n",
+};
+
 static void put_policies(struct world *x)
 {
-    char text[1024], list[128] = "";
+    char text[2048], list[128] = "";
     size_t at = 0;
 
-    th_write_file(x->repo, "policies/prod.yaml",
-                  "apiVersion: policy.elotl.co/v1alpha1\n"
-                  "kind: SchedulePolicy\n"
-                  "metadata: {name: prod}\n"
-                  "spec:\n"
-                  "  clusterSelector: {matchLabels: {tier: prod}}\n"
-                  "  namespaceSelector:\n"
-                  "    matchLabels: {kubernetes.io/metadata.name: team-a}\n"
-                  "  resourceSelectors:\n"
-                  "    labelSelectors:\n"
-                  "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
-                  "  groupBy: {labelKey: app.kubernetes.io/instance}\n",
-                  (size_t)-1);
+    snprintf(text, sizeof(text),
+             "apiVersion: policy.elotl.co/v1alpha1\n"
+             "kind: SchedulePolicy\n"
+             "metadata: {name: prod}\n"
+             "spec:\n"
+             "  clusterSelector: {matchLabels: {tier: prod}}\n"
+             "  namespaceSelector:\n"
+             "    matchLabels: {kubernetes.io/metadata.name: team-a}\n"
+             "  resourceSelectors:\n"
+             "    labelSelectors:\n"
+             "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
+             "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
+             "%s",
+             spreads[x->spread]);
+    th_write_file(x->repo, "policies/prod.yaml", text, (size_t)-1);
     for (int i = 1; i < NNS; i++)
         if (x->ns_in_any[i])
             at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", at ? ", " : "", nss[i]);
@@ -299,7 +333,7 @@ static const char *mutate(struct world *x)
         b->collides = 0;
         return "a collision undone";
     }
-    switch (pick(x, 12)) {
+    switch (pick(x, 13)) {
     case 0:
         if (!w)
             break;
@@ -367,6 +401,10 @@ static const char *mutate(struct world *x)
         w->image++;
         put_work(x, w);
         return "a workload's image";
+    case 12:
+        x->spread = (x->spread + 1 + pick(x, 3)) % 4;
+        put_policies(x);
+        return "the prod policy's spread";
     case 9: {
         char text[64];
         snprintf(text, sizeof(text), "revision %d\n", ++x->readme);
@@ -571,6 +609,7 @@ static void world_open(struct world *x, uint64_t seed)
         put_cluster(x, c);
     }
     x->ns_in_any[1] = x->ns_in_any[2] = 1;
+    x->spread = pick(x, 4);
     put_policies(x);
     for (int i = 0; i < 12; i++)
         add_work(x);
