@@ -26,17 +26,20 @@
 
 static char *home;
 
-static const char *const policy =
-    "apiVersion: policy.elotl.co/v1alpha1\n"
-    "kind: SchedulePolicy\n"
-    "metadata: {name: capacity}\n"
-    "spec:\n"
-    "  namespaceSelector:\n"
-    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
-    "  resourceSelectors:\n"
-    "    labelSelectors:\n"
-    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
-    "  groupBy: {labelKey: app.kubernetes.io/instance}\n";
+/* One unit per instance label in namespace team (the tests' spread policies add to it) */
+#define POLICY                                                                                     \
+    "apiVersion: policy.elotl.co/v1alpha1\n"                                                       \
+    "kind: SchedulePolicy\n"                                                                       \
+    "metadata: {name: capacity}\n"                                                                 \
+    "spec:\n"                                                                                      \
+    "  namespaceSelector:\n"                                                                       \
+    "    matchLabels: {kubernetes.io/metadata.name: team}\n"                                       \
+    "  resourceSelectors:\n"                                                                       \
+    "    labelSelectors:\n"                                                                        \
+    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"              \
+    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
+
+static const char *const policy = POLICY;
 
 static void write_job(const char *repo, int i, const char *image)
 {
@@ -58,21 +61,28 @@ static void write_job(const char *repo, int i, const char *image)
     th_write_file(repo, path, text, (size_t)-1);
 }
 
+/* Cluster c<c> of 4 nodes of 8 CPUs, with these labels (a YAML flow mapping) */
+static void write_cluster(const char *repo, int c, const char *labels)
+{
+    char path[64], text[256];
+
+    snprintf(path, sizeof(path), "fleet/c%d.yaml", c);
+    snprintf(text, sizeof(text),
+             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
+             "metadata: {name: c%d, labels: %s}\n"
+             "spec:\n  nodes:\n  - {name: node, count: 4, allocatable: {cpu: \"8\", "
+             "memory: 16Gi, pods: \"110\"}}\n",
+             c, labels);
+    th_write_file(repo, path, text, (size_t)-1);
+}
+
 static char *make_repo(void)
 {
     char *repo = th_git_init("reuse", 0);
 
     th_write_file(repo, "policy.yaml", policy, (size_t)-1);
-    for (int c = 0; c < 3; c++) {
-        char path[64], text[256];
-        snprintf(path, sizeof(path), "fleet/c%d.yaml", c);
-        snprintf(text, sizeof(text),
-                 "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\nmetadata: {name: c%d}\n"
-                 "spec:\n  nodes:\n  - {name: node, count: 4, allocatable: {cpu: \"8\", "
-                 "memory: 16Gi, pods: \"110\"}}\n",
-                 c);
-        th_write_file(repo, path, text, (size_t)-1);
-    }
+    for (int c = 0; c < 3; c++)
+        write_cluster(repo, c, "{}");
     for (int i = 0; i < NJOBS; i++)
         write_job(repo, i, "busybox:1");
     free(th_git_ok(repo, "add", "-A", NULL));
@@ -395,36 +405,26 @@ static void test_rc_render_reuse__one_file_of_a_unit_renders_its_objects(void **
 /* Every job on every cluster (Duplicate), and overrides that name two of them: job-2's image
  * on c1, and on c0 a path job-3 does not have (a warning). */
 static const char *const duplicate_policy =
-    "apiVersion: policy.elotl.co/v1alpha1\n"
-    "kind: SchedulePolicy\n"
-    "metadata: {name: capacity}\n"
-    "spec:\n"
-    "  namespaceSelector:\n"
-    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
-    "  resourceSelectors:\n"
-    "    labelSelectors:\n"
-    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
-    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
-    "  spreadConstraints:\n"
-    "    spreadMode: Duplicate\n"
-    "    topologyKey: kubernetes.io/metadata.name\n"
-    "    overrides:\n"
-    "    - topologyValue: c1\n"
-    "      resources:\n"
-    "      - kind: Job\n"
-    "        apiVersion: batch/v1\n"
-    "        name: job-2\n"
-    "        namespace: team\n"
-    "        override:\n"
-    "        - fieldPath: spec.template.spec.containers[0].image\n"
-    "          value: {staticValue: \"busybox:c1\"}\n"
-    "    - topologyValue: c0\n"
-    "      resources:\n"
-    "      - kind: Job\n"
-    "        name: job-3\n"
-    "        override:\n"
-    "        - fieldPath: spec.template.spec.containers[5].image\n"
-    "          value: {staticValue: \"busybox:c0\"}\n";
+    POLICY "  spreadConstraints:\n"
+           "    spreadMode: Duplicate\n"
+           "    topologyKey: kubernetes.io/metadata.name\n"
+           "    overrides:\n"
+           "    - topologyValue: c1\n"
+           "      resources:\n"
+           "      - kind: Job\n"
+           "        apiVersion: batch/v1\n"
+           "        name: job-2\n"
+           "        namespace: team\n"
+           "        override:\n"
+           "        - fieldPath: spec.template.spec.containers[0].image\n"
+           "          value: {staticValue: \"busybox:c1\"}\n"
+           "    - topologyValue: c0\n"
+           "      resources:\n"
+           "      - kind: Job\n"
+           "        name: job-3\n"
+           "        override:\n"
+           "        - fieldPath: spec.template.spec.containers[5].image\n"
+           "          value: {staticValue: \"busybox:c0\"}\n";
 
 static int warns_of(const struct rc_pass_result *res, const char *text)
 {
@@ -481,37 +481,12 @@ static void test_rc_render_reuse__overrides_render_the_objects_they_name(void **
 }
 
 /* Every unit divided between zones a and b */
-static const char *const divide_policy =
-    "apiVersion: policy.elotl.co/v1alpha1\n"
-    "kind: SchedulePolicy\n"
-    "metadata: {name: capacity}\n"
-    "spec:\n"
-    "  namespaceSelector:\n"
-    "    matchLabels: {kubernetes.io/metadata.name: team}\n"
-    "  resourceSelectors:\n"
-    "    labelSelectors:\n"
-    "    - matchExpressions: [{key: app.kubernetes.io/instance, operator: Exists}]\n"
-    "  groupBy: {labelKey: app.kubernetes.io/instance}\n"
-    "  spreadConstraints:\n"
-    "    spreadMode: Divide\n"
-    "    topologyKey: zone\n"
-    "    percentageSplit:\n"
-    "    - {topologyValue: a, percentage: 50}\n"
-    "    - {topologyValue: b, percentage: 50}\n";
-
-static void write_zone(const char *repo, int c, const char *zone)
-{
-    char path[64], text[256];
-
-    snprintf(path, sizeof(path), "fleet/c%d.yaml", c);
-    snprintf(text, sizeof(text),
-             "apiVersion: rightplace.dev/v1alpha1\nkind: Cluster\n"
-             "metadata: {name: c%d, labels: {zone: %s}}\n"
-             "spec:\n  nodes:\n  - {name: node, count: 4, allocatable: {cpu: \"8\", "
-             "memory: 16Gi, pods: \"110\"}}\n",
-             c, zone);
-    th_write_file(repo, path, text, (size_t)-1);
-}
+static const char *const divide_policy = POLICY "  spreadConstraints:\n"
+                                                "    spreadMode: Divide\n"
+                                                "    topologyKey: zone\n"
+                                                "    percentageSplit:\n"
+                                                "    - {topologyValue: a, percentage: 50}\n"
+                                                "    - {topologyValue: b, percentage: 50}\n";
 
 static void write_web(const char *repo, int replicas)
 {
@@ -548,9 +523,9 @@ static void test_rc_render_reuse__divided_units_keep_their_shares(void **state)
     (void)state;
     assert_int_equal(rc_git_global_init(&(struct rc_err)RC_ERR_INIT), RC_OK);
     th_write_file(repo, "policy.yaml", divide_policy, (size_t)-1);
-    write_zone(repo, 0, "a");
-    write_zone(repo, 1, "b");
-    write_zone(repo, 2, "c");
+    write_cluster(repo, 0, "{zone: a}");
+    write_cluster(repo, 1, "{zone: b}");
+    write_cluster(repo, 2, "{zone: c}");
     write_web(repo, 5);
     free(th_git_ok(repo, "add", "-A", NULL));
     free(th_git_ok(repo, "commit", "-q", "-m", "divided", NULL));
@@ -578,8 +553,8 @@ static void test_rc_render_reuse__divided_units_keep_their_shares(void **state)
     /* c0 and c1 swap zones (and the Jobs go): the Deployment keeps its clusters and
      * percents, but the odd replica goes to zone a, now c1; it is rendered */
     free(th_git_ok(repo, "rm", "-q", "-r", "jobs", NULL));
-    write_zone(repo, 0, "b");
-    write_zone(repo, 1, "a");
+    write_cluster(repo, 0, "{zone: b}");
+    write_cluster(repo, 1, "{zone: a}");
     commit_renders(repo, "c0 and c1 swap zones", 2, "clusters/c1/team/deployment.web.yaml",
                    "replicas: 4", &a);
     file = deploy_file(repo, "clusters/c0/team/deployment.web.yaml");
