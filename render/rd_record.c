@@ -2416,8 +2416,8 @@ static void get_unit(struct unpacker *in, struct pl_prev_unit *u, struct rd_verd
     u->clusters = get_strs(in, &u->nclusters);
     if (u->state == PL_STATE_PLACED && u->nclusters == 0)
         in->bad = 1;
-    n = get_num(in);
-    if (n > 1)
+    n = get_num(in); /* shares: as the YAML gives them, for a placed unit with clusters */
+    if (n > 1 || (n == 1 && u->nclusters == 0))
         in->bad = 1;
     if (n == 1 && !in->bad) {
         int64_t *pc = rc_arena_calloc(in->a, u->nclusters + 1, sizeof(*pc));

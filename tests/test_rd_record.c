@@ -1312,8 +1312,9 @@ static void test_rd_record__unpack_takes_any_bytes(void **state)
     }
     assert_true(accepted > 0); /* the whole input at least */
 
-    /* what the parser refuses */
-    for (int kind = 0; kind < 4; kind++) {
+    /* what the parser refuses (or, for shares, never gives) */
+    for (int kind = 0; kind < 5; kind++) {
+        static const int64_t percents[] = {50};
         struct rd_record bad = read;
         struct rc_buf b = RC_BUF_INIT;
         struct pl_prev_unit *u = rc_arena_calloc(&a, read.nunits + 1, sizeof(*u));
@@ -1330,6 +1331,11 @@ static void test_rd_record__unpack_takes_any_bytes(void **state)
             break;
         case 2:
             u[2].state = (enum pl_state)7;
+            break;
+        case 3: /* shares for a unit on no cluster */
+            u[2].state = PL_STATE_PENDING;
+            u[2].nclusters = 0;
+            u[2].percents = percents;
             break;
         default:
             assert_true(u[2].nverdicts > 0);
