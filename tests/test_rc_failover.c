@@ -222,6 +222,89 @@ static void test_rc_failover__moves_after_grace(void **state)
     free(repo);
 }
 
+/* A Divide policy's even split over every cluster of the pool, and a Deployment of 100
+ * replicas of it */
+static const char *const split_files[] = {
+    "split.yaml",
+    "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\nmetadata:\n  name: split\n"
+    "spec:\n  clusterSelector:\n    matchLabels: {pool: p}\n"
+    "  namespaceSelector:\n    matchLabels: {kubernetes.io/metadata.name: split}\n"
+    "  resourceSelectors:\n    labelSelectors:\n    - matchLabels: {app: split}\n"
+    "  spreadConstraints:\n    spreadMode: Divide\n"
+    "    topologyKey: kubernetes.io/metadata.name\n",
+    "web-split.yaml",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: split\n"
+    "  labels: {app: split}\nspec:\n  replicas: 100\n  selector:\n    matchLabels: {app: "
+    "split}\n  template:\n    metadata:\n      labels: {app: split}\n    spec:\n"
+    "      containers:\n      - name: pause\n        image: registry.k8s.io/pause:3.9\n"
+    "        resources:\n          requests: {cpu: 10m, memory: 1Mi}\n",
+};
+
+static void assert_replicas(const char *repo, const char *cluster, const char *want)
+{
+    char path[128], *text;
+
+    snprintf(path, sizeof(path), "clusters/%s/split/deployment.web.yaml", cluster);
+    text = th_git_show(repo, "deploy", path);
+    assert_non_null(text);
+    if (!strstr(text, want))
+        fail_msg("%s holds no '%s':\n%s", path, want, text);
+    free(text);
+}
+
+/* A value whose only cluster is unreachable gives its share to the others: a cluster that
+ * joins the pool unreachable changes the even split's percents (50/50 -> 34/33 of what is
+ * left) but not the targets, so the Divide unit's decision stands while its shares change;
+ * its files are rendered again (the record's shares differ), not kept. */
+static void test_rc_failover__divide_shares_follow_an_unreachable_value(void **state)
+{
+    struct th_kube ka, kb, kc;
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    char dir[TH_DIR], kc_path[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64];
+    char *repo, *err = NULL;
+    (void)state;
+
+    o.state_json = nodes;
+    assert_int_equal(th_kube_start(&ka, &certs, &o), 0);
+    assert_int_equal(th_kube_start(&kb, &certs, &o), 0);
+    assert_int_equal(th_kube_start(&kc, &certs, &o), 0);
+    assert_int_equal(th_kube_mkdtemp(dir), 0);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    snprintf(kc_path, sizeof(kc_path), "%s/a.kubeconfig", dir);
+    th_kube_kubeconfig(kc_path, &ka, extra, "    token: " TOKEN "\n");
+    snprintf(kc_path, sizeof(kc_path), "%s/b.kubeconfig", dir);
+    th_kube_kubeconfig(kc_path, &kb, extra, "    token: " TOKEN "\n");
+    snprintf(kc_path, sizeof(kc_path), "%s/c.kubeconfig", dir);
+    th_kube_kubeconfig(kc_path, &kc, extra, "    token: " TOKEN "\n");
+    th_kube_stop(&kc); /* c's server is gone: it will never answer */
+    setenv("RIGHTPLACE_KUBECONFIG_DIR", dir, 1);
+
+    repo = th_git_init("divide-unreachable", 0);
+    free(th_git_commit_files(repo, "two live clusters, one unit divided", "a.yaml", CLUSTER("a"),
+                             "b.yaml", CLUSTER("b"), split_files[0], split_files[1], split_files[2],
+                             split_files[3], NULL));
+    assert_int_equal(reconcile(repo, NULL, NULL, NULL), 0);
+    assert_replicas(repo, "a", "replicas: 50");
+    assert_replicas(repo, "b", "replicas: 50");
+
+    /* c joins unreachable: a and b stay the targets, at 34% and 33%: 51 and 49 replicas */
+    free(th_git_commit_files(repo, "a third cluster, down", "c.yaml", CLUSTER("c"), NULL));
+    assert_int_equal(reconcile(repo, NULL, NULL, &err), 1);
+    assert_non_null(strstr(err, "unreachable"));
+    free(err);
+    assert_replicas(repo, "a", "replicas: 51");
+    assert_replicas(repo, "b", "replicas: 49");
+    assert_int_equal(th_rp(NULL, NULL, "replay", "--repo", repo, "deploy", NULL), 0);
+
+    th_kube_stop(&ka);
+    th_kube_stop(&kb);
+    th_kube_rmtree(dir);
+    unsetenv("RIGHTPLACE_KUBECONFIG_DIR");
+    th_rm_rf(repo);
+    free(repo);
+}
+
 /* The outage file of 5,000 unreachable live clusters (of 10,000) with names of 253 bytes (1.3 MB,
  * past the 1 MiB the file was once read up to): the next pass reads every clock back, so the
  * clusters' outages keep growing towards the grace instead of starting again. */
@@ -268,6 +351,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_failover__moves_after_grace),
+        cmocka_unit_test(test_rc_failover__divide_shares_follow_an_unreachable_value),
         cmocka_unit_test(test_rc_failover__outage_clocks_of_many_clusters),
     };
     int rc;
