@@ -76,6 +76,25 @@ static char *placed_on(const char *repo, const char *unit)
     return res;
 }
 
+/* Fake API servers k[0..n), one per cluster named "a", "b", ... (a node of 8 CPUs each), and a
+ * kubeconfig directory dir with <name>.kubeconfig for each, which the passes read */
+static void start_clusters(struct th_kube *k, size_t n, char dir[TH_DIR])
+{
+    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
+    char kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64];
+
+    o.state_json = nodes;
+    assert_int_equal(th_kube_mkdtemp(dir), 0);
+    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
+             th_certs_path(ca, &certs, "ca.crt"));
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(th_kube_start(&k[i], &certs, &o), 0);
+        snprintf(kc, sizeof(kc), "%s/%c.kubeconfig", dir, (char)('a' + i));
+        th_kube_kubeconfig(kc, &k[i], extra, "    token: " TOKEN "\n");
+    }
+    setenv("RIGHTPLACE_KUBECONFIG_DIR", dir, 1);
+}
+
 static int reconcile(const char *repo, const char *flag, const char *value, char **err)
 {
     if (flag)
@@ -86,25 +105,14 @@ static int reconcile(const char *repo, const char *flag, const char *value, char
 
 static void test_rc_failover__moves_after_grace(void **state)
 {
-    struct th_kube ka, kb, *down, *up;
-    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
-    char dir[TH_DIR], kc[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64], file[4096];
+    struct th_kube k[2], *down, *up;
+    char dir[TH_DIR], file[4096];
     char *repo, *err = NULL, *fast, *slow, *msg, *text, *rec, *d1, *d2;
     const char *downname, *upname;
     struct stat st;
     (void)state;
 
-    o.state_json = nodes;
-    assert_int_equal(th_kube_start(&ka, &certs, &o), 0);
-    assert_int_equal(th_kube_start(&kb, &certs, &o), 0);
-    assert_int_equal(th_kube_mkdtemp(dir), 0);
-    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
-             th_certs_path(ca, &certs, "ca.crt"));
-    snprintf(kc, sizeof(kc), "%s/a.kubeconfig", dir);
-    th_kube_kubeconfig(kc, &ka, extra, "    token: " TOKEN "\n");
-    snprintf(kc, sizeof(kc), "%s/b.kubeconfig", dir);
-    th_kube_kubeconfig(kc, &kb, extra, "    token: " TOKEN "\n");
-    setenv("RIGHTPLACE_KUBECONFIG_DIR", dir, 1);
+    start_clusters(k, 2, dir);
 
     repo = th_git_init("failover", 0);
     free(th_git_commit_files(
@@ -116,10 +124,10 @@ static void test_rc_failover__moves_after_grace(void **state)
     fast = placed_on(repo, "fast/Deployment/web");
     slow = placed_on(repo, "slow/Deployment/web");
     assert_string_equal(fast, slow); /* both on the first cluster that fits */
-    down = !strcmp(fast, "a") ? &ka : &kb;
-    up = down == &ka ? &kb : &ka;
-    downname = down == &ka ? "a" : "b";
-    upname = down == &ka ? "b" : "a";
+    down = !strcmp(fast, "a") ? &k[0] : &k[1];
+    up = down == &k[0] ? &k[1] : &k[0];
+    downname = down == &k[0] ? "a" : "b";
+    upname = down == &k[0] ? "b" : "a";
     snprintf(file, sizeof(file), "%s/.git/rightplace/unreachable", repo);
     assert_int_equal(access(file, F_OK), -1); /* no outage, no file */
 
@@ -258,27 +266,13 @@ static void assert_replicas(const char *repo, const char *cluster, const char *w
  * its files are rendered again (the record's shares differ), not kept. */
 static void test_rc_failover__divide_shares_follow_an_unreachable_value(void **state)
 {
-    struct th_kube ka, kb, kc;
-    struct th_kube_opts o = {NULL, TOKEN "\n", 0, 0, 0};
-    char dir[TH_DIR], kc_path[TH_PATH], ca[TH_PATH], extra[TH_PATH + 64];
+    struct th_kube k[3];
+    char dir[TH_DIR];
     char *repo, *err = NULL;
     (void)state;
 
-    o.state_json = nodes;
-    assert_int_equal(th_kube_start(&ka, &certs, &o), 0);
-    assert_int_equal(th_kube_start(&kb, &certs, &o), 0);
-    assert_int_equal(th_kube_start(&kc, &certs, &o), 0);
-    assert_int_equal(th_kube_mkdtemp(dir), 0);
-    snprintf(extra, sizeof(extra), "    certificate-authority: %s\n",
-             th_certs_path(ca, &certs, "ca.crt"));
-    snprintf(kc_path, sizeof(kc_path), "%s/a.kubeconfig", dir);
-    th_kube_kubeconfig(kc_path, &ka, extra, "    token: " TOKEN "\n");
-    snprintf(kc_path, sizeof(kc_path), "%s/b.kubeconfig", dir);
-    th_kube_kubeconfig(kc_path, &kb, extra, "    token: " TOKEN "\n");
-    snprintf(kc_path, sizeof(kc_path), "%s/c.kubeconfig", dir);
-    th_kube_kubeconfig(kc_path, &kc, extra, "    token: " TOKEN "\n");
-    th_kube_stop(&kc); /* c's server is gone: it will never answer */
-    setenv("RIGHTPLACE_KUBECONFIG_DIR", dir, 1);
+    start_clusters(k, 3, dir);
+    th_kube_stop(&k[2]); /* c's server is gone: it will never answer */
 
     repo = th_git_init("divide-unreachable", 0);
     free(th_git_commit_files(repo, "two live clusters, one unit divided", "a.yaml", CLUSTER("a"),
@@ -297,8 +291,8 @@ static void test_rc_failover__divide_shares_follow_an_unreachable_value(void **s
     assert_replicas(repo, "b", "replicas: 49");
     assert_int_equal(th_rp(NULL, NULL, "replay", "--repo", repo, "deploy", NULL), 0);
 
-    th_kube_stop(&ka);
-    th_kube_stop(&kb);
+    th_kube_stop(&k[0]);
+    th_kube_stop(&k[1]);
     th_kube_rmtree(dir);
     unsetenv("RIGHTPLACE_KUBECONFIG_DIR");
     th_rm_rf(repo);
