@@ -1051,7 +1051,8 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
         const unsigned char *reuse =
             opts->reuse_objects ? opts->reuse_objects[d - res->decisions] : NULL;
         int divides = pl_decision_divides(d);
-        const unsigned char *named = NULL; /* overridden_objects, when it matters */
+        const struct pl_policy *pol;
+        const unsigned char *named; /* the objects overrides name, when any are kept */
         char unit_label[17];
         const char *label;
 
@@ -1059,6 +1060,8 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
             continue;
         pl_unit_label(d->unit, unit_label);
         label = rc_arena_strdup(a, unit_label);
+        pol = find_policy(in, d->policy);
+        named = reuse && pol && pol->noverrides ? overridden_objects(pol, d, a) : NULL;
         for (size_t t = 0; t < d->ntargets; t++) {
             const char *cluster = d->targets[t].cluster;
             if (!path_part_ok(cluster)) {
@@ -1066,11 +1069,8 @@ int rd_render_tree(struct rd_tree *out, const struct pl_result *res, const struc
                     rc_err_set(err, RC_EINVALID, "cluster name '%s' is unfit for a path", cluster);
                 goto done;
             }
-            const struct pl_policy *pol = find_policy(in, d->policy);
             const char *tv =
                 pol && pol->noverrides ? topology_value(in, pol, &d->targets[t]) : NULL;
-            if (reuse && pol && pol->noverrides && !named)
-                named = overridden_objects(pol, d, a);
             for (size_t k = 0; k < d->nobjects; k++) {
                 const struct pl_object *o = d->objects[k];
                 struct rjob *j;

@@ -50,9 +50,10 @@ struct rd_render_options {
     int pull;
     /* NULL, or one entry per res->decisions: NULL, or one flag per object of the decision,
      * 1 = the object's files are as the base deploy tree has them (the same decision and
-     * render digest, the unit's entry in the base record lists the object, and it is loaded
-     * from the same version of its file): they are listed with keep = 1 and not rendered
-     * again. Units that Divide are always rendered. */
+     * render digest, a Divide's shares too, the unit's entry in the base record lists the
+     * object, and it is loaded from the same version of its file): they are listed with
+     * keep = 1 and not rendered again; a target a Divide gives no share of the object has
+     * none. An object an override of the unit's policy names is rendered all the same. */
     const unsigned char *const *reuse_objects;
     /* Threads that render object files and write the record's entries: 0, as many as the
      * machine has cores (at most 4) when there is enough work for them; n > 0: n. The tree is

@@ -1710,8 +1710,7 @@ static void parse_tally(struct rd_verdict_tally *t, const cJSON *j)
  * name the entry's clusters one each, are dropped (the unit's files are rendered) rather
  * than refused. */
 struct shares_in {
-    struct rc_arena *a;   /* the cluster names' copies */
-    const char **cluster; /* malloc'd, like the percents; freed when the load is over */
+    char **cluster; /* malloc'd copies, each freed once its entry is read (take_shares) */
     int64_t *percent;
     size_t n, cap, pcap;
     int bad;
@@ -1733,7 +1732,7 @@ static int each_share(void *payload, const cJSON *item, const struct rd_docs *do
     }
     sh->cluster = rc_xgrow(sh->cluster, &sh->cap, sh->n + 1, sizeof(*sh->cluster));
     sh->percent = rc_xgrow(sh->percent, &sh->pcap, sh->n + 1, sizeof(*sh->percent));
-    sh->cluster[sh->n] = rc_arena_strdup(sh->a, c->valuestring);
+    sh->cluster[sh->n] = rc_xstrdup(c->valuestring);
     sh->percent[sh->n++] = (int64_t)p->valuedouble;
     return 0;
 }
@@ -1780,6 +1779,8 @@ static void take_shares(struct pl_prev_unit *u, struct shares_in *sh, struct rc_
         free(v);
     }
     u->percents = ok ? pc : NULL;
+    for (size_t k = 0; k < sh->n; k++)
+        free(sh->cluster[k]);
     sh->n = 0;
     sh->bad = 0;
 }
@@ -1909,11 +1910,13 @@ static int load_doc(struct rd_docs **docs, const cJSON **root, int *sharded, str
     limits.max_bytes = RD_RECORD_MAX_BYTES;
     in->objects = (struct rd_out_strs){RECORD_FILE, "objects", in->a, NULL, 0, 0};
     in->clusters = (struct rd_out_strs){RECORD_FILE, "clusters", in->a, NULL, 0, 0};
-    in->shares = (struct shares_in){in->a, NULL, NULL, 0, 0, 0, 0};
+    in->shares = (struct shares_in){NULL, NULL, 0, 0, 0, 0};
     error = rd_yaml_load_items(docs, file, text, len, &limits, items,
                                sizeof(items) / sizeof(items[0]), err);
     free(in->objects.v);
     free(in->clusters.v);
+    for (size_t k = 0; k < in->shares.n; k++) /* an entry that did not read */
+        free(in->shares.cluster[k]);
     free(in->shares.cluster);
     free(in->shares.percent);
     memset(&in->objects, 0, sizeof(in->objects));
