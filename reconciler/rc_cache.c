@@ -36,6 +36,7 @@
 #include "rc_mem.h"
 #include "rc_pcache.h"
 #include "rc_rcache.h"
+#include "rc_version.h"
 #include "rd_output.h"
 
 #include "rc_banned.h"
@@ -250,7 +251,9 @@ bad:
     return -1;
 }
 
-static void read_memo_file(struct rc_cache *c)
+/* The whole of state file `name` (malloc'd, *len bytes), or NULL when it is not a regular file
+ * of this user of at most RC_CACHE_FILE_MAX bytes that reads. */
+static char *read_state_file(const struct rc_cache *c, const char *name, size_t *len)
 {
     struct rc_buf path = RC_BUF_INIT;
     struct stat st;
@@ -258,35 +261,54 @@ static void read_memo_file(struct rc_cache *c)
     size_t got = 0;
     int fd;
 
-    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, MEMO_FILE);
+    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, name);
     fd = open(path.ptr, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    rc_buf_release(&path);
     if (fd < 0)
-        goto done;
+        return NULL;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         st.st_size > (off_t)RC_CACHE_FILE_MAX)
-        goto done;
+        goto bad;
     text = rc_xmalloc((size_t)st.st_size + 1);
     while (got < (size_t)st.st_size) {
         ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            goto done;
+            goto bad;
         got += (size_t)r;
     }
-    if (parse_memo(&c->memo, text, got) < 0)
-        memset(&c->memo, 0, sizeof(c->memo));
-done:
-    if (fd >= 0)
-        close(fd);
+    close(fd);
+    *len = got;
+    return text;
+bad:
+    close(fd);
     free(text);
-    rc_buf_release(&path);
+    return NULL;
+}
+
+static void read_memo_file(struct rc_cache *c)
+{
+    size_t len = 0;
+    char *text = read_state_file(c, MEMO_FILE, &len);
+
+    if (text && parse_memo(&c->memo, text, len) < 0)
+        memset(&c->memo, 0, sizeof(c->memo));
+    free(text);
 }
 
 /* ==== Writing ==== */
 
 static void escape(struct rc_buf *b, const char *s)
 {
+    const unsigned char *q = (const unsigned char *)s;
+
+    while (*q > ' ' && *q != '%' && *q != 0x7f)
+        q++;
+    if (!*q) { /* nothing to escape (a path, mostly) */
+        rc_buf_add(b, s, (size_t)(q - (const unsigned char *)s), NULL);
+        return;
+    }
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p <= ' ' || *p == '%' || *p == 0x7f)
             rc_buf_printf(b, NULL, "%%%02X", *p);
@@ -295,37 +317,23 @@ static void escape(struct rc_buf *b, const char *s)
     }
 }
 
-static int write_memo_file(const struct rc_cache *c, struct rc_err *err)
+/* Write state file `name` whole: a temporary file renamed into place. One that cannot be
+ * written is removed (a stale file must not survive). */
+static int write_state_file(const struct rc_cache *c, const char *name, const char *data,
+                            size_t len, struct rc_err *err)
 {
-    const struct rc_memo *m = &c->memo;
-    struct rc_buf text = RC_BUF_INIT, path = RC_BUF_INIT, tmp = RC_BUF_INIT;
+    struct rc_buf path = RC_BUF_INIT, tmp = RC_BUF_INIT;
     int fd = -1, error = RC_OK;
 
-    rc_buf_printf(&text, NULL,
-                  "%s\nkey %s\ncommit %s\nsource %s\ndeploy %s\nquiet %d\nerrors %zu\n", MEMO_MAGIC,
-                  m->key, m->commit, m->source, m->deploy[0] ? m->deploy : "-", m->quiet ? 1 : 0,
-                  m->nerrors);
-    for (size_t i = 0; i < m->nerrors; i++) {
-        escape(&text, m->errors[i].path);
-        rc_buf_add(&text, " ", 1, NULL);
-        escape(&text, m->errors[i].msg);
-        rc_buf_add(&text, "\n", 1, NULL);
-    }
-    rc_buf_printf(&text, NULL, "kept %zu\n", m->nkept);
-    for (size_t i = 0; i < m->nkept; i++) {
-        escape(&text, m->kept[i].path);
-        rc_buf_printf(&text, NULL, " %s\n", m->kept[i].id);
-    }
-    rc_buf_add(&text, "end\n", 4, NULL);
-    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, MEMO_FILE);
-    rc_buf_printf(&tmp, NULL, "%s/%s.tmp.%ld", c->state_dir, MEMO_FILE, (long)getpid());
+    rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, name);
+    rc_buf_printf(&tmp, NULL, "%s/%s.tmp.%ld", c->state_dir, name, (long)getpid());
     unlink(tmp.ptr);
     fd = open(tmp.ptr, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
         goto done;
     }
-    if (rc_file_write_all(fd, text.ptr, text.len) < 0) {
+    if (rc_file_write_all(fd, data, len) < 0) {
         error = rc_err_set(err, RC_ERROR, "cannot write '%s': %s", tmp.ptr, strerror(errno));
         goto done;
     }
@@ -344,10 +352,308 @@ done:
         unlink(tmp.ptr);
         unlink(path.ptr);
     }
-    rc_buf_release(&text);
     rc_buf_release(&path);
     rc_buf_release(&tmp);
     return error;
+}
+
+static int write_memo_file(const struct rc_cache *c, struct rc_err *err)
+{
+    const struct rc_memo *m = &c->memo;
+    struct rc_buf text = RC_BUF_INIT;
+    int error;
+
+    rc_buf_printf(&text, NULL,
+                  "%s\nkey %s\ncommit %s\nsource %s\ndeploy %s\nquiet %d\nerrors %zu\n", MEMO_MAGIC,
+                  m->key, m->commit, m->source, m->deploy[0] ? m->deploy : "-", m->quiet ? 1 : 0,
+                  m->nerrors);
+    for (size_t i = 0; i < m->nerrors; i++) {
+        escape(&text, m->errors[i].path);
+        rc_buf_add(&text, " ", 1, NULL);
+        escape(&text, m->errors[i].msg);
+        rc_buf_add(&text, "\n", 1, NULL);
+    }
+    rc_buf_printf(&text, NULL, "kept %zu\n", m->nkept);
+    for (size_t i = 0; i < m->nkept; i++) {
+        escape(&text, m->kept[i].path);
+        rc_buf_printf(&text, NULL, " %s\n", m->kept[i].id);
+    }
+    rc_buf_add(&text, "end\n", 4, NULL);
+    error = write_state_file(c, MEMO_FILE, text.ptr, text.len, err);
+    rc_buf_release(&text);
+    return error;
+}
+
+/* ==== The pass image ==== */
+
+#define IMAGE_MAGIC "rightplace-pass-image 1\n"
+
+static char *image_header(size_t *len)
+{
+    return rc_version_state_header(len, IMAGE_MAGIC, "1");
+}
+
+void rc_cache_image_format(struct rc_buf *text, const struct rc_image *im)
+{
+    size_t hlen;
+    char *hdr = image_header(&hlen);
+    size_t start = text->len;
+
+    rc_buf_add(text, hdr, hlen, NULL);
+    free(hdr);
+    rc_buf_printf(text, NULL,
+                  "key %s\ncommit %s\nsource %s\ndeploy %s\nstates %zu %zu %zu\nwarnings %zu\n",
+                  im->key, im->commit, im->source, im->deploy, im->states[0], im->states[1],
+                  im->states[2], im->nwarnings);
+    for (size_t i = 0; i < im->nlisted; i++) {
+        escape(text, im->listed[i]);
+        rc_buf_add(text, "\n", 1, NULL);
+    }
+    rc_buf_printf(text, NULL, "clusters %zu\n", im->nclusters);
+    for (size_t i = 0; i < im->nclusters; i++) {
+        escape(text, im->clusters[i].name);
+        rc_buf_printf(text, NULL, " %zu\n", im->clusters[i].file);
+    }
+    rc_buf_printf(text, NULL, "files %zu\n", im->nfiles);
+    for (size_t i = 0; i < im->nfiles; i++) { /* without printf: 10,000 files and more */
+        const struct rc_image_file *f = &im->files[i];
+        char line[64];
+        size_t at = 40;
+        memcpy(line, f->id, 40);
+        line[at++] = ' ';
+        line[at++] = "0123456789abcdef"[f->flags & 15];
+        line[at++] = ' ';
+        if (!f->nclusters)
+            line[at++] = '-';
+        rc_buf_add(text, line, at, NULL);
+        for (size_t k = 0; k < f->nclusters; k++) {
+            char d[12];
+            size_t nd = sizeof(d);
+            uint32_t v = f->clusters[k];
+            do
+                d[--nd] = (char)('0' + v % 10);
+            while ((v /= 10) != 0);
+            if (k)
+                d[--nd] = ',';
+            rc_buf_add(text, d + nd, sizeof(d) - nd, NULL);
+        }
+        rc_buf_add(text, " ", 1, NULL);
+        escape(text, f->path);
+        rc_buf_add(text, "\n", 1, NULL);
+    }
+    rc_buf_printf(text, NULL, "end %016llx\n",
+                  (unsigned long long)rc_xxh64(text->ptr + start, text->len - start));
+}
+
+int rc_cache_image_write(const struct rc_cache *c, const struct rc_image *im, struct rc_err *err)
+{
+    struct rc_buf text = RC_BUF_INIT, path = RC_BUF_INIT;
+    int error;
+
+    if (!c->state_dir)
+        return RC_OK;
+    if (!im) {
+        rc_buf_printf(&path, NULL, "%s/%s", c->state_dir, RC_IMAGE_FILE);
+        unlink(path.ptr);
+        rc_buf_release(&path);
+        return RC_OK;
+    }
+    rc_cache_image_format(&text, im);
+    error = write_state_file(c, RC_IMAGE_FILE, text.ptr, text.len, err);
+    rc_buf_release(&text);
+    return error;
+}
+
+/* "states <placed> <pending> <unplaced>", each a decimal of at most 10 digits */
+static int states_field(size_t out[3], const char *line, size_t n)
+{
+    const char *p = line + 7, *end = line + n;
+
+    if (n < 7 || memcmp(line, "states ", 7))
+        return 0;
+    for (int k = 0; k < 3; k++) {
+        const char *d = p;
+        size_t v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && p - d < 10)
+            v = v * 10 + (size_t)(*p++ - '0');
+        if (p == d || (p - d > 1 && *d == '0') || (k < 2 ? p >= end || *p != ' ' : p != end))
+            return 0;
+        out[k] = v;
+        p++;
+    }
+    return 1;
+}
+
+static int hex64_field(uint64_t *out, const char *s, size_t n)
+{
+    uint64_t v = 0;
+
+    if (n != 16)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int h = hexval(s[i]);
+        if (h < 0 || (s[i] >= 'A' && s[i] <= 'F'))
+            return 0;
+        v = v << 4 | (uint64_t)h;
+    }
+    *out = v;
+    return 1;
+}
+
+/* "<id> <flags> <clusters> <path>" of a file of the image */
+static int image_file(struct rc_image_file *f, const char *line, size_t n, size_t nclusters,
+                      struct rc_arena *a)
+{
+    const char *p = line, *end = line + n, *sp;
+    unsigned flags = 0;
+    char *path;
+
+    if (n < 41 || !rc_is_object_id(p, 40) || p[40] != ' ')
+        return 0;
+    memcpy(f->id, p, 40);
+    f->id[40] = '\0';
+    p += 41;
+    if (p >= end || !(sp = memchr(p, ' ', (size_t)(end - p))) || sp - p != 1 || hexval(*p) < 0 ||
+        (unsigned)hexval(*p) > (RC_IMAGE_CONFIG | RC_IMAGE_CLUSTER | RC_IMAGE_OTHER))
+        return 0;
+    flags = (unsigned)hexval(*p);
+    p = sp + 1;
+    if (p >= end || !(sp = memchr(p, ' ', (size_t)(end - p))))
+        return 0;
+    f->flags = flags;
+    f->nclusters = 0;
+    f->clusters = NULL;
+    if (!(sp - p == 1 && *p == '-')) {
+        size_t cnt = 1;
+        for (const char *q = p; q < sp; q++)
+            cnt += *q == ',';
+        if (cnt > nclusters)
+            return 0;
+        f->clusters = rc_arena_calloc(a, cnt, sizeof(*f->clusters));
+        for (const char *q = p; q <= sp; q++) {
+            uint32_t v = 0;
+            const char *d = q;
+            while (q < sp && *q >= '0' && *q <= '9' && q - d < 9)
+                v = v * 10 + (uint32_t)(*q++ - '0');
+            if (q == d || (q < sp && *q != ',') || v >= nclusters ||
+                (f->nclusters && v <= f->clusters[f->nclusters - 1]))
+                return 0;
+            f->clusters[f->nclusters++] = v;
+        }
+    }
+    p = sp + 1;
+    path = unescape(p, (size_t)(end - p));
+    if (!path || !*path) {
+        free(path);
+        return 0;
+    }
+    f->path = rc_arena_strdup(a, path);
+    free(path);
+    return 1;
+}
+
+static int image_parse(struct rc_image *im, const char *text, size_t len, struct rc_arena *a)
+{
+    const char *p = text, *end = text + len, *line;
+    size_t n, hlen, nfiles = 0;
+    char *hdr = image_header(&hlen);
+    uint64_t sum;
+    int same = len >= hlen && !memcmp(text, hdr, hlen);
+
+    free(hdr);
+    memset(im, 0, sizeof(*im));
+    /* the checksum covers everything before its line, which is the last */
+    if (!same || len < hlen + 21 || text[len - 1] != '\n' || memcmp(end - 22, "\nend ", 5) ||
+        !hex64_field(&sum, end - 17, 16) || rc_xxh64(text, len - 21) != sum)
+        return 0;
+    end -= 21;
+    p += hlen;
+    if (!next_line(&line, &n, &p, end) || !hex_field(im->key, line, n, "key", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(im->commit, line, n, "commit", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(im->source, line, n, "source", 0) ||
+        !next_line(&line, &n, &p, end) || !hex_field(im->deploy, line, n, "deploy", 0) ||
+        !next_line(&line, &n, &p, end) || !states_field(im->states, line, n) ||
+        !next_line(&line, &n, &p, end) ||
+        !uint_field(&im->nwarnings, line, n, "warnings", (size_t)-1 / 2))
+        return 0;
+    im->nlisted = im->nwarnings < RC_IMAGE_WARNINGS ? im->nwarnings : RC_IMAGE_WARNINGS;
+    im->listed = rc_arena_calloc(a, im->nlisted + 1, sizeof(*im->listed));
+    for (size_t i = 0; i < im->nlisted; i++) {
+        char *w;
+        if (!next_line(&line, &n, &p, end) || !(w = unescape(line, n)))
+            return 0;
+        im->listed[i] = rc_arena_strdup(a, w);
+        free(w);
+    }
+    /* each cluster is a line of at least 4 bytes, each file of at least 46 */
+    if (!next_line(&line, &n, &p, end) ||
+        !uint_field(&im->nclusters, line, n, "clusters", (size_t)(end - p) / 4))
+        return 0;
+    im->clusters = rc_arena_calloc(a, im->nclusters + 1, sizeof(*im->clusters));
+    for (size_t i = 0; i < im->nclusters; i++) {
+        const char *sp;
+        char *name;
+        size_t file = 0;
+        if (!next_line(&line, &n, &p, end) || !(sp = memchr(line, ' ', n)))
+            return 0;
+        name = unescape(line, (size_t)(sp - line));
+        if (!name || !*name || (i && strcmp(im->clusters[i - 1].name, name) >= 0)) {
+            free(name);
+            return 0;
+        }
+        im->clusters[i].name = rc_arena_strdup(a, name);
+        free(name);
+        for (const char *q = sp + 1; q < line + n; q++) {
+            if (*q < '0' || *q > '9' || q - sp > 10)
+                return 0;
+            file = file * 10 + (size_t)(*q - '0');
+        }
+        if (sp + 1 == line + n)
+            return 0;
+        im->clusters[i].file = file;
+    }
+    if (!next_line(&line, &n, &p, end) ||
+        !uint_field(&nfiles, line, n, "files", (size_t)(end - p) / 46))
+        return 0;
+    im->files = rc_arena_calloc(a, nfiles + 1, sizeof(*im->files));
+    for (size_t i = 0; i < nfiles; i++) {
+        if (!next_line(&line, &n, &p, end) ||
+            !image_file(&im->files[i], line, n, im->nclusters, a) ||
+            (i && strcmp(im->files[i - 1].path, im->files[i].path) >= 0))
+            return 0;
+        im->nfiles++;
+    }
+    for (size_t i = 0; i < im->nclusters; i++) {
+        if (im->clusters[i].file >= im->nfiles ||
+            !(im->files[im->clusters[i].file].flags & RC_IMAGE_CLUSTER))
+            return 0;
+    }
+    return p == end;
+}
+
+int rc_cache_image_parse(struct rc_image *out, const char *text, size_t len, struct rc_arena *a)
+{
+    int ok = image_parse(out, text, len, a);
+
+    if (!ok)
+        memset(out, 0, sizeof(*out));
+    return ok;
+}
+
+int rc_cache_image_read(struct rc_image *out, const struct rc_cache *c, struct rc_arena *a)
+{
+    size_t len = 0;
+    char *text;
+    int ok;
+
+    memset(out, 0, sizeof(*out));
+    if (!c->state_dir || !(text = read_state_file(c, RC_IMAGE_FILE, &len)))
+        return 0;
+    ok = image_parse(out, text, len, a);
+    free(text);
+    if (!ok)
+        memset(out, 0, sizeof(*out));
+    return ok;
 }
 
 /* ==== What a killed pass left ==== */
@@ -356,8 +662,8 @@ done:
  * to a temporary file and renamed into place. */
 static int state_tmp(const char *name)
 {
-    static const char *const files[] = {MEMO_FILE, RC_PCACHE_FILE, RC_RCACHE_FILE,
-                                        RC_CACHE_OUTAGE_FILE, RC_CACHE_APPLY_FILE};
+    static const char *const files[] = {MEMO_FILE,      RC_IMAGE_FILE,        RC_PCACHE_FILE,
+                                        RC_RCACHE_FILE, RC_CACHE_OUTAGE_FILE, RC_CACHE_APPLY_FILE};
 
     for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
         size_t n = strlen(files[i]);

@@ -25,6 +25,8 @@
 #include "rc_err.h"
 #include "rd_source.h"
 
+struct rc_arena;
+
 /* As large as a record may be (RD_RECORD_MAX_BYTES): the memo lists the file errors the
  * record does, and the version kept of each broken file (30,000 broken files, each kept at
  * its last good version, made 6.1 MB). */
@@ -148,6 +150,61 @@ void rc_cache_no_parse_file(struct rc_cache *c);
  * writes (bench/RESULTS.md, note 89). Call it holding the state directory's lock (every
  * writer holds it, so none is being written). Returns the files removed; *bytes, their size. */
 size_t rc_cache_sweep(const char *state_dir, uint64_t *bytes);
+
+/*
+ * The pass image, <state_dir>/pass-image: what a partial pass needs of the last full one (see
+ * rc_pass.c, "A change that touches a few clusters"). Written by a `--once` pass that was
+ * quiet and found no broken file, next to the memo whose key, source commit, listing digest
+ * and deploy head it repeats; used only while the memo and the repository still say exactly
+ * those. It lists every YAML file of the source (path, blob id, sorted by path) with what the
+ * pass made of it: the clusters its objects were placed on, whether it holds what every
+ * partial pass must load (RC_IMAGE_CONFIG: a SchedulePolicy or a Namespace; RC_IMAGE_CLUSTER:
+ * Clusters) or an object that a pass over some clusters cannot decide alone (RC_IMAGE_OTHER);
+ * the clusters (sorted by name) and the file of each; the pass's unit counts by state; and its
+ * warnings: how many, and the first RC_IMAGE_WARNINGS of them, as the commit message lists.
+ * The file is untrusted input like the memo's: read only when it is a regular file of this
+ * user, in exactly the format written, whose header names this build and whose checksum holds.
+ */
+#define RC_IMAGE_FILE "pass-image"
+#define RC_IMAGE_WARNINGS 20
+#define RC_IMAGE_CONFIG 1u
+#define RC_IMAGE_CLUSTER 2u
+#define RC_IMAGE_OTHER 4u
+
+struct rc_image_file {
+    const char *path;
+    char id[41];
+    unsigned flags;   /* RC_IMAGE_* */
+    size_t nclusters; /* the clusters its objects are placed on, as indices, ascending */
+    uint32_t *clusters;
+};
+
+struct rc_image_cluster {
+    const char *name;
+    size_t file; /* index into files of the file that declares it */
+};
+
+struct rc_image {
+    char key[41], commit[41], source[41], deploy[41]; /* as in the memo */
+    size_t states[3];                                 /* units by enum pl_state */
+    size_t nwarnings;                                 /* the pass's warnings */
+    size_t nlisted;                                   /* min(nwarnings, RC_IMAGE_WARNINGS) */
+    const char **listed;
+    size_t nclusters;
+    struct rc_image_cluster *clusters;
+    size_t nfiles;
+    struct rc_image_file *files;
+};
+
+/* The image in the state directory into out (in a): 1, or 0 when there is none that reads. */
+int rc_cache_image_read(struct rc_image *out, const struct rc_cache *c, struct rc_arena *a);
+/* Write it (RC_ERROR when it cannot be: the file is removed then), or remove it (im NULL). */
+int rc_cache_image_write(const struct rc_cache *c, const struct rc_image *im, struct rc_err *err);
+/* The file's bytes, appended to text; and read back (1, or 0 with *out zeroed when they are
+ * not exactly what this build writes). For the tests and fuzz_pass_image. */
+struct rc_buf;
+void rc_cache_image_format(struct rc_buf *text, const struct rc_image *im);
+int rc_cache_image_parse(struct rc_image *out, const char *text, size_t len, struct rc_arena *a);
 
 /* Forget the memo (memory and file). */
 void rc_cache_forget(struct rc_cache *c);
