@@ -810,6 +810,7 @@ int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, 
     struct rc_arena a = RC_ARENA_INIT;
     struct rc_buf subject = RC_BUF_INIT;
     size_t count[W_COUNT] = {0}, nchanged = 0, state[3] = {0};
+    const size_t *states = state;
     const struct pl_decision **changed;
     const struct pl_decision *only = NULL;
     struct object_change *cc = NULL;
@@ -949,13 +950,15 @@ int rd_commit_message_ex(struct rc_buf *out, const struct rd_message_input *in, 
             error = put_wrapped(out, "", "  ", line, err);
         }
     }
+    if (in->states) /* a partial pass's: the fleet's counts */
+        states = in->states;
     if (!error)
         error = rc_buf_printf(out, err,
                               "\nRightplace-Source: %s\nRightplace-Placed: %zu\n"
                               "Rightplace-Pending: %zu\nRightplace-Unplaced: %zu\n",
                               source_commit && *source_commit ? source_commit : "unknown",
-                              state[PL_STATE_PLACED], state[PL_STATE_PENDING],
-                              state[PL_STATE_UNPLACED]);
+                              states[PL_STATE_PLACED], states[PL_STATE_PENDING],
+                              states[PL_STATE_UNPLACED]);
     if (!error && in->source_subject && *in->source_subject)
         error = rc_buf_printf(out, err, "Rightplace-Source-Subject: %s\n",
                               trailer_value(in->source_subject, &a));

@@ -516,14 +516,18 @@ struct rd_message_input {
     size_t nhand_edits;
     const char *const *hand_edits;
     /* warnings of the pass (the engine's, the source's; "file:line: ..." where known),
-     * listed in a section of their own (the first 20, then a count) */
+     * listed in a section of their own (the first 20, then a count): warnings holds at
+     * least the first min(nwarnings, 20) */
     size_t nwarnings;
     const char *const *warnings;
+    /* the units by enum pl_state for the trailers; NULL: counted from res (a pass over some
+     * clusters decides some units and knows the counts of all) */
+    const size_t *states;
 };
 
 #define RD_MESSAGE_INPUT_INIT                                                                      \
     {                                                                                              \
-        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL                        \
+        NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL                  \
     }
 
 /* The commit message from everything in `in` (rd_commit_message_prev is this with the first
