@@ -101,8 +101,10 @@ struct loaded {
     /* what the previous deploy tree says of the files broken then (read_kept); NULL: nothing */
     size_t nwas;
     struct rd_kept *was;
-    size_t nparsed;  /* files parsed, history walk included */
-    char digest[41]; /* of the (path, blob id) listing at S */
+    size_t nparsed;                  /* files parsed, history walk included */
+    char digest[41];                 /* of the (path, blob id) listing at S */
+    const struct rc_git_blob *blobs; /* that listing (of the files loaded), sorted by path */
+    size_t nblobs;
     /* files taken from the parse cache file (not read, not parsed); ms reading it (the
      * writing is timed by the writer: save.ms) */
     size_t nfrom_file;
@@ -509,6 +511,10 @@ struct listing {
     struct rc_git_blob *blobs;
     size_t n;
     char digest[41];
+    /* a partial pass's: the files of the whole source, blobs being the ones it loads (the
+     * parse cache file is kept for all of them); NULL: blobs are the whole source */
+    const struct rc_git_blob *all;
+    size_t nall;
 };
 
 /* What the deploy tree of commit `from` says of the broken files it was made from
@@ -753,6 +759,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         if (error < 0)
             return error;
     }
+    out->blobs = blobs;
+    out->nblobs = nblobs;
     /* libgit2's object cache holds what a pass of this source reads, not every tree the
      * process ever read (rc_git.h) */
     rc_git_cache_fit(nblobs);
@@ -874,7 +882,10 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->ms_from_file += mono_ms() - t0;
     }
     if (out->src.nerrors == 0) {
-        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 1, o, a);
+        if (listed && listed->all)
+            save_parse_cache(out, pfile, cache, listed->all, listed->nall, budget, 1, o, a);
+        else
+            save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 1, o, a);
         goto conflicts;
     }
 
@@ -939,7 +950,10 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 out->broken[w++] = out->broken[k];
         out->nbroken = w;
     }
-    save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 0, o, a);
+    if (listed && listed->all)
+        save_parse_cache(out, pfile, cache, listed->all, listed->nall, budget, 0, o, a);
+    else
+        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 0, o, a);
     if (replaced == 0)
         goto conflicts;
     rd_source_release(&out->src);
@@ -1874,6 +1888,11 @@ struct compute {
     /* the deploy commit whose RD_KEPT_FILE says which version of each broken file to keep:
      * the one the previous record is of (NULL or "": none) */
     const char *kept_from;
+    int partial; /* a pass over some clusters (partial_pass): its record is not the pass's */
+    /* a partial pass's: the keys of the objects it places (sorted), those of the units on
+     * its clusters; the other objects of the files it loaded stay out (NULL: all) */
+    const char **only_keys;
+    size_t nonly;
 };
 
 /* Loop mode: the blob id of the record last written with the cache's memo, as far as the pass
@@ -2078,6 +2097,19 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
     c->in.res = &c->load.src.res;
     c->in.nobjects = c->load.src.nobjects;
     c->in.objects = c->load.src.objects;
+    if (c->only_keys) {
+        struct pl_object *v = rc_arena_calloc(a, c->load.src.nobjects + 1, sizeof(*v));
+        size_t n = 0;
+        for (size_t i = 0; i < c->load.src.nobjects; i++) {
+            const struct pl_object *ob = &c->load.src.objects[i];
+            /* Namespaces no policy governs name their labels to every pass */
+            if (bsearch(&ob->key, c->only_keys, c->nonly, sizeof(*c->only_keys), cmp_str) ||
+                (!ob->ns && !strcmp(ob->kind, "Namespace")))
+                v[n++] = *ob;
+        }
+        c->in.objects = v;
+        c->in.nobjects = n;
+    }
     c->in.nnamespaces = c->load.src.nnamespaces;
     c->in.namespaces = c->load.src.namespaces;
     c->in.npolicies = c->load.src.npolicies;
@@ -2227,7 +2259,7 @@ static int compute_place(struct compute *c, const char *source, const struct rd_
         ropts.reuse_objects = reusable_objects(c, kept, a);
     /* the writer's memo: loop mode copies the entries that did not change from it; for the
      * last pass it keeps digests alone, for the record cache file (the next process) */
-    ropts.record_memo = pass_record_memo(o);
+    ropts.record_memo = c->partial ? NULL : pass_record_memo(o);
     if (ropts.record_memo && o->last_pass)
         rd_record_memo_keep_bytes(ropts.record_memo, 0);
     c->record_memo = ropts.record_memo;
@@ -2594,6 +2626,862 @@ static void phase_end(struct rc_pass_result *out, int phase, double *t)
     *t = now;
 }
 
+/* ==== A change that touches a few clusters ==== */
+
+/*
+ * A one-workload change at 10,000 workloads cost a `--once` pass about 0.3 s, nearly all of
+ * it taking up, deciding and rendering the 9,999 workloads it does not touch (bench/RESULTS.md,
+ * notes 64, 68, 108). A unit kept in place is decided on its own cluster alone, against what
+ * the units before it there left (decide_kept), and a unit whose decision stands keeps its
+ * record entry as written (keep_recorded_reasons). So when a change only alters workload
+ * files whose units stay where they are, what it can change lies on the clusters those units
+ * are on: their directories of the deploy tree and their sections of the capacity snapshot.
+ *
+ * The pass image (rc_cache.h) says, for every source file of the last full `--once` pass,
+ * which clusters its objects are on. A partial pass runs when the memo and the image describe
+ * the deploy head as it is and:
+ *   - every file that changed was in the image, is still in the source, and holds only units
+ *     placed on one cluster each under a policy with no spread, override or re-placement,
+ *     on simulated clusters (no RC_IMAGE_* flag), and no file was added or removed;
+ *   - the clusters those files are on (the clusters A) hold no object the image marks
+ *     RC_IMAGE_OTHER, and are at most a quarter of the fleet (or one cluster);
+ *   - each changed file loads without an error to the objects its base version loaded to,
+ *     with everything but their pods the same (same_but_pods), and each of those objects is
+ *     in a unit the base record places on A.
+ * It loads the files with objects on A, the policies, the Namespaces and the Clusters of A, and
+ * places and renders the objects of the record's units on A (compute.only_keys: a file with
+ * objects on A and elsewhere is loaded for the ones on A). When every one of those decisions
+ * stands (change none, the same objects), the record is the base's, and the deploy tree is the
+ * base's with A's directories and A's sections of the snapshot as rendered now: that is what it
+ * commits, with the commit message a full pass writes (the image keeps the counts and
+ * warnings it needs).
+ * Anything else, found before the commit, leaves the pass to the full computation, which then
+ * starts from nothing the partial one did. test_rc_partial checks that random changes commit
+ * the same commit ids either way.
+ */
+
+#define PARTIAL_SHARE 4 /* at most 1/PARTIAL_SHARE of the clusters */
+
+static int cmp_blob_path(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct rc_git_blob *)x)->path);
+}
+
+/* The listing entry (index) of source file `path`, or n. */
+static size_t listed_at(const struct rc_git_blob *b, size_t n, const char *path)
+{
+    const struct rc_git_blob *f = path ? bsearch(path, b, n, sizeof(*b), cmp_blob_path) : NULL;
+
+    return f ? (size_t)(f - b) : n;
+}
+
+static int same_str(const char *x, const char *y)
+{
+    return x == y || (x && y && !strcmp(x, y));
+}
+
+/* Does file `path` load in y to what it loads in x but for its objects' pods: the same
+ * objects (identity, position, labels, references, Nova annotations, what the engine warns
+ * of them) and the same warnings? Objects are sorted by key in both. */
+static int same_but_pods(const struct rd_source *x, const struct rd_source *y, const char *path)
+{
+    size_t i = 0, j = 0, k = 0, l = 0, plen = strlen(path);
+
+    for (;;) {
+        const struct pl_object *p, *q;
+        while (i < x->nobjects && !same_str(x->objects[i].file, path))
+            i++;
+        while (j < y->nobjects && !same_str(y->objects[j].file, path))
+            j++;
+        if (i == x->nobjects || j == y->nobjects)
+            break;
+        p = &x->objects[i++];
+        q = &y->objects[j++];
+        if (strcmp(p->key, q->key) || !same_str(p->api_version, q->api_version) ||
+            p->line != q->line || p->labels.n != q->labels.n || p->nrefs != q->nrefs ||
+            !same_str(p->nova_cluster, q->nova_cluster) ||
+            !same_str(p->nova_spread_onto, q->nova_spread_onto) ||
+            !same_str(p->warning, q->warning) || p->split != q->split)
+            return 0;
+        for (size_t n = 0; n < p->labels.n; n++) {
+            if (strcmp(p->labels.v[n].key, q->labels.v[n].key) ||
+                strcmp(p->labels.v[n].value, q->labels.v[n].value))
+                return 0;
+        }
+        for (size_t n = 0; n < p->nrefs; n++) {
+            if (strcmp(p->refs[n].key, q->refs[n].key) ||
+                p->refs[n].optional != q->refs[n].optional)
+                return 0;
+        }
+    }
+    if (i != x->nobjects || j != y->nobjects)
+        return 0;
+    /* the warnings "path:...", in order */
+    for (;;) {
+        while (k < x->nwarnings &&
+               (strncmp(x->warnings[k], path, plen) || x->warnings[k][plen] != ':'))
+            k++;
+        while (l < y->nwarnings &&
+               (strncmp(y->warnings[l], path, plen) || y->warnings[l][plen] != ':'))
+            l++;
+        if (k == x->nwarnings || l == y->nwarnings)
+            return k == x->nwarnings && l == y->nwarnings;
+        if (strcmp(x->warnings[k++], y->warnings[l++]))
+            return 0;
+    }
+}
+
+/* The versions `old` of some source files loaded into out (from the parse caches when they
+ * hold them, else read and parsed); rd_source_release frees it. */
+static int load_versions(struct rd_source *out, struct rc_git *g, const struct rc_git_blob *old,
+                         size_t n, const struct rc_pass_options *o, struct rc_arena *a,
+                         struct rc_err *err)
+{
+    struct rd_cache *cache = rc_cache_parsed(o->cache);
+    struct rc_pcache *pfile = rc_cache_parse_file(o->cache);
+    struct rd_file *files = rc_arena_calloc(a, n + 1, sizeof(*files));
+    const char **ids = rc_arena_calloc(a, n + 1, sizeof(*ids));
+    const char **refused = rc_arena_calloc(a, n + 1, sizeof(*refused));
+    struct rd_load_options lo;
+
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = old[i].id;
+        files[i].path = old[i].path;
+        if (rd_cache_has(cache, old[i].id, old[i].path, NULL) ||
+            (pfile && rc_pcache_load(pfile, cache, old[i].id, old[i].path, o->log)))
+            continue;
+        read_source_file(&files[i], &refused[i], g, &old[i], a);
+    }
+    memset(&lo, 0, sizeof(lo));
+    lo.ids = ids;
+    lo.refused = refused;
+    lo.cache = cache;
+    return rd_source_load_ex(out, files, n, &lo, a, err);
+}
+
+static int cmp_policy_name(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct pl_policy *)x)->name);
+}
+
+static int cmp_pl_object_key(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct pl_object *)x)->key);
+}
+
+struct fc {
+    size_t file;
+    uint32_t cluster;
+};
+
+static int cmp_fc(const void *x, const void *y)
+{
+    const struct fc *p = x, *q = y;
+
+    if (p->file != q->file)
+        return p->file < q->file ? -1 : 1;
+    return p->cluster < q->cluster ? -1 : p->cluster > q->cluster;
+}
+
+/* Is decision d one a partial pass can take again on its cluster alone? */
+static int simple_decision(const struct compute *cp, const struct pl_decision *d)
+{
+    const struct pl_policy *p;
+    const struct pl_cluster *cl;
+
+    if (d->state != PL_STATE_PLACED || d->ntargets != 1 || !d->policy || !d->objects)
+        return 0;
+    p = bsearch(d->policy, cp->in.policies, cp->in.npolicies, sizeof(*p), cmp_policy_name);
+    if (!p || p->spread != PL_SPREAD_NONE || p->noverrides || p->replace_when_full ||
+        p->replace_unreachable_after > 0)
+        return 0;
+    cl = bsearch(d->targets[0].cluster, cp->in.clusters, cp->in.nclusters, sizeof(*cl),
+                 cmp_cluster_name);
+    if (!cl || cl->live || !cl->reachable)
+        return 0;
+    for (size_t k = 0; k < d->nobjects; k++) {
+        const struct pl_object *o = d->objects[k];
+        if (!o || o->nova_cluster || o->nova_spread_onto ||
+            (!o->ns && !strcmp(o->kind, "Namespace")))
+            return 0;
+    }
+    return 1;
+}
+
+/* The image of a full pass that the next `--once` pass may start from (see above), written
+ * when `usable`, else removed: a stale image must not describe another deploy head. */
+static void save_image(const struct rc_pass_options *o, const char key[41],
+                       const struct rc_pass_result *out, const struct compute *cp, int usable,
+                       struct rc_arena *a)
+{
+    const struct loaded *l = &cp->load;
+    const struct rd_source *src = &l->src;
+    const struct rc_git_blob *b = l->blobs;
+    size_t n = l->nblobs, nfc = 0, cap = 0;
+    struct rc_image im;
+    struct fc *fc = NULL;
+    unsigned char *covered;
+    size_t *fileof;
+    struct rc_err err = RC_ERR_INIT;
+    double t0 = mono_ms();
+
+    if (!usable || !l->have_src || l->nerrors || l->nkept || l->unresolved || !n) {
+        rc_cache_image_write(o->cache, NULL, &err);
+        return;
+    }
+    memset(&im, 0, sizeof(im));
+    memcpy(im.key, key, 41);
+    memcpy(im.commit, out->source, 41);
+    memcpy(im.source, l->digest, 41);
+    memcpy(im.deploy, out->deploy_new, 41);
+    im.nwarnings = out->nwarnings;
+    im.nlisted = out->nwarnings < RC_IMAGE_WARNINGS ? out->nwarnings : RC_IMAGE_WARNINGS;
+    im.listed = (const char **)out->warnings;
+    im.nfiles = n;
+    im.files = rc_arena_calloc(a, n + 1, sizeof(*im.files));
+    for (size_t i = 0; i < n; i++) {
+        im.files[i].path = b[i].path;
+        memcpy(im.files[i].id, b[i].id, 41);
+    }
+    im.nclusters = src->nclusters;
+    im.clusters = rc_arena_calloc(a, src->nclusters + 1, sizeof(*im.clusters));
+    for (size_t i = 0; i < src->nclusters; i++) {
+        size_t k = listed_at(b, n, src->cluster_files ? src->cluster_files[i] : NULL);
+        if (k == n) {
+            rc_cache_image_write(o->cache, NULL, &err);
+            return;
+        }
+        im.clusters[i].name = src->clusters[i].name;
+        im.clusters[i].file = k;
+        im.files[k].flags |= RC_IMAGE_CLUSTER;
+    }
+    for (size_t i = 0; i < src->npolicies; i++) {
+        size_t k = listed_at(b, n, src->policies[i].file);
+        if (k < n)
+            im.files[k].flags |= RC_IMAGE_CONFIG;
+    }
+    covered = rc_arena_calloc(a, src->nobjects + 1, 1);
+    fileof = rc_arena_calloc(a, src->nobjects + 1, sizeof(*fileof));
+    {
+        /* a file's objects share its path's string: one search a file, not an object */
+        size_t cap2 = 16, mask;
+        struct {
+            const char *p;
+            size_t f;
+        } * seen;
+        while (cap2 < 2 * src->nobjects)
+            cap2 *= 2;
+        mask = cap2 - 1;
+        seen = rc_arena_calloc(a, cap2, sizeof(*seen));
+        for (size_t i = 0; i < src->nobjects; i++) {
+            const char *p = src->objects[i].file;
+            size_t h = (size_t)(((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ULL) & mask;
+            while (seen[h].p && seen[h].p != p)
+                h = (h + 1) & mask;
+            if (!seen[h].p) {
+                seen[h].p = p;
+                seen[h].f = listed_at(b, n, p);
+            }
+            fileof[i] = seen[h].f;
+        }
+    }
+    for (size_t i = 0; i < cp->res.ndecisions; i++) {
+        const struct pl_decision *d = &cp->res.decisions[i];
+        int simple;
+        if (d->change == PL_CHANGE_REMOVED)
+            continue;
+        simple = simple_decision(cp, d);
+        if (d->state == PL_STATE_PLACED)
+            im.states[PL_STATE_PLACED]++;
+        else if ((unsigned)d->state < 3)
+            im.states[d->state]++;
+        for (size_t k = 0; k < d->nobjects; k++) {
+            /* the engine's objects are the input's, which are the source's */
+            const struct pl_object *ob = d->objects ? d->objects[k] : NULL;
+            size_t f;
+            if (!ob || ob < src->objects || ob >= src->objects + src->nobjects)
+                ob = bsearch(d->object_keys[k], src->objects, src->nobjects, sizeof(*ob),
+                             cmp_pl_object_key);
+            f = ob ? fileof[ob - src->objects] : n;
+            if (!ob || f == n) {
+                rc_cache_image_write(o->cache, NULL, &err);
+                return;
+            }
+            covered[ob - src->objects] = 1;
+            if (!simple)
+                im.files[f].flags |= RC_IMAGE_OTHER;
+            for (size_t t = 0; t < d->ntargets; t++) {
+                const struct pl_cluster *cl =
+                    bsearch(d->targets[t].cluster, src->clusters, src->nclusters, sizeof(*cl),
+                            cmp_cluster_name);
+                if (!cl) {
+                    im.files[f].flags |= RC_IMAGE_OTHER;
+                    continue;
+                }
+                fc = rc_xgrow(fc, &cap, nfc + 1, sizeof(*fc));
+                fc[nfc].file = f;
+                fc[nfc++].cluster = (uint32_t)(cl - src->clusters);
+            }
+        }
+    }
+    /* objects in no decision: Namespaces no policy governs (drop_bare_namespaces), which
+     * every partial pass loads, and anything else, which no partial pass may touch */
+    for (size_t i = 0; i < src->nobjects; i++) {
+        const struct pl_object *ob = &src->objects[i];
+        size_t f = fileof[i];
+        if (covered[i] || f == n)
+            continue;
+        im.files[f].flags |=
+            !ob->ns && !strcmp(ob->kind, "Namespace") ? RC_IMAGE_CONFIG : RC_IMAGE_OTHER;
+    }
+    if (nfc)
+        qsort(fc, nfc, sizeof(*fc), cmp_fc);
+    for (size_t i = 0; i < nfc;) {
+        size_t j = i;
+        struct rc_image_file *f = &im.files[fc[i].file];
+        while (j < nfc && fc[j].file == fc[i].file)
+            j++;
+        f->clusters = rc_arena_calloc(a, j - i + 1, sizeof(*f->clusters));
+        for (j = i; j < nfc && fc[j].file == fc[i].file;) {
+            if (!f->nclusters || f->clusters[f->nclusters - 1] != fc[j].cluster)
+                f->clusters[f->nclusters++] = fc[j].cluster;
+            j++;
+        }
+        i = j;
+    }
+    free(fc);
+    if (rc_cache_image_write(o->cache, &im, &err) < 0 && o->log)
+        rc_log_warn(o->log, "%s (the next pass does all its work)", err.msg);
+    else if (o->log)
+        rc_log_debug(o->log, "pass image: %zu files, %zu clusters (%.0f ms)", im.nfiles,
+                     im.nclusters, mono_ms() - t0);
+}
+
+/* The section of cluster `name` in capacity snapshot text ("- name: <name>" and the indented
+ * lines after it): 1 with [*at, *at + *len), or 0. */
+static int snapshot_section(size_t *at, size_t *len, const char *text, size_t n, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = text, *end = text + n;
+
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *next = eol ? eol + 1 : end;
+        if ((size_t)(next - p) == nl + 9 && !memcmp(p, "- name: ", 8) && !memcmp(p + 8, name, nl) &&
+            p[8 + nl] == '\n') {
+            const char *q = next;
+            while (q < end && *q == ' ') {
+                const char *e = memchr(q, '\n', (size_t)(end - q));
+                q = e ? e + 1 : end;
+            }
+            *at = (size_t)(p - text);
+            *len = (size_t)(q - p);
+            return 1;
+        }
+        p = next;
+    }
+    return 0;
+}
+
+/* One change of the partial pass's deploy tree, with the bytes to write ('A', 'M'). */
+struct pchange {
+    struct rc_path_change ch;
+    const char *data;
+    size_t len;
+};
+
+static int cmp_pchange(const void *x, const void *y)
+{
+    return strcmp(((const struct pchange *)x)->ch.path, ((const struct pchange *)y)->ch.path);
+}
+
+static int not_partial(const struct rc_pass_options *o, const char *why)
+{
+    if (o->log)
+        rc_log_debug(o->log, "a full pass: %s", why);
+    return 0;
+}
+
+/* 1: the pass is done (committed, or found the deploy head up to date); 0: the change is not
+ * one for a partial pass, and nothing was done that the full pass must undo; < 0: an error. */
+static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
+                        const struct rc_pass_options *o, const char key[41], const char *deploy_ref,
+                        struct compute *cp, struct rc_arena *a, struct rc_err *err)
+{
+    const struct rc_memo *memo = rc_cache_memo(o->cache);
+    const struct listing whole = cp->listed, *all = &whole; /* cp->listed becomes the part */
+    struct rc_image im;
+    unsigned char *in_a, *load;
+    uint32_t *acl;
+    size_t nacl = 0, nload = 0, nchanged = 0;
+    struct listing part;
+    struct rd_record prev, sub;
+    struct known_line kl;
+    struct pchange *pc = NULL;
+    size_t npc = 0, cap = 0;
+    double t = mono_ms();
+    int error, changed_any = 0;
+
+    if (!o->cache || !o->last_pass || o->force || o->dry_run || o->propose_branch ||
+        !out->deploy_old[0] || !memo->quiet || memo->nerrors || memo->nkept ||
+        strcmp(memo->deploy, out->deploy_old) || !all->source[0] ||
+        strcmp(all->source, out->source) || !all->n)
+        return not_partial(o,
+                           "no quiet memo of this deploy head, or a change the memo does not list");
+    if (!rc_cache_image_read(&im, o->cache, a) || strcmp(im.key, key) ||
+        strcmp(im.commit, memo->commit) || strcmp(im.source, memo->source) ||
+        strcmp(im.deploy, out->deploy_old) || im.nfiles != all->n || !im.nclusters)
+        return not_partial(o, "no pass image of this deploy head");
+
+    /* the files that changed, and the clusters they are on */
+    in_a = rc_arena_calloc(a, im.nclusters + 1, 1);
+    for (size_t i = 0; i < all->n; i++) {
+        const struct rc_image_file *f = &im.files[i];
+        if (strcmp(f->path, all->blobs[i].path))
+            return not_partial(o, "a source file was added, removed or renamed");
+        if (!strcmp(f->id, all->blobs[i].id))
+            continue;
+        if (f->flags || !f->nclusters)
+            return not_partial(o,
+                               "a changed file holds what a pass over some clusters cannot decide");
+        for (size_t k = 0; k < f->nclusters; k++)
+            in_a[f->clusters[k]] = 1;
+        nchanged++;
+    }
+    if (!nchanged)
+        return not_partial(o, "no source file changed");
+    /* the files with objects there: loaded for those objects alone (compute.only_keys), so
+     * none may hold what a pass over some clusters cannot decide */
+    for (size_t i = 0; i < im.nfiles; i++) {
+        const struct rc_image_file *f = &im.files[i];
+        for (size_t k = 0; k < f->nclusters; k++) {
+            if (in_a[f->clusters[k]] && (f->flags & RC_IMAGE_OTHER))
+                return not_partial(o, "a cluster of the change holds what a pass over some "
+                                      "clusters cannot decide");
+        }
+    }
+    acl = rc_arena_calloc(a, im.nclusters + 1, sizeof(*acl));
+    for (size_t c = 0; c < im.nclusters; c++) {
+        if (in_a[c])
+            acl[nacl++] = (uint32_t)c;
+    }
+    if (nacl * PARTIAL_SHARE > im.nclusters && nacl > 1)
+        return not_partial(o, "the change touches more than a quarter of the clusters");
+    load = rc_arena_calloc(a, im.nfiles + 1, 1);
+    for (size_t i = 0; i < im.nfiles; i++) {
+        const struct rc_image_file *f = &im.files[i];
+        int touches = (f->flags & RC_IMAGE_CONFIG) != 0;
+        for (size_t k = 0; k < f->nclusters && !touches; k++)
+            touches = in_a[f->clusters[k]];
+        load[i] = (unsigned char)touches;
+    }
+    for (size_t k = 0; k < nacl; k++)
+        load[im.clusters[acl[k]].file] = 1;
+    memset(&part, 0, sizeof(part));
+    memcpy(part.source, all->source, sizeof(part.source));
+    memcpy(part.digest, all->digest, sizeof(part.digest));
+    part.blobs = rc_arena_calloc(a, im.nfiles + 1, sizeof(*part.blobs));
+    for (size_t i = 0; i < im.nfiles; i++) {
+        if (load[i])
+            part.blobs[nload++] = all->blobs[i];
+    }
+    part.n = nload;
+    part.all = all->blobs;
+    part.nall = all->n;
+
+    /* the record, and its units on A */
+    error = prev_record(&prev, &out->nrecord_read, &out->nrecord_bytes_read, &out->record_cached,
+                        &kl, g, o->cache, o->last_pass, out->deploy_old, o->log, a, err);
+    if (error < 0)
+        return error;
+    if (!prev.source || strcmp(prev.source, im.commit) || !same_render_digest(&prev, o))
+        return not_partial(o,
+                           "the record is not of the image's source commit, or of another render");
+    sub = prev;
+    sub.units = rc_arena_calloc(a, prev.nunits + 1, sizeof(*sub.units));
+    sub.tallies = prev.tallies ? rc_arena_calloc(a, prev.nunits + 1, sizeof(*sub.tallies)) : NULL;
+    sub.nunits = 0;
+    for (size_t i = 0; i < prev.nunits; i++) {
+        const struct pl_prev_unit *u = &prev.units[i];
+        size_t on = 0;
+        for (size_t k = 0; k < u->nclusters; k++) {
+            const struct rc_image_cluster *c = NULL;
+            size_t lo = 0, hi = im.nclusters;
+            while (lo < hi) { /* clusters are sorted by name */
+                size_t mid = lo + (hi - lo) / 2;
+                int r = strcmp(im.clusters[mid].name, u->clusters[k]);
+                if (!r) {
+                    c = &im.clusters[mid];
+                    break;
+                }
+                if (r < 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            on += c && in_a[c - im.clusters];
+        }
+        if (!on)
+            continue;
+        if (on != u->nclusters)
+            return not_partial(o, "a unit is on clusters of the change and others");
+        if (sub.tallies)
+            sub.tallies[sub.nunits] = prev.tallies[i];
+        sub.units[sub.nunits++] = *u;
+    }
+    {
+        size_t nk = 0;
+        for (size_t i = 0; i < sub.nunits; i++)
+            nk += sub.units[i].nobjects;
+        cp->only_keys = rc_arena_calloc(a, nk + 1, sizeof(*cp->only_keys));
+        for (size_t i = 0; i < sub.nunits; i++) {
+            for (size_t k = 0; k < sub.units[i].nobjects; k++)
+                cp->only_keys[cp->nonly++] = sub.units[i].objects[k];
+        }
+        rc_sort(cp->only_keys, cp->nonly, sizeof(*cp->only_keys), cmp_str);
+    }
+    cp->base_record = kl.blob;
+    cp->kept_from = out->deploy_old;
+    phase_mark(cp->ph, PH_RECORD, &t);
+
+    /* load the files with objects on A, and what every pass needs */
+    cp->listed = part;
+    cp->partial = 1;
+    error = compute_load(cp, g, out->source, &prev, o, a, err);
+    out->nparsed = cp->load.nparsed;
+    out->nparse_cached = cp->load.nfrom_file;
+    if (error < 0)
+        return error;
+    phase_mark(cp->ph, PH_LOAD, &t);
+    if (cp->load.nerrors || cp->load.src.nconflicts)
+        return not_partial(o, "a file of the change does not load");
+    {
+        /* the changed files as the base loaded them: their objects may change their pods,
+         * nothing else */
+        struct rc_git_blob *old = rc_arena_calloc(a, nchanged + 1, sizeof(*old));
+        struct rd_source was = RD_SOURCE_INIT;
+        size_t nold = 0;
+        int same = 1;
+        for (size_t i = 0; i < im.nfiles; i++) {
+            if (strcmp(im.files[i].id, all->blobs[i].id)) {
+                old[nold].path = (char *)im.files[i].path;
+                memcpy(old[nold++].id, im.files[i].id, 41);
+            }
+        }
+        error = load_versions(&was, g, old, nold, o, a, err);
+        if (error < 0) {
+            rd_source_release(&was);
+            return error;
+        }
+        for (size_t i = 0; i < nold && same; i++)
+            same = !was.nerrors && same_but_pods(&was, &cp->load.src, old[i].path);
+        rd_source_release(&was);
+        if (!same)
+            return not_partial(o, "a changed file's objects changed more than their pods");
+        /* what the image says of the changed files, the record must say too: each of their
+         * objects is in a unit it places on the clusters of the change */
+        for (size_t i = 0; i < cp->load.src.nobjects; i++) {
+            const struct pl_object *ob = &cp->load.src.objects[i];
+            size_t k = listed_at(all->blobs, all->n, ob->file);
+            if (k < all->n && strcmp(im.files[k].id, all->blobs[k].id) &&
+                !bsearch(&ob->key, cp->only_keys, cp->nonly, sizeof(*cp->only_keys), cmp_str))
+                return not_partial(o, "a changed file's objects are not on the clusters the "
+                                      "image names");
+        }
+    }
+
+    /* place and render A's units; every decision must stand */
+    {
+        struct rc_git_change *srcch = NULL;
+        size_t nsrcch = 0;
+        struct pl_cluster *fleet = NULL;
+        size_t nfleet = 0;
+        struct rc_observe_report rep;
+
+        if (rc_git_diff_commits(&srcch, &nsrcch, g, prev.source, out->source, a, err) == RC_OK) {
+            cp->reuse_ok = 1;
+            cp->src_changes = srcch;
+            cp->nsrc_changes = nsrcch;
+        }
+        rc_err_clear(err);
+        error = rc_observe_fleet_report(&fleet, &nfleet, &cp->load.src, NULL, o->log, &rep, a, err);
+        if (error < 0)
+            return error;
+        for (size_t i = 0; i < nfleet; i++) {
+            if (fleet[i].live)
+                return not_partial(o, "the clusters are live");
+        }
+        error = compute_place(cp, out->source, &sub, fleet, nfleet, o, a, err);
+        save_join(&cp->load);
+        if (error < 0)
+            return error;
+    }
+    if (cp->res.ndecisions != sub.nunits || cp->tree.nwarnings)
+        return not_partial(o, "a decision of the change would not stand");
+    for (size_t i = 0; i < cp->res.ndecisions; i++) {
+        const struct pl_decision *d = &cp->res.decisions[i];
+        const struct pl_prev_unit *p = &sub.units[i];
+        int same =
+            d->change == PL_CHANGE_NONE && !strcmp(d->unit, p->unit) && d->nobjects == p->nobjects;
+        /* decisions and the record's units are both in unit order; each unit has all the
+         * objects the record lists (a file the image left out would lose them) */
+        for (size_t k = 0; same && k < d->nobjects; k++)
+            same = !strcmp(d->object_keys[k], p->objects[k]);
+        if (!same)
+            return not_partial(o, "a decision of the change would not stand");
+    }
+
+    /* the deploy tree: A's directories and snapshot sections as rendered now */
+    for (size_t k = 0; k < nacl; k++) {
+        const char *dir = rc_arena_printf(a, "clusters/%s/", im.clusters[acl[k]].name);
+        size_t dl = strlen(dir), nold = 0, i = 0, j;
+        struct rc_git_blob *old = NULL;
+        error = rc_git_list_tree(&old, &nold, g, out->deploy_old, dir, a, err);
+        if (error == RC_ENOTFOUND) {
+            rc_err_clear(err);
+            nold = 0;
+        } else if (error < 0) {
+            return error;
+        }
+        for (j = 0; j < cp->tree.nfiles && strncmp(cp->tree.files[j].path, dir, dl) < 0; j++)
+            ;
+        while (i < nold || (j < cp->tree.nfiles && !strncmp(cp->tree.files[j].path, dir, dl))) {
+            const struct rd_tree_file *tf =
+                j < cp->tree.nfiles && !strncmp(cp->tree.files[j].path, dir, dl)
+                    ? &cp->tree.files[j]
+                    : NULL;
+            int c = !tf ? -1 : i >= nold ? 1 : strcmp(old[i].path, tf->path);
+            char id[41];
+            pc = rc_xgrow(pc, &cap, npc + 1, sizeof(*pc));
+            memset(&pc[npc], 0, sizeof(*pc));
+            if (c < 0) {
+                pc[npc].ch.path = old[i++].path;
+                pc[npc++].ch.op = 'D';
+                continue;
+            }
+            if (c > 0 && tf->keep) {
+                free(pc);
+                return not_partial(o, "the deploy tree lacks a file to keep");
+            }
+            if (c == 0 && tf->keep) {
+                i++;
+                j++;
+                continue;
+            }
+            if ((error = rc_git_digest(id, tf->data, tf->len, err)) < 0) {
+                free(pc);
+                return error;
+            }
+            if (c == 0 && !strcmp(id, old[i].id)) {
+                i++;
+                j++;
+                continue;
+            }
+            pc[npc].ch.path = tf->path;
+            pc[npc].ch.op = c == 0 ? 'M' : 'A';
+            pc[npc].data = tf->data;
+            pc[npc++].len = tf->len;
+            i += c == 0;
+            j++;
+        }
+    }
+    for (size_t j = 0; j < cp->tree.nfiles; j++) {
+        const struct rd_tree_file *tf = &cp->tree.files[j];
+        char *old = NULL;
+        size_t oldlen = 0;
+        if (!strncmp(tf->path, "clusters/", 9) || record_path(tf->path))
+            continue;
+        if (tf->keep) {
+            free(pc);
+            return not_partial(
+                o, "a file of the deploy tree would be kept outside the clusters of the change");
+        }
+        error = rc_git_read_file(&old, &oldlen, g, out->deploy_old, tf->path, a, err);
+        if (error == RC_ENOTFOUND) {
+            free(pc);
+            rc_err_clear(err);
+            return not_partial(o, "a file of the deploy tree is not in the deploy head");
+        }
+        if (error < 0) {
+            free(pc);
+            return error;
+        }
+        if (!strcmp(tf->path, CAPACITY_PATH)) {
+            struct rc_buf nb = RC_BUF_INIT;
+            size_t from = 0;
+            /* the base's sections of A replaced by the ones rendered now, in place */
+            for (size_t k = 0; k < nacl; k++) {
+                size_t at, len, nat, nlen;
+                const char *name = im.clusters[acl[k]].name;
+                if (!snapshot_section(&at, &len, old, oldlen, name) ||
+                    !snapshot_section(&nat, &nlen, tf->data, tf->len, name) || at < from) {
+                    rc_buf_release(&nb);
+                    free(pc);
+                    return not_partial(
+                        o, "the capacity snapshot does not list the clusters of the change");
+                }
+                rc_buf_add(&nb, old + from, at - from, NULL);
+                rc_buf_add(&nb, tf->data + nat, nlen, NULL);
+                from = at + len;
+            }
+            rc_buf_add(&nb, old + from, oldlen - from, NULL);
+            if (nb.len != oldlen || memcmp(nb.ptr, old, oldlen)) {
+                pc = rc_xgrow(pc, &cap, npc + 1, sizeof(*pc));
+                pc[npc].ch.path = tf->path;
+                pc[npc].ch.op = 'M';
+                pc[npc].data = rc_arena_strndup(a, nb.ptr, nb.len);
+                pc[npc++].len = nb.len;
+            }
+            rc_buf_release(&nb);
+            continue;
+        }
+        if (oldlen == tf->len && !memcmp(old, tf->data, oldlen))
+            continue;
+        if (strcmp(tf->path, RD_SOURCE_FILE)) {
+            free(pc);
+            return not_partial(o, "a file outside the clusters of the change would change");
+        }
+        pc = rc_xgrow(pc, &cap, npc + 1, sizeof(*pc));
+        pc[npc].ch.path = tf->path;
+        pc[npc].ch.op = 'M';
+        pc[npc].data = tf->data;
+        pc[npc++].len = tf->len;
+    }
+    if (npc)
+        qsort(pc, npc, sizeof(*pc), cmp_pchange);
+    phase_mark(cp->ph, PH_DIFF, &t);
+
+    /* commit as the full pass does: only when a file other than the snapshot and the source
+     * commit's name changed */
+    {
+        struct rc_path_change *changes = rc_arena_calloc(a, npc + 1, sizeof(*changes));
+        for (size_t i = 0; i < npc; i++) {
+            changes[i] = pc[i].ch;
+            changed_any |= rc_pass_path_commits(pc[i].ch.path);
+        }
+        out->paths_changed = changes;
+        out->npaths_changed = npc;
+    }
+    if (changed_any) {
+        struct rc_git_file *up = rc_arena_calloc(a, npc + 1, sizeof(*up));
+        const char **rm = rc_arena_calloc(a, npc + 1, sizeof(*rm));
+        size_t nup = 0, nrm = 0;
+        struct rd_message_input in = RD_MESSAGE_INPUT_INIT;
+        struct rd_content_change *cc = rc_arena_calloc(a, npc + 1, sizeof(*cc));
+        struct rc_buf msg = RC_BUF_INIT;
+        char tree[41], commit[41], *text = NULL, *author = NULL;
+        struct rc_err ignore = RC_ERR_INIT;
+        int64_t when = rc_git_commit_time(g, out->source);
+
+        for (size_t i = 0; i < npc; i++) {
+            const char *p = pc[i].ch.path;
+            if (pc[i].ch.op == 'D') {
+                rm[nrm++] = p;
+                continue;
+            }
+            up[nup].path = p;
+            up[nup].data = pc[i].data;
+            up[nup++].len = pc[i].len;
+            if (pc[i].ch.op != 'M' || strncmp(p, "clusters/", 9) ||
+                !strcmp(p + strlen(p) - strlen("kustomization.yaml"), "kustomization.yaml") ||
+                in.ncontent == MESSAGE_MAX_CONTENT)
+                continue;
+            {
+                char *old = NULL;
+                if (rc_git_read_file(&old, &cc[in.ncontent].old_len, g, out->deploy_old, p, a,
+                                     &ignore) < 0)
+                    continue;
+                cc[in.ncontent].old_data = old;
+            }
+            cc[in.ncontent].path = p;
+            cc[in.ncontent].new_data = pc[i].data;
+            cc[in.ncontent++].new_len = pc[i].len;
+        }
+        free(pc);
+        pc = NULL;
+        error = rc_git_update_tree(tree, g, out->deploy_old, up, nup, rm, nrm, err);
+        if (error == RC_ECONFLICT) {
+            rc_err_clear(err);
+            return not_partial(o, "a file would become a directory");
+        }
+        if (error < 0)
+            return error;
+        if (rc_git_commit_message(&text, g, out->source, a, &ignore) == RC_OK)
+            in.source_subject = text;
+        if (rc_git_commit_author(&author, g, out->source, a, &ignore) == RC_OK)
+            in.source_author = author;
+        in.res = &cp->res;
+        in.prev = sub.units;
+        in.nprev = sub.nunits;
+        in.source_commit = out->source;
+        in.content = cc;
+        in.nwarnings = im.nwarnings;
+        in.warnings = im.listed;
+        in.states = im.states;
+        error = rd_commit_message_ex(&msg, &in, err);
+        if (error == RC_OK && when < 0)
+            error = rc_err_set(err, RC_ERROR, "cannot read the time of commit %.12s", out->source);
+        if (error == RC_OK)
+            error = rc_git_commit(commit, g, tree, out->deploy_old, msg.ptr, when, err);
+        rc_buf_release(&msg);
+        if (error == RC_OK)
+            error = rc_git_update_ref(g, deploy_ref, commit, out->deploy_old,
+                                      "rightplace: placement commit", err);
+        if (error < 0)
+            return error;
+        memcpy(out->deploy_new, commit, sizeof(out->deploy_new));
+        out->committed = 1;
+        phase_mark(cp->ph, PH_COMMIT, &t);
+    }
+    free(pc);
+    if (o->apply && out->deploy_new[0]) {
+        /* a quiet pass has no live cluster: nothing to apply, as the full pass finds */
+        int incomplete = 0;
+        error = rc_apply_deploy_ex(&incomplete, g, out->deploy_new, cp->load.src.conns,
+                                   cp->load.src.nclusters, o->resync, o->kube,
+                                   rc_cache_apply_memory(o->cache), o->log, a, err);
+        if (error < 0)
+            return error;
+        out->apply_incomplete |= incomplete;
+    }
+
+    out->partial = 1;
+    out->result = &cp->res;
+    out->input = &cp->in;
+    out->nrendered = cp->tree.nrendered;
+    out->record_kept = 1;
+    out->placed = im.states[PL_STATE_PLACED];
+    out->pending = im.states[PL_STATE_PENDING];
+    out->unplaced = im.states[PL_STATE_UNPLACED];
+    out->changed = 0;
+    out->nwarnings = im.nlisted;
+    out->warnings = im.listed;
+    /* the memo and the image of the deploy head now */
+    {
+        struct rc_memo m;
+        struct rc_err merr = RC_ERR_INIT;
+        memset(&m, 0, sizeof(m));
+        memcpy(m.key, key, 41);
+        memcpy(m.commit, out->source, 41);
+        memcpy(m.source, all->digest, 41);
+        memcpy(m.deploy, out->deploy_new, 41);
+        m.quiet = 1;
+        if (rc_cache_set_memo(o->cache, &m, &merr) < 0 && o->log)
+            rc_log_warn(o->log, "%s (the next pass will do all its work)", merr.msg);
+        memcpy(im.commit, out->source, 41);
+        memcpy(im.source, all->digest, 41);
+        memcpy(im.deploy, out->deploy_new, 41);
+        for (size_t i = 0; i < im.nfiles; i++)
+            memcpy(im.files[i].id, all->blobs[i].id, 41);
+        if (rc_cache_image_write(o->cache, &im, &merr) < 0 && o->log)
+            rc_log_warn(o->log, "%s (the next pass does all its work)", merr.msg);
+    }
+    if (o->log)
+        rc_log_debug(o->log, "partial pass: %zu file%s changed, %zu of %zu clusters, %zu units",
+                     nchanged, nchanged == 1 ? "" : "s", nacl, im.nclusters, sub.nunits);
+    return 1;
+}
+
 static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct rc_pass_options *o,
                      struct rc_arena *a, struct rc_err *err)
 {
@@ -2678,6 +3566,28 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
             out->skipped = 1;
             return RC_OK;
         }
+    }
+
+    /* a change that touches a few clusters (see partial_pass) */
+    if (o->cache && !out->proposal[0]) {
+        struct listing all = cp->listed;
+        cp->ph = ph;
+        error = partial_pass(out, g, o, key, deploy_ref, cp, a, err);
+        if (error < 0)
+            goto done;
+        if (error == 1) {
+            phase_log(o->log, ph);
+            compute_release(cp);
+            return RC_OK;
+        }
+        /* not for this change: the full pass starts from nothing of it */
+        compute_release(cp);
+        memset(cp, 0, sizeof(*cp));
+        cp->listed = all;
+        memset(ph, 0, sizeof(ph));
+        t = mono_ms();
+        out->nrecord_read = out->nrecord_bytes_read = 0;
+        out->record_cached = 0;
     }
 
     /* the diff lists the deploy head: walked on another core while the source loads, unless
@@ -3006,6 +3916,9 @@ apply:
     }
     if (o->cache && !o->dry_run) {
         remember(o, key, out, cp, quiet && !out->apply_incomplete);
+        if (o->last_pass && !out->skipped)
+            save_image(o, key, out, cp,
+                       quiet && !out->apply_incomplete && !out->nhand_edits && !base_odd, a);
         remember_reported(o->cache, out, &cp->load);
     }
 done:

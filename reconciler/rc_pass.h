@@ -116,6 +116,9 @@ struct rc_pass_result {
     /* source files taken from the parse cache file (rc_pcache.h): neither read nor parsed */
     size_t nparse_cached;
     int committed;
+    /* a pass over the clusters a change touches (rc_pass.c, partial_pass): result and input
+     * hold their units and clusters alone, warnings the first RC_IMAGE_WARNINGS (20) */
+    int partial;
     int attempts;
     size_t placed, pending, unplaced, changed; /* units by state; units whose decision changed */
     size_t nfile_errors;

@@ -670,9 +670,10 @@ static void walk(uint64_t seed, size_t inline_max, int steps, int *ncommits, int
         *nskipped += o[ONCE].res.skipped + o[LOOP].res.skipped;
         *nerrors += o[COLD].res.nfile_errors > 0 || !strncmp(o[COLD].report, "refused", 7);
         if (getenv("RP_EQ_TRACE")) /* the walk, step by step, for whoever reads a failure */
-            fprintf(stderr, "seed %llx step %d (%s): deploy %.12s -> %.12s, skipped %d/%d\n%s",
+            fprintf(stderr,
+                    "seed %llx step %d (%s): deploy %.12s -> %.12s, skipped %d/%d, partial %d\n%s",
                     (unsigned long long)seed, step, what, before, o[COLD].deploy,
-                    o[ONCE].res.skipped, o[LOOP].res.skipped, o[COLD].report);
+                    o[ONCE].res.skipped, o[LOOP].res.skipped, o[ONCE].res.partial, o[COLD].report);
         for (int k = PLAN; k <= LOOP; k++)
             free(o[k].report);
     }
