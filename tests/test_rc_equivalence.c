@@ -462,24 +462,12 @@ static char *report_of(const struct rc_pass_result *r)
 
 static void head_of(char out[41], struct world *x)
 {
-    char *err = NULL, *rev = NULL;
-
-    if (th_git(x->repo, &rev, &err, "rev-parse", "-q", "--verify", "refs/heads/deploy", NULL) ==
-        0) {
-        snprintf(out, 41, "%.40s", rev);
-    } else {
-        out[0] = '\0';
-    }
-    free(rev);
-    free(err);
+    th_git_ref(out, x->repo, "refs/heads/deploy");
 }
 
 static void set_head(struct world *x, const char *head)
 {
-    if (head[0])
-        free(th_git_ok(x->repo, "update-ref", "refs/heads/deploy", head, NULL));
-    else
-        free(th_git_ok(x->repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    th_git_set_ref(x->repo, "refs/heads/deploy", head);
 }
 
 enum way { PLAN, COLD, ONCE, LOOP };
@@ -575,23 +563,10 @@ static void expect_changes(struct world *x, const char *before, const struct out
  * parent's record and its capacity snapshot is the commit, byte for byte. */
 static void expect_replay(struct world *x, const char *commit, int step, const char *what)
 {
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_replay_result r;
-    struct rc_err err = RC_ERR_INIT;
-    struct rc_git *g = NULL;
+    char msg[200];
 
-    o.bounded_verdicts = 1; /* as the replay command runs */
-    o.last_pass = 1;
-    /* the record's layout (one file, or shards) replay takes from the commit */
-    assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
-    if (rc_replay(&r, g, commit, &o, &x->a, &err) != RC_OK)
-        fail_msg("seed %llx step %d (%s): replay of %.12s: %s", (unsigned long long)x->seed, step,
-                 what, commit, err.msg);
-    if (!r.match)
-        fail_msg("seed %llx step %d (%s): replay of %.12s differs in %zu paths, the first '%s'",
-                 (unsigned long long)x->seed, step, what, commit, r.nmismatch,
-                 r.nmismatch ? r.mismatch[0].path : "");
-    rc_git_free(g);
+    snprintf(msg, sizeof(msg), "seed %llx step %d (%s)", (unsigned long long)x->seed, step, what);
+    th_expect_replay(x->repo, commit, msg);
 }
 
 static void world_open(struct world *x, uint64_t seed)

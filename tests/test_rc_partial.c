@@ -261,22 +261,12 @@ static const char *mutate(struct world *x)
 
 static void head_of(char out[41], struct world *x)
 {
-    char *err = NULL, *rev = NULL;
-
-    if (th_git(x->repo, &rev, &err, "rev-parse", "-q", "--verify", "refs/heads/deploy", NULL) == 0)
-        snprintf(out, 41, "%.40s", rev);
-    else
-        out[0] = '\0';
-    free(rev);
-    free(err);
+    th_git_ref(out, x->repo, "refs/heads/deploy");
 }
 
 static void set_head(struct world *x, const char *head)
 {
-    if (head[0])
-        free(th_git_ok(x->repo, "update-ref", "refs/heads/deploy", head, NULL));
-    else
-        free(th_git_ok(x->repo, "update-ref", "-d", "refs/heads/deploy", NULL));
+    th_git_set_ref(x->repo, "refs/heads/deploy", head);
 }
 
 struct outcome {
@@ -362,24 +352,6 @@ static void commit_step(struct world *x, const char *what)
     free(th_git_ok(x->repo, "commit", "-q", "--allow-empty", "-m", what, NULL));
 }
 
-static void expect_replay(struct world *x, const char *commit, const char *what)
-{
-    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
-    struct rc_replay_result r;
-    struct rc_err err = RC_ERR_INIT;
-    struct rc_git *g = NULL;
-
-    o.bounded_verdicts = 1;
-    o.last_pass = 1;
-    assert_int_equal(rc_git_open(&g, x->repo, NULL, &err), RC_OK);
-    if (rc_replay(&r, g, commit, &o, &x->a, &err) != RC_OK)
-        fail_msg("%s: replay of %.12s: %s", what, commit, err.msg);
-    if (!r.match)
-        fail_msg("%s: replay of %.12s differs in %zu paths, the first '%s'", what, commit,
-                 r.nmismatch, r.nmismatch ? r.mismatch[0].path : "");
-    rc_git_free(g);
-}
-
 static void walk(uint64_t seed, int steps, int *npartial, int *nfull, int *nusage)
 {
     struct world x;
@@ -410,7 +382,7 @@ static void walk(uint64_t seed, int steps, int *npartial, int *nfull, int *nusag
                      "state directory\n%s",
                      msg, once.partial, once.changes, cold.changes);
         if (strcmp(cold.deploy, before))
-            expect_replay(&x, cold.deploy, msg);
+            th_expect_replay(x.repo, cold.deploy, msg);
         /* a partial pass parses what changed and takes up its clusters' files, not all */
         if (once.partial && once.nparsed + once.nparse_cached >= (size_t)x.nw)
             fail_msg("%s: the partial pass read %zu files of %d", msg,

@@ -95,6 +95,26 @@ char *th_git_rev(const char *dir, const char *rev)
     return out;
 }
 
+void th_git_ref(char out[41], const char *dir, const char *ref)
+{
+    char *err = NULL, *rev = NULL;
+
+    if (th_git(dir, &rev, &err, "rev-parse", "-q", "--verify", ref, NULL) == 0)
+        snprintf(out, 41, "%.40s", rev);
+    else
+        out[0] = '\0';
+    free(rev);
+    free(err);
+}
+
+void th_git_set_ref(const char *dir, const char *ref, const char *id)
+{
+    if (id[0])
+        free(th_git_ok(dir, "update-ref", ref, id, NULL));
+    else
+        free(th_git_ok(dir, "update-ref", "-d", ref, NULL));
+}
+
 char *th_read_all(const char *path, size_t *len)
 {
     FILE *fp = fopen(path, "rb");

@@ -48,6 +48,10 @@ char *th_git_ok(const char *dir, ...);
 /* The object id `rev` names in the repository at dir (git rev-parse), without the newline;
  * malloc'd. */
 char *th_git_rev(const char *dir, const char *rev);
+/* The id branch `ref` ("refs/heads/deploy") points at in out, "" when it does not exist; and
+ * the branch moved to `id` ("": deleted). */
+void th_git_ref(char out[41], const char *dir, const char *ref);
+void th_git_set_ref(const char *dir, const char *ref, const char *id);
 
 /* A fresh repository: `git init` (bare when bare != 0) in a new temp dir; returns its path. */
 char *th_git_init(const char *tag, int bare);

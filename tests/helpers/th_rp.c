@@ -13,6 +13,10 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "rc_arena.h"
+#include "rc_git.h"
+#include "rc_pass.h"
+
 #include "rc_banned.h"
 
 #define TH_RP_ARGS_MAX 64
@@ -107,4 +111,25 @@ int th_rp_hold_lock(const char *statedir)
     assert_true(fd >= 0);
     assert_int_equal(flock(fd, LOCK_EX), 0);
     return fd;
+}
+
+void th_expect_replay(const char *repo, const char *commit, const char *what)
+{
+    struct rc_pass_options o = RC_PASS_OPTIONS_INIT;
+    struct rc_replay_result r;
+    struct rc_err err = RC_ERR_INIT;
+    struct rc_arena a = RC_ARENA_INIT;
+    struct rc_git *g = NULL;
+
+    o.bounded_verdicts = 1; /* as the replay command runs */
+    o.last_pass = 1;
+    /* the record's layout (one file, or shards) replay takes from the commit */
+    assert_int_equal(rc_git_open(&g, repo, NULL, &err), RC_OK);
+    if (rc_replay(&r, g, commit, &o, &a, &err) != RC_OK)
+        fail_msg("%s: replay of %.12s: %s", what, commit, err.msg);
+    if (!r.match)
+        fail_msg("%s: replay of %.12s differs in %zu paths, the first '%s'", what, commit,
+                 r.nmismatch, r.nmismatch ? r.mismatch[0].path : "");
+    rc_git_free(g);
+    rc_arena_release(&a);
 }

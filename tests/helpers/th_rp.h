@@ -29,4 +29,8 @@ void th_assert_contains(const char *hay, const char *needle);
  * would; fails the test if it cannot. Returns the descriptor: close it to release the lock. */
 int th_rp_hold_lock(const char *statedir);
 
+/* Fail the current test (the message starts with `what`) unless deploy commit `commit` of repo
+ * replays to itself (rc_replay with bounded verdicts, as the replay command runs). */
+void th_expect_replay(const char *repo, const char *commit, const char *what);
+
 #endif
