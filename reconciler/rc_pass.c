@@ -725,6 +725,8 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     size_t held = 0;
     const char *over;
     struct rc_git_blob *blobs = NULL;
+    const struct rc_git_blob *keep_blobs;
+    size_t nkeep_blobs;
     struct rd_file *files;
     const char **refused, **ids;
     unsigned char *keep, *uncounted, *cached;
@@ -761,6 +763,9 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
     }
     out->blobs = blobs;
     out->nblobs = nblobs;
+    /* the files whose entries the parse cache file keeps: a partial pass's whole source */
+    keep_blobs = listed && listed->all ? listed->all : blobs;
+    nkeep_blobs = listed && listed->all ? listed->nall : nblobs;
     /* libgit2's object cache holds what a pass of this source reads, not every tree the
      * process ever read (rc_git.h) */
     rc_git_cache_fit(nblobs);
@@ -882,10 +887,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
         out->ms_from_file += mono_ms() - t0;
     }
     if (out->src.nerrors == 0) {
-        if (listed && listed->all)
-            save_parse_cache(out, pfile, cache, listed->all, listed->nall, budget, 1, o, a);
-        else
-            save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 1, o, a);
+        save_parse_cache(out, pfile, cache, keep_blobs, nkeep_blobs, budget, 1, o, a);
         goto conflicts;
     }
 
@@ -950,10 +952,7 @@ static int load_source(struct loaded *out, struct rc_git *g, const char *source,
                 out->broken[w++] = out->broken[k];
         out->nbroken = w;
     }
-    if (listed && listed->all)
-        save_parse_cache(out, pfile, cache, listed->all, listed->nall, budget, 0, o, a);
-    else
-        save_parse_cache(out, pfile, cache, blobs, nblobs, budget, 0, o, a);
+    save_parse_cache(out, pfile, cache, keep_blobs, nkeep_blobs, budget, 0, o, a);
     if (replaced == 0)
         goto conflicts;
     rd_source_release(&out->src);
@@ -2102,7 +2101,7 @@ static int compute_decide(struct compute *c, const struct pl_prev_unit *prev, si
         size_t n = 0;
         for (size_t i = 0; i < c->load.src.nobjects; i++) {
             const struct pl_object *ob = &c->load.src.objects[i];
-            /* Namespaces no policy governs name their labels to every pass */
+            /* and the Namespace objects: their labels are what namespace selectors read */
             if (bsearch(&ob->key, c->only_keys, c->nonly, sizeof(*c->only_keys), cmp_str) ||
                 (!ob->ns && !strcmp(ob->kind, "Namespace")))
                 v[n++] = *ob;
