@@ -3018,7 +3018,7 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
     struct known_line kl;
     struct pchange *pc = NULL;
     size_t npc = 0, cap = 0;
-    double t = mono_ms();
+    double t = mono_ms(), tp = rc_mono_seconds();
     int error, changed_any = 0;
 
     if (!o->cache || !o->last_pass || o->force || o->dry_run || o->propose_branch ||
@@ -3152,6 +3152,7 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
     if (error < 0)
         return error;
     phase_mark(cp->ph, PH_LOAD, &t);
+    phase_end(out, RC_PHASE_LOAD, &tp);
     if (cp->load.nerrors || cp->load.src.nconflicts)
         return not_partial(o, "a file of the change does not load");
     {
@@ -3214,6 +3215,7 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
         save_join(&cp->load);
         if (error < 0)
             return error;
+        phase_end(out, RC_PHASE_PLACE, &tp);
     }
     if (cp->res.ndecisions != sub.nunits || cp->tree.nwarnings)
         return not_partial(o, "a decision of the change would not stand");
@@ -3433,6 +3435,7 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
         phase_mark(cp->ph, PH_COMMIT, &t);
     }
     free(pc);
+    phase_end(out, RC_PHASE_COMMIT, &tp);
     if (o->apply && out->deploy_new[0]) {
         /* a quiet pass has no live cluster: nothing to apply, as the full pass finds */
         int incomplete = 0;
@@ -3443,6 +3446,7 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
             return error;
         out->apply_incomplete |= incomplete;
     }
+    phase_end(out, RC_PHASE_APPLY, &tp);
 
     out->partial = 1;
     out->result = &cp->res;
@@ -3584,6 +3588,8 @@ static int pass_once(struct rc_pass_result *out, struct rc_git *g, const struct 
         memset(cp, 0, sizeof(*cp));
         cp->listed = all;
         memset(ph, 0, sizeof(ph));
+        for (int k = RC_PHASE_LOAD; k < RC_PHASE_COUNT; k++)
+            out->phase_seconds[k] = 0; /* the attempt counts in the load's */
         t = mono_ms();
         out->nrecord_read = out->nrecord_bytes_read = 0;
         out->record_cached = 0;

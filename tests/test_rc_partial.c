@@ -273,7 +273,8 @@ struct outcome {
     char deploy[41];
     int partial, skipped;
     size_t nparsed, nparse_cached;
-    char *changes; /* "<op>\t<path>\n" each */
+    double load_s, place_s; /* its phases' times, as the metrics report them */
+    char *changes;          /* "<op>\t<path>\n" each */
 };
 
 static void pass(struct outcome *out, struct world *x, int with_state)
@@ -304,6 +305,8 @@ static void pass(struct outcome *out, struct world *x, int with_state)
     out->skipped = res.skipped;
     out->nparsed = res.nparsed;
     out->nparse_cached = res.nparse_cached;
+    out->load_s = res.phase_seconds[RC_PHASE_LOAD];
+    out->place_s = res.phase_seconds[RC_PHASE_PLACE];
     for (size_t i = 0; i < res.npaths_changed; i++)
         cap += strlen(res.paths_changed[i].path) + 3;
     out->changes = calloc(1, cap);
@@ -438,6 +441,7 @@ static void test_rc_partial__a_change_reads_its_cluster(void **state)
     assert_int_equal(o.nparsed, 1);
     /* the policy, the cluster's file and the workloads on it: a few of 36 */
     assert_true(o.nparse_cached >= 2 && o.nparse_cached < 20);
+    assert_true(o.load_s > 0 && o.place_s > 0); /* for the metrics */
     th_assert_contains(o.changes, "M\tclusters/");
     free(o.changes);
     /* the next pass starts from the image the partial one left */
