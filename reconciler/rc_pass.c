@@ -2923,15 +2923,18 @@ static void save_image(const struct rc_pass_options *o, const char key[41],
             }
         }
     }
-    /* objects in no decision: Namespaces no policy governs (drop_bare_namespaces), which
-     * every partial pass loads, and anything else, which no partial pass may touch */
+    /* Every partial pass loads the Namespace objects: render writes a cluster's Namespace
+     * from the repository's object wherever a unit needs it, whichever clusters a policy
+     * places the object itself on (one placed so is also RC_IMAGE_OTHER, above: a partial
+     * pass that loads it decides it and so runs the whole pass). Objects in no decision but
+     * those Namespaces (drop_bare_namespaces) no partial pass may touch. */
     for (size_t i = 0; i < src->nobjects; i++) {
         const struct pl_object *ob = &src->objects[i];
         size_t f = fileof[i];
-        if (covered[i] || f == n)
+        int ns = !ob->ns && !strcmp(ob->kind, "Namespace");
+        if (f == n || (covered[i] && !ns))
             continue;
-        im.files[f].flags |=
-            !ob->ns && !strcmp(ob->kind, "Namespace") ? RC_IMAGE_CONFIG : RC_IMAGE_OTHER;
+        im.files[f].flags |= ns ? RC_IMAGE_CONFIG : RC_IMAGE_OTHER;
     }
     if (nfc)
         qsort(fc, nfc, sizeof(*fc), cmp_fc);

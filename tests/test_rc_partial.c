@@ -616,12 +616,70 @@ static void test_rc_partial__the_image_reads_back(void **state)
     rc_arena_release(&a);
 }
 
+/* A Namespace that a policy places on one cluster is written, from the repository's object,
+ * to every cluster a unit of its namespace is on: a pass over another cluster must load it
+ * (and, deciding it, runs the whole pass), or it writes a Namespace without the object's
+ * labels there. */
+static void test_rc_partial__a_namespace_placed_elsewhere_is_loaded(void **state)
+{
+    struct world x;
+    struct outcome once, cold;
+    char before[41];
+    char *listing;
+    int chosen = -1;
+
+    (void)state;
+    world_open(&x, 11);
+    th_write_file(x.repo, "infra/team-1.yaml",
+                  "apiVersion: v1\nkind: Namespace\n"
+                  "metadata: {name: team-1, labels: {app: nsone, owner: ml}}\n",
+                  (size_t)-1);
+    th_write_file(x.repo, "infra/policy.yaml",
+                  "apiVersion: policy.elotl.co/v1alpha1\nkind: SchedulePolicy\n"
+                  "metadata: {name: ns-one}\n"
+                  "spec:\n"
+                  "  clusterSelector: {matchLabels: {kubernetes.io/metadata.name: c7}}\n"
+                  "  resourceSelectors: {labelSelectors: [{matchLabels: {app: nsone}}]}\n"
+                  "  namespaceSelector:\n"
+                  "    matchExpressions: [{key: kubernetes.io/metadata.name, operator: Exists}]\n",
+                  (size_t)-1);
+    commit_step(&x, "a Namespace placed on c7");
+    pass(&once, &x, 1);
+    free(once.changes);
+    /* a workload of team-1 on another cluster, where the Namespace is written as needed */
+    listing = th_git_ok(x.repo, "ls-tree", "-r", "--name-only", "deploy", "clusters/", NULL);
+    th_assert_contains(listing, "clusters/c7/_cluster/namespace.team-1.yaml");
+    for (int i = 1; i < x.nw && chosen < 0; i += 3) {
+        char name[64];
+        const char *at;
+        snprintf(name, sizeof(name), "/team-1/deployment.w%d.yaml", i);
+        at = strstr(listing, name);
+        if (at && x.w[i].live && strncmp(at - 2, "c7", 2))
+            chosen = i;
+    }
+    free(listing);
+    assert_true(chosen >= 0);
+    x.w[chosen].image++;
+    put_file(&x, x.w[chosen].file);
+    commit_step(&x, "an image in team-1");
+    head_of(before, &x);
+    pass(&once, &x, 1);
+    set_head(&x, before);
+    pass(&cold, &x, 0);
+    assert_string_equal(once.deploy, cold.deploy);
+    assert_int_equal(once.partial, 0);
+    free(once.changes);
+    free(cold.changes);
+    world_close(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rc_partial__the_image_reads_back),
         cmocka_unit_test(test_rc_partial__a_change_reads_its_cluster),
         cmocka_unit_test(test_rc_partial__an_image_that_lies_runs_the_full_pass),
+        cmocka_unit_test(test_rc_partial__a_namespace_placed_elsewhere_is_loaded),
         cmocka_unit_test(test_rc_partial__commits_what_a_full_pass_commits),
     };
     struct rc_err err = RC_ERR_INIT;
