@@ -2730,42 +2730,44 @@ static int same_but_pods(const struct rd_source *x, const struct rd_source *y, c
     }
 }
 
-/* The versions `old` of some source files loaded into out (from the parse caches when they
- * hold them, else read and parsed); rd_source_release frees it. */
-static int load_versions(struct rd_source *out, struct rc_git *g, const struct rc_git_blob *old,
-                         size_t n, const struct rc_pass_options *o, struct rc_arena *a,
-                         struct rc_err *err)
+/* Version `id` of source file `path` as it loads alone (load_alone): taken from the parse
+ * caches when they hold it, else read and parsed. RC_OK with *one to release; RC_EINVALID when
+ * it is not read (larger than a file may be) or does not load. */
+static int base_version(struct rd_source *one, struct rc_git *g, const char *path, const char *id,
+                        const struct rc_pass_options *o, size_t *nparsed, struct rc_arena *a)
 {
     struct rd_cache *cache = rc_cache_parsed(o->cache);
     struct rc_pcache *pfile = rc_cache_parse_file(o->cache);
-    struct rd_file *files = rc_arena_calloc(a, n + 1, sizeof(*files));
-    const char **ids = rc_arena_calloc(a, n + 1, sizeof(*ids));
-    const char **refused = rc_arena_calloc(a, n + 1, sizeof(*refused));
-    struct rd_load_options lo;
+    struct rd_file f = {path, NULL, 0};
+    struct rc_git_blob b;
+    const char *refused = NULL;
 
-    for (size_t i = 0; i < n; i++) {
-        ids[i] = old[i].id;
-        files[i].path = old[i].path;
-        if (rd_cache_has(cache, old[i].id, old[i].path, NULL) ||
-            (pfile && rc_pcache_load(pfile, cache, old[i].id, old[i].path, o->log)))
-            continue;
-        read_source_file(&files[i], &refused[i], g, &old[i], a);
+    if (!rd_cache_has(cache, id, path, NULL) &&
+        !(pfile && rc_pcache_load(pfile, cache, id, path, o->log))) {
+        memset(&b, 0, sizeof(b));
+        b.path = (char *)path;
+        memcpy(b.id, id, 41);
+        read_source_file(&f, &refused, g, &b, a);
+        if (refused)
+            return RC_EINVALID;
     }
-    memset(&lo, 0, sizeof(lo));
-    lo.ids = ids;
-    lo.refused = refused;
-    lo.cache = cache;
-    return rd_source_load_ex(out, files, n, &lo, a, err);
+    if (load_alone(one, &f, id, cache, nparsed, a) < 0)
+        return RC_EINVALID;
+    if (one->nerrors) {
+        rd_source_release(one);
+        return RC_EINVALID;
+    }
+    return RC_OK;
+}
+
+static int cmp_image_cluster(const void *key, const void *x)
+{
+    return strcmp(key, ((const struct rc_image_cluster *)x)->name);
 }
 
 static int cmp_policy_name(const void *key, const void *x)
 {
     return strcmp(key, ((const struct pl_policy *)x)->name);
-}
-
-static int cmp_pl_object_key(const void *key, const void *x)
-{
-    return strcmp(key, ((const struct pl_object *)x)->key);
 }
 
 struct fc {
@@ -2900,7 +2902,7 @@ static void save_image(const struct rc_pass_options *o, const char key[41],
             size_t f;
             if (!ob || ob < src->objects || ob >= src->objects + src->nobjects)
                 ob = bsearch(d->object_keys[k], src->objects, src->nobjects, sizeof(*ob),
-                             cmp_pl_object_key);
+                             cmp_object_key);
             f = ob ? fileof[ob - src->objects] : n;
             if (!ob || f == n) {
                 rc_cache_image_write(o->cache, NULL, &err);
@@ -3107,20 +3109,8 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
         const struct pl_prev_unit *u = &prev.units[i];
         size_t on = 0;
         for (size_t k = 0; k < u->nclusters; k++) {
-            const struct rc_image_cluster *c = NULL;
-            size_t lo = 0, hi = im.nclusters;
-            while (lo < hi) { /* clusters are sorted by name */
-                size_t mid = lo + (hi - lo) / 2;
-                int r = strcmp(im.clusters[mid].name, u->clusters[k]);
-                if (!r) {
-                    c = &im.clusters[mid];
-                    break;
-                }
-                if (r < 0)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
+            const struct rc_image_cluster *c = bsearch(u->clusters[k], im.clusters, im.nclusters,
+                                                       sizeof(*im.clusters), cmp_image_cluster);
             on += c && in_a[c - im.clusters];
         }
         if (!on)
@@ -3161,26 +3151,19 @@ static int partial_pass(struct rc_pass_result *out, struct rc_git *g,
     {
         /* the changed files as the base loaded them: their objects may change their pods,
          * nothing else */
-        struct rc_git_blob *old = rc_arena_calloc(a, nchanged + 1, sizeof(*old));
-        struct rd_source was = RD_SOURCE_INIT;
-        size_t nold = 0;
-        int same = 1;
+        size_t checked = 0; /* parses of a check, not of the pass's files */
         for (size_t i = 0; i < im.nfiles; i++) {
-            if (strcmp(im.files[i].id, all->blobs[i].id)) {
-                old[nold].path = (char *)im.files[i].path;
-                memcpy(old[nold++].id, im.files[i].id, 41);
-            }
-        }
-        error = load_versions(&was, g, old, nold, o, a, err);
-        if (error < 0) {
+            struct rd_source was;
+            int same;
+            if (!strcmp(im.files[i].id, all->blobs[i].id))
+                continue;
+            if (base_version(&was, g, im.files[i].path, im.files[i].id, o, &checked, a) < 0)
+                return not_partial(o, "a changed file's objects changed more than their pods");
+            same = same_but_pods(&was, &cp->load.src, im.files[i].path);
             rd_source_release(&was);
-            return error;
+            if (!same)
+                return not_partial(o, "a changed file's objects changed more than their pods");
         }
-        for (size_t i = 0; i < nold && same; i++)
-            same = !was.nerrors && same_but_pods(&was, &cp->load.src, old[i].path);
-        rd_source_release(&was);
-        if (!same)
-            return not_partial(o, "a changed file's objects changed more than their pods");
         /* what the image says of the changed files, the record must say too: each of their
          * objects is in a unit it places on the clusters of the change */
         for (size_t i = 0; i < cp->load.src.nobjects; i++) {
