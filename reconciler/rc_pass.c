@@ -2863,29 +2863,8 @@ static void save_image(const struct rc_pass_options *o, const char key[41],
     }
     covered = rc_arena_calloc(a, src->nobjects + 1, 1);
     fileof = rc_arena_calloc(a, src->nobjects + 1, sizeof(*fileof));
-    {
-        /* a file's objects share its path's string: one search a file, not an object */
-        size_t cap2 = 16, mask;
-        struct {
-            const char *p;
-            size_t f;
-        } * seen;
-        while (cap2 < 2 * src->nobjects)
-            cap2 *= 2;
-        mask = cap2 - 1;
-        seen = rc_arena_calloc(a, cap2, sizeof(*seen));
-        for (size_t i = 0; i < src->nobjects; i++) {
-            const char *p = src->objects[i].file;
-            size_t h = (size_t)(((uintptr_t)p >> 3) * 0x9E3779B97F4A7C15ULL) & mask;
-            while (seen[h].p && seen[h].p != p)
-                h = (h + 1) & mask;
-            if (!seen[h].p) {
-                seen[h].p = p;
-                seen[h].f = listed_at(b, n, p);
-            }
-            fileof[i] = seen[h].f;
-        }
-    }
+    for (size_t i = 0; i < src->nobjects; i++)
+        fileof[i] = listed_at(b, n, src->objects[i].file);
     for (size_t i = 0; i < cp->res.ndecisions; i++) {
         const struct pl_decision *d = &cp->res.decisions[i];
         int simple;
